@@ -1,0 +1,24 @@
+/* spank/admin.h: the admin's settings, given as key=value arguments on the
+ * plugin's line in plugstack.conf. Plain C, unit-tested without Slurm. */
+#ifndef DLPAR_SPANK_ADMIN_H
+#define DLPAR_SPANK_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "launcher/grid.h"
+
+typedef struct {
+  dlpar_span_policy tp_span; /* tp_span=error|warn|allow (default error) */
+  char topology_xml[4096];   /* topology_xml=PATH: hwloc XML instead of this node's topology */
+  char profile_dir[4096];    /* profile_dir=DIR: where profiles go (default: the task's cwd) */
+  bool bind_cpus;            /* bind_cpus=yes|no (default yes) */
+  bool bind_nic;             /* bind_nic=yes|no (default yes) */
+} dlpar_admin_config;
+
+/* Parses argv (the plugstack.conf arguments). Unknown keys and bad values
+ * are errors naming the key. */
+int dlpar_admin_config_parse(int argc, char **argv, dlpar_admin_config *config, char *err,
+                             size_t errlen);
+
+#endif

@@ -1,0 +1,13 @@
+# spank/: the SPANK plugin spank_dlpar.so, installed into Slurm's plugin dir.
+# Hardened, and its version script exports only what Slurm looks up.
+plugindir = $(SLURM_PLUGINDIR)
+plugin_LTLIBRARIES = spank/spank_dlpar.la
+spank_spank_dlpar_la_SOURCES = \
+	spank/plugin.c spank/plugin.h spank/options.c spank/srun.c spank/stepd.c \
+	spank/admin.c spank/admin.h spank/request.c spank/request.h
+spank_spank_dlpar_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+spank_spank_dlpar_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
+	-Wl,--version-script=$(srcdir)/spank/dlpar.map $(HARDEN_LDFLAGS)
+spank_spank_dlpar_la_LIBADD = launcher/libdlpar_core.la
+EXTRA_spank_spank_dlpar_la_DEPENDENCIES = spank/dlpar.map
+EXTRA_DIST += spank/dlpar.map spank/README.md

@@ -1,0 +1,63 @@
+/* spank/options.c: the --dl-* options as srun/sbatch/salloc show them in
+ * --help, and their callbacks, which only keep the raw text: parsing happens
+ * in each context (request.c), the same way everywhere. */
+#include "config.h"
+
+#include <slurm/spank.h>
+
+#include "launcher/status.h"
+#include "spank/plugin.h"
+
+enum { OPT_PARALLEL, OPT_PROFILE, OPT_PROFILE_STEPS, OPT_PROFILE_RANKS, OPT_VERBOSE };
+
+static int store_option(int val, const char *optarg, int remote UNUSED)
+{
+  dlpar_user_options *options = &dlpar_spank.options;
+  switch (val) {
+  case OPT_PARALLEL: dlpar_user_value_store(&options->parallel, optarg); break;
+  case OPT_PROFILE: dlpar_user_value_store(&options->profile, optarg); break;
+  case OPT_PROFILE_STEPS: dlpar_user_value_store(&options->profile_steps, optarg); break;
+  case OPT_PROFILE_RANKS: dlpar_user_value_store(&options->profile_ranks, optarg); break;
+  case OPT_VERBOSE: options->verbose = true; break;
+  default: return -1;
+  }
+  return 0;
+}
+
+static struct spank_option dlpar_options[] = {
+    {"dl-parallel", "MxD",
+     "[dlpar] Tensor-parallel size M x data-parallel size D (M*D = tasks; 'M' alone: D = tasks/M). "
+     "Binds each task to its GPU, CPUs and NIC and exports the grid (DLPAR_*).",
+     1, OPT_PARALLEL, store_option},
+    {"dl-profile", "nsys|nvtx|off",
+     "[dlpar] Profile the selected ranks: nsys runs them under Nsight Systems, nvtx only marks ranges.",
+     1, OPT_PROFILE, store_option},
+    {"dl-profile-steps", "A-B", "[dlpar] Capture training steps A to B (default: the whole run).",
+     1, OPT_PROFILE_STEPS, store_option},
+    {"dl-profile-ranks", "LIST", "[dlpar] Ranks to profile, e.g. 0,4-7 or all (default: 0).",
+     1, OPT_PROFILE_RANKS, store_option},
+    {"dl-verbose", NULL, "[dlpar] Print each task's rank, grid coordinates, GPU, CPUs and NIC.",
+     0, OPT_VERBOSE, store_option},
+    SPANK_OPTIONS_TABLE_END};
+
+int dlpar_spank_register_options(spank_t sp)
+{
+  for (struct spank_option *opt = dlpar_options; opt->name; opt++) {
+    if (spank_option_register(sp, opt) != ESPANK_SUCCESS) {
+      slurm_error("%s: cannot register --%s", DLPAR_PLUGIN, opt->name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int dlpar_spank_parse_request(void)
+{
+  char err[DLPAR_ERRLEN];
+  if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
+                          err, sizeof(err)) != DLPAR_OK) {
+    dlpar_spank_error(err);
+    return -1;
+  }
+  return 0;
+}

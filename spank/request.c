@@ -1,0 +1,72 @@
+/* spank/request.c: the user's --dl-* options and their parsing (see request.h). */
+#include "config.h"
+
+#include "spank/request.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "launcher/status.h"
+
+void dlpar_user_value_store(dlpar_user_value *slot, const char *value)
+{
+  snprintf(slot->text, sizeof(slot->text), "%s", value ? value : "");
+  slot->given = true;
+}
+
+bool dlpar_user_options_active(const dlpar_user_options *options)
+{
+  return options->parallel.given || options->profile.given || options->profile_steps.given ||
+         options->profile_ranks.given || options->verbose;
+}
+
+int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *grid,
+                        dlpar_profile_request *profile, char *err, size_t errlen)
+{
+  dlpar_profile_init(profile);
+  if (options->parallel.given) {
+    if (dlpar_grid_parse(options->parallel.text, grid, err, errlen) != DLPAR_OK)
+      return DLPAR_ERR_INPUT;
+  } else {
+    memset(grid, 0, sizeof(*grid));
+    grid->tp = 1;
+    snprintf(grid->text, sizeof(grid->text), "1");
+  }
+  if (options->profile.given &&
+      dlpar_profile_parse_tool(options->profile.text, profile, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
+  if (options->profile_steps.given &&
+      dlpar_profile_parse_steps(options->profile_steps.text, profile, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
+  if (options->profile_ranks.given &&
+      dlpar_profile_parse_ranks(options->profile_ranks.text, profile, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
+  return dlpar_profile_check(profile, 0, err, errlen);
+}
+
+int dlpar_parse_tasks_per_node(const char *text, int *counts, int max_nodes)
+{
+  int nodes = 0;
+  for (const char *p = text; p && *p;) {
+    const char *comma = strchr(p, ',');
+    const char *paren = strchr(p, '(');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    long tasks, repeat = 1;
+    if (paren && paren < p + len) {
+      /* "N(xR)" */
+      if (paren[1] != 'x' || p[len - 1] != ')' ||
+          dlpar_parse_uint(paren + 2, (size_t)(p + len - 1 - (paren + 2)), 1 << 20, &repeat) != 0)
+        return -1;
+      len = (size_t)(paren - p);
+    }
+    if (dlpar_parse_uint(p, len, 1 << 20, &tasks) != 0)
+      return -1;
+    for (long i = 0; i < repeat; i++) {
+      if (nodes == max_nodes)
+        return -1;
+      counts[nodes++] = (int)tasks;
+    }
+    p = comma ? comma + 1 : NULL;
+  }
+  return nodes > 0 ? nodes : -1;
+}

@@ -1,0 +1,38 @@
+/* spank/request.h: what the user asked for with the --dl-* options, as raw
+ * text, and its parsing into a grid and a profiling request; also Slurm's
+ * tasks-per-node text ("2(x3),1"). Plain C, unit-tested without Slurm. */
+#ifndef DLPAR_SPANK_REQUEST_H
+#define DLPAR_SPANK_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "launcher/grid.h"
+#include "launcher/profile.h"
+#include "launcher/text.h"
+
+/* Each value is kept up to DLPAR_TEXT_MAX + 1 bytes: longer ones stay
+ * detectably too long without keeping a user's huge string. */
+typedef struct {
+  char text[DLPAR_TEXT_MAX + 2];
+  bool given;
+} dlpar_user_value;
+
+typedef struct {
+  dlpar_user_value parallel, profile, profile_steps, profile_ranks;
+  bool verbose;
+} dlpar_user_options;
+
+void dlpar_user_value_store(dlpar_user_value *slot, const char *value);
+bool dlpar_user_options_active(const dlpar_user_options *options);
+
+/* Syntax of every option. Without --dl-parallel the grid is 1xD (pure data
+ * parallel, D = tasks). */
+int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *grid,
+                        dlpar_profile_request *profile, char *err, size_t errlen);
+
+/* Slurm's compressed tasks-per-node list, e.g. "2(x3),1" -> 2,2,2,1.
+ * Returns the node count, or -1. */
+int dlpar_parse_tasks_per_node(const char *text, int *counts, int max_nodes);
+
+#endif

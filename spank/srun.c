@@ -1,0 +1,90 @@
+/* spank/srun.c: srun (local context). After the allocation and before the
+ * launch, the step's shape is known: refuse a grid that does not fit it,
+ * with one line naming the problem and the fix. (A refusal only stops the
+ * launch when the plugin is `required` in plugstack.conf.) */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launcher/status.h"
+#include "spank/plugin.h"
+
+/* Where each rank runs, from Slurm's tasks-per-node and distribution; 0 when
+ * the distribution cannot be predicted here (slurmstepd checks it anyway). */
+static int predict_rank_nodes(int ntasks, int nnodes, int *rank_node)
+{
+  const char *per_node = getenv("SLURM_STEP_TASKS_PER_NODE");
+  const char *distribution = getenv("SLURM_DISTRIBUTION");
+  int *counts = calloc((size_t)nnodes, sizeof(int));
+  int found = 0, sum = 0;
+  if (!counts)
+    return 0;
+  if (!per_node)
+    per_node = getenv("SLURM_TASKS_PER_NODE");
+  if (distribution && strncmp(distribution, "cyclic", 6) == 0) {
+    for (int r = 0; r < ntasks; r++)
+      rank_node[r] = r % nnodes;
+    found = 1;
+  } else if ((!distribution || strncmp(distribution, "block", 5) == 0) && per_node &&
+             dlpar_parse_tasks_per_node(per_node, counts, nnodes) == nnodes) {
+    for (int i = 0; i < nnodes; i++)
+      sum += counts[i];
+    if (sum == ntasks) {
+      dlpar_grid_block_nodes(counts, nnodes, rank_node);
+      found = 1;
+    }
+  }
+  free(counts);
+  return found;
+}
+
+static int check_span(const dlpar_grid *grid, int ntasks, int nnodes)
+{
+  char err[DLPAR_ERRLEN];
+  int *rank_node = calloc((size_t)ntasks, sizeof(int));
+  int rc = DLPAR_OK;
+  if (!rank_node)
+    return DLPAR_OK;
+  if (predict_rank_nodes(ntasks, nnodes, rank_node)) {
+    rc = dlpar_grid_check_span(grid, rank_node, NULL, dlpar_spank.admin.tp_span, err, sizeof(err));
+    if (rc != DLPAR_OK)
+      dlpar_spank_error(err);
+  }
+  free(rank_node);
+  return rc == DLPAR_ERR_INPUT ? -1 : 0;
+}
+
+static int check_mpi(void)
+{
+  const char *mpi = getenv("SLURM_MPI_TYPE");
+  char err[DLPAR_ERRLEN];
+  if (!mpi || strncmp(mpi, "pmix", 4) == 0)
+    return 0;
+  snprintf(err, sizeof(err), "--dl-parallel needs PMIx but the step uses --mpi=%.32s (use --mpi=pmix, "
+           "or ask the admin for MpiDefault=pmix)", mpi);
+  dlpar_spank_error(err);
+  return -1;
+}
+
+int dlpar_srun_local_user_init(spank_t sp)
+{
+  char err[DLPAR_ERRLEN];
+  uint32_t ntasks = 0, nnodes = 0;
+  dlpar_grid grid;
+  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS || ntasks == 0 || nnodes == 0) {
+    dlpar_spank_error("cannot read the step's task and node counts from srun");
+    return -1;
+  }
+  if (dlpar_grid_resolve(&dlpar_spank.grid_request, (int)ntasks, &grid, err, sizeof(err)) != DLPAR_OK ||
+      dlpar_profile_check(&dlpar_spank.profile, (int)ntasks, err, sizeof(err)) != DLPAR_OK) {
+    dlpar_spank_error(err);
+    return -1;
+  }
+  if (check_mpi() != 0)
+    return -1;
+  return check_span(&grid, (int)ntasks, (int)nnodes);
+}

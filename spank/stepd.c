@@ -1,0 +1,244 @@
+/* spank/stepd.c: slurmstepd (remote context). Once per node (user_init, as
+ * root) the node's topology is loaded; then per task (task_init, in the
+ * task's process, as the user, before exec) the grid is checked again for
+ * this node, the task is bound to its GPU, CPUs and NIC, the profiling
+ * request is prepared, and the DLPAR_* contract is exported. Errors are
+ * raised from task_init: those reach the user's srun. Nothing the user
+ * typed is executed or used as a path here. */
+#include "config.h"
+
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/slurm.h>
+
+#include "launcher/status.h"
+#include "launcher/taskenv.h"
+#include "spank/plugin.h"
+
+typedef struct {
+  uint32_t ntasks, rank, local_count, job_id, step_id;
+  int local_rank;
+  char node[64];
+} task_facts;
+
+static int read_task_facts(spank_t sp, task_facts *facts)
+{
+  memset(facts, 0, sizeof(*facts));
+  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &facts->ntasks) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_TASK_GLOBAL_ID, &facts->rank) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_TASK_ID, &facts->local_rank) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &facts->local_count) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_ID, &facts->job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &facts->step_id) != ESPANK_SUCCESS)
+    return -1;
+  if (spank_getenv(sp, "SLURMD_NODENAME", facts->node, sizeof(facts->node)) != ESPANK_SUCCESS)
+    snprintf(facts->node, sizeof(facts->node), "?");
+  return 0;
+}
+
+/* PMIx must be the step's MPI plugin: libdlpar bootstraps from it. */
+static int check_pmix(spank_t sp, char *err, size_t errlen)
+{
+  char mpi[64];
+  if (spank_getenv(sp, "PMIX_RANK", mpi, sizeof(mpi)) == ESPANK_SUCCESS)
+    return DLPAR_OK;
+  if (spank_getenv(sp, "SLURM_MPI_TYPE", mpi, sizeof(mpi)) != ESPANK_SUCCESS)
+    snprintf(mpi, sizeof(mpi), "none");
+  snprintf(err, errlen, "--dl-parallel needs PMIx but the step uses --mpi=%s (use --mpi=pmix, or ask "
+           "the admin for MpiDefault=pmix)", mpi);
+  return DLPAR_ERR_INPUT;
+}
+
+/* Every tensor-parallel group with a rank on this node must be whole on
+ * this node, whatever srun predicted: ranks elsewhere count as "another node". */
+static int check_groups_local(spank_t sp, const dlpar_grid *grid, const task_facts *facts,
+                              char *err, size_t errlen)
+{
+  const char *names[2] = {facts->node, "another node"};
+  int *rank_node = malloc(sizeof(int) * facts->ntasks);
+  int rc;
+  if (!rank_node) {
+    snprintf(err, errlen, "out of memory");
+    return DLPAR_ERR_SYSTEM;
+  }
+  for (uint32_t rank = 0; rank < facts->ntasks; rank++) {
+    uint32_t local_id;
+    rank_node[rank] = spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, rank, &local_id) != ESPANK_SUCCESS;
+  }
+  rc = dlpar_grid_check_span(grid, rank_node, names, dlpar_spank.admin.tp_span, err, errlen);
+  free(rank_node);
+  return rc;
+}
+
+static int read_step_gpus(spank_t sp, int *gpus)
+{
+  char text[DLPAR_LIST_LEN];
+  if (spank_getenv(sp, "SLURM_STEP_GPUS", text, sizeof(text)) != ESPANK_SUCCESS &&
+      spank_getenv(sp, "CUDA_VISIBLE_DEVICES", text, sizeof(text)) != ESPANK_SUCCESS)
+    return 0;
+  return dlpar_parse_id_list(text, gpus, DLPAR_MAX_GPUS);
+}
+
+/* Bind to the GPU's CPUs, unless the admin or the user (--cpu-bind) chose
+ * otherwise. CPUs the step may not use are dropped; none left: no binding. */
+static void bind_cpus(spank_t sp, dlpar_binding *binding)
+{
+  char user_bind[64];
+  unsigned char wanted[CPU_SETSIZE];
+  cpu_set_t allowed, chosen;
+  int count = 0;
+  if (!dlpar_spank.admin.bind_cpus || !binding->cpus[0] ||
+      spank_getenv(sp, "SLURM_CPU_BIND_TYPE", user_bind, sizeof(user_bind)) == ESPANK_SUCCESS ||
+      dlpar_parse_cpu_list(binding->cpus, wanted, CPU_SETSIZE) <= 0 ||
+      sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+    binding->cpus[0] = '\0';
+    return;
+  }
+  CPU_ZERO(&chosen);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (wanted[cpu] && CPU_ISSET(cpu, &allowed)) {
+      CPU_SET(cpu, &chosen);
+      count++;
+    }
+  }
+  if (count == 0 || sched_setaffinity(0, sizeof(chosen), &chosen) != 0)
+    binding->cpus[0] = '\0';
+}
+
+static int prepare_profile(spank_t sp, const task_facts *facts, dlpar_task_env *env, char *err,
+                           size_t errlen)
+{
+  char job[16], step[16], path[4096], nsys[4096];
+  const char *dir = dlpar_spank.admin.profile_dir[0] ? dlpar_spank.admin.profile_dir : ".";
+  env->profile = dlpar_spank.profile.tool;
+  env->profile_first_step = dlpar_spank.profile.first_step;
+  env->profile_last_step = dlpar_spank.profile.last_step;
+  env->profile_this_rank = dlpar_profile_selects(&dlpar_spank.profile, (int)facts->rank);
+  snprintf(job, sizeof(job), "%u", facts->job_id);
+  snprintf(step, sizeof(step), "%u", facts->step_id);
+  dlpar_profile_output_name(dir, job, step, (int)facts->rank, env->profile_output,
+                            sizeof(env->profile_output));
+  if (env->profile != DLPAR_PROFILE_NSYS || !env->profile_this_rank)
+    return DLPAR_OK;
+  if (spank_getenv(sp, "PATH", path, sizeof(path)) != ESPANK_SUCCESS ||
+      dlpar_find_on_path("nsys", path, nsys, sizeof(nsys)) != DLPAR_OK) {
+    snprintf(err, errlen, "--dl-profile=nsys: nsys is not on the PATH of rank %u on %s (load Nsight "
+             "Systems, e.g. module load nsight-systems, or use --dl-profile=nvtx)",
+             facts->rank, facts->node);
+    return DLPAR_ERR_INPUT;
+  }
+#if HAVE_DECL_SPANK_PREPEND_TASK_ARGV
+  {
+    const char *argv[DLPAR_NSYS_ARGC];
+    dlpar_nsys_argv(env->profile_output, argv);
+    if (spank_prepend_task_argv(sp, DLPAR_NSYS_ARGC, argv) != ESPANK_SUCCESS) {
+      snprintf(err, errlen, "--dl-profile=nsys: cannot prepend nsys to the task's command");
+      return DLPAR_ERR_SYSTEM;
+    }
+    spank_setenv(sp, "DLPAR_PROFILE_WRAPPED", "1", 1);
+  }
+#endif
+  return DLPAR_OK;
+}
+
+static int export_env(spank_t sp, const dlpar_task_env *env)
+{
+  dlpar_env_list list;
+  dlpar_task_env_export(env, &list);
+  for (int i = 0; i < list.count; i++) {
+    if (spank_setenv(sp, list.var[i].name, list.var[i].value, 1) != ESPANK_SUCCESS)
+      return -1;
+  }
+  return 0;
+}
+
+/* The batch script, the extern and the interactive step are not the user's
+ * parallel program: dlpar leaves them alone (their srun steps get the grid). */
+static bool is_parallel_step(spank_t sp)
+{
+  uint32_t step_id;
+  return spank_get_item(sp, S_JOB_STEPID, &step_id) == ESPANK_SUCCESS &&
+         step_id < SLURM_INTERACTIVE_STEP;
+}
+
+int dlpar_stepd_user_init(spank_t sp)
+{
+  if (!is_parallel_step(sp))
+    return 0;
+  const char *xml = dlpar_spank.admin.topology_xml[0] ? dlpar_spank.admin.topology_xml : NULL;
+  dlpar_spank.topology_status = dlpar_topology_load(xml, &dlpar_spank.topology,
+                                                    dlpar_spank.topology_error,
+                                                    sizeof(dlpar_spank.topology_error));
+  return 0; /* errors here never reach srun: task_init raises them */
+}
+
+static int setup_task(spank_t sp, char *err, size_t errlen)
+{
+  task_facts facts;
+  dlpar_task_env env;
+  int gpus[DLPAR_MAX_GPUS], ngpus, rc;
+  memset(&env, 0, sizeof(env));
+  if (read_task_facts(sp, &facts) != 0) {
+    snprintf(err, errlen, "cannot read the task's rank and step from slurmstepd");
+    return DLPAR_ERR_SYSTEM;
+  }
+  if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
+                          err, errlen) != DLPAR_OK ||
+      dlpar_grid_resolve(&dlpar_spank.grid_request, (int)facts.ntasks, &env.grid, err, errlen) != DLPAR_OK ||
+      dlpar_profile_check(&dlpar_spank.profile, (int)facts.ntasks, err, errlen) != DLPAR_OK ||
+      check_pmix(sp, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
+  rc = check_groups_local(sp, &env.grid, &facts, err, errlen);
+  if (rc == DLPAR_ERR_INPUT)
+    return rc;
+  if (rc == DLPAR_WARN && facts.local_rank == 0)
+    dlpar_spank_error(err);
+  if (dlpar_spank.topology_status != DLPAR_OK) {
+    snprintf(err, errlen, "%s", dlpar_spank.topology_error);
+    return dlpar_spank.topology_status;
+  }
+  ngpus = read_step_gpus(sp, gpus);
+  rc = dlpar_map_task(&dlpar_spank.topology, gpus, ngpus > 0 ? ngpus : 0, facts.local_rank,
+                      (int)facts.local_count, &env.binding, err, errlen);
+  if (rc < 0)
+    return rc;
+  if (rc == DLPAR_WARN && facts.local_rank == 0)
+    dlpar_spank_error(err);
+  bind_cpus(sp, &env.binding);
+  if (!dlpar_spank.admin.bind_nic)
+    env.binding.nic[0] = '\0';
+  env.rank = (int)facts.rank;
+  env.local_rank = facts.local_rank;
+  env.local_size = (int)facts.local_count;
+  env.span = dlpar_spank.admin.tp_span;
+  env.verbose = dlpar_spank.options.verbose;
+  rc = prepare_profile(sp, &facts, &env, err, errlen);
+  if (rc != DLPAR_OK)
+    return rc;
+  if (export_env(sp, &env) != 0) {
+    snprintf(err, errlen, "cannot set the task's DLPAR_* environment");
+    return DLPAR_ERR_SYSTEM;
+  }
+  if (env.verbose) {
+    char line[DLPAR_ERRLEN];
+    dlpar_task_env_describe(&env, facts.node, line, sizeof(line));
+    fprintf(stderr, "%s: %s\n", DLPAR_PLUGIN, line);
+  }
+  return DLPAR_OK;
+}
+
+int dlpar_stepd_task_init(spank_t sp)
+{
+  char err[DLPAR_ERRLEN];
+  if (!is_parallel_step(sp))
+    return 0;
+  if (setup_task(sp, err, sizeof(err)) != DLPAR_OK) {
+    dlpar_spank_error(err);
+    return -1;
+  }
+  return 0;
+}

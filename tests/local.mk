@@ -1,0 +1,32 @@
+# tests/: unit tests (C, no Slurm), integration tests on a real Slurm test
+# bed (tests/testbed/dlpar-bed) and numerical tests against PyTorch.
+# Exit 77 = SKIP (with the reason printed), never a silent PASS.
+TESTS_ENVIRONMENT = \
+	DLPAR_SRCDIR=$(abs_top_srcdir) DLPAR_BUILDDIR=$(abs_top_builddir) \
+	DLPAR_CHECK_OWNER=$$PPID ; export DLPAR_SRCDIR DLPAR_BUILDDIR DLPAR_CHECK_OWNER ;
+
+check_PROGRAMS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing
+tests_unit_test_grid_SOURCES = tests/unit/test_grid.c tests/unit/check.h
+tests_unit_test_grid_LDADD = launcher/libdlpar_core.la
+tests_unit_test_topo_SOURCES = tests/unit/test_topo.c tests/unit/check.h
+tests_unit_test_topo_LDADD = launcher/libdlpar_core.la
+tests_unit_test_spank_parsing_SOURCES = tests/unit/test_spank_parsing.c tests/unit/check.h \
+	spank/admin.c spank/request.c
+tests_unit_test_spank_parsing_LDADD = launcher/libdlpar_core.la
+
+TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing
+
+EXTRA_DIST += tests/testbed/dlpar-bed tests/topo/make-topologies \
+	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
+	tests/topo/4gpu-interleaved.xml tests/topo/bed-node.xml
+
+# Integration tests on the Slurm test bed.
+TEST_EXTENSIONS = .sh
+SH_LOG_COMPILER = bash
+check_PROGRAMS += tests/integration/pmix_client
+tests_integration_pmix_client_SOURCES = tests/integration/pmix_client.c
+tests_integration_pmix_client_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS)
+tests_integration_pmix_client_LDADD = $(PMIX_LIBS)
+dist_check_SCRIPTS += tests/integration/bed_pmix.sh
+TESTS += tests/integration/bed_pmix.sh
+EXTRA_DIST += tests/lib/common.sh tests/stand-ins/nsys tests/summary

@@ -1,0 +1,144 @@
+/* tests/unit/test_grid.c: the grid (launcher/grid.c) and the text parsers
+ * under it: syntax, resolution against a step, coordinates, group
+ * membership (Megatron's tp-dp order) and the node-spanning check. */
+#include "config.h"
+
+#include "launcher/grid.h"
+#include "launcher/status.h"
+#include "launcher/text.h"
+#include "tests/unit/check.h"
+
+static void expect_parse_error(const char *text, const char *message)
+{
+  dlpar_grid_request req;
+  char err[DLPAR_ERRLEN] = "";
+  CHECK_INT(dlpar_grid_parse(text, &req, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, message);
+}
+
+static void test_parse(void)
+{
+  dlpar_grid_request req;
+  char err[DLPAR_ERRLEN];
+  CHECK_INT(dlpar_grid_parse("4x2", &req, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(req.tp, 4);
+  CHECK_INT(req.dp, 2);
+  CHECK_INT(dlpar_grid_parse("8", &req, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(req.tp, 8);
+  CHECK_INT(req.dp, 0);
+  CHECK_INT(dlpar_grid_parse("1X16", &req, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(req.dp, 16);
+  expect_parse_error("", "--dl-parallel needs a value MxD (e.g. --dl-parallel=4x2)");
+  expect_parse_error("0x4", "--dl-parallel=0x4: M must be at least 1 (e.g. --dl-parallel=1x4)");
+  expect_parse_error("4x0", "--dl-parallel=4x0: D must be at least 1 (e.g. --dl-parallel=4x1)");
+  expect_parse_error("4x", "--dl-parallel=4x: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)");
+  expect_parse_error("-4x2", "--dl-parallel=-4x2: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)");
+  expect_parse_error("4x2x1", "--dl-parallel=4x2x1: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)");
+  expect_parse_error("99999999999999999999x1", "--dl-parallel=99999999999999999999x1: M is too large (at most 1048576)");
+  expect_parse_error("4\xc3\x97" "2", "--dl-parallel=4\\xc3\\x972: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)");
+}
+
+static void test_resolve(void)
+{
+  dlpar_grid_request req;
+  dlpar_grid grid;
+  char err[DLPAR_ERRLEN];
+  dlpar_grid_parse("4x3", &req, err, sizeof(err));
+  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "--dl-parallel=4x3 needs 12 tasks but the step has 8 (use -n 12 or --dl-parallel=4x2)");
+  dlpar_grid_parse("3x3", &req, err, sizeof(err));
+  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "--dl-parallel=3x3 needs 9 tasks but the step has 8 (use -n 9)");
+  dlpar_grid_parse("3", &req, err, sizeof(err));
+  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
+  dlpar_grid_parse("2", &req, err, sizeof(err));
+  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(grid.dp, 4);
+}
+
+/* Megatron / SC24 tutorial order for M=4, D=2. */
+static void test_members(void)
+{
+  const dlpar_grid grid = {4, 2};
+  int ranks[8], tp_rank, dp_rank;
+  CHECK_INT(dlpar_grid_members(&grid, DLPAR_GROUP_TP, 5, ranks), 4);
+  CHECK(ranks[0] == 4 && ranks[1] == 5 && ranks[2] == 6 && ranks[3] == 7);
+  CHECK_INT(dlpar_grid_members(&grid, DLPAR_GROUP_DP, 2, ranks), 2);
+  CHECK(ranks[0] == 2 && ranks[1] == 6);
+  CHECK_INT(dlpar_grid_members(&grid, DLPAR_GROUP_DP, 7, ranks), 2);
+  CHECK(ranks[0] == 3 && ranks[1] == 7);
+  CHECK_INT(dlpar_grid_members(&grid, DLPAR_GROUP_WORLD, 3, ranks), 8);
+  CHECK_INT(ranks[7], 7);
+  dlpar_grid_coords(&grid, 6, &tp_rank, &dp_rank);
+  CHECK(tp_rank == 2 && dp_rank == 1);
+  /* every rank is in exactly one tp and one dp group, and they cross once */
+  for (int r = 0; r < 8; r++) {
+    int tp[8], dp[8], common = 0;
+    dlpar_grid_members(&grid, DLPAR_GROUP_TP, r, tp);
+    dlpar_grid_members(&grid, DLPAR_GROUP_DP, r, dp);
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 2; j++)
+        common += tp[i] == dp[j];
+    CHECK_INT(common, 1);
+  }
+}
+
+static void test_span(void)
+{
+  const dlpar_grid grid = {2, 3};
+  const int per_node[2] = {3, 3};
+  const char *names[2] = {"n1", "n2"};
+  int rank_node[6];
+  char err[DLPAR_ERRLEN];
+  dlpar_grid_block_nodes(per_node, 2, rank_node);
+  CHECK(rank_node[2] == 0 && rank_node[3] == 1);
+  CHECK_INT(dlpar_grid_check_span(&grid, rank_node, names, DLPAR_SPAN_ERROR, err, sizeof(err)),
+            DLPAR_ERR_INPUT);
+  CHECK_STR(err, "--dl-parallel=2x3: tensor-parallel group 1 (ranks 2-3) spans n1 and n2 (give every "
+                 "node a multiple of 2 tasks, e.g. --ntasks-per-node=2, or ask the admin for tp_span=warn)");
+  CHECK_INT(dlpar_grid_check_span(&grid, rank_node, NULL, DLPAR_SPAN_WARN, err, sizeof(err)), DLPAR_WARN);
+  CHECK(strncmp(err, "warning: --dl-parallel=2x3: tensor-parallel group 1 (ranks 2-3) spans node 0 and node 1", 86) == 0);
+  CHECK_INT(dlpar_grid_check_span(&grid, rank_node, NULL, DLPAR_SPAN_ALLOW, err, sizeof(err)), DLPAR_OK);
+  {
+    const dlpar_grid fits = {2, 2};
+    const int two_each[2] = {2, 2};
+    int nodes[4];
+    dlpar_grid_block_nodes(two_each, 2, nodes);
+    CHECK_INT(dlpar_grid_check_span(&fits, nodes, NULL, DLPAR_SPAN_ERROR, err, sizeof(err)), DLPAR_OK);
+  }
+}
+
+static void test_text(void)
+{
+  long value;
+  char buf[16];
+  dlpar_rank_list list;
+  CHECK_INT(dlpar_parse_uint("123", 3, 1000, &value), 0);
+  CHECK_INT(value, 123);
+  CHECK_INT(dlpar_parse_uint("1234", 4, 1000, &value), -2);
+  CHECK_INT(dlpar_parse_uint("", 0, 1000, &value), -1);
+  CHECK_INT(dlpar_parse_uint("1 2", 3, 1000, &value), -1);
+  CHECK_INT(dlpar_parse_int("-1", -1, 10, &value), 0);
+  CHECK_INT(value, -1);
+  CHECK_INT(dlpar_parse_int("-2", -1, 10, &value), -1);
+  CHECK_INT(dlpar_parse_int("11", -1, 10, &value), -1);
+  CHECK_STR(dlpar_quote("a\nb", buf, sizeof(buf)), "a\\x0ab");
+  CHECK_STR(dlpar_quote("0123456789abcdefghij", buf, sizeof(buf)), "01234567...");
+  CHECK_INT(dlpar_rank_list_parse("0,2,5-7", &list), 0);
+  CHECK(dlpar_rank_list_has(&list, 6) && !dlpar_rank_list_has(&list, 4) && !dlpar_rank_list_has(&list, 8));
+  CHECK_INT(dlpar_rank_list_max(&list), 7);
+  CHECK_INT(dlpar_rank_list_parse("3-1", &list), -1);
+  CHECK_INT(dlpar_rank_list_parse("1,,2", &list), -1);
+  CHECK_INT(dlpar_rank_list_parse("all", &list), 0);
+  CHECK(list.all && dlpar_rank_list_has(&list, 1000));
+}
+
+int main(void)
+{
+  test_parse();
+  test_resolve();
+  test_members();
+  test_span();
+  test_text();
+  return check_report("test_grid");
+}
