@@ -30,3 +30,6 @@ tests_integration_pmix_client_LDADD = $(PMIX_LIBS)
 dist_check_SCRIPTS += tests/integration/bed_pmix.sh
 TESTS += tests/integration/bed_pmix.sh
 EXTRA_DIST += tests/lib/common.sh tests/stand-ins/nsys tests/summary
+check_PROGRAMS += tests/integration/rank_probe
+tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
+tests_integration_rank_probe_LDADD = launcher/libdlpar.la

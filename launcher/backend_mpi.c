@@ -1,0 +1,229 @@
+/* launcher/backend_mpi.c: the CPU backend. MPI communicators with exactly
+ * the grid's membership (MPI_Comm_split by dp rank for the tensor-parallel
+ * groups, by tp rank for the data-parallel groups), blocking collectives
+ * watched by the watchdog (a collective that does not finish within the
+ * timeout ends the step). */
+#include "config.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "launcher/internal.h"
+
+typedef struct {
+  MPI_Comm comm[3];   /* indexed by dlpar_group */
+  bool initialized_here;
+} mpi_state;
+
+#define CHECK_MPI(ctx, call)                                                               \
+  do {                                                                                     \
+    int rc_ = (call);                                                                      \
+    if (rc_ != MPI_SUCCESS) {                                                              \
+      char text_[MPI_MAX_ERROR_STRING];                                                    \
+      int len_ = 0;                                                                        \
+      MPI_Error_string(rc_, text_, &len_);                                                 \
+      return dlpar_fail(ctx, DLPAR_ERR_MPI, "%s:%d: %s: %s", __FILE__, __LINE__, #call, text_); \
+    }                                                                                      \
+  } while (0)
+
+static MPI_Datatype mpi_type(dlpar_dtype dtype)
+{
+  switch (dtype) {
+  case DLPAR_FLOAT32: return MPI_FLOAT;
+  case DLPAR_FLOAT64: return MPI_DOUBLE;
+  case DLPAR_INT32: return MPI_INT32_T;
+  case DLPAR_INT64: return MPI_INT64_T;
+  default: return MPI_DATATYPE_NULL; /* bf16/fp16 have no MPI type */
+  }
+}
+
+static MPI_Op mpi_op(dlpar_op op)
+{
+  return op == DLPAR_MAX ? MPI_MAX : op == DLPAR_MIN ? MPI_MIN : MPI_SUM;
+}
+
+static int check_args(dlpar_ctx *ctx, size_t count, dlpar_dtype dtype, dlpar_op op, void *stream)
+{
+  if (mpi_type(dtype) == MPI_DATATYPE_NULL)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "the MPI backend has no 16-bit float types (use float32 on CPUs)");
+  if (op == DLPAR_AVG && (dtype == DLPAR_INT32 || dtype == DLPAR_INT64))
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "average of integers is not defined (use DLPAR_SUM)");
+  if (count > INT_MAX)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%zu elements exceed MPI's int count (split the buffer)", count);
+  if (stream)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "the MPI backend takes no CUDA stream (pass NULL)");
+  return DLPAR_OK;
+}
+
+static void scale(void *buf, size_t count, dlpar_dtype dtype, int members)
+{
+  if (dtype == DLPAR_FLOAT32) {
+    float *x = buf;
+    for (size_t i = 0; i < count; i++)
+      x[i] /= (float)members;
+  } else if (dtype == DLPAR_FLOAT64) {
+    double *x = buf;
+    for (size_t i = 0; i < count; i++)
+      x[i] /= (double)members;
+  }
+}
+
+static mpi_state *state_of(dlpar_ctx *ctx)
+{
+  return ctx->backend_state;
+}
+
+static int group_size(const dlpar_ctx *ctx, dlpar_group group)
+{
+  return group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp : ctx->info.size;
+}
+
+static int mpi_init(dlpar_ctx *ctx)
+{
+  mpi_state *st = calloc(1, sizeof(*st));
+  int initialized = 0, provided = 0, rank = -1, size = 0;
+  if (!st)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
+  ctx->backend_state = st;
+  for (int g = 0; g < 3; g++)
+    st->comm[g] = MPI_COMM_NULL;
+  CHECK_MPI(ctx, MPI_Initialized(&initialized));
+  if (!initialized) {
+    CHECK_MPI(ctx, MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+    st->initialized_here = true;
+  }
+  CHECK_MPI(ctx, MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  CHECK_MPI(ctx, MPI_Comm_size(MPI_COMM_WORLD, &size));
+  if (rank != ctx->info.rank || size != ctx->info.size)
+    return dlpar_fail(ctx, DLPAR_ERR_MPI, "MPI_COMM_WORLD (rank %d of %d) does not match PMIx (rank %d of "
+                      "%d): launch with srun --mpi=pmix or dlpar-run", rank, size, ctx->info.rank,
+                      ctx->info.size);
+  CHECK_MPI(ctx, MPI_Comm_dup(MPI_COMM_WORLD, &st->comm[DLPAR_GROUP_WORLD]));
+  CHECK_MPI(ctx, MPI_Comm_set_errhandler(st->comm[DLPAR_GROUP_WORLD], MPI_ERRORS_RETURN));
+  CHECK_MPI(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.dp_rank, ctx->info.tp_rank,
+                                &st->comm[DLPAR_GROUP_TP]));
+  CHECK_MPI(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.tp_rank, ctx->info.dp_rank,
+                                &st->comm[DLPAR_GROUP_DP]));
+  return DLPAR_OK;
+}
+
+static void mpi_finalize(dlpar_ctx *ctx)
+{
+  mpi_state *st = state_of(ctx);
+  if (!st)
+    return;
+  for (int g = 0; g < 3; g++) {
+    if (st->comm[g] != MPI_COMM_NULL)
+      MPI_Comm_free(&st->comm[g]);
+  }
+  if (st->initialized_here)
+    MPI_Finalize();
+  free(st);
+  ctx->backend_state = NULL;
+}
+
+static int mpi_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                         dlpar_op op, void *stream)
+{
+  int rc = check_args(ctx, count, dtype, op, stream);
+  if (rc != DLPAR_OK)
+    return rc;
+  dlpar_inflight_begin(ctx, group, "allreduce");
+  rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(dtype), mpi_op(op), state_of(ctx)->comm[group]);
+  dlpar_inflight_end(ctx, group);
+  CHECK_MPI(ctx, rc);
+  if (op == DLPAR_AVG)
+    scale(buf, count, dtype, group_size(ctx, group));
+  return DLPAR_OK;
+}
+
+static int mpi_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
+                         dlpar_dtype dtype, void *stream)
+{
+  int rc = check_args(ctx, count, dtype, DLPAR_SUM, stream);
+  if (rc != DLPAR_OK)
+    return rc;
+  dlpar_inflight_begin(ctx, group, "allgather");
+  rc = MPI_Allgather(send, (int)count, mpi_type(dtype), recv, (int)count, mpi_type(dtype),
+                     state_of(ctx)->comm[group]);
+  dlpar_inflight_end(ctx, group);
+  CHECK_MPI(ctx, rc);
+  return DLPAR_OK;
+}
+
+static int mpi_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
+                              dlpar_dtype dtype, dlpar_op op, void *stream)
+{
+  int rc = check_args(ctx, count, dtype, op, stream);
+  if (rc != DLPAR_OK)
+    return rc;
+  dlpar_inflight_begin(ctx, group, "reduce_scatter");
+  rc = MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(dtype), mpi_op(op), state_of(ctx)->comm[group]);
+  dlpar_inflight_end(ctx, group);
+  CHECK_MPI(ctx, rc);
+  if (op == DLPAR_AVG)
+    scale(recv, count, dtype, group_size(ctx, group));
+  return DLPAR_OK;
+}
+
+static int mpi_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                         int root, void *stream)
+{
+  int rc = check_args(ctx, count, dtype, DLPAR_SUM, stream);
+  if (rc != DLPAR_OK)
+    return rc;
+  dlpar_inflight_begin(ctx, group, "broadcast");
+  rc = MPI_Bcast(buf, (int)count, mpi_type(dtype), root, state_of(ctx)->comm[group]);
+  dlpar_inflight_end(ctx, group);
+  CHECK_MPI(ctx, rc);
+  return DLPAR_OK;
+}
+
+static int mpi_barrier(dlpar_ctx *ctx, dlpar_group group)
+{
+  int rc;
+  dlpar_inflight_begin(ctx, group, "barrier");
+  rc = MPI_Barrier(state_of(ctx)->comm[group]);
+  dlpar_inflight_end(ctx, group);
+  CHECK_MPI(ctx, rc);
+  return DLPAR_OK;
+}
+
+static int mpi_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
+{
+  for (int g = 0; g < 3; g++) {
+    const dlpar_inflight *inflight = &ctx->inflight[g];
+    const double waited = now - atomic_load(&inflight->since);
+    if (atomic_load(&inflight->active) && waited > ctx->collective_timeout) {
+      dlpar_timeout_message(ctx, (dlpar_group)g, inflight->op, waited, err, errlen);
+      return DLPAR_ERR_TIMEOUT;
+    }
+  }
+  return DLPAR_OK;
+}
+
+static int mpi_agree_max(dlpar_ctx *ctx, int local, int *global)
+{
+  int rc;
+  dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, "allreduce");
+  rc = MPI_Allreduce(&local, global, 1, MPI_INT, MPI_MAX, state_of(ctx)->comm[DLPAR_GROUP_WORLD]);
+  dlpar_inflight_end(ctx, DLPAR_GROUP_WORLD);
+  CHECK_MPI(ctx, rc);
+  return DLPAR_OK;
+}
+
+const dlpar_backend_ops dlpar_backend_mpi = {
+    .id = DLPAR_BACKEND_MPI,
+    .init = mpi_init,
+    .finalize = mpi_finalize,
+    .allreduce = mpi_allreduce,
+    .allgather = mpi_allgather,
+    .reduce_scatter = mpi_reduce_scatter,
+    .broadcast = mpi_broadcast,
+    .barrier = mpi_barrier,
+    .poll = mpi_poll,
+    .abort_comms = NULL,
+    .agree_max = mpi_agree_max,
+};

@@ -1,0 +1,268 @@
+/* launcher/backend_nccl.c: the GPU backend. One NCCL communicator per group
+ * (world, tp, dp) from the ids exchanged over PMIx, initialised with
+ * ncclCommInitRank after cudaSetDevice; collectives enqueue on the caller's
+ * stream (stream semantics). The watchdog polls ncclCommGetAsyncError and
+ * an event recorded after the last collective of each group: an error or
+ * a collective that does not complete within the timeout aborts the
+ * communicators and ends the step with a message naming the group. */
+#include "config.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launcher/internal.h"
+
+typedef struct {
+  cudaEvent_t event;
+  double since;
+  const char *op;
+  bool pending;
+} last_collective;
+
+typedef struct {
+  ncclComm_t comm[3];          /* indexed by dlpar_group */
+  last_collective last[3];
+  pthread_mutex_t lock;        /* guards last[] against the watchdog */
+  cudaStream_t agree_stream;
+  int *agree_buf;              /* device int for agree_max */
+} nccl_state;
+
+static nccl_state *state_of(dlpar_ctx *ctx)
+{
+  return ctx->backend_state;
+}
+
+static const char *nic_hint(void)
+{
+  const char *hca = getenv("NCCL_IB_HCA"), *ifname = getenv("NCCL_SOCKET_IFNAME");
+  return hca ? hca : ifname ? ifname : "none exported (NCCL chooses)";
+}
+
+#define CHECK_CUDA(ctx, call)                                                                  \
+  do {                                                                                         \
+    cudaError_t rc_ = (call);                                                                  \
+    if (rc_ != cudaSuccess)                                                                    \
+      return dlpar_fail(ctx, DLPAR_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call,       \
+                        cudaGetErrorString(rc_));                                              \
+  } while (0)
+
+#define CHECK_NCCL(ctx, call)                                                                  \
+  do {                                                                                         \
+    ncclResult_t rc_ = (call);                                                                 \
+    if (rc_ != ncclSuccess)                                                                    \
+      return dlpar_fail(ctx, DLPAR_ERR_NCCL, "%s:%d: %s: %s: %s (NIC hint: %s; NCCL_DEBUG=INFO "  \
+                        "says more)", __FILE__, __LINE__, #call, ncclGetErrorString(rc_),      \
+                        ncclGetLastError(NULL), nic_hint());                                   \
+  } while (0)
+
+static ncclDataType_t nccl_type(dlpar_dtype dtype)
+{
+  switch (dtype) {
+  case DLPAR_FLOAT64: return ncclFloat64;
+  case DLPAR_INT32: return ncclInt32;
+  case DLPAR_INT64: return ncclInt64;
+  case DLPAR_BFLOAT16: return ncclBfloat16;
+  case DLPAR_FLOAT16: return ncclFloat16;
+  default: return ncclFloat32;
+  }
+}
+
+static ncclRedOp_t nccl_op(dlpar_op op)
+{
+  switch (op) {
+  case DLPAR_AVG: return ncclAvg;
+  case DLPAR_MAX: return ncclMax;
+  case DLPAR_MIN: return ncclMin;
+  default: return ncclSum;
+  }
+}
+
+static int init_comm(dlpar_ctx *ctx, dlpar_group group, const unsigned char *id, int size, int rank)
+{
+  nccl_state *st = state_of(ctx);
+  ncclUniqueId unique;
+  char name[128];
+  ncclResult_t rc;
+  memcpy(&unique, id, sizeof(unique));
+  rc = ncclCommInitRank(&st->comm[group], size, unique, rank);
+  if (rc != ncclSuccess) {
+    dlpar_describe_group(ctx, group, name, sizeof(name));
+    return dlpar_fail(ctx, DLPAR_ERR_NCCL, "ncclCommInitRank for the %s on device %d: %s: %s (NIC "
+                      "hint: %s; NCCL_DEBUG=INFO says more)", name, ctx->info.device,
+                      ncclGetErrorString(rc), ncclGetLastError(NULL), nic_hint());
+  }
+  CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
+  return DLPAR_OK;
+}
+
+static int nccl_init(dlpar_ctx *ctx)
+{
+  nccl_state *st = calloc(1, sizeof(*st));
+  int rc;
+  if (!st)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
+  ctx->backend_state = st;
+  pthread_mutex_init(&st->lock, NULL);
+  if (!ctx->nccl_ids.valid)
+    return dlpar_fail(ctx, DLPAR_ERR_STATE, "NCCL ids were not exchanged");
+  if ((rc = init_comm(ctx, DLPAR_GROUP_WORLD, ctx->nccl_ids.world, ctx->info.size, ctx->info.rank)) ||
+      (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->nccl_ids.tp, ctx->grid.tp, ctx->info.tp_rank)) ||
+      (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->nccl_ids.dp, ctx->grid.dp, ctx->info.dp_rank)))
+    return rc;
+  CHECK_CUDA(ctx, cudaStreamCreateWithFlags(&st->agree_stream, cudaStreamNonBlocking));
+  CHECK_CUDA(ctx, cudaMalloc((void **)&st->agree_buf, sizeof(int)));
+  return DLPAR_OK;
+}
+
+static void nccl_finalize(dlpar_ctx *ctx)
+{
+  nccl_state *st = state_of(ctx);
+  if (!st)
+    return;
+  for (int g = 0; g < 3; g++) {
+    if (st->comm[g]) {
+      ncclCommFinalize(st->comm[g]);
+      ncclCommDestroy(st->comm[g]);
+    }
+    if (st->last[g].event)
+      cudaEventDestroy(st->last[g].event);
+  }
+  if (st->agree_buf)
+    cudaFree(st->agree_buf);
+  if (st->agree_stream)
+    cudaStreamDestroy(st->agree_stream);
+  pthread_mutex_destroy(&st->lock);
+  free(st);
+  ctx->backend_state = NULL;
+}
+
+/* After enqueueing: remember when, so the watchdog can time it. */
+static int track(dlpar_ctx *ctx, dlpar_group group, const char *op, void *stream)
+{
+  nccl_state *st = state_of(ctx);
+  cudaError_t rc;
+  pthread_mutex_lock(&st->lock);
+  rc = cudaEventRecord(st->last[group].event, (cudaStream_t)stream);
+  st->last[group].since = dlpar_now();
+  st->last[group].op = op;
+  st->last[group].pending = rc == cudaSuccess;
+  pthread_mutex_unlock(&st->lock);
+  CHECK_CUDA(ctx, rc);
+  return DLPAR_OK;
+}
+
+static int nccl_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                          dlpar_op op, void *stream)
+{
+  CHECK_NCCL(ctx, ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), state_of(ctx)->comm[group],
+                                (cudaStream_t)stream));
+  return track(ctx, group, "allreduce", stream);
+}
+
+static int nccl_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
+                          dlpar_dtype dtype, void *stream)
+{
+  CHECK_NCCL(ctx, ncclAllGather(send, recv, count, nccl_type(dtype), state_of(ctx)->comm[group],
+                                (cudaStream_t)stream));
+  return track(ctx, group, "allgather", stream);
+}
+
+static int nccl_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv,
+                               size_t count, dlpar_dtype dtype, dlpar_op op, void *stream)
+{
+  CHECK_NCCL(ctx, ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op),
+                                    state_of(ctx)->comm[group], (cudaStream_t)stream));
+  return track(ctx, group, "reduce_scatter", stream);
+}
+
+static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                          int root, void *stream)
+{
+  CHECK_NCCL(ctx, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, state_of(ctx)->comm[group],
+                                (cudaStream_t)stream));
+  return track(ctx, group, "broadcast", stream);
+}
+
+/* A barrier: a one-int allreduce on the backend's own stream, waited for. */
+static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
+{
+  nccl_state *st = state_of(ctx);
+  int rc = nccl_allreduce(ctx, group, st->agree_buf, 1, DLPAR_INT32, DLPAR_SUM, st->agree_stream);
+  if (rc != DLPAR_OK)
+    return rc;
+  CHECK_CUDA(ctx, cudaStreamSynchronize(st->agree_stream));
+  return DLPAR_OK;
+}
+
+static int nccl_agree_max(dlpar_ctx *ctx, int local, int *global)
+{
+  nccl_state *st = state_of(ctx);
+  int rc;
+  CHECK_CUDA(ctx, cudaMemcpyAsync(st->agree_buf, &local, sizeof(int), cudaMemcpyHostToDevice, st->agree_stream));
+  rc = nccl_allreduce(ctx, DLPAR_GROUP_WORLD, st->agree_buf, 1, DLPAR_INT32, DLPAR_MAX, st->agree_stream);
+  if (rc != DLPAR_OK)
+    return rc;
+  CHECK_CUDA(ctx, cudaMemcpyAsync(global, st->agree_buf, sizeof(int), cudaMemcpyDeviceToHost, st->agree_stream));
+  CHECK_CUDA(ctx, cudaStreamSynchronize(st->agree_stream));
+  return DLPAR_OK;
+}
+
+static int nccl_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
+{
+  nccl_state *st = state_of(ctx);
+  char group[128];
+  for (int g = 0; g < 3; g++) {
+    ncclResult_t async = ncclSuccess;
+    double waited = 0;
+    const char *op = NULL;
+    if (ncclCommGetAsyncError(st->comm[g], &async) == ncclSuccess && async != ncclSuccess &&
+        async != ncclInProgress) {
+      dlpar_describe_group(ctx, (dlpar_group)g, group, sizeof(group));
+      snprintf(err, errlen, "rank %d on %s: NCCL error on the %s: %s: %s (NIC hint: %s)", ctx->info.rank,
+               ctx->info.host, group, ncclGetErrorString(async), ncclGetLastError(st->comm[g]), nic_hint());
+      return DLPAR_ERR_NCCL;
+    }
+    pthread_mutex_lock(&st->lock);
+    if (st->last[g].pending) {
+      if (cudaEventQuery(st->last[g].event) != cudaErrorNotReady)
+        st->last[g].pending = false;
+      else if (now - st->last[g].since > ctx->collective_timeout) {
+        waited = now - st->last[g].since;
+        op = st->last[g].op;
+      }
+    }
+    pthread_mutex_unlock(&st->lock);
+    if (op) {
+      dlpar_timeout_message(ctx, (dlpar_group)g, op, waited, err, errlen);
+      return DLPAR_ERR_TIMEOUT;
+    }
+  }
+  return DLPAR_OK;
+}
+
+static void nccl_abort_comms(dlpar_ctx *ctx)
+{
+  nccl_state *st = state_of(ctx);
+  for (int g = 0; st && g < 3; g++) {
+    if (st->comm[g])
+      ncclCommAbort(st->comm[g]);
+    st->comm[g] = NULL;
+  }
+}
+
+const dlpar_backend_ops dlpar_backend_nccl = {
+    .id = DLPAR_BACKEND_NCCL,
+    .init = nccl_init,
+    .finalize = nccl_finalize,
+    .allreduce = nccl_allreduce,
+    .allgather = nccl_allgather,
+    .reduce_scatter = nccl_reduce_scatter,
+    .broadcast = nccl_broadcast,
+    .barrier = nccl_barrier,
+    .poll = nccl_poll,
+    .abort_comms = nccl_abort_comms,
+    .agree_max = nccl_agree_max,
+};

@@ -1,0 +1,103 @@
+/* dlpar.h: libdlpar, the library a distributed training program links.
+ *
+ * dlpar_init() bootstraps from PMIx (srun --mpi=pmix, dlpar-run, mpirun):
+ * rank, size, local rank and host of every rank; the M x D grid exported by
+ * the launcher (srun --dl-parallel / dlpar-run), cross-checked against PMIx;
+ * NCCL unique ids exchanged with one PMIx fence (no ports, no MASTER_ADDR);
+ * then tensor-parallel (M consecutive ranks), data-parallel and world
+ * groups, on NCCL (GPUs) or MPI (CPUs) behind the same calls. A plain run
+ * outside PMIx is one rank, grid 1x1.
+ *
+ * It fails fast: a rank missing at the rendezvous, a collective that does
+ * not complete, or an NCCL error ends the whole step with one line naming
+ * the ranks, hosts and group, instead of a hang.
+ *
+ * Every function returns a dlpar_status (0 = DLPAR_OK); dlpar_last_error()
+ * holds the one-line message of the last failure. */
+#ifndef DLPAR_H
+#define DLPAR_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlpar_ctx dlpar_ctx;
+
+typedef enum { DLPAR_BACKEND_AUTO = 0, DLPAR_BACKEND_MPI, DLPAR_BACKEND_NCCL, DLPAR_BACKEND_SELF } dlpar_backend;
+
+/* Same values as launcher/grid.h's dlpar_group. */
+typedef enum { DLPAR_WORLD = 0, DLPAR_TP = 1, DLPAR_DP = 2 } dlpar_group_id;
+
+typedef enum { DLPAR_FLOAT32 = 0, DLPAR_FLOAT64, DLPAR_INT32, DLPAR_INT64, DLPAR_BFLOAT16, DLPAR_FLOAT16 } dlpar_dtype;
+typedef enum { DLPAR_SUM = 0, DLPAR_AVG, DLPAR_MAX, DLPAR_MIN } dlpar_op;
+
+typedef struct {
+  dlpar_backend backend;       /* AUTO: NCCL when a GPU is there, else MPI (env DLPAR_BACKEND) */
+  double rendezvous_timeout_s; /* 0: env DLPAR_RENDEZVOUS_TIMEOUT, else 120 s */
+  double collective_timeout_s; /* 0: env DLPAR_COLLECTIVE_TIMEOUT, else 600 s */
+  int exchange_nccl_ids;       /* exchange NCCL ids even on the MPI backend (tests) */
+} dlpar_options;
+
+typedef struct {
+  int rank, size;              /* in the world group */
+  int local_rank, local_size;  /* on this node */
+  int node, nnodes;            /* node index (order of first rank), node count */
+  int tp_rank, tp_size;        /* tensor-parallel coordinates (M) */
+  int dp_rank, dp_size;        /* data-parallel coordinates (D) */
+  int device;                  /* CUDA device index, -1: CPU */
+  dlpar_backend backend;       /* the backend in use */
+  double init_seconds;         /* wall time spent in dlpar_init */
+  char host[256];
+} dlpar_info;
+
+/* argc/argv are needed to re-execute the program under nsys when the
+ * launcher asked for it (before any CUDA call); they may be NULL otherwise. */
+int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **ctx);
+int dlpar_finalize(dlpar_ctx *ctx);
+
+const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx);
+const char *dlpar_last_error(const dlpar_ctx *ctx);
+const char *dlpar_backend_name(dlpar_backend backend);
+/* The world ranks of this rank's group, in group order; returns the count. */
+int dlpar_group_members(const dlpar_ctx *ctx, dlpar_group_id group, int *ranks);
+/* Host name of a world rank. */
+const char *dlpar_rank_host(const dlpar_ctx *ctx, int rank);
+
+/* Collectives on a group. `stream` is a cudaStream_t on NCCL (stream
+ * semantics: the call enqueues and returns), NULL on MPI (blocking).
+ * count is per rank; allgather receives size*count, reduce_scatter sends
+ * size*count and receives count. */
+int dlpar_allreduce(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
+                    dlpar_op op, void *stream);
+int dlpar_allgather(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
+                    dlpar_dtype dtype, void *stream);
+int dlpar_reduce_scatter(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
+                         dlpar_dtype dtype, dlpar_op op, void *stream);
+int dlpar_broadcast(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
+                    int root, void *stream);
+int dlpar_barrier(dlpar_ctx *ctx, dlpar_group_id group);
+
+/* Profiling (the launcher's --dl-profile request): call at the start of
+ * every training step; opens/closes the CUDA profiler range at the
+ * requested steps on the selected ranks. Ranges are NVTX ranges, emitted
+ * only when profiling was requested. */
+int dlpar_profile_step(dlpar_ctx *ctx, long step);
+void dlpar_range_push(const dlpar_ctx *ctx, const char *name);
+void dlpar_range_pop(const dlpar_ctx *ctx);
+
+/* Slurm's SIGTERM (time limit, scancel) or SIGINT/SIGUSR1: a collective
+ * over the world group, so every rank returns 1 in the same step once any
+ * rank got the signal: write a checkpoint, then dlpar_finalize and exit.
+ * A second signal ends the process at once. */
+int dlpar_stop_requested(dlpar_ctx *ctx, int *stop);
+
+/* Ends the whole step (every rank) with a message. Does not return. */
+void dlpar_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,277 @@
+/* launcher/init.c: dlpar_init and dlpar_finalize, the order of things:
+ * nsys re-exec (before any CUDA call) -> signals -> the launcher's grid ->
+ * PMIx (ranks, hosts) -> grid cross-check and tensor-parallel locality ->
+ * GPU device -> one PMIx rendezvous (hosts, NCCL ids) -> communicators ->
+ * watchdog. Also the small shared helpers (errors, clocks, group names). */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "launcher/internal.h"
+
+int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+double dlpar_now(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+size_t dlpar_dtype_size(dlpar_dtype dtype)
+{
+  switch (dtype) {
+  case DLPAR_FLOAT64:
+  case DLPAR_INT64: return 8;
+  case DLPAR_BFLOAT16:
+  case DLPAR_FLOAT16: return 2;
+  default: return 4;
+  }
+}
+
+void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len)
+{
+  int ranks[64];
+  const int n = group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp
+                                                                                 : ctx->info.size;
+  size_t used = (size_t)snprintf(out, len, "%s group (ranks ", dlpar_group_name(group));
+  if (n > 64) {
+    snprintf(out + used, len - used, "%d of them)", n);
+    return;
+  }
+  dlpar_grid_members(&ctx->grid, group, ctx->info.rank, ranks);
+  for (int i = 0; i < n && used < len; i++)
+    used += (size_t)snprintf(out + used, len - used, "%s%d", i ? "," : "", ranks[i]);
+  if (used < len)
+    snprintf(out + used, len - used, ")");
+}
+
+void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
+                           char *err, size_t errlen)
+{
+  char name[128];
+  dlpar_describe_group(ctx, group, name, sizeof(name));
+  snprintf(err, errlen, "rank %d on %s: %s on the %s has not completed after %.0f s: a rank of the group "
+           "died or is stuck (see its output; raise DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)",
+           ctx->info.rank, ctx->info.host, op, name, waited);
+}
+
+const char *dlpar_backend_name(dlpar_backend backend)
+{
+  switch (backend) {
+  case DLPAR_BACKEND_MPI: return "mpi";
+  case DLPAR_BACKEND_NCCL: return "nccl";
+  case DLPAR_BACKEND_SELF: return "self";
+  default: return "auto";
+  }
+}
+
+static double option_seconds(double given, const char *env, double fallback)
+{
+  const char *text = getenv(env);
+  if (given > 0)
+    return given;
+  if (text && atof(text) > 0)
+    return atof(text);
+  return fallback;
+}
+
+/* Each tensor-parallel group must sit on one node (as the launcher's policy says). */
+static int check_locality(const dlpar_ctx *ctx, char *err, size_t errlen)
+{
+  const char **node_names = calloc((size_t)ctx->info.nnodes, sizeof(char *));
+  int rc;
+  if (!node_names) {
+    snprintf(err, errlen, "out of memory");
+    return DLPAR_ERR_SYSTEM;
+  }
+  for (int rank = ctx->info.size - 1; rank >= 0; rank--)
+    node_names[ctx->rank_node[rank]] = ctx->hosts[rank];
+  rc = dlpar_grid_check_span(&ctx->grid, ctx->rank_node, node_names, ctx->env.span, err, errlen);
+  free(node_names);
+  return rc;
+}
+
+/* The grid: the launcher's, cross-checked against PMIx; or 1 x size. */
+static int settle_grid(dlpar_ctx *ctx)
+{
+  char err[DLPAR_ERRLEN];
+  int rc = dlpar_task_env_import(&ctx->env, &ctx->launched, err, sizeof(err));
+  if (rc != DLPAR_OK)
+    return dlpar_fail(ctx, rc, "%s", err);
+  if (!ctx->launched) {
+    ctx->env.grid = (dlpar_grid){1, ctx->info.size};
+    ctx->env.rank = ctx->info.rank;
+    ctx->env.binding.device = ctx->env.binding.gpu = -1;
+  } else if (ctx->env.grid.tp * ctx->env.grid.dp != ctx->info.size || ctx->env.rank != ctx->info.rank ||
+             ctx->env.local_rank != ctx->info.local_rank) {
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT,
+                      "the launcher's grid (rank %d of %dx%d, local rank %d) does not match PMIx (rank "
+                      "%d of %d, local rank %d): launch with srun --dl-parallel or dlpar-run, not both",
+                      ctx->env.rank, ctx->env.grid.tp, ctx->env.grid.dp, ctx->env.local_rank,
+                      ctx->info.rank, ctx->info.size, ctx->info.local_rank);
+  }
+  ctx->grid = ctx->env.grid;
+  dlpar_grid_coords(&ctx->grid, ctx->info.rank, &ctx->info.tp_rank, &ctx->info.dp_rank);
+  ctx->info.tp_size = ctx->grid.tp;
+  ctx->info.dp_size = ctx->grid.dp;
+  ctx->info.device = ctx->env.binding.device;
+  rc = check_locality(ctx, err, sizeof(err));
+  if (rc < 0)
+    return dlpar_fail(ctx, rc, "%s", err);
+  if (rc == DLPAR_WARN && ctx->info.rank == 0)
+    fprintf(stderr, "dlpar: %s\n", err);
+  return DLPAR_OK;
+}
+
+static dlpar_backend choose_backend(const dlpar_ctx *ctx, const dlpar_options *options)
+{
+  const char *env = getenv("DLPAR_BACKEND");
+  dlpar_backend backend = options ? options->backend : DLPAR_BACKEND_AUTO;
+  if (backend == DLPAR_BACKEND_AUTO && env)
+    backend = strcmp(env, "nccl") == 0 ? DLPAR_BACKEND_NCCL : strcmp(env, "mpi") == 0 ? DLPAR_BACKEND_MPI
+                                                                                       : DLPAR_BACKEND_AUTO;
+  if (ctx->info.size == 1 && backend != DLPAR_BACKEND_NCCL)
+    return DLPAR_BACKEND_SELF;
+  if (backend != DLPAR_BACKEND_AUTO)
+    return backend;
+#ifdef HAVE_CUDA
+  {
+    int devices = 0;
+    if (ctx->info.device >= 0 && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0)
+      return DLPAR_BACKEND_NCCL;
+  }
+#endif
+  return DLPAR_BACKEND_MPI;
+}
+
+static int select_backend(dlpar_ctx *ctx, dlpar_backend backend)
+{
+  switch (backend) {
+  case DLPAR_BACKEND_SELF: ctx->backend = &dlpar_backend_self; break;
+  case DLPAR_BACKEND_MPI: ctx->backend = &dlpar_backend_mpi; break;
+#ifdef HAVE_CUDA
+  case DLPAR_BACKEND_NCCL: ctx->backend = &dlpar_backend_nccl; break;
+#endif
+  default:
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "the %s backend is not built in (rebuild with CUDA, or "
+                      "set DLPAR_BACKEND=mpi)", dlpar_backend_name(backend));
+  }
+  ctx->info.backend = backend;
+  return DLPAR_OK;
+}
+
+/* The device comes from the launcher's index, set before any NCCL call. */
+static int set_device(dlpar_ctx *ctx)
+{
+#ifdef HAVE_CUDA
+  if (ctx->info.backend == DLPAR_BACKEND_NCCL) {
+    int device = ctx->info.device >= 0 ? ctx->info.device : ctx->info.local_rank;
+    cudaError_t err = cudaSetDevice(device);
+    if (err != cudaSuccess)
+      return dlpar_fail(ctx, DLPAR_ERR_CUDA, "cudaSetDevice(%d): %s (check CUDA_VISIBLE_DEVICES=%s)",
+                        device, cudaGetErrorString(err),
+                        getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)");
+    ctx->info.device = device;
+  }
+#endif
+  return DLPAR_OK;
+}
+
+static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options *options)
+{
+  int rc;
+  const bool want_ids = options && options->exchange_nccl_ids;
+  if ((rc = dlpar_profiling_reexec(ctx, argc, argv)) != DLPAR_OK ||
+      (rc = dlpar_watchdog_block_signals(ctx)) != DLPAR_OK ||
+      (rc = dlpar_pmix_init(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK ||
+      (rc = select_backend(ctx, choose_backend(ctx, options))) != DLPAR_OK ||
+      (rc = set_device(ctx)) != DLPAR_OK ||
+      (rc = dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)) != DLPAR_OK ||
+      (rc = ctx->backend->init(ctx)) != DLPAR_OK || (rc = dlpar_watchdog_start(ctx)) != DLPAR_OK)
+    return rc;
+  dlpar_profiling_setup(ctx);
+  if (ctx->env.verbose) {
+    char line[DLPAR_ERRLEN];
+    dlpar_task_env_describe(&ctx->env, ctx->info.host, line, sizeof(line));
+    fprintf(stderr, "dlpar: %s backend %s\n", line, dlpar_backend_name(ctx->info.backend));
+  }
+  return DLPAR_OK;
+}
+
+int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **out)
+{
+  const double start = dlpar_now();
+  dlpar_ctx *ctx = calloc(1, sizeof(*ctx));
+  int rc;
+  *out = ctx;
+  if (!ctx)
+    return DLPAR_ERR_SYSTEM;
+  ctx->signal_fd = -1;
+  ctx->info.device = -1;
+  ctx->rendezvous_timeout = option_seconds(options ? options->rendezvous_timeout_s : 0,
+                                           "DLPAR_RENDEZVOUS_TIMEOUT", 120);
+  ctx->collective_timeout = option_seconds(options ? options->collective_timeout_s : 0,
+                                           "DLPAR_COLLECTIVE_TIMEOUT", 600);
+  rc = init_steps(ctx, argc, argv, options);
+  ctx->info.init_seconds = dlpar_now() - start;
+  return rc;
+}
+
+int dlpar_finalize(dlpar_ctx *ctx)
+{
+  if (!ctx)
+    return DLPAR_OK;
+  dlpar_profiling_finish(ctx);
+  dlpar_watchdog_stop(ctx);
+  if (ctx->backend)
+    ctx->backend->finalize(ctx);
+  dlpar_pmix_finalize(ctx);
+  free(ctx->hosts);
+  free(ctx->rank_node);
+  free(ctx);
+  return DLPAR_OK;
+}
+
+const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx)
+{
+  return &ctx->info;
+}
+
+const char *dlpar_last_error(const dlpar_ctx *ctx)
+{
+  return ctx ? ctx->error : "out of memory";
+}
+
+int dlpar_group_members(const dlpar_ctx *ctx, dlpar_group_id group, int *ranks)
+{
+  return dlpar_grid_members(&ctx->grid, (dlpar_group)group, ctx->info.rank, ranks);
+}
+
+const char *dlpar_rank_host(const dlpar_ctx *ctx, int rank)
+{
+  return rank >= 0 && rank < ctx->info.size ? ctx->hosts[rank] : "?";
+}
+
+void dlpar_abort(dlpar_ctx *ctx, int code, const char *message)
+{
+  fprintf(stderr, "dlpar: %s\n", message);
+  if (ctx->backend && ctx->backend->abort_comms)
+    ctx->backend->abort_comms(ctx);
+  dlpar_pmix_abort(ctx, code, message);
+}

@@ -1,0 +1,119 @@
+/* launcher/internal.h: libdlpar's context and the pieces that share it:
+ * init.c (the order of things), pmixboot.c (PMIx), backend_*.c (collectives
+ * on MPI, NCCL or a single rank), watchdog.c (timeouts, async errors,
+ * signals) and profiling.c (nsys re-exec, NVTX, profiler range). */
+#ifndef DLPAR_INTERNAL_H
+#define DLPAR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "launcher/dlpar.h"
+#include "launcher/grid.h"
+#include "launcher/status.h"
+#include "launcher/taskenv.h"
+
+#define DLPAR_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
+
+typedef struct {
+  unsigned char tp[DLPAR_NCCL_ID_BYTES], dp[DLPAR_NCCL_ID_BYTES], world[DLPAR_NCCL_ID_BYTES];
+  bool valid;
+} dlpar_nccl_ids;
+
+typedef struct dlpar_backend_ops dlpar_backend_ops;
+
+/* What the watchdog watches: the collective in flight on each group. */
+typedef struct {
+  atomic_int active;           /* 1 while a blocking (MPI) collective runs */
+  _Atomic double since;        /* when it started (monotonic seconds) */
+  const char *op;              /* "allreduce", ... (static strings) */
+} dlpar_inflight;
+
+struct dlpar_ctx {
+  dlpar_info info;
+  dlpar_grid grid;
+  dlpar_task_env env;          /* the launcher's contract (or a 1xN default) */
+  bool launched;               /* DLPAR_* came from a launcher */
+  bool pmix;                   /* PMIx_Init succeeded */
+  char nspace[256];            /* PMIx namespace (PMIX_MAX_NSLEN + 1) */
+  char (*hosts)[256];          /* host of every world rank */
+  int *rank_node;              /* node index of every world rank */
+  double rendezvous_timeout, collective_timeout;
+  dlpar_nccl_ids nccl_ids;
+  const dlpar_backend_ops *backend;
+  void *backend_state;
+  dlpar_inflight inflight[3];  /* per group */
+  /* watchdog thread */
+  pthread_t watchdog;
+  bool watchdog_running;
+  atomic_int watchdog_stop;
+  atomic_int stop_signals;     /* SIGTERM/SIGINT/SIGUSR1 received */
+  int signal_fd;
+  /* profiling */
+  bool profiling;              /* this rank emits ranges / drives the profiler */
+  bool profiler_on, profiler_done;
+  char error[DLPAR_ERRLEN];
+};
+
+struct dlpar_backend_ops {
+  dlpar_backend id;
+  int (*init)(dlpar_ctx *ctx);
+  void (*finalize)(dlpar_ctx *ctx);
+  int (*allreduce)(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                   dlpar_op op, void *stream);
+  int (*allgather)(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
+                   dlpar_dtype dtype, void *stream);
+  int (*reduce_scatter)(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv,
+                        size_t count, dlpar_dtype dtype, dlpar_op op, void *stream);
+  int (*broadcast)(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                   int root, void *stream);
+  int (*barrier)(dlpar_ctx *ctx, dlpar_group group);
+  /* Watchdog: DLPAR_OK, or an error in err (asynchronous failure, timeout). */
+  int (*poll)(dlpar_ctx *ctx, double now, char *err, size_t errlen);
+  /* Tear communicators down without waiting (before aborting the step). */
+  void (*abort_comms)(dlpar_ctx *ctx);
+  /* The maximum of an int over the world group, on the host. */
+  int (*agree_max)(dlpar_ctx *ctx, int local, int *global);
+};
+
+extern const dlpar_backend_ops dlpar_backend_self;
+extern const dlpar_backend_ops dlpar_backend_mpi;
+#ifdef HAVE_CUDA
+extern const dlpar_backend_ops dlpar_backend_nccl;
+#endif
+
+/* Records a one-line error in ctx and returns status. */
+int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+double dlpar_now(void);
+size_t dlpar_dtype_size(dlpar_dtype dtype);
+/* "tp group (ranks 4-7)" for messages. */
+void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
+
+/* "rank R on H: OP on the tp group (ranks ...) has not completed after S s: ..." */
+void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
+                           char *err, size_t errlen);
+
+/* pmixboot.c */
+int dlpar_pmix_init(dlpar_ctx *ctx);
+int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids);
+/* Ends the whole step (PMIx_Abort; _exit outside PMIx). Prints nothing. */
+void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
+void dlpar_pmix_finalize(dlpar_ctx *ctx);
+
+/* watchdog.c */
+int dlpar_watchdog_block_signals(dlpar_ctx *ctx);
+int dlpar_watchdog_start(dlpar_ctx *ctx);
+void dlpar_watchdog_stop(dlpar_ctx *ctx);
+void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op);
+void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group);
+
+/* profiling.c */
+int dlpar_profiling_reexec(dlpar_ctx *ctx, int argc, char **argv);
+void dlpar_profiling_setup(dlpar_ctx *ctx);
+void dlpar_profiling_finish(dlpar_ctx *ctx);
+
+/* ncclid.c: NCCL ids for the exchange (ncclGetUniqueId works without a GPU). */
+int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES]);
+
+#endif

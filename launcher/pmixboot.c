@@ -1,0 +1,351 @@
+/* launcher/pmixboot.c: everything libdlpar asks of PMIx. Init and the job's
+ * shape (size, local rank and size, every rank's host), then the one
+ * rendezvous: each rank puts its host (and, as a group leader, the NCCL ids
+ * of its groups), commits, and joins one fence that collects the data; a
+ * fence that does not complete within the timeout is diagnosed (which
+ * ranks never arrived, on which hosts) and ends the step with PMIx_Abort. */
+#include "config.h"
+
+#include <pmix.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "launcher/internal.h"
+
+#define CHECK_PMIX(ctx, call)                                                                  \
+  do {                                                                                         \
+    pmix_status_t rc_ = (call);                                                                \
+    if (rc_ != PMIX_SUCCESS)                                                                   \
+      return dlpar_fail(ctx, DLPAR_ERR_PMIX, "%s:%d: %s: %s", __FILE__, __LINE__, #call,       \
+                        PMIx_Error_string(rc_));                                               \
+  } while (0)
+
+static pmix_proc_t proc_of(const dlpar_ctx *ctx, pmix_rank_t rank)
+{
+  pmix_proc_t proc;
+  PMIX_PROC_LOAD(&proc, ctx->nspace, rank);
+  return proc;
+}
+
+/* PMIx_Get that checks the status and the type before touching the value. */
+static int get_value(dlpar_ctx *ctx, pmix_rank_t rank, const char *key, pmix_data_type_t type,
+                     pmix_value_t **value)
+{
+  const pmix_proc_t proc = proc_of(ctx, rank);
+  pmix_status_t rc = PMIx_Get(&proc, key, NULL, 0, value);
+  if (rc != PMIX_SUCCESS || !*value)
+    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Get(%s, rank %u): %s (is the PMIx server complete? "
+                      "use srun --mpi=pmix or dlpar-run)", key, rank, PMIx_Error_string(rc));
+  if ((*value)->type != type) {
+    PMIX_VALUE_RELEASE(*value);
+    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Get(%s, rank %u): unexpected type %s", key, rank,
+                      PMIx_Data_type_string((*value)->type));
+  }
+  return DLPAR_OK;
+}
+
+static int get_u32(dlpar_ctx *ctx, pmix_rank_t rank, const char *key, unsigned *out)
+{
+  pmix_value_t *value = NULL;
+  int rc = get_value(ctx, rank, key, PMIX_UINT32, &value);
+  if (rc == DLPAR_OK) {
+    *out = value->data.uint32;
+    PMIX_VALUE_RELEASE(value);
+  }
+  return rc;
+}
+
+static int read_hosts(dlpar_ctx *ctx)
+{
+  int nnodes = 0;
+  for (int rank = 0; rank < ctx->info.size; rank++) {
+    pmix_value_t *value = NULL;
+    int rc = get_value(ctx, (pmix_rank_t)rank, PMIX_HOSTNAME, PMIX_STRING, &value);
+    if (rc != DLPAR_OK)
+      return rc;
+    snprintf(ctx->hosts[rank], sizeof(ctx->hosts[rank]), "%s", value->data.string);
+    PMIX_VALUE_RELEASE(value);
+    ctx->rank_node[rank] = nnodes;
+    for (int earlier = 0; earlier < rank; earlier++) {
+      if (strcmp(ctx->hosts[earlier], ctx->hosts[rank]) == 0) {
+        ctx->rank_node[rank] = ctx->rank_node[earlier];
+        break;
+      }
+    }
+    nnodes += ctx->rank_node[rank] == nnodes;
+  }
+  ctx->info.nnodes = nnodes;
+  return DLPAR_OK;
+}
+
+static int alloc_ranks(dlpar_ctx *ctx)
+{
+  ctx->hosts = calloc((size_t)ctx->info.size, sizeof(*ctx->hosts));
+  ctx->rank_node = calloc((size_t)ctx->info.size, sizeof(int));
+  if (!ctx->hosts || !ctx->rank_node)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory for %d ranks", ctx->info.size);
+  return DLPAR_OK;
+}
+
+int dlpar_pmix_init(dlpar_ctx *ctx)
+{
+  pmix_proc_t me;
+  unsigned size = 1, local_size = 1;
+  pmix_value_t *value = NULL;
+  int rc;
+  if (!getenv("PMIX_NAMESPACE")) { /* a plain run: one rank */
+    ctx->info.size = ctx->info.local_size = ctx->info.nnodes = 1;
+    if ((rc = alloc_ranks(ctx)) != DLPAR_OK)
+      return rc;
+    gethostname(ctx->hosts[0], sizeof(ctx->hosts[0]) - 1);
+    snprintf(ctx->info.host, sizeof(ctx->info.host), "%s", ctx->hosts[0]);
+    return DLPAR_OK;
+  }
+  CHECK_PMIX(ctx, PMIx_Init(&me, NULL, 0));
+  ctx->pmix = true;
+  snprintf(ctx->nspace, sizeof(ctx->nspace), "%s", me.nspace);
+  ctx->info.rank = (int)me.rank;
+  if ((rc = get_u32(ctx, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &size)) != DLPAR_OK ||
+      (rc = get_u32(ctx, PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local_size)) != DLPAR_OK ||
+      (rc = get_value(ctx, me.rank, PMIX_LOCAL_RANK, PMIX_UINT16, &value)) != DLPAR_OK)
+    return rc;
+  ctx->info.local_rank = value->data.uint16;
+  PMIX_VALUE_RELEASE(value);
+  ctx->info.size = (int)size;
+  ctx->info.local_size = (int)local_size;
+  if ((rc = alloc_ranks(ctx)) != DLPAR_OK || (rc = read_hosts(ctx)) != DLPAR_OK)
+    return rc;
+  snprintf(ctx->info.host, sizeof(ctx->info.host), "%s", ctx->hosts[ctx->info.rank]);
+  ctx->info.node = ctx->rank_node[ctx->info.rank];
+  return DLPAR_OK;
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+typedef struct {
+  pthread_mutex_t lock;
+  pthread_cond_t done_cond;
+  int pending;                 /* callbacks still to come */
+  pmix_status_t status;
+  pmix_status_t *per_rank;     /* diagnosis: one status per rank */
+} waiter;
+
+static void waiter_init(waiter *w, int pending)
+{
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->done_cond, NULL);
+  w->pending = pending;
+  w->status = PMIX_SUCCESS;
+  w->per_rank = NULL;
+}
+
+/* Waits until no callback is pending or `seconds` pass; 1 if all arrived. */
+static int waiter_wait(waiter *w, double seconds)
+{
+  struct timespec deadline;
+  int all_done;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += (time_t)seconds;
+  deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  pthread_mutex_lock(&w->lock);
+  while (w->pending > 0 && pthread_cond_timedwait(&w->done_cond, &w->lock, &deadline) == 0)
+    ;
+  all_done = w->pending == 0;
+  pthread_mutex_unlock(&w->lock);
+  return all_done;
+}
+
+static void fence_done(pmix_status_t status, void *cbdata)
+{
+  waiter *w = cbdata;
+  pthread_mutex_lock(&w->lock);
+  w->status = status;
+  w->pending--;
+  pthread_cond_signal(&w->done_cond);
+  pthread_mutex_unlock(&w->lock);
+}
+
+typedef struct {
+  waiter *w;
+  int rank;
+} probe;
+
+static void probe_done(pmix_status_t status, pmix_value_t *value, void *cbdata)
+{
+  probe *p = cbdata;
+  pthread_mutex_lock(&p->w->lock);
+  p->w->per_rank[p->rank] = status;
+  p->w->pending--;
+  pthread_cond_signal(&p->w->done_cond);
+  pthread_mutex_unlock(&p->w->lock);
+  if (value)
+    PMIX_VALUE_RELEASE(value);
+}
+
+/* After a timed-out fence: which ranks never put their data? Local data is
+ * answered at once; a remote rank that arrived is answered by its node's
+ * server within a second; the others stay pending. Every waiting rank
+ * prints its finding before the first one ends the step: each aborts only
+ * after the whole probe window. */
+#define PROBE_SECONDS 3.0
+static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
+{
+  const int size = ctx->info.size;
+  waiter w;
+  probe *probes = calloc((size_t)size, sizeof(probe));
+  char message[DLPAR_ERRLEN];
+  size_t used = 0;
+  int missing = 0;
+  const double abort_at = dlpar_now() + PROBE_SECONDS + 0.5;
+  waiter_init(&w, size - 1);
+  w.per_rank = calloc((size_t)size, sizeof(pmix_status_t));
+  if (!probes || !w.per_rank) {
+    fprintf(stderr, "dlpar: rendezvous timed out (and no memory to say which ranks are missing)\n");
+    dlpar_pmix_abort(ctx, 1, "rendezvous timed out");
+  }
+  for (int rank = 0; rank < size; rank++) {
+    int timeout = 2;
+    pmix_info_t info;
+    pmix_proc_t proc = proc_of(ctx, (pmix_rank_t)rank);
+    w.per_rank[rank] = PMIX_ERR_TIMEOUT;
+    if (rank == ctx->info.rank)
+      continue;
+    probes[rank] = (probe){&w, rank};
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+    if (PMIx_Get_nb(&proc, "dlpar.host", &info, 1, probe_done, &probes[rank]) != PMIX_SUCCESS)
+      probe_done(PMIX_ERR_NOT_FOUND, NULL, &probes[rank]);
+  }
+  waiter_wait(&w, PROBE_SECONDS);
+  used = (size_t)snprintf(message, sizeof(message), "rank %d on %s: rendezvous timed out after %.0f s: ",
+                          ctx->info.rank, ctx->info.host, waited);
+  pthread_mutex_lock(&w.lock);
+  for (int rank = 0; rank < size && used < sizeof(message) - 64; rank++) {
+    if (rank == ctx->info.rank || w.per_rank[rank] == PMIX_SUCCESS)
+      continue;
+    used += (size_t)snprintf(message + used, sizeof(message) - used, "%s%d (%s)", missing ? ", " : "rank ",
+                             rank, ctx->hosts[rank]);
+    missing++;
+  }
+  pthread_mutex_unlock(&w.lock);
+  snprintf(message + used, sizeof(message) - used, "%s",
+           missing ? " did not arrive (crashed, stuck before dlpar_init, or slow to start: see their "
+                     "output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)"
+                   : "every rank arrived but the fence did not complete (PMIx server problem)");
+  fprintf(stderr, "dlpar: %s\n", message);
+  fflush(stderr);
+  while (dlpar_now() < abort_at)
+    usleep(100000);
+  dlpar_pmix_abort(ctx, 1, message);
+}
+
+static int put_bytes(dlpar_ctx *ctx, const char *key, const void *bytes, size_t len)
+{
+  pmix_value_t value;
+  pmix_byte_object_t object = {(char *)bytes, len};
+  PMIX_VALUE_LOAD(&value, &object, PMIX_BYTE_OBJECT);
+  CHECK_PMIX(ctx, PMIx_Put(PMIX_GLOBAL, key, &value));
+  PMIX_VALUE_DESTRUCT(&value);
+  return DLPAR_OK;
+}
+
+static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, size_t len)
+{
+  pmix_value_t *value = NULL;
+  int rc = get_value(ctx, (pmix_rank_t)rank, key, PMIX_BYTE_OBJECT, &value);
+  if (rc != DLPAR_OK)
+    return rc;
+  if (value->data.bo.size != len) {
+    PMIX_VALUE_RELEASE(value);
+    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "%s from rank %d has %zu bytes, expected %zu", key, rank,
+                      value->data.bo.size, len);
+  }
+  memcpy(bytes, value->data.bo.bytes, len);
+  PMIX_VALUE_RELEASE(value);
+  return DLPAR_OK;
+}
+
+/* Group leaders make the NCCL ids of their groups and put them. */
+static int put_nccl_ids(dlpar_ctx *ctx)
+{
+  unsigned char id[DLPAR_NCCL_ID_BYTES];
+  int rc;
+  if (ctx->info.tp_rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
+                                 (rc = put_bytes(ctx, "dlpar.nccl.tp", id, sizeof(id))) != DLPAR_OK))
+    return rc;
+  if (ctx->info.dp_rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
+                                 (rc = put_bytes(ctx, "dlpar.nccl.dp", id, sizeof(id))) != DLPAR_OK))
+    return rc;
+  if (ctx->info.rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
+                              (rc = put_bytes(ctx, "dlpar.nccl.world", id, sizeof(id))) != DLPAR_OK))
+    return rc;
+  return DLPAR_OK;
+}
+
+static int get_nccl_ids(dlpar_ctx *ctx)
+{
+  const int tp_leader = ctx->info.dp_rank * ctx->grid.tp, dp_leader = ctx->info.tp_rank;
+  int rc;
+  if ((rc = get_bytes(ctx, tp_leader, "dlpar.nccl.tp", ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK ||
+      (rc = get_bytes(ctx, dp_leader, "dlpar.nccl.dp", ctx->nccl_ids.dp, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK ||
+      (rc = get_bytes(ctx, 0, "dlpar.nccl.world", ctx->nccl_ids.world, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK)
+    return rc;
+  ctx->nccl_ids.valid = true;
+  return DLPAR_OK;
+}
+
+int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
+{
+  char alive[320];
+  waiter w;
+  bool collect = true;
+  pmix_info_t info;
+  const double start = dlpar_now();
+  int rc;
+  if (!ctx->pmix) { /* one rank: its own ids */
+    if (!exchange_nccl_ids)
+      return DLPAR_OK;
+    if ((rc = dlpar_nccl_make_id(ctx, ctx->nccl_ids.tp)) != DLPAR_OK)
+      return rc;
+    memcpy(ctx->nccl_ids.dp, ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES);
+    memcpy(ctx->nccl_ids.world, ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES);
+    ctx->nccl_ids.valid = true;
+    return DLPAR_OK;
+  }
+  snprintf(alive, sizeof(alive), "%s:%ld", ctx->info.host, (long)getpid());
+  if ((rc = put_bytes(ctx, "dlpar.host", alive, strlen(alive) + 1)) != DLPAR_OK ||
+      (exchange_nccl_ids && (rc = put_nccl_ids(ctx)) != DLPAR_OK))
+    return rc;
+  CHECK_PMIX(ctx, PMIx_Commit());
+  waiter_init(&w, 1);
+  PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+  CHECK_PMIX(ctx, PMIx_Fence_nb(NULL, 0, &info, 1, fence_done, &w));
+  if (!waiter_wait(&w, ctx->rendezvous_timeout))
+    diagnose_and_abort(ctx, dlpar_now() - start);
+  if (w.status != PMIX_SUCCESS)
+    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence: %s (a rank failed during the rendezvous)",
+                      PMIx_Error_string(w.status));
+  return exchange_nccl_ids ? get_nccl_ids(ctx) : DLPAR_OK;
+}
+
+void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message)
+{
+  fflush(NULL);
+  if (ctx->pmix)
+    PMIx_Abort(code, message, NULL, 0);
+  _exit(code ? code : 1);
+}
+
+void dlpar_pmix_finalize(dlpar_ctx *ctx)
+{
+  if (ctx->pmix)
+    PMIx_Finalize(NULL, 0);
+  ctx->pmix = false;
+}

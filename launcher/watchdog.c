@@ -1,0 +1,105 @@
+/* launcher/watchdog.c: a thread that keeps a step from hanging. Every
+ * 100 ms it asks the backend for asynchronous errors and collectives that
+ * exceeded the timeout (then the step ends with a message naming the
+ * group), and it receives the stop signals: SIGTERM, SIGINT and SIGUSR1 are
+ * blocked in every thread (before PMIx, MPI or CUDA start theirs) and read
+ * from a signalfd here, so no signal handler and no global are needed. The
+ * first signal asks the program to stop (dlpar_stop_requested); a second
+ * one ends the process at once. */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "launcher/internal.h"
+
+static sigset_t stop_signal_set(void)
+{
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR1);
+  return set;
+}
+
+int dlpar_watchdog_block_signals(dlpar_ctx *ctx)
+{
+  sigset_t set = stop_signal_set();
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot block the stop signals");
+  ctx->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (ctx->signal_fd < 0)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "signalfd: %s", strerror(errno));
+  return DLPAR_OK;
+}
+
+static void read_signals(dlpar_ctx *ctx)
+{
+  struct signalfd_siginfo info;
+  while (read(ctx->signal_fd, &info, sizeof(info)) == (ssize_t)sizeof(info)) {
+    if (atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
+      fprintf(stderr, "dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal((int)info.ssi_signo));
+      _exit(128 + (int)info.ssi_signo);
+    }
+    fprintf(stderr, "dlpar: rank %d: %s received: stopping at the next step boundary (again to exit now)\n",
+            ctx->info.rank, strsignal((int)info.ssi_signo));
+  }
+}
+
+static void *watchdog_main(void *arg)
+{
+  dlpar_ctx *ctx = arg;
+  char err[DLPAR_ERRLEN];
+  struct pollfd fd = {.fd = ctx->signal_fd, .events = POLLIN};
+  while (!atomic_load(&ctx->watchdog_stop)) {
+    if (poll(&fd, 1, 100) > 0)
+      read_signals(ctx);
+    if (ctx->backend->poll(ctx, dlpar_now(), err, sizeof(err)) != DLPAR_OK)
+      dlpar_abort(ctx, 1, err);
+  }
+  return NULL;
+}
+
+int dlpar_watchdog_start(dlpar_ctx *ctx)
+{
+  if (pthread_create(&ctx->watchdog, NULL, watchdog_main, ctx) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot start the watchdog thread");
+  ctx->watchdog_running = true;
+  return DLPAR_OK;
+}
+
+void dlpar_watchdog_stop(dlpar_ctx *ctx)
+{
+  if (ctx->watchdog_running) {
+    atomic_store(&ctx->watchdog_stop, 1);
+    pthread_join(ctx->watchdog, NULL);
+    ctx->watchdog_running = false;
+  }
+  if (ctx->signal_fd >= 0)
+    close(ctx->signal_fd);
+  ctx->signal_fd = -1;
+}
+
+void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op)
+{
+  ctx->inflight[group].op = op;
+  atomic_store(&ctx->inflight[group].since, dlpar_now());
+  atomic_store(&ctx->inflight[group].active, 1);
+}
+
+void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group)
+{
+  atomic_store(&ctx->inflight[group].active, 0);
+}
+
+int dlpar_stop_requested(dlpar_ctx *ctx, int *stop)
+{
+  const int local = atomic_load(&ctx->stop_signals) > 0;
+  return ctx->backend->agree_max(ctx, local, stop);
+}

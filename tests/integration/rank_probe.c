@@ -1,0 +1,106 @@
+/* tests/integration/rank_probe.c: libdlpar under faults, for the launcher
+ * tests (white-box: it reads the exchanged NCCL ids from the context).
+ *   --sleep-rank=R --sleep=S   rank R sleeps S s before dlpar_init (rendezvous timeout)
+ *   --kill-rank=R              rank R SIGKILLs itself after init; the rest allreduce
+ *   --stall-rank=R             rank R SIGSTOPs itself after init (stuck, not dead: the watchdog)
+ *   --nccl-ids                 exchange real NCCL ids over PMIx; print a digest per group
+ *   --wait-stop                loop until dlpar_stop_requested (SIGTERM from Slurm/dlpar-run)
+ * Prints "rank_probe: rank R ..." lines the shell tests check. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launcher/internal.h"
+
+typedef struct {
+  int sleep_rank, kill_rank, stall_rank;
+  double sleep_seconds;
+  int nccl_ids, wait_stop;
+} probe_args;
+
+static uint32_t digest(const unsigned char *bytes, size_t len)
+{
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ bytes[i]) * 16777619u;
+  return h;
+}
+
+static int parse(int argc, char **argv, probe_args *a)
+{
+  *a = (probe_args){-1, -1, -1, 0, 0, 0};
+  for (int i = 1; i < argc; i++) {
+    if (sscanf(argv[i], "--sleep-rank=%d", &a->sleep_rank) == 1 || sscanf(argv[i], "--sleep=%lf", &a->sleep_seconds) == 1 ||
+        sscanf(argv[i], "--kill-rank=%d", &a->kill_rank) == 1 || sscanf(argv[i], "--stall-rank=%d", &a->stall_rank) == 1)
+      continue;
+    if (strcmp(argv[i], "--nccl-ids") == 0)
+      a->nccl_ids = 1;
+    else if (strcmp(argv[i], "--wait-stop") == 0)
+      a->wait_stop = 1;
+    else
+      return -1;
+  }
+  return 0;
+}
+
+static int wait_for_stop(dlpar_ctx *ctx)
+{
+  for (long iteration = 0; iteration < 600; iteration++) {
+    int stop = 0;
+    if (dlpar_stop_requested(ctx, &stop) != DLPAR_OK)
+      return 1;
+    if (stop) {
+      printf("rank_probe: rank %d stopping at iteration %ld\n", ctx->info.rank, iteration);
+      return 0;
+    }
+    if (iteration == 0)
+      printf("rank_probe: rank %d waiting for a stop signal\n", ctx->info.rank);
+    fflush(stdout);
+    usleep(100000);
+  }
+  return 1;
+}
+
+int main(int argc, char **argv)
+{
+  probe_args a;
+  dlpar_options options = {0};
+  dlpar_ctx *ctx;
+  const char *rank_text = getenv("PMIX_RANK");
+  int32_t value = 1;
+  if (parse(argc, argv, &a) != 0) {
+    fprintf(stderr, "usage: rank_probe [--sleep-rank=R --sleep=S] [--kill-rank=R] [--stall-rank=R] [--nccl-ids] [--wait-stop]\n");
+    return 2;
+  }
+  if (rank_text && atoi(rank_text) == a.sleep_rank)
+    usleep((useconds_t)(a.sleep_seconds * 1e6));
+  options.exchange_nccl_ids = a.nccl_ids;
+  if (dlpar_init(argc, argv, &options, &ctx) != DLPAR_OK) {
+    fprintf(stderr, "rank_probe: %s\n", dlpar_last_error(ctx));
+    return 1;
+  }
+  if (a.nccl_ids)
+    printf("rank_probe: rank %d ids tp %08x dp %08x world %08x\n", ctx->info.rank,
+           digest(ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES), digest(ctx->nccl_ids.dp, DLPAR_NCCL_ID_BYTES),
+           digest(ctx->nccl_ids.world, DLPAR_NCCL_ID_BYTES));
+  printf("rank_probe: rank %d initialised\n", ctx->info.rank);
+  fflush(stdout);
+  if (ctx->info.rank == a.kill_rank)
+    raise(SIGKILL);
+  if (ctx->info.rank == a.stall_rank)
+    raise(SIGSTOP);
+  if (a.wait_stop)
+    return wait_for_stop(ctx);
+  if (dlpar_allreduce(ctx, DLPAR_WORLD, &value, 1, DLPAR_INT32, DLPAR_SUM, NULL) != DLPAR_OK) {
+    fprintf(stderr, "rank_probe: %s\n", dlpar_last_error(ctx));
+    return 1;
+  }
+  printf("rank_probe: rank %d allreduce %d\n", ctx->info.rank, value);
+  dlpar_finalize(ctx);
+  return 0;
+}
