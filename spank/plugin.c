@@ -55,6 +55,13 @@ int slurm_spank_user_init(spank_t sp, int ac UNUSED, char **av UNUSED)
   return dlpar_stepd_user_init(sp);
 }
 
+int slurm_spank_task_init_privileged(spank_t sp, int ac UNUSED, char **av UNUSED)
+{
+  if (!dlpar_user_options_active(&dlpar_spank.options) || spank_context() != S_CTX_REMOTE)
+    return 0;
+  return dlpar_stepd_task_init_privileged(sp);
+}
+
 int slurm_spank_task_init(spank_t sp, int ac UNUSED, char **av UNUSED)
 {
   if (!dlpar_user_options_active(&dlpar_spank.options) || spank_context() != S_CTX_REMOTE)

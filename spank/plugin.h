@@ -20,8 +20,12 @@ typedef struct {
   dlpar_user_options options;
   dlpar_grid_request grid_request;
   dlpar_profile_request profile;
-  /* slurmstepd: the node's topology, loaded once in user_init */
+  /* slurmstepd: the node's topology (read once, in user_init) and the
+   * step's GPUs on the node (task_init_privileged: task_init sees only the
+   * task's own GPU under --gpus-per-task) */
   dlpar_topology topology;
+  int step_gpus[DLPAR_MAX_GPUS];
+  int nstep_gpus;
   int topology_status;
   char topology_error[DLPAR_ERRLEN];
 } dlpar_spank_state;
@@ -42,6 +46,7 @@ int dlpar_srun_local_user_init(spank_t sp);
 
 /* slurmstepd (spank/stepd.c) */
 int dlpar_stepd_user_init(spank_t sp);
+int dlpar_stepd_task_init_privileged(spank_t sp);
 int dlpar_stepd_task_init(spank_t sp);
 
 /* Prints "dlpar: <message>" through Slurm's log (srun shows it). */

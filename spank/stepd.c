@@ -74,13 +74,18 @@ static int check_groups_local(spank_t sp, const dlpar_grid *grid, const task_fac
   return rc;
 }
 
+/* The step's GPUs on this node, as task_init_privileged sees them (before
+ * Slurm narrows each task's view under --gpus-per-task); none: all of the
+ * node's. */
 static int read_step_gpus(spank_t sp, int *gpus)
 {
   char text[DLPAR_LIST_LEN];
+  int n;
   if (spank_getenv(sp, "SLURM_STEP_GPUS", text, sizeof(text)) != ESPANK_SUCCESS &&
       spank_getenv(sp, "CUDA_VISIBLE_DEVICES", text, sizeof(text)) != ESPANK_SUCCESS)
     return 0;
-  return dlpar_parse_id_list(text, gpus, DLPAR_MAX_GPUS);
+  n = dlpar_parse_id_list(text, gpus, DLPAR_MAX_GPUS);
+  return n > 0 ? n : 0;
 }
 
 /* Bind to the GPU's CPUs, unless the admin or the user (--cpu-bind) chose
@@ -165,6 +170,13 @@ static bool is_parallel_step(spank_t sp)
          step_id < SLURM_INTERACTIVE_STEP;
 }
 
+int dlpar_stepd_task_init_privileged(spank_t sp)
+{
+  if (is_parallel_step(sp))
+    dlpar_spank.nstep_gpus = read_step_gpus(sp, dlpar_spank.step_gpus);
+  return 0;
+}
+
 int dlpar_stepd_user_init(spank_t sp)
 {
   if (!is_parallel_step(sp))
@@ -173,6 +185,7 @@ int dlpar_stepd_user_init(spank_t sp)
   dlpar_spank.topology_status = dlpar_topology_load(xml, &dlpar_spank.topology,
                                                     dlpar_spank.topology_error,
                                                     sizeof(dlpar_spank.topology_error));
+
   return 0; /* errors here never reach srun: task_init raises them */
 }
 
@@ -180,7 +193,7 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
 {
   task_facts facts;
   dlpar_task_env env;
-  int gpus[DLPAR_MAX_GPUS], ngpus, rc;
+  int rc;
   memset(&env, 0, sizeof(env));
   if (read_task_facts(sp, &facts) != 0) {
     snprintf(err, errlen, "cannot read the task's rank and step from slurmstepd");
@@ -201,8 +214,7 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
     snprintf(err, errlen, "%s", dlpar_spank.topology_error);
     return dlpar_spank.topology_status;
   }
-  ngpus = read_step_gpus(sp, gpus);
-  rc = dlpar_map_task(&dlpar_spank.topology, gpus, ngpus > 0 ? ngpus : 0, facts.local_rank,
+  rc = dlpar_map_task(&dlpar_spank.topology, dlpar_spank.step_gpus, dlpar_spank.nstep_gpus, facts.local_rank,
                       (int)facts.local_count, &env.binding, err, errlen);
   if (rc < 0)
     return rc;
