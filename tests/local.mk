@@ -27,8 +27,17 @@ check_PROGRAMS += tests/integration/pmix_client
 tests_integration_pmix_client_SOURCES = tests/integration/pmix_client.c
 tests_integration_pmix_client_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS)
 tests_integration_pmix_client_LDADD = $(PMIX_LIBS)
-dist_check_SCRIPTS += tests/integration/bed_pmix.sh
-TESTS += tests/integration/bed_pmix.sh
+INTEGRATION_TESTS = \
+	tests/integration/bed_pmix.sh \
+	tests/integration/spank_options.sh \
+	tests/integration/spank_env.sh \
+	tests/integration/spank_profile.sh \
+	tests/integration/launcher_groups.sh \
+	tests/integration/launcher_faults.sh \
+	tests/integration/launcher_nccl_ids.sh \
+	tests/integration/dlpar_run_cli.sh
+dist_check_SCRIPTS += $(INTEGRATION_TESTS)
+TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/lib/common.sh tests/stand-ins/nsys tests/summary
 check_PROGRAMS += tests/integration/rank_probe
 tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c

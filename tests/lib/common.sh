@@ -54,3 +54,21 @@ use_bed() {
   eval "$out"
   export SLURM_CONF
 }
+
+# Grid membership as dlpar-hello prints it: tp_members M R, dp_members M D R
+tp_members() {
+  local m=$1 r=$2 first i out=
+  first=$(( r / m * m ))
+  for ((i = first; i < first + m; i++)); do out="$out${out:+,}$i"; done
+  echo "[$out]"
+}
+dp_members() {
+  local m=$1 d=$2 r=$3 i out=
+  for ((i = 0; i < d; i++)); do out="$out${out:+,}$(( r % m + i * m ))"; done
+  echo "[$out]"
+}
+
+# elapsed_since START (from `date +%s.%N`) in whole seconds, rounded up
+elapsed_since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { d = e - s; printf "%d", (d == int(d)) ? d : int(d) + 1 }'; }
+
+B=$DLPAR_BUILDDIR

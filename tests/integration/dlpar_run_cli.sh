@@ -1,0 +1,47 @@
+#!/bin/bash
+# tests/integration/dlpar_run_cli.sh: dlpar-run's command line and its job
+# control: bad input gets one line and exit 2 (the grid messages are the
+# plugin's); the first failing rank's exit code is returned; output lines
+# can be tagged with the rank; each rank gets the same DLPAR_* contract as
+# under srun; the program's missing binary is named.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+run=$B/launcher/dlpar-run
+
+while IFS='|' read -r args message; do
+  [ -n "$args" ] || continue
+  eval "set -- $args"
+  out=$("$run" "$@" 2>&1)
+  expect_rc "dlpar-run $args" $? 2
+  expect_eq "dlpar-run $args" "$out" "dlpar-run: $message"
+done <<EOF2
+-- true|how many ranks? give -n N (e.g. -n 4), or --dl-parallel=MxD
+-n 0 -- true|-n 0: expected a number of tasks >= 1 (e.g. -n 4)
+-n four -- true|-n four: expected a number of tasks >= 1 (e.g. -n 4)
+-n 4|no program to run (usage: dlpar-run -n N [--dl-parallel=MxD] -- PROGRAM [ARGS])
+-n 8 --dl-parallel=4x3 -- true|--dl-parallel=4x3 needs 12 tasks but the step has 8 (use -n 12 or --dl-parallel=4x2)
+-n 4 --dl-parallel=2y2 -- true|--dl-parallel=2y2: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)
+-n 4 --dl-profile=perf -- true|--dl-profile=perf: unknown profiler (use nsys, nvtx or off)
+-n 4 --dl-profile=nvtx --dl-profile-ranks=9 -- true|--dl-profile-ranks: rank 9 does not exist in a step of 4 tasks (use ranks 0-3)
+-n 4 --frobnicate -- true|unknown option '--frobnicate' (see dlpar-run --help)
+EOF2
+
+out=$("$run" --dl-parallel=2x2 -- true 2>&1)
+expect_rc "-n from the grid" $? 0
+
+out=$("$run" -n 3 -- bash -c 'exit $(( PMIX_RANK == 1 ? 7 : 0 ))' 2>&1)
+expect_rc "first failure's exit code" $? 7
+expect_contains "first failure named" "$out" "dlpar-run: rank 1 exited with code 7: ending the others"
+
+out=$("$run" -n 2 -- /nonexistent/program 2>&1)
+expect_rc "missing program" $? 127
+expect_contains "missing program" "$out" "dlpar-run: cannot run /nonexistent/program: No such file or directory"
+
+out=$("$run" -n 2 --tag-output -- bash -c 'echo "hello from $PMIX_RANK"' 2>&1)
+expect_contains "--tag-output rank 0" "$out" "[0] hello from 0"
+expect_contains "--tag-output rank 1" "$out" "[1] hello from 1"
+
+out=$("$run" -n 4 --dl-parallel=2x2 -- bash -c 'echo "$PMIX_RANK|$DLPAR_VERSION|$DLPAR_TP_SIZE|$DLPAR_DP_SIZE|$DLPAR_TP_RANK|$DLPAR_DP_RANK|$DLPAR_RANK|$DLPAR_LOCAL_RANK|$DLPAR_LOCAL_SIZE|$RANK|$LOCAL_RANK|$WORLD_SIZE|$LOCAL_WORLD_SIZE|$DLPAR_PROFILE"' 2>&1)
+for r in 0 1 2 3; do
+  expect_eq "contract rank $r" "$(grep "^$r|" <<<"$out")" "$r|1|2|2|$(( r % 2 ))|$(( r / 2 ))|$r|$r|4|$r|$r|4|4|off"
+done
+finish

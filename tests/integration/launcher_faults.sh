@@ -1,0 +1,75 @@
+#!/bin/bash
+# tests/integration/launcher_faults.sh: libdlpar fails fast instead of
+# hanging, under srun (2-node bed) and dlpar-run:
+#  - a rank that sleeps past the rendezvous timeout: every waiting rank
+#    names it and its host, and the whole step ends within timeout + 10 s;
+#  - a rank that stalls (SIGSTOP) in a collective: the watchdog names the
+#    group and ends the step within the collective timeout + 10 s;
+#  - a rank killed mid-run: the step ends, no hang;
+#  - a tensor-parallel group across two nodes (grid exported by hand):
+#    refused by the library, naming both hosts;
+#  - SIGTERM: every rank sees dlpar_stop_requested in the same iteration.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+use_bed
+probe=$B/tests/integration/rank_probe
+run=$B/launcher/dlpar-run
+here=$(hostname)
+
+# run_timed WHAT LIMIT CMD...: sets out, rc; checks the time limit
+run_timed() {
+  local what=$1 limit=$2 start
+  shift 2
+  start=$(date +%s.%N)
+  out=$(timeout 60 "$@" 2>&1)
+  rc=$?
+  TEST_CHECKS=$((TEST_CHECKS + 1))
+  [ "$(elapsed_since "$start")" -le "$limit" ] || fail "$what took $(elapsed_since "$start") s, limit $limit s"
+}
+
+export DLPAR_RENDEZVOUS_TIMEOUT=3 DLPAR_COLLECTIVE_TIMEOUT=3
+run_timed "srun: late rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --sleep-rank=3 --sleep=50
+expect_rc "srun: late rank" $rc nonzero
+expect_eq "srun: ranks naming rank 3 on n2" "$(grep -c 'rendezvous timed out after 3 s: rank 3 (n2) did not arrive' <<<"$out")" 3
+
+run_timed "dlpar-run: late rank" 13 "$run" -n 4 -- "$probe" --sleep-rank=3 --sleep=50
+expect_rc "dlpar-run: late rank" $rc nonzero
+expect_eq "dlpar-run: ranks naming rank 3" "$(grep -c "rendezvous timed out after 3 s: rank 3 ($here) did not arrive" <<<"$out")" 3
+
+run_timed "srun: stalled rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --stall-rank=2
+expect_rc "srun: stalled rank" $rc nonzero
+expect_contains "srun: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: a rank of the group died or is stuck"
+
+run_timed "dlpar-run: stalled rank" 13 "$run" -n 4 -- "$probe" --stall-rank=2
+expect_rc "dlpar-run: stalled rank" $rc nonzero
+expect_contains "dlpar-run: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s"
+
+run_timed "srun: killed rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --kill-rank=1
+expect_rc "srun: killed rank" $rc nonzero
+run_timed "dlpar-run: killed rank" 13 "$run" -n 4 -- "$probe" --kill-rank=1
+expect_eq "dlpar-run: killed rank exit code" "$rc" 137
+expect_contains "dlpar-run: killed rank" "$out" "dlpar-run: rank 1 killed by Killed: ending the others"
+
+# A grid exported by hand whose tensor-parallel group spans both nodes.
+out=$(srun -N2 -n4 --ntasks-per-node=2 bash -c 'DLPAR_VERSION=1 DLPAR_TP_SIZE=4 DLPAR_DP_SIZE=1 \
+  DLPAR_RANK=$SLURM_PROCID DLPAR_LOCAL_RANK=$SLURM_LOCALID DLPAR_LOCAL_SIZE=2 DLPAR_DEVICE=-1 exec '"$B/launcher/dlpar-hello" 2>&1)
+expect_rc "tp group across nodes" $? nonzero
+expect_contains "tp group across nodes" "$out" "dlpar-hello: --dl-parallel=4x1: tensor-parallel group 0 (ranks 0-3) spans n1 and n2"
+
+# SIGTERM (scancel, time limit, or forwarded by dlpar-run)
+"$run" -n 4 --dl-parallel=2x2 -- "$probe" --wait-stop >"$TEST_TMP/stop.out" 2>&1 &
+pid=$!
+for i in $(seq 50); do [ "$(grep -c waiting "$TEST_TMP/stop.out")" = 4 ] && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+expect_rc "dlpar-run: SIGTERM" $? 0
+expect_eq "dlpar-run: ranks stopping" "$(grep -c 'stopping at iteration' "$TEST_TMP/stop.out")" 4
+expect_eq "dlpar-run: same iteration" "$(grep 'stopping at iteration' "$TEST_TMP/stop.out" | awk '{print $NF}' | sort -u | wc -l)" 1
+
+srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 -J stoptest "$probe" --wait-stop >"$TEST_TMP/sstop.out" 2>&1 &
+pid=$!
+for i in $(seq 50); do [ "$(grep -c waiting "$TEST_TMP/sstop.out")" = 4 ] && break; sleep 0.1; done
+scancel --signal=TERM --name=stoptest
+wait $pid
+expect_eq "srun: ranks stopping" "$(grep -c 'stopping at iteration' "$TEST_TMP/sstop.out")" 4
+expect_eq "srun: same iteration" "$(grep 'stopping at iteration' "$TEST_TMP/sstop.out" | awk '{print $NF}' | sort -u | wc -l)" 1
+finish

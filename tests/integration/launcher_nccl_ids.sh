@@ -1,0 +1,36 @@
+#!/bin/bash
+# tests/integration/launcher_nccl_ids.sh: real NCCL unique ids (made by
+# ncclGetUniqueId, which needs no GPU) travel over PMIx put/commit/fence/get
+# to every member of every group, under srun on 2 nodes and under dlpar-run:
+# members of a group hold the same id, different groups different ids.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+grep -q '^#define HAVE_CUDA 1' "$B/config.h" || skip "built without CUDA (no NCCL)"
+use_bed
+probe=$B/tests/integration/rank_probe
+
+check_ids() {
+  local what=$1 out=$2 m=2 r field digest
+  declare -A tp dp
+  for r in 0 1 2 3; do
+    set -- $(grep "rank $r ids" <<<"$out")
+    # rank_probe: rank R ids tp X dp Y world Z
+    [ $# -eq 10 ] || { fail "$what: no ids from rank $r"; return; }
+    tp[$r]=$6 dp[$r]=$8 world[$r]=${10}
+  done
+  expect_eq "$what: tp group [0,1]" "${tp[0]}" "${tp[1]}"
+  expect_eq "$what: tp group [2,3]" "${tp[2]}" "${tp[3]}"
+  expect_eq "$what: dp group [0,2]" "${dp[0]}" "${dp[2]}"
+  expect_eq "$what: dp group [1,3]" "${dp[1]}" "${dp[3]}"
+  TEST_CHECKS=$((TEST_CHECKS + 2))
+  [ "${tp[0]}" != "${tp[2]}" ] || fail "$what: two tp groups share an id"
+  [ "${dp[0]}" != "${dp[1]}" ] || fail "$what: two dp groups share an id"
+  expect_eq "$what: world" "$(printf '%s\n' "${world[@]}" | sort -u | wc -l)" 1
+}
+
+out=$(srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$probe" --nccl-ids 2>&1)
+expect_rc "srun --nccl-ids" $? 0
+check_ids "srun" "$out"
+out=$("$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
+expect_rc "dlpar-run --nccl-ids" $? 0
+check_ids "dlpar-run" "$out"
+finish
