@@ -48,7 +48,8 @@ typedef struct {
   int dp_rank, dp_size;        /* data-parallel coordinates (D) */
   int device;                  /* CUDA device index, -1: CPU */
   dlpar_backend backend;       /* the backend in use */
-  double init_seconds;         /* wall time spent in dlpar_init */
+  double rendezvous_seconds;   /* dlpar_init until the PMIx rendezvous (hosts, NCCL ids) was done */
+  double init_seconds;         /* wall time spent in dlpar_init (groups ready) */
   char host[256];
 } dlpar_info;
 

@@ -193,7 +193,7 @@ static int set_device(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
-static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options *options)
+static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options *options, double start)
 {
   int rc;
   const bool want_ids = options && options->exchange_nccl_ids;
@@ -202,8 +202,10 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
       (rc = dlpar_pmix_init(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK ||
       (rc = select_backend(ctx, choose_backend(ctx, options))) != DLPAR_OK ||
       (rc = set_device(ctx)) != DLPAR_OK ||
-      (rc = dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)) != DLPAR_OK ||
-      (rc = ctx->backend->init(ctx)) != DLPAR_OK || (rc = dlpar_watchdog_start(ctx)) != DLPAR_OK)
+      (rc = dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)) != DLPAR_OK)
+    return rc;
+  ctx->info.rendezvous_seconds = dlpar_now() - start;
+  if ((rc = ctx->backend->init(ctx)) != DLPAR_OK || (rc = dlpar_watchdog_start(ctx)) != DLPAR_OK)
     return rc;
   dlpar_profiling_setup(ctx);
   if (ctx->env.verbose) {
@@ -228,7 +230,7 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
                                            "DLPAR_RENDEZVOUS_TIMEOUT", 120);
   ctx->collective_timeout = option_seconds(options ? options->collective_timeout_s : 0,
                                            "DLPAR_COLLECTIVE_TIMEOUT", 600);
-  rc = init_steps(ctx, argc, argv, options);
+  rc = init_steps(ctx, argc, argv, options, start);
   ctx->info.init_seconds = dlpar_now() - start;
   return rc;
 }

@@ -21,7 +21,7 @@ launcher_libdlpar_la_SOURCES = \
 launcher_libdlpar_la_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS) $(MPI_CFLAGS) $(PTHREAD_CFLAGS)
 launcher_libdlpar_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 launcher_libdlpar_la_LDFLAGS = -version-info 0:0:0 $(CUDA_LDFLAGS) $(HARDEN_LDFLAGS)
-launcher_libdlpar_la_LIBADD = launcher/libdlpar_core.la $(PMIX_LIBS) $(MPI_LIBS) $(CUDA_LIBS) -lpthread
+launcher_libdlpar_la_LIBADD = launcher/libdlpar_core.la $(PMIX_LIBS) $(MPI_LIBS) $(CUDA_RT_LIBS) -lpthread
 if HAVE_CUDA
 launcher_libdlpar_la_SOURCES += launcher/backend_nccl.c
 endif
@@ -33,8 +33,8 @@ launcher_dlpar_run_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS) $(PTHREAD_CFLAGS)
 launcher_dlpar_run_LDADD = launcher/libdlpar_core.la $(PMIX_LIBS) -lpthread
 launcher_dlpar_hello_SOURCES = launcher/hello.c launcher/devbuf.c launcher/devbuf.h
 launcher_dlpar_hello_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
-launcher_dlpar_hello_LDADD = launcher/libdlpar.la $(CUDA_LDFLAGS) $(CUDA_LIBS)
+launcher_dlpar_hello_LDADD = launcher/libdlpar.la $(CUDA_LDFLAGS) $(CUDA_RT_LIBS)
 bin_PROGRAMS += launcher/dlpar-bench-comm
 launcher_dlpar_bench_comm_SOURCES = launcher/bench_comm.c launcher/devbuf.c launcher/devbuf.h
 launcher_dlpar_bench_comm_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
-launcher_dlpar_bench_comm_LDADD = launcher/libdlpar.la $(CUDA_LDFLAGS) $(CUDA_LIBS)
+launcher_dlpar_bench_comm_LDADD = launcher/libdlpar.la $(CUDA_LDFLAGS) $(CUDA_RT_LIBS)
