@@ -53,6 +53,7 @@ int dlpar_devbuf_put(const dlpar_devbuf_ctx *dev, void *dst, const void *host, s
   if (dev->device)
     return cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, (cudaStream_t)dev->stream) == cudaSuccess ? 0 : -1;
 #endif
+  (void)dev;
   memcpy(dst, host, bytes);
   return 0;
 }
@@ -63,6 +64,7 @@ int dlpar_devbuf_get(const dlpar_devbuf_ctx *dev, void *host, const void *src, s
   if (dev->device)
     return cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, (cudaStream_t)dev->stream) == cudaSuccess ? 0 : -1;
 #endif
+  (void)dev;
   memcpy(host, src, bytes);
   return 0;
 }

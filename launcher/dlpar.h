@@ -94,7 +94,8 @@ void dlpar_range_pop(const dlpar_ctx *ctx);
  * A second signal ends the process at once. */
 int dlpar_stop_requested(dlpar_ctx *ctx, int *stop);
 
-/* Ends the whole step (every rank) with a message. Does not return. */
+/* Ends the whole step (every rank), printing "dlpar: message" unless message
+ * is NULL (the caller printed its own). Does not return. */
 void dlpar_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
 
 #ifdef __cplusplus

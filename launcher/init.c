@@ -189,6 +189,8 @@ static int set_device(dlpar_ctx *ctx)
                         getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)");
     ctx->info.device = device;
   }
+#else
+  (void)ctx;
 #endif
   return DLPAR_OK;
 }
@@ -272,8 +274,9 @@ const char *dlpar_rank_host(const dlpar_ctx *ctx, int rank)
 
 void dlpar_abort(dlpar_ctx *ctx, int code, const char *message)
 {
-  fprintf(stderr, "dlpar: %s\n", message);
+  if (message)
+    fprintf(stderr, "dlpar: %s\n", message);
   if (ctx->backend && ctx->backend->abort_comms)
     ctx->backend->abort_comms(ctx);
-  dlpar_pmix_abort(ctx, code, message);
+  dlpar_pmix_abort(ctx, code, message ? message : "aborted by the program");
 }

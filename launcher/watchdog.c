@@ -3,9 +3,12 @@
  * exceeded the timeout (then the step ends with a message naming the
  * group), and it receives the stop signals: SIGTERM, SIGINT and SIGUSR1 are
  * blocked in every thread (before PMIx, MPI or CUDA start theirs) and read
- * from a signalfd here, so no signal handler and no global are needed. The
- * first signal asks the program to stop (dlpar_stop_requested); a second
- * one ends the process at once. */
+ * from a signalfd here. Threads that libraries started before dlpar_init
+ * (OpenBLAS starts its pool when it is loaded) do not block them: a handler
+ * catches the signals those threads get and leaves them in `stray_signal`,
+ * which the watchdog reads too: the one global in libdlpar, because a
+ * signal handler can only talk through one. The first signal asks the
+ * program to stop (dlpar_stop_requested); a second one ends it at once. */
 #include "config.h"
 
 #include <errno.h>
@@ -17,6 +20,13 @@
 #include <unistd.h>
 
 #include "launcher/internal.h"
+
+static volatile sig_atomic_t stray_signal;
+
+static void catch_stray_signal(int sig)
+{
+  stray_signal = sig;
+}
 
 static sigset_t stop_signal_set(void)
 {
@@ -31,6 +41,14 @@ static sigset_t stop_signal_set(void)
 int dlpar_watchdog_block_signals(dlpar_ctx *ctx)
 {
   sigset_t set = stop_signal_set();
+  struct sigaction catcher;
+  memset(&catcher, 0, sizeof(catcher));
+  catcher.sa_handler = catch_stray_signal;
+  catcher.sa_flags = SA_RESTART;
+  sigemptyset(&catcher.sa_mask);
+  sigaction(SIGTERM, &catcher, NULL);
+  sigaction(SIGINT, &catcher, NULL);
+  sigaction(SIGUSR1, &catcher, NULL);
   if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot block the stop signals");
   ctx->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -39,16 +57,25 @@ int dlpar_watchdog_block_signals(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
+static void on_stop_signal(dlpar_ctx *ctx, int sig)
+{
+  if (atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
+    fprintf(stderr, "dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal(sig));
+    _exit(128 + sig);
+  }
+  fprintf(stderr, "dlpar: rank %d: %s received: stopping at the next step boundary (again to exit now)\n",
+          ctx->info.rank, strsignal(sig));
+}
+
 static void read_signals(dlpar_ctx *ctx)
 {
   struct signalfd_siginfo info;
-  while (read(ctx->signal_fd, &info, sizeof(info)) == (ssize_t)sizeof(info)) {
-    if (atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
-      fprintf(stderr, "dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal((int)info.ssi_signo));
-      _exit(128 + (int)info.ssi_signo);
-    }
-    fprintf(stderr, "dlpar: rank %d: %s received: stopping at the next step boundary (again to exit now)\n",
-            ctx->info.rank, strsignal((int)info.ssi_signo));
+  const int stray = stray_signal;
+  while (read(ctx->signal_fd, &info, sizeof(info)) == (ssize_t)sizeof(info))
+    on_stop_signal(ctx, (int)info.ssi_signo);
+  if (stray) {
+    stray_signal = 0;
+    on_stop_signal(ctx, stray);
   }
 }
 
@@ -58,8 +85,8 @@ static void *watchdog_main(void *arg)
   char err[DLPAR_ERRLEN];
   struct pollfd fd = {.fd = ctx->signal_fd, .events = POLLIN};
   while (!atomic_load(&ctx->watchdog_stop)) {
-    if (poll(&fd, 1, 100) > 0)
-      read_signals(ctx);
+    poll(&fd, 1, 100);
+    read_signals(ctx);
     if (ctx->backend->poll(ctx, dlpar_now(), err, sizeof(err)) != DLPAR_OK)
       dlpar_abort(ctx, 1, err);
   }

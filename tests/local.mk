@@ -14,7 +14,11 @@ tests_unit_test_spank_parsing_SOURCES = tests/unit/test_spank_parsing.c tests/un
 	spank/admin.c spank/request.c
 tests_unit_test_spank_parsing_LDADD = launcher/libdlpar_core.la
 
-TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing
+check_PROGRAMS += tests/unit/test_kernels
+tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check.h
+tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
+
+TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing tests/unit/test_kernels
 
 EXTRA_DIST += tests/testbed/dlpar-bed tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
@@ -35,10 +39,21 @@ INTEGRATION_TESTS = \
 	tests/integration/launcher_groups.sh \
 	tests/integration/launcher_faults.sh \
 	tests/integration/launcher_nccl_ids.sh \
-	tests/integration/dlpar_run_cli.sh
+	tests/integration/dlpar_run_cli.sh \
+	tests/integration/train_torch.sh \
+	tests/integration/train_grids.sh \
+	tests/integration/train_resume.sh \
+	tests/integration/train_inputs.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/lib/common.sh tests/stand-ins/nsys tests/summary
 check_PROGRAMS += tests/integration/rank_probe
 tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
 tests_integration_rank_probe_LDADD = launcher/libdlpar.la
+
+# Numerics: the CPU model against PyTorch.
+check_PROGRAMS += tests/numerics/vit_dump
+tests_numerics_vit_dump_SOURCES = tests/numerics/vit_dump.c
+tests_numerics_vit_dump_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
+tests_numerics_vit_dump_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
+EXTRA_DIST += tests/numerics/torch_reference.py

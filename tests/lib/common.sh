@@ -72,3 +72,25 @@ dp_members() {
 elapsed_since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { d = e - s; printf "%d", (d == int(d)) ? d : int(d) + 1 }'; }
 
 B=$DLPAR_BUILDDIR
+
+# A small generated dataset for the trainer tests (in TEST_TMP/data).
+make_data() {
+  "$B/trainer/dlpar-gen-data" --dir="$TEST_TMP/data" --channels=4 --height=16 --width=32 --steps=24 --years=2 "$@" \
+    >/dev/null || { echo "FAILED: dlpar-gen-data" >&2; exit 99; }
+}
+
+# The overrides that point a config at make_data's dataset and TEST_TMP/runs.
+data_args() {
+  local d=$TEST_TMP/data
+  echo "--train_data_path=$d/train --valid_data_path=$d/valid --global_means_path=$d/stats/global_means.npy" \
+       "--global_stds_path=$d/stats/global_stds.npy --expdir=$TEST_TMP/runs"
+}
+
+# step_losses FILE: "step loss" per line from a metrics.jsonl
+step_losses() { sed -n 's/^{"step": \([0-9]*\), "loss": \([^,]*\),.*/\1 \2/p' "$1"; }
+
+# max_rel_diff FILE_A FILE_B: the largest |a - b| / |b| over matching steps
+max_rel_diff() {
+  join <(step_losses "$1" | sort -k1,1) <(step_losses "$2" | sort -k1,1) |
+    awk '{ d = ($2 - $3) / $3; d = d < 0 ? -d : d; if (d > m) m = d; n++ } END { printf "%.3g %d\n", m, n }'
+}

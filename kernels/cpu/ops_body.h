@@ -1,0 +1,462 @@
+/* kernels/cpu/ops_body.h: the CPU reference ops, written once for a type
+ * `real` and compiled twice: ops_f32.c (float, the trainer) and ops_f64.c
+ * (double, the finite-difference gradient tests). Before including, define
+ * real, SFX (f32/f64) and GEMM (cblas_sgemm/cblas_dgemm). Reductions
+ * accumulate in double in both. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FN_CAT2(name, sfx) name##_##sfx
+#define FN_CAT(name, sfx) FN_CAT2(name, sfx)
+#define FN(name) FN_CAT(name, SFX)
+
+enum { ATTN_BLOCK_Q = 64, ATTN_BLOCK_K = 128 };
+
+/* ------------------------------------------------------------ matmul */
+
+void FN(matmul_fwd)(real *out, const real *inp, const real *w, const real *bias, int BT, int C, int OC)
+{
+  GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, BT, OC, C, 1, inp, C, w, C, 0, out, OC);
+  if (!bias)
+    return;
+#pragma omp parallel for
+  for (int i = 0; i < BT; i++)
+    for (int o = 0; o < OC; o++)
+      out[(size_t)i * OC + o] += bias[o];
+}
+
+void FN(matmul_bwd)(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w,
+                    int BT, int C, int OC)
+{
+  if (dinp)
+    GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, BT, C, OC, 1, dout, OC, w, C, 1, dinp, C);
+  if (dw)
+    GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, BT, 1, dout, OC, inp, C, 1, dw, C);
+  if (!dbias)
+    return;
+#pragma omp parallel for
+  for (int o = 0; o < OC; o++) {
+    double sum = 0;
+    for (int i = 0; i < BT; i++)
+      sum += dout[(size_t)i * OC + o];
+    dbias[o] += (real)sum;
+  }
+}
+
+/* ------------------------------------------------------------ layernorm */
+
+void FN(layernorm_fwd)(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b,
+                       int BT, int C, real eps)
+{
+#pragma omp parallel for
+  for (int i = 0; i < BT; i++) {
+    const real *x = inp + (size_t)i * C;
+    real *y = out + (size_t)i * C;
+    double m = 0, var = 0;
+    for (int c = 0; c < C; c++)
+      m += x[c];
+    m /= C;
+    for (int c = 0; c < C; c++)
+      var += (x[c] - m) * (x[c] - m);
+    var /= C;
+    const double s = 1.0 / sqrt(var + eps);
+    for (int c = 0; c < C; c++)
+      y[c] = (real)((x[c] - m) * s) * w[c] + b[c];
+    mean[i] = (real)m;
+    rstd[i] = (real)s;
+  }
+}
+
+void FN(layernorm_bwd)(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+                       const real *mean, const real *rstd, int BT, int C)
+{
+#pragma omp parallel for
+  for (int i = 0; i < BT; i++) {
+    const real *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+    real *dx = dinp + (size_t)i * C;
+    double dnorm_mean = 0, dnorm_norm_mean = 0;
+    for (int c = 0; c < C; c++) {
+      const double norm = (x[c] - mean[i]) * rstd[i];
+      dnorm_mean += dy[c] * w[c];
+      dnorm_norm_mean += dy[c] * w[c] * norm;
+    }
+    dnorm_mean /= C;
+    dnorm_norm_mean /= C;
+    for (int c = 0; c < C; c++) {
+      const double norm = (x[c] - mean[i]) * rstd[i];
+      dx[c] += (real)((dy[c] * w[c] - dnorm_mean - norm * dnorm_norm_mean) * rstd[i]);
+    }
+  }
+#pragma omp parallel for
+  for (int c = 0; c < C; c++) {
+    double sw = 0, sb = 0;
+    for (int i = 0; i < BT; i++) {
+      const size_t at = (size_t)i * C + c;
+      sw += dout[at] * (inp[at] - mean[i]) * rstd[i];
+      sb += dout[at];
+    }
+    dw[c] += (real)sw;
+    db[c] += (real)sb;
+  }
+}
+
+/* ------------------------------------------------------------ gelu */
+
+void FN(gelu_fwd)(real *out, const real *inp, size_t n)
+{
+#pragma omp parallel for
+  for (size_t i = 0; i < n; i++)
+    out[i] = (real)(0.5 * inp[i] * (1.0 + erf(inp[i] * M_SQRT1_2)));
+}
+
+void FN(gelu_bwd)(real *dinp, const real *inp, const real *dout, size_t n)
+{
+  const double inv_sqrt_2pi = 0.5 * M_2_SQRTPI * M_SQRT1_2;
+#pragma omp parallel for
+  for (size_t i = 0; i < n; i++) {
+    const double x = inp[i];
+    const double cdf = 0.5 * (1.0 + erf(x * M_SQRT1_2));
+    dinp[i] = (real)(dout[i] * (cdf + x * inv_sqrt_2pi * exp(-0.5 * x * x)));
+  }
+}
+
+/* ------------------------------------------------------------ softmax */
+
+void FN(softmax_fwd)(real *out, const real *inp, int rows, int cols)
+{
+#pragma omp parallel for
+  for (int r = 0; r < rows; r++) {
+    const real *x = inp + (size_t)r * cols;
+    real *y = out + (size_t)r * cols;
+    double max = -INFINITY, sum = 0;
+    for (int c = 0; c < cols; c++)
+      max = x[c] > max ? x[c] : max;
+    for (int c = 0; c < cols; c++)
+      sum += exp(x[c] - max);
+    for (int c = 0; c < cols; c++)
+      y[c] = (real)(exp(x[c] - max) / sum);
+  }
+}
+
+void FN(softmax_bwd)(real *dinp, const real *out, const real *dout, int rows, int cols)
+{
+#pragma omp parallel for
+  for (int r = 0; r < rows; r++) {
+    const real *y = out + (size_t)r * cols, *dy = dout + (size_t)r * cols;
+    double dot = 0;
+    for (int c = 0; c < cols; c++)
+      dot += y[c] * dy[c];
+    for (int c = 0; c < cols; c++)
+      dinp[(size_t)r * cols + c] = (real)(y[c] * (dy[c] - dot));
+  }
+}
+
+/* ------------------------------------------------------------ attention */
+
+/* One (batch, head): rows of q/k/v/o are NH*HD apart. */
+typedef struct {
+  const real *q, *k, *v;
+  int N, HD, ld;
+  real scale;
+} FN(attn_head);
+
+static void FN(attn_head_fwd)(const FN(attn_head) *h, real *o, real *lse, real *scores, real *acc)
+{
+  for (int q0 = 0; q0 < h->N; q0 += ATTN_BLOCK_Q) {
+    const int bq = h->N - q0 < ATTN_BLOCK_Q ? h->N - q0 : ATTN_BLOCK_Q;
+    double row_max[ATTN_BLOCK_Q], row_sum[ATTN_BLOCK_Q];
+    for (int i = 0; i < bq; i++) {
+      row_max[i] = -INFINITY;
+      row_sum[i] = 0;
+    }
+    memset(acc, 0, sizeof(real) * (size_t)bq * h->HD);
+    for (int k0 = 0; k0 < h->N; k0 += ATTN_BLOCK_K) {
+      const int bk = h->N - k0 < ATTN_BLOCK_K ? h->N - k0 : ATTN_BLOCK_K;
+      /* scores = q_blk k_blk^T * scale */
+      GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, h->HD, h->scale, h->q + (size_t)q0 * h->ld, h->ld,
+           h->k + (size_t)k0 * h->ld, h->ld, 0, scores, bk);
+      for (int i = 0; i < bq; i++) {
+        real *s = scores + (size_t)i * bk;
+        double block_max = -INFINITY, new_max, correction, sum = 0;
+        for (int j = 0; j < bk; j++)
+          block_max = s[j] > block_max ? s[j] : block_max;
+        new_max = block_max > row_max[i] ? block_max : row_max[i];
+        correction = exp(row_max[i] - new_max);
+        for (int j = 0; j < bk; j++) {
+          s[j] = (real)exp(s[j] - new_max);
+          sum += s[j];
+        }
+        row_sum[i] = row_sum[i] * correction + sum;
+        row_max[i] = new_max;
+        for (int d = 0; d < h->HD; d++)
+          acc[(size_t)i * h->HD + d] *= (real)correction;
+      }
+      /* acc += p v_blk */
+      GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, h->HD, bk, 1, scores, bk, h->v + (size_t)k0 * h->ld,
+           h->ld, 1, acc, h->HD);
+    }
+    for (int i = 0; i < bq; i++) {
+      for (int d = 0; d < h->HD; d++)
+        o[(size_t)(q0 + i) * h->ld + d] = (real)(acc[(size_t)i * h->HD + d] / row_sum[i]);
+      lse[q0 + i] = (real)(row_max[i] + log(row_sum[i]));
+    }
+  }
+}
+
+/* OpenBLAS would start its own threads inside each of ours: one each. */
+static int FN(blas_single_thread)(void)
+{
+  const int threads = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  return threads;
+}
+
+void FN(attention_fwd)(real *o, real *lse, const real *q, const real *k, const real *v, int B, int N, int NH,
+                       int HD, real scale)
+{
+  const int ld = NH * HD, blas_threads = FN(blas_single_thread)();
+#pragma omp parallel
+  {
+    real *scores = malloc(sizeof(real) * ATTN_BLOCK_Q * ATTN_BLOCK_K);
+    real *acc = malloc(sizeof(real) * ATTN_BLOCK_Q * (size_t)HD);
+#pragma omp for
+    for (int bh = 0; bh < B * NH; bh++) {
+      const int b = bh / NH, head = bh % NH;
+      const size_t base = (size_t)b * N * ld + (size_t)head * HD;
+      const FN(attn_head) h = {q + base, k + base, v + base, N, HD, ld, scale};
+      FN(attn_head_fwd)(&h, o + base, lse + (size_t)bh * N, scores, acc);
+    }
+    free(scores);
+    free(acc);
+  }
+  openblas_set_num_threads(blas_threads);
+}
+
+typedef struct {
+  real *dq, *dk, *dv;
+  const real *dout, *o, *lse;
+  real *p, *dp, *delta;
+} FN(attn_grads);
+
+static void FN(attn_head_bwd)(const FN(attn_head) *h, const FN(attn_grads) *g)
+{
+  const int ld = h->ld, HD = h->HD;
+  for (int i = 0; i < h->N; i++) {
+    double delta = 0;
+    for (int d = 0; d < HD; d++)
+      delta += g->dout[(size_t)i * ld + d] * g->o[(size_t)i * ld + d];
+    g->delta[i] = (real)delta;
+    memset(g->dq + (size_t)i * ld, 0, sizeof(real) * HD);
+    memset(g->dk + (size_t)i * ld, 0, sizeof(real) * HD);
+    memset(g->dv + (size_t)i * ld, 0, sizeof(real) * HD);
+  }
+  for (int q0 = 0; q0 < h->N; q0 += ATTN_BLOCK_Q) {
+    const int bq = h->N - q0 < ATTN_BLOCK_Q ? h->N - q0 : ATTN_BLOCK_Q;
+    const real *qb = h->q + (size_t)q0 * ld, *dob = g->dout + (size_t)q0 * ld;
+    for (int k0 = 0; k0 < h->N; k0 += ATTN_BLOCK_K) {
+      const int bk = h->N - k0 < ATTN_BLOCK_K ? h->N - k0 : ATTN_BLOCK_K;
+      const real *kb = h->k + (size_t)k0 * ld, *vb = h->v + (size_t)k0 * ld;
+      /* p = exp(q k^T scale - lse) recomputed; dp = dout v^T */
+      GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, h->scale, qb, ld, kb, ld, 0, g->p, bk);
+      GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, 1, dob, ld, vb, ld, 0, g->dp, bk);
+      for (int i = 0; i < bq; i++) {
+        for (int j = 0; j < bk; j++) {
+          const size_t at = (size_t)i * bk + j;
+          g->p[at] = (real)exp(g->p[at] - g->lse[q0 + i]);
+          g->dp[at] = g->p[at] * (g->dp[at] - g->delta[q0 + i]); /* now ds */
+        }
+      }
+      /* dv += p^T dout; dq += ds k scale; dk += ds^T q scale */
+      GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, bk, HD, bq, 1, g->p, bk, dob, ld, 1, g->dv + (size_t)k0 * ld, ld);
+      GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, bq, HD, bk, h->scale, g->dp, bk, kb, ld, 1,
+           g->dq + (size_t)q0 * ld, ld);
+      GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, bk, HD, bq, h->scale, g->dp, bk, qb, ld, 1,
+           g->dk + (size_t)k0 * ld, ld);
+    }
+  }
+}
+
+void FN(attention_bwd)(real *dq, real *dk, real *dv, const real *dout, const real *q, const real *k,
+                       const real *v, const real *o, const real *lse, int B, int N, int NH, int HD, real scale)
+{
+  const int ld = NH * HD, blas_threads = FN(blas_single_thread)();
+#pragma omp parallel
+  {
+    real *p = malloc(sizeof(real) * ATTN_BLOCK_Q * ATTN_BLOCK_K);
+    real *dp = malloc(sizeof(real) * ATTN_BLOCK_Q * ATTN_BLOCK_K);
+    real *delta = malloc(sizeof(real) * (size_t)N);
+#pragma omp for
+    for (int bh = 0; bh < B * NH; bh++) {
+      const int b = bh / NH, head = bh % NH;
+      const size_t base = (size_t)b * N * ld + (size_t)head * HD;
+      const FN(attn_head) h = {q + base, k + base, v + base, N, HD, ld, scale};
+      const FN(attn_grads) g = {dq + base, dk + base, dv + base, dout + base, o + base, lse + (size_t)bh * N,
+                                p, dp, delta};
+      FN(attn_head_bwd)(&h, &g);
+    }
+    free(p);
+    free(dp);
+    free(delta);
+  }
+  openblas_set_num_threads(blas_threads);
+}
+
+void FN(attention_naive_fwd)(real *o, const real *q, const real *k, const real *v, int B, int N, int NH, int HD,
+                             real scale)
+{
+  const int ld = NH * HD;
+  real *scores = malloc(sizeof(real) * (size_t)N * N), *probs = malloc(sizeof(real) * (size_t)N * N);
+  for (int b = 0; b < B; b++) {
+    for (int head = 0; head < NH; head++) {
+      const size_t base = (size_t)b * N * ld + (size_t)head * HD;
+      for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+          double s = 0;
+          for (int d = 0; d < HD; d++)
+            s += q[base + (size_t)i * ld + d] * k[base + (size_t)j * ld + d];
+          scores[(size_t)i * N + j] = (real)(s * scale);
+        }
+      FN(softmax_fwd)(probs, scores, N, N);
+      for (int i = 0; i < N; i++)
+        for (int d = 0; d < HD; d++) {
+          double s = 0;
+          for (int j = 0; j < N; j++)
+            s += probs[(size_t)i * N + j] * v[base + (size_t)j * ld + d];
+          o[base + (size_t)i * ld + d] = (real)s;
+        }
+    }
+  }
+  free(scores);
+  free(probs);
+}
+
+/* ------------------------------------------------------------ loss */
+
+real FN(l2_loss_fwd)(real *per_sample, const real *pred, const real *target, int B, size_t n)
+{
+  double total = 0;
+  for (int b = 0; b < B; b++) {
+    const real *p = pred + (size_t)b * n, *t = target + (size_t)b * n;
+    double diff2 = 0, norm2 = 0;
+#pragma omp parallel for reduction(+ : diff2, norm2)
+    for (size_t i = 0; i < n; i++) {
+      diff2 += (double)(p[i] - t[i]) * (p[i] - t[i]);
+      norm2 += (double)t[i] * t[i];
+    }
+    const double ratio = sqrt(diff2) / sqrt(norm2);
+    if (per_sample)
+      per_sample[b] = (real)ratio;
+    total += ratio;
+  }
+  return (real)(total / B);
+}
+
+void FN(l2_loss_bwd)(real *dpred, const real *pred, const real *target, int B, size_t n, real dloss)
+{
+  for (int b = 0; b < B; b++) {
+    const real *p = pred + (size_t)b * n, *t = target + (size_t)b * n;
+    real *dp = dpred + (size_t)b * n;
+    double diff2 = 0, norm2 = 0, coef;
+#pragma omp parallel for reduction(+ : diff2, norm2)
+    for (size_t i = 0; i < n; i++) {
+      diff2 += (double)(p[i] - t[i]) * (p[i] - t[i]);
+      norm2 += (double)t[i] * t[i];
+    }
+    /* d/dp (|p - t| / |t|) / B = (p - t) / (|p - t| |t| B) */
+    coef = diff2 > 0 ? dloss / (sqrt(diff2) * sqrt(norm2) * B) : 0;
+#pragma omp parallel for
+    for (size_t i = 0; i < n; i++)
+      dp[i] = (real)(coef * (p[i] - t[i]));
+  }
+}
+
+/* ------------------------------------------------------------ adam */
+
+void FN(adam_update)(real *param, real *m, real *v, const real *grad, size_t n, real lr, real beta1, real beta2,
+                     real eps, long t)
+{
+  /* torch.optim.Adam's arithmetic: step = lr / bc1; denom = sqrt(v) / sqrt(bc2) + eps */
+  const double bc1 = 1.0 - pow(beta1, (double)t), bc2 = 1.0 - pow(beta2, (double)t);
+  const real step = (real)(lr / bc1), bc2_sqrt = (real)sqrt(bc2);
+#pragma omp parallel for
+  for (size_t i = 0; i < n; i++) {
+    m[i] = beta1 * m[i] + (1 - beta1) * grad[i];
+    v[i] = beta2 * v[i] + (1 - beta2) * grad[i] * grad[i];
+    param[i] -= step * m[i] / ((real)sqrt(v[i]) / bc2_sqrt + eps);
+  }
+}
+
+/* ------------------------------------------------------------ patches */
+
+void FN(patchify)(real *patches, const real *img, int B, int C, int H, int W, int P)
+{
+  const int hp = H / P, wp = W / P, K = C * P * P;
+#pragma omp parallel for collapse(2)
+  for (int b = 0; b < B; b++)
+    for (int i = 0; i < hp; i++)
+      for (int j = 0; j < wp; j++)
+        for (int c = 0; c < C; c++)
+          for (int a = 0; a < P; a++)
+            for (int e = 0; e < P; e++)
+              patches[((size_t)b * hp * wp + (size_t)i * wp + j) * K + (size_t)c * P * P + a * P + e] =
+                  img[(((size_t)b * C + c) * H + (size_t)i * P + a) * W + (size_t)j * P + e];
+}
+
+/* token (b, i, j), entry (a*P + e)*C + c  <->  pixel (b, c, i*P + a, j*P + e) */
+static size_t FN(token_entry)(int b, int i, int j, int a, int e, int c, int hp, int wp, int C, int P)
+{
+  return ((size_t)b * hp * wp + (size_t)i * wp + j) * ((size_t)P * P * C) + ((size_t)a * P + e) * C + c;
+}
+
+void FN(unpatchify)(real *img, const real *tokens, int B, int C, int H, int W, int P)
+{
+  const int hp = H / P, wp = W / P;
+#pragma omp parallel for collapse(2)
+  for (int b = 0; b < B; b++)
+    for (int c = 0; c < C; c++)
+      for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+          img[(((size_t)b * C + c) * H + y) * W + x] =
+              tokens[FN(token_entry)(b, y / P, x / P, y % P, x % P, c, hp, wp, C, P)];
+}
+
+void FN(unpatchify_bwd)(real *dtokens, const real *dimg, int B, int C, int H, int W, int P)
+{
+  const int hp = H / P, wp = W / P;
+#pragma omp parallel for collapse(2)
+  for (int b = 0; b < B; b++)
+    for (int c = 0; c < C; c++)
+      for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+          dtokens[FN(token_entry)(b, y / P, x / P, y % P, x % P, c, hp, wp, C, P)] =
+              dimg[(((size_t)b * C + c) * H + y) * W + x];
+}
+
+/* ------------------------------------------------------------ metrics */
+
+void FN(lat_weights)(real *w, int H)
+{
+  double sum = 0;
+  for (int j = 0; j < H; j++)
+    sum += cos((90.0 - j * 180.0 / (H - 1)) * M_PI / 180.0);
+  for (int j = 0; j < H; j++)
+    w[j] = (real)(H * cos((90.0 - j * 180.0 / (H - 1)) * M_PI / 180.0) / sum);
+}
+
+double FN(weighted_rmse)(const real *pred, const real *target, const real *lat_w, int B, int C, int H, int W, int c)
+{
+  double total = 0;
+  for (int b = 0; b < B; b++) {
+    const size_t base = ((size_t)b * C + c) * H * W;
+    double sum = 0;
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < W; x++) {
+        const double d = pred[base + (size_t)y * W + x] - target[base + (size_t)y * W + x];
+        sum += lat_w[y] * d * d;
+      }
+    total += sqrt(sum / ((double)H * W));
+  }
+  return total;
+}

@@ -1,0 +1,9 @@
+/* kernels/cpu/ops_f32.c: the CPU reference ops in float, what the trainer runs. */
+#include "config.h"
+
+#include "kernels/cpu/ops.h"
+
+#define real float
+#define SFX f32
+#define GEMM cblas_sgemm
+#include "kernels/cpu/ops_body.h"

@@ -1,0 +1,83 @@
+#!/bin/bash
+# tests/integration/train_inputs.sh: dlpar-train refuses bad input of every
+# kind with one line naming the problem (and FILE:LINE for config errors)
+# and a non-zero exit: command line, YAML syntax and keys, types, impossible
+# combinations for the grid, overrides, data directories and files (wrong
+# dataset, too small, NaN), statistics, and --resume without a checkpoint.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+make_data
+train=$B/trainer/dlpar-train
+yaml=$DLPAR_SRCDIR/etc/vit.yaml
+d=$TEST_TMP/data
+mkdir -p "$TEST_TMP/empty" "$TEST_TMP/wrongname" "$TEST_TMP/nan"
+/usr/bin/python3 - "$d/train/2016.h5" "$TEST_TMP" <<'PY' || skip "no python3-h5py to write broken HDF5 files"
+import sys, h5py, numpy as np
+fields = np.array(h5py.File(sys.argv[1], "r")["fields"])
+with h5py.File(sys.argv[2] + "/wrongname/2016.h5", "w") as f:
+    f["data"] = fields
+fields[5, 2, 3, 7] = np.nan
+with h5py.File(sys.argv[2] + "/nan/2016.h5", "w") as f:
+    f["fields"] = fields
+PY
+cat >"$TEST_TMP/bad.yaml" <<'EOF2'
+base: &base
+  embed_dim: 32
+  depth: 2
+small:
+  <<: *base
+  embed_dims: 64
+typed:
+  <<: *base
+  lr: fast
+pair:
+  <<: *base
+  img_size: [32]
+heads:
+  <<: *base
+  num_heads: 5
+EOF2
+printf 'base:\n  embed_dim: 32\norphan:\n  <<: *nowhere\n' >"$TEST_TMP/orphan.yaml"
+printf 'base:\n  embed_dim: 32\n   depth: 2\n' >"$TEST_TMP/syntax.yaml"
+
+ok=$(data_args)
+# args | expected line on stderr (after the program name); run outside any launcher
+while IFS='|' read -r args message; do
+  [ -n "$args" ] || continue
+  out=$(env -u PMIX_NAMESPACE $train $args 2>&1 >/dev/null)
+  expect_rc "$args" $? nonzero
+  expect_eq "$args" "$out" "dlpar-train: $message"
+done <<EOF2
+--config=test|no config file (e.g. dlpar-train --config=short etc/vit.yaml)
+--config=test $yaml --device=tpu $ok|--device=tpu: expected --device=cpu, cuda or auto
+--config=test /nonexistent.yaml|/nonexistent.yaml: cannot open the config file (check the path)
+--config=nope $yaml $ok|$yaml: no config named 'nope' (give --config=NAME with a top-level mapping of the file)
+--config=base $TEST_TMP/syntax.yaml|$TEST_TMP/syntax.yaml:3: YAML syntax error: mapping values are not allowed in this context (check indentation and quotes)
+--config=small $TEST_TMP/bad.yaml|$TEST_TMP/bad.yaml:6: unknown key 'embed_dims' in config 'small' (see dlpar-train(1) for the keys)
+--config=typed $TEST_TMP/bad.yaml|$TEST_TMP/bad.yaml:9: lr: expected a number, got 'fast'
+--config=pair $TEST_TMP/bad.yaml|$TEST_TMP/bad.yaml:12: img_size: expected a list of two whole numbers, e.g. [360, 720], got 'a list'
+--config=heads $TEST_TMP/bad.yaml|$TEST_TMP/bad.yaml:15: embed_dim=32 is not a multiple of num_heads=5 (choose num_heads dividing embed_dim)
+--config=orphan $TEST_TMP/orphan.yaml|$TEST_TMP/orphan.yaml:4: unknown alias *nowhere (define the &anchor before using it)
+--config=test $yaml $ok --lr=abc|command line: lr: expected a number, got 'abc'
+--config=test $yaml $ok --lrate=1|--lrate: unknown key (see dlpar-train(1) for the keys)
+--config=test $yaml $ok --lr|--lr: expected --key=value (e.g. --lr=1e-3)
+--config=test $yaml $ok --img_size=[30,32]|command line: img_size=[30, 32] is not a multiple of patch_size=4 (crop it to a multiple)
+--config=test $yaml $ok --dropout=0.1|command line: dropout=0.1: dlpar-train has no dropout (set dropout: 0.0)
+--config=test $yaml $ok --train_data_path=/nonexistent|/nonexistent: no such directory (fix the data path in the config, or generate data with dlpar-gen-data)
+--config=test $yaml $ok --train_data_path=$TEST_TMP/empty|$TEST_TMP/empty: no *.h5 files (the ERA5 layout has one file per year, e.g. 2016.h5)
+--config=test $yaml $ok --train_data_path=$TEST_TMP/wrongname|$TEST_TMP/wrongname/2016.h5: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])
+--config=test $yaml $ok --img_size=[64,128]|$d/train/2016.h5: fields [24, 4, 16, 32] is smaller than 4 channels of 64x128 (lower n_in_channels/n_out_channels or img_size)
+--config=test $yaml $ok --train_data_path=$TEST_TMP/nan --limit_nsamples=None --num_iters=30|$TEST_TMP/nan/2016.h5: fields[5, 2, 3, 7] is NaN (clean the data or regenerate it)
+--config=test $yaml $ok --global_stds_path=$TEST_TMP/missing.npy|$TEST_TMP/missing.npy: cannot open (check the stats path in the config)
+--config=test $yaml $ok --global_means_path=$d/train/2016.h5|$d/train/2016.h5: no such dataset '2016' (give a .npy file, or an HDF5 file with a dataset named after it)
+--config=test $yaml $ok --resume|--resume: $TEST_TMP/runs/test/1x1/00/checkpoint.h5: no checkpoint to resume from (run without --resume first)
+EOF2
+
+# the grid: tensor parallelism needs heads to split, data parallelism the batch
+out=$("$B/launcher/dlpar-run" -n 3 --dl-parallel=3x1 -- $train --config=test $yaml $ok 2>&1)
+expect_rc "3x1" $? nonzero
+expect_contains "3x1" "$out" "dlpar-train: $yaml:"
+expect_contains "3x1" "$out" ": num_heads=4 cannot be split over 3 tensor-parallel ranks (use --dl-parallel=MxD with M dividing 4)"
+out=$("$B/launcher/dlpar-run" -n 3 --dl-parallel=1x3 -- $train --config=test $yaml $ok 2>&1)
+expect_rc "1x3" $? nonzero
+expect_contains "1x3" "$out" ": global_batch_size=4 cannot be split over 3 data-parallel ranks (use a multiple of 3, or another grid)"
+finish

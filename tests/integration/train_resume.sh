@@ -1,0 +1,52 @@
+#!/bin/bash
+# tests/integration/train_resume.sh: checkpoints.
+#  - a run stopped after 10 steps and resumed gives the uninterrupted run's
+#    losses bit for bit, and the same final weights (on a 2x2 grid);
+#  - a rank killed in the middle of writing a checkpoint leaves the previous
+#    checkpoint loadable, and the resumed run still matches;
+#  - SIGTERM (Slurm's time limit, scancel) writes a checkpoint and exits 0.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+make_data
+# run ARGS: a 2x2 training, 20 steps; in a subshell it becomes dlpar-run (exec), so
+# `run ... &` gives dlpar-run's pid
+run() { exec "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train" --config=test \
+          "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=20 "$@"; }
+export OMP_NUM_THREADS=1
+losses() { step_losses "$TEST_TMP/runs/test/2x2/$1/metrics.jsonl"; }
+ckpt_step() { h5dump -a step "$TEST_TMP/runs/test/2x2/$1/checkpoint.h5" 2>/dev/null | sed -n 's/^ *(0): \([0-9]*\)/\1/p'; }
+
+out=$(run --run=whole 2>&1)
+expect_rc "uninterrupted run" $? 0
+
+out=$(run --run=split --stop_after_iters=10 2>&1)
+expect_rc "first half" $? 0
+expect_eq "checkpoint after the first half" "$(ckpt_step split)" 10
+out=$(run --run=split --resume 2>&1)
+expect_rc "resumed half" $? 0
+expect_contains "resumed" "$out" "resumed from"
+expect_eq "losses bit for bit" "$(losses split | sort -n | uniq)" "$(losses whole)"
+out=$(h5diff "$TEST_TMP/runs/test/2x2/whole/checkpoint.h5" "$TEST_TMP/runs/test/2x2/split/checkpoint.h5" params 2>&1)
+expect_rc "final weights identical (h5diff)" $? 0
+
+# killed while writing the checkpoint of step 15: the one of step 10 stays
+out=$(run --run=crash --stop_after_iters=10 2>&1)
+out=$(DLPAR_FAULT=checkpoint-write run --run=crash --resume --checkpoint_every=5 2>&1)
+expect_rc "killed in a checkpoint" $? 137
+expect_contains "killed in a checkpoint" "$out" "DLPAR_FAULT=checkpoint-write"
+expect_eq "previous checkpoint intact" "$(ckpt_step crash)" 10
+out=$(run --run=crash --resume 2>&1)
+expect_rc "resumed after the crash" $? 0
+expect_eq "losses after the crash" "$(losses crash | sort -n | uniq)" "$(losses whole)"
+expect_eq "no temporary file left" "$(ls "$TEST_TMP/runs/test/2x2/crash/" | grep -c tmp)" 0
+
+# SIGTERM: checkpoint, then exit 0
+(run --run=term --num_iters=100000 >"$TEST_TMP/term.out" 2>&1) &
+pid=$!
+for i in $(seq 100); do grep -q '"step": 3,' "$TEST_TMP/runs/test/2x2/term/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+expect_rc "SIGTERM" $? 0
+expect_contains "SIGTERM" "$(cat "$TEST_TMP/term.out")" "stop requested (SIGTERM): checkpointing at step"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ "$(ckpt_step term)" -ge 3 ] 2>/dev/null || fail "SIGTERM: no checkpoint (step $(ckpt_step term))"
+finish

@@ -1,0 +1,335 @@
+/* trainer/checkpoint.c: HDF5 checkpoints of full tensors (see checkpoint.h). */
+#include "config.h"
+
+#include "trainer/checkpoint.h"
+
+#include <glob.h>
+#include <hdf5.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trainer/atomic_file.h"
+#include "trainer/h5util.h"
+
+static const char *const groups[3] = {"params", "adam_m", "adam_v"};
+static const model_tensor tensors[3] = {TENSOR_PARAMS, TENSOR_ADAM_M, TENSOR_ADAM_V};
+
+typedef struct {
+  float *host, *pieces, *full;
+} buffers;
+
+static int make_buffers(const param_table *t, buffers *b)
+{
+  size_t largest_local = 0, largest_full = 0;
+  for (int i = 0; i < t->n; i++) {
+    largest_local = t->p[i].count > largest_local ? t->p[i].count : largest_local;
+    largest_full = (size_t)params_full_count(&t->p[i]) > largest_full ? (size_t)params_full_count(&t->p[i]) : largest_full;
+  }
+  b->host = malloc(sizeof(float) * t->total);
+  b->pieces = malloc(sizeof(float) * largest_local * (size_t)t->tp);
+  b->full = malloc(sizeof(float) * largest_full);
+  return b->host && b->pieces && b->full ? DLPAR_OK : DLPAR_ERR_SYSTEM;
+}
+
+static void free_buffers(buffers *b)
+{
+  free(b->host);
+  free(b->pieces);
+  free(b->full);
+}
+
+static int write_attr(hid_t file, const char *name, long value, char *err, size_t errlen)
+{
+  hid_t space = -1, attr = -1;
+  int rc = DLPAR_OK;
+  CHECK_H5(space = H5Screate(H5S_SCALAR), name);
+  CHECK_H5(attr = H5Acreate2(file, name, H5T_NATIVE_LONG, space, H5P_DEFAULT, H5P_DEFAULT), name);
+  CHECK_H5(H5Awrite(attr, H5T_NATIVE_LONG, &value), name);
+out:
+  if (attr >= 0)
+    H5Aclose(attr);
+  if (space >= 0)
+    H5Sclose(space);
+  return rc;
+}
+
+static int read_attr(hid_t file, const char *name, long *value, char *err, size_t errlen)
+{
+  hid_t attr = -1;
+  int rc = DLPAR_OK;
+  CHECK_H5(attr = H5Aopen(file, name, H5P_DEFAULT), name);
+  CHECK_H5(H5Aread(attr, H5T_NATIVE_LONG, value), name);
+out:
+  if (attr >= 0)
+    H5Aclose(attr);
+  return rc;
+}
+
+static int write_text(hid_t file, const char *name, const char *text, char *err, size_t errlen)
+{
+  hid_t type = -1, space = -1, dset = -1;
+  int rc = DLPAR_OK;
+  CHECK_H5(type = H5Tcopy(H5T_C_S1), name);
+  CHECK_H5(H5Tset_size(type, strlen(text) + 1), name);
+  CHECK_H5(space = H5Screate(H5S_SCALAR), name);
+  CHECK_H5(dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
+  CHECK_H5(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), name);
+out:
+  if (dset >= 0)
+    H5Dclose(dset);
+  if (space >= 0)
+    H5Sclose(space);
+  if (type >= 0)
+    H5Tclose(type);
+  return rc;
+}
+
+static int write_tensor(hid_t group, const param_info *p, const float *values, char *err, size_t errlen)
+{
+  hsize_t dims[4];
+  hid_t space = -1, dset = -1;
+  int rc = DLPAR_OK;
+  for (int d = 0; d < p->ndim; d++)
+    dims[d] = (hsize_t)p->shape[d];
+  CHECK_H5(space = H5Screate_simple(p->ndim, dims, NULL), p->name);
+  CHECK_H5(dset = H5Dcreate2(group, p->name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), p->name);
+  CHECK_H5(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), p->name);
+out:
+  if (dset >= 0)
+    H5Dclose(dset);
+  if (space >= 0)
+    H5Sclose(space);
+  return rc;
+}
+
+/* One group (params, adam_m or adam_v). Every rank takes part in every
+ * gather whatever happens to the file, so a write error on rank 0 cannot
+ * leave the others waiting; rank 0 writes (file < 0 elsewhere, or once a
+ * write failed: *write_rc then holds the first error). */
+static int save_group(model *m, int which, hid_t file, buffers *b, int *write_rc, char *err, size_t errlen)
+{
+  const param_table *t = &m->table;
+  hid_t group = -1;
+  if (m->ops->read_tensor(m, tensors[which], b->host) != DLPAR_OK) {
+    snprintf(err, errlen, "%s", m->error);
+    return DLPAR_ERR_SYSTEM;
+  }
+  if (file >= 0 && *write_rc == DLPAR_OK) {
+    group = H5Gcreate2(file, groups[which], H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    if (group < 0) {
+      char h5msg[256];
+      snprintf(err, errlen, "%s: %s", groups[which], h5_error_string(h5msg, sizeof(h5msg)));
+      *write_rc = DLPAR_ERR_HDF5;
+    }
+  }
+  for (int i = 0; i < t->n; i++) {
+    const param_info *p = &t->p[i];
+    const float *full = b->host + p->offset;
+    if (p->split != SPLIT_NONE) {
+      if (m->ops->host_tp_allgather(m, b->host + p->offset, b->pieces, p->count) != DLPAR_OK) {
+        snprintf(err, errlen, "%s", m->error);
+        if (group >= 0)
+          H5Gclose(group);
+        return DLPAR_ERR_MPI;
+      }
+      params_assemble(p, t->tp, b->pieces, b->full);
+      full = b->full;
+    }
+    if (group >= 0 && *write_rc == DLPAR_OK)
+      *write_rc = write_tensor(group, p, full, err, errlen);
+  }
+  if (group >= 0)
+    H5Gclose(group);
+  return DLPAR_OK;
+}
+
+/* A test hook: DLPAR_FAULT=checkpoint-write kills rank 0 in the middle of a
+ * checkpoint, to show the previous one stays loadable. */
+static void maybe_fault(void)
+{
+  const char *fault = getenv("DLPAR_FAULT");
+  if (fault && strcmp(fault, "checkpoint-write") == 0) {
+    fprintf(stderr, "dlpar-train: DLPAR_FAULT=checkpoint-write: killing myself in the middle of a checkpoint\n");
+    raise(SIGKILL);
+  }
+}
+
+static void remove_stale_temps(const char *path)
+{
+  char pattern[PATH_MAX + 16];
+  glob_t found;
+  snprintf(pattern, sizeof(pattern), "%s.tmp.*", path);
+  if (glob(pattern, 0, NULL, &found) == 0) {
+    for (size_t i = 0; i < found.gl_pathc; i++)
+      unlink(found.gl_pathv[i]);
+  }
+  globfree(&found);
+}
+
+static int write_header(hid_t file, const model *m, const checkpoint_position *pos, const char *config_yaml,
+                        char *err, size_t errlen)
+{
+  int rc;
+  if ((rc = write_attr(file, "step", pos->step, err, errlen)) != DLPAR_OK ||
+      (rc = write_attr(file, "epoch", pos->epoch, err, errlen)) != DLPAR_OK ||
+      (rc = write_attr(file, "step_in_epoch", pos->step_in_epoch, err, errlen)) != DLPAR_OK ||
+      (rc = write_attr(file, "seed", pos->seed, err, errlen)) != DLPAR_OK ||
+      (rc = write_attr(file, "tp", m->table.tp, err, errlen)) != DLPAR_OK)
+    return rc;
+  return write_text(file, "config", config_yaml, err, errlen);
+}
+
+/* Returns the gathers' status; *write_rc the file's (rank 0). */
+static int write_file(model *m, const checkpoint_position *pos, const char *config_yaml, atomic_file *af,
+                      buffers *b, bool writer, int *write_rc, char *err, size_t errlen)
+{
+  hid_t file = -1;
+  int rc = DLPAR_OK;
+  *write_rc = DLPAR_OK;
+  if (writer) {
+    char h5msg[256];
+    file = H5Fcreate(af->temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (file < 0) {
+      snprintf(err, errlen, "%s: %s (check expdir and its free space)", af->temp, h5_error_string(h5msg, sizeof(h5msg)));
+      *write_rc = DLPAR_ERR_HDF5;
+    } else {
+      *write_rc = write_header(file, m, pos, config_yaml, err, errlen);
+    }
+  }
+  for (int which = 0; which < 3 && rc == DLPAR_OK; which++) {
+    rc = save_group(m, which, file, b, write_rc, err, errlen);
+    if (writer && which == 0)
+      maybe_fault();
+  }
+  if (file >= 0 && H5Fclose(file) < 0 && *write_rc == DLPAR_OK) {
+    snprintf(err, errlen, "%s: cannot close the HDF5 file (disk full?)", af->temp);
+    *write_rc = DLPAR_ERR_HDF5;
+  }
+  return rc;
+}
+
+/* Every rank learns whether any rank failed (a collective, so all agree). */
+static int agree(model *m, int rc, char *err, size_t errlen)
+{
+  double failed = rc != DLPAR_OK;
+  if (m->ops->host_allreduce(m, DLPAR_WORLD, &failed, 1) != DLPAR_OK) {
+    snprintf(err, errlen, "%s", m->error);
+    return DLPAR_ERR_MPI;
+  }
+  if (failed > 0 && rc == DLPAR_OK) {
+    snprintf(err, errlen, "another rank could not take part in the checkpoint (see its message)");
+    return DLPAR_ERR_SYSTEM;
+  }
+  return rc;
+}
+
+int checkpoint_save(model *m, const checkpoint_position *pos, const char *config_yaml, const char *path, char *err,
+                    size_t errlen)
+{
+  const bool writer = dlpar_get_info(m->comm)->rank == 0;
+  atomic_file af;
+  buffers b;
+  int write_rc = DLPAR_OK, rc = make_buffers(&m->table, &b);
+  if (rc != DLPAR_OK)
+    snprintf(err, errlen, "out of memory for a checkpoint");
+  if ((rc = agree(m, rc, err, errlen)) != DLPAR_OK)
+    goto out;
+  if (writer) {
+    remove_stale_temps(path);
+    atomic_file_prepare(&af, path);
+  }
+  rc = write_file(m, pos, config_yaml, &af, &b, writer, &write_rc, err, errlen);
+  if (writer) {
+    if (rc == DLPAR_OK && write_rc == DLPAR_OK)
+      write_rc = atomic_file_commit(&af, err, errlen);
+    else
+      atomic_file_abandon(&af);
+  }
+  rc = agree(m, rc != DLPAR_OK ? rc : write_rc, err, errlen);
+out:
+  free_buffers(&b);
+  return rc;
+}
+
+static int read_tensor(hid_t group, const param_info *p, float *full, const char *path, char *err, size_t errlen)
+{
+  hsize_t dims[4] = {0, 0, 0, 0};
+  hid_t dset = -1, space = -1;
+  int rc = DLPAR_OK, ndim;
+  char context[PATH_MAX + 80];
+  snprintf(context, sizeof(context), "%s: %s", path, p->name);
+  if (H5Lexists(group, p->name, H5P_DEFAULT) <= 0) {
+    snprintf(err, errlen, "%s: no tensor %s (this checkpoint is of another model; resume with its config)", path,
+             p->name);
+    return DLPAR_ERR_INPUT;
+  }
+  CHECK_H5(dset = H5Dopen2(group, p->name, H5P_DEFAULT), context);
+  CHECK_H5(space = H5Dget_space(dset), context);
+  ndim = H5Sget_simple_extent_ndims(space);
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  for (int d = 0; d < p->ndim; d++) {
+    if (ndim != p->ndim || (long)dims[d] != p->shape[d]) {
+      snprintf(err, errlen, "%s: %s has another shape than the config makes (dimension %d: %llu vs %ld; resume with "
+               "the config the checkpoint was written with)", path, p->name, d, (unsigned long long)dims[d], p->shape[d]);
+      rc = DLPAR_ERR_INPUT;
+      goto out;
+    }
+  }
+  CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), context);
+out:
+  if (space >= 0)
+    H5Sclose(space);
+  if (dset >= 0)
+    H5Dclose(dset);
+  return rc;
+}
+
+static int load_group(model *m, hid_t file, int which, buffers *b, const char *path, char *err, size_t errlen)
+{
+  const param_table *t = &m->table;
+  hid_t group = -1;
+  int rc = DLPAR_OK;
+  CHECK_H5(group = H5Gopen2(file, groups[which], H5P_DEFAULT), path);
+  for (int i = 0; i < t->n && rc == DLPAR_OK; i++) {
+    if ((rc = read_tensor(group, &t->p[i], b->full, path, err, errlen)) == DLPAR_OK)
+      params_slice(&t->p[i], t->tp, t->tp_rank, b->full, b->host + t->p[i].offset);
+  }
+  if (rc == DLPAR_OK && (rc = m->ops->write_tensor(m, tensors[which], b->host)) != DLPAR_OK)
+    snprintf(err, errlen, "%s", m->error);
+out:
+  if (group >= 0)
+    H5Gclose(group);
+  return rc;
+}
+
+int checkpoint_load(model *m, checkpoint_position *pos, const char *path, char *err, size_t errlen)
+{
+  buffers b;
+  hid_t file = -1;
+  int rc = make_buffers(&m->table, &b);
+  if (rc != DLPAR_OK) {
+    snprintf(err, errlen, "out of memory to load a checkpoint");
+    goto out;
+  }
+  if (access(path, R_OK) != 0) {
+    snprintf(err, errlen, "%s: no checkpoint to resume from (run without --resume first)", path);
+    rc = DLPAR_ERR_INPUT;
+    goto out;
+  }
+  CHECK_H5(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
+  if ((rc = read_attr(file, "step", &pos->step, err, errlen)) != DLPAR_OK ||
+      (rc = read_attr(file, "epoch", &pos->epoch, err, errlen)) != DLPAR_OK ||
+      (rc = read_attr(file, "step_in_epoch", &pos->step_in_epoch, err, errlen)) != DLPAR_OK ||
+      (rc = read_attr(file, "seed", &pos->seed, err, errlen)) != DLPAR_OK)
+    goto out;
+  for (int which = 0; which < 3 && rc == DLPAR_OK; which++)
+    rc = load_group(m, file, which, &b, path, err, errlen);
+out:
+  if (file >= 0)
+    H5Fclose(file);
+  free_buffers(&b);
+  return rc;
+}

@@ -1,0 +1,468 @@
+/* trainer/data.c: ERA5 samples from HDF5 and the prefetching loader (see data.h). */
+#include "config.h"
+
+#include "trainer/data.h"
+
+#include <glob.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "launcher/status.h"
+#include "trainer/h5util.h"
+#include "trainer/npy.h"
+#include "trainer/rng.h"
+
+/* ------------------------------------------------------------ files */
+
+static int list_files(era5_data *d, const char *dir, char *err, size_t errlen)
+{
+  char pattern[PATH_MAX + 8];
+  struct stat st;
+  glob_t found;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    snprintf(err, errlen, "%s: no such directory (fix the data path in the config, or generate data with "
+             "dlpar-gen-data)", dir);
+    return DLPAR_ERR_INPUT;
+  }
+  snprintf(pattern, sizeof(pattern), "%s/*.h5", dir);
+  if (glob(pattern, 0, NULL, &found) != 0 || found.gl_pathc == 0) {
+    snprintf(err, errlen, "%s: no *.h5 files (the ERA5 layout has one file per year, e.g. 2016.h5)", dir);
+    globfree(&found);
+    return DLPAR_ERR_INPUT;
+  }
+  d->nfiles = (int)found.gl_pathc;
+  d->files = calloc((size_t)d->nfiles, sizeof(char *));
+  d->open_file_ids = malloc(sizeof(long) * (size_t)d->nfiles);
+  d->open_file_handles = malloc(sizeof(long) * (size_t)d->nfiles);
+  for (int i = 0; d->files && i < d->nfiles; i++) {
+    d->files[i] = strdup(found.gl_pathv[i]); /* glob sorts by name */
+    d->open_file_ids[i] = d->open_file_handles[i] = -1;
+  }
+  globfree(&found);
+  return DLPAR_OK;
+}
+
+/* Opens file i's `fields` (kept open for the reads to come). */
+static int open_fields(era5_data *d, int i, char *err, size_t errlen)
+{
+  const char *path = d->files[i];
+  hid_t file = -1, dset = -1;
+  int rc = DLPAR_OK;
+  if (d->open_file_ids[i] >= 0)
+    return DLPAR_OK;
+  CHECK_H5(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
+  if (H5Lexists(file, "fields", H5P_DEFAULT) <= 0) {
+    snprintf(err, errlen, "%s: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])", path);
+    rc = DLPAR_ERR_INPUT;
+    goto out;
+  }
+  CHECK_H5(dset = H5Dopen2(file, "fields", H5P_DEFAULT), path);
+  d->open_file_ids[i] = dset;
+  d->open_file_handles[i] = file;
+  return DLPAR_OK;
+out:
+  if (file >= 0)
+    H5Fclose(file);
+  return rc;
+}
+
+/* Shape and type of file i's fields; the first file sets the expectations. */
+static int check_shape(era5_data *d, int i, char *err, size_t errlen)
+{
+  const char *path = d->files[i];
+  hsize_t dims[4];
+  hid_t space = -1, type = -1;
+  int rc = DLPAR_OK, ndims;
+  CHECK_H5(space = H5Dget_space((hid_t)d->open_file_ids[i]), path);
+  CHECK_H5(type = H5Dget_type((hid_t)d->open_file_ids[i]), path);
+  ndims = H5Sget_simple_extent_ndims(space);
+  if (ndims != 4 || H5Tget_class(type) != H5T_FLOAT) {
+    snprintf(err, errlen, "%s: fields is %s with %d dimensions, expected floats [T, C, H, W]", path,
+             H5Tget_class(type) == H5T_FLOAT ? "float" : "not float", ndims);
+    rc = DLPAR_ERR_INPUT;
+    goto out;
+  }
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  if (i == 0) {
+    d->per_file = (long)dims[0];
+    d->file_channels = (int)dims[1], d->file_height = (int)dims[2], d->file_width = (int)dims[3];
+  }
+  if ((long)dims[0] != d->per_file || (int)dims[1] != d->file_channels || (int)dims[2] != d->file_height ||
+      (int)dims[3] != d->file_width) {
+    snprintf(err, errlen, "%s: fields is [%llu, %llu, %llu, %llu] but %s has [%ld, %d, %d, %d] (all years need one "
+             "shape)", path, (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
+             (unsigned long long)dims[3], d->files[0], d->per_file, d->file_channels, d->file_height, d->file_width);
+    rc = DLPAR_ERR_INPUT;
+  } else if (d->file_channels < d->channels || d->file_height < d->height || d->file_width < d->width) {
+    snprintf(err, errlen, "%s: fields [%ld, %d, %d, %d] is smaller than %d channels of %dx%d (lower "
+             "n_in_channels/n_out_channels or img_size)", path, d->per_file, d->file_channels, d->file_height,
+             d->file_width, d->channels, d->height, d->width);
+    rc = DLPAR_ERR_INPUT;
+  } else if (d->per_file < 3L * d->dt) {
+    snprintf(err, errlen, "%s: %ld time steps per file, fewer than 3*dt=%d (lower dt or add time steps)", path,
+             d->per_file, 3 * d->dt);
+    rc = DLPAR_ERR_INPUT;
+  }
+out:
+  if (type >= 0)
+    H5Tclose(type);
+  if (space >= 0)
+    H5Sclose(space);
+  return rc;
+}
+
+int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit, const float *means,
+              const float *stds, pthread_mutex_t *hdf5_lock, char *err, size_t errlen)
+{
+  int rc;
+  memset(d, 0, sizeof(*d));
+  d->channels = cfg->n_in_channels > cfg->n_out_channels ? cfg->n_in_channels : cfg->n_out_channels;
+  d->height = cfg->img_size[0], d->width = cfg->img_size[1], d->dt = cfg->dt;
+  d->means = means, d->stds = stds, d->hdf5_lock = hdf5_lock;
+  if ((rc = list_files(d, dir, err, errlen)) != DLPAR_OK)
+    return rc;
+  pthread_mutex_lock(hdf5_lock);
+  for (int i = 0; i < d->nfiles && rc == DLPAR_OK; i++) {
+    if ((rc = open_fields(d, i, err, errlen)) == DLPAR_OK)
+      rc = check_shape(d, i, err, errlen);
+  }
+  pthread_mutex_unlock(hdf5_lock);
+  d->nsamples = (long)d->nfiles * d->per_file;
+  if (limit > 0 && limit < d->nsamples)
+    d->nsamples = limit;
+  return rc;
+}
+
+/* One time step [channels, height, width] of file `year`, normalised and checked. */
+static int read_step(era5_data *d, int year, long t, float *out, char *err, size_t errlen)
+{
+  const hsize_t start[4] = {(hsize_t)t, 0, 0, 0};
+  const hsize_t count[4] = {1, (hsize_t)d->channels, (hsize_t)d->height, (hsize_t)d->width};
+  const size_t plane = (size_t)d->height * d->width;
+  hid_t file_space = -1, mem_space = -1;
+  int rc = DLPAR_OK;
+  char context[PATH_MAX + 64];
+  snprintf(context, sizeof(context), "%s: reading fields[%ld]", d->files[year], t);
+  CHECK_H5(file_space = H5Dget_space((hid_t)d->open_file_ids[year]), context);
+  CHECK_H5(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context);
+  CHECK_H5(mem_space = H5Screate_simple(4, count, NULL), context);
+  CHECK_H5(H5Dread((hid_t)d->open_file_ids[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out), context);
+  for (int c = 0; c < d->channels; c++) {
+    float *x = out + (size_t)c * plane;
+    for (size_t i = 0; i < plane; i++) {
+      if (!isfinite(x[i])) {
+        snprintf(err, errlen, "%s: fields[%ld, %d, %zu, %zu] is %s (clean the data or regenerate it)", d->files[year],
+                 t, c, i / (size_t)d->width, i % (size_t)d->width, isnan(x[i]) ? "NaN" : "infinite");
+        rc = DLPAR_ERR_INPUT;
+        goto out;
+      }
+      x[i] = (x[i] - d->means[c]) / d->stds[c];
+    }
+  }
+out:
+  if (mem_space >= 0)
+    H5Sclose(mem_space);
+  if (file_space >= 0)
+    H5Sclose(file_space);
+  return rc;
+}
+
+int era5_read(era5_data *d, long idx, float *inp, float *tgt, char *err, size_t errlen)
+{
+  const int year = (int)(idx / d->per_file);
+  long l = (idx % d->per_file) % (d->per_file - d->dt);
+  int rc;
+  if (l < d->dt)
+    l += d->dt;
+  pthread_mutex_lock(d->hdf5_lock);
+  rc = read_step(d, year, l, inp, err, errlen);
+  if (rc == DLPAR_OK)
+    rc = read_step(d, year, l + d->dt, tgt, err, errlen);
+  pthread_mutex_unlock(d->hdf5_lock);
+  return rc;
+}
+
+void era5_close(era5_data *d)
+{
+  pthread_mutex_lock(d->hdf5_lock);
+  for (int i = 0; i < d->nfiles; i++) {
+    if (d->open_file_ids && d->open_file_ids[i] >= 0)
+      H5Dclose((hid_t)d->open_file_ids[i]);
+    if (d->open_file_handles && d->open_file_handles[i] >= 0)
+      H5Fclose((hid_t)d->open_file_handles[i]);
+    free(d->files[i]);
+  }
+  pthread_mutex_unlock(d->hdf5_lock);
+  free(d->files);
+  free(d->open_file_ids);
+  free(d->open_file_handles);
+  memset(d, 0, sizeof(*d));
+}
+
+/* ------------------------------------------------------------ statistics */
+
+static int read_h5_stats(const char *path, npy_array *a, char *err, size_t errlen)
+{
+  char name[256];
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  hid_t file = -1, dset = -1, space = -1;
+  int rc = DLPAR_OK;
+  snprintf(name, sizeof(name), "%.*s", (int)(strcspn(base, ".")), base);
+  memset(a, 0, sizeof(*a));
+  CHECK_H5(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
+  if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
+    snprintf(err, errlen, "%s: no such dataset '%s' (give a .npy file, or an HDF5 file with a dataset named after it)",
+             path, name);
+    rc = DLPAR_ERR_INPUT;
+    goto out;
+  }
+  CHECK_H5(dset = H5Dopen2(file, name, H5P_DEFAULT), path);
+  CHECK_H5(space = H5Dget_space(dset), path);
+  a->count = (long)H5Sget_simple_extent_npoints(space);
+  a->data = malloc(sizeof(float) * (size_t)(a->count > 0 ? a->count : 1));
+  if (!a->data) {
+    rc = DLPAR_ERR_SYSTEM;
+    goto out;
+  }
+  CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a->data), path);
+out:
+  if (space >= 0)
+    H5Sclose(space);
+  if (dset >= 0)
+    H5Dclose(dset);
+  if (file >= 0)
+    H5Fclose(file);
+  return rc;
+}
+
+int era5_load_stats(const char *path, int channels, float **values, char *err, size_t errlen)
+{
+  npy_array a;
+  const size_t len = strlen(path);
+  int rc = len > 4 && strcmp(path + len - 4, ".npy") == 0 ? npy_read(path, &a, err, errlen)
+                                                           : read_h5_stats(path, &a, err, errlen);
+  if (rc != DLPAR_OK)
+    return rc;
+  if (a.count < channels) {
+    snprintf(err, errlen, "%s: %ld values, expected one per channel for %d channels (shape (1, C, 1, 1))", path,
+             a.count, channels);
+    npy_free(&a);
+    return DLPAR_ERR_INPUT;
+  }
+  for (int c = 0; c < channels; c++) {
+    if (!isfinite(a.data[c])) {
+      snprintf(err, errlen, "%s: channel %d is %s (recompute the statistics)", path, c, isnan(a.data[c]) ? "NaN" : "infinite");
+      npy_free(&a);
+      return DLPAR_ERR_INPUT;
+    }
+  }
+  *values = a.data;
+  return DLPAR_OK;
+}
+
+/* ------------------------------------------------------------ loader */
+
+enum { SLOT_EMPTY = 0, SLOT_READY, SLOT_FAILED };
+
+struct loader {
+  era5_data *data;
+  int batch, dp_rank, dp_size, depth;
+  bool shuffle;
+  long seed, steps_per_epoch;
+  size_t sample_floats;
+  loader_memory memory;
+  float **inp, **tgt;
+  int *state;
+  char (*errors)[DLPAR_ERRLEN];
+  long *perm, perm_epoch;
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  /* guarded by lock */
+  long epoch, step, remaining, generation;
+  int tail, filled;          /* the next slot to consume, how many are ready */
+  bool stop;
+  double wait_seconds;
+};
+
+static void *default_alloc(size_t bytes)
+{
+  return malloc(bytes);
+}
+
+static double seconds_now(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Fills one slot with the batch at (epoch, step); runs on the loader thread. */
+static int fill_slot(loader *l, int slot, long epoch, long step, char *err, size_t errlen)
+{
+  if (l->shuffle && l->perm_epoch != epoch) {
+    dlpar_rng rng;
+    rng_init(&rng, (uint64_t)l->seed, 1000000u + (uint64_t)epoch);
+    rng_permutation(&rng, l->perm, l->data->nsamples);
+    l->perm_epoch = epoch;
+  }
+  for (int j = 0; j < l->batch; j++) {
+    const long position = (step * l->batch + j) * l->dp_size + l->dp_rank;
+    const long idx = l->shuffle ? l->perm[position] : position;
+    int rc = era5_read(l->data, idx, l->inp[slot] + (size_t)j * l->sample_floats,
+                       l->tgt[slot] + (size_t)j * l->sample_floats, err, errlen);
+    if (rc != DLPAR_OK)
+      return rc;
+  }
+  return DLPAR_OK;
+}
+
+static void *loader_main(void *arg)
+{
+  loader *l = arg;
+  pthread_mutex_lock(&l->lock);
+  while (!l->stop) {
+    long epoch, step, generation;
+    int slot, rc;
+    if (l->remaining == 0 || l->filled == l->depth) {
+      pthread_cond_wait(&l->changed, &l->lock);
+      continue;
+    }
+    slot = (l->tail + l->filled) % l->depth;
+    epoch = l->epoch, step = l->step, generation = l->generation;
+    pthread_mutex_unlock(&l->lock);
+    rc = fill_slot(l, slot, epoch, step, l->errors[slot], sizeof(l->errors[slot]));
+    pthread_mutex_lock(&l->lock);
+    if (generation != l->generation) /* restarted meanwhile: this batch is not wanted */
+      continue;
+    l->state[slot] = rc == DLPAR_OK ? SLOT_READY : SLOT_FAILED;
+    l->filled++;
+    if (++l->step == l->steps_per_epoch) {
+      l->step = 0;
+      l->epoch++;
+    }
+    if (l->remaining > 0)
+      l->remaining--;
+    pthread_cond_broadcast(&l->changed);
+  }
+  pthread_mutex_unlock(&l->lock);
+  return NULL;
+}
+
+int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
+                  int depth, const loader_memory *memory, char *err, size_t errlen)
+{
+  loader *l = calloc(1, sizeof(*l));
+  *out = l;
+  if (!l)
+    goto oom;
+  l->data = data, l->batch = local_batch, l->dp_rank = dp_rank, l->dp_size = dp_size;
+  l->shuffle = shuffle, l->seed = seed, l->depth = depth > 1 ? depth : 2, l->perm_epoch = -1;
+  l->memory = memory ? *memory : (loader_memory){default_alloc, free};
+  l->sample_floats = (size_t)data->channels * data->height * data->width;
+  l->steps_per_epoch = data->nsamples / ((long)local_batch * dp_size);
+  if (l->steps_per_epoch == 0) {
+    snprintf(err, errlen, "%ld samples make no batch of %d x %d ranks (raise limit_nsamples or lower "
+             "global_batch_size)", data->nsamples, local_batch, dp_size);
+    return DLPAR_ERR_INPUT;
+  }
+  l->inp = calloc((size_t)l->depth, sizeof(float *));
+  l->tgt = calloc((size_t)l->depth, sizeof(float *));
+  l->state = calloc((size_t)l->depth, sizeof(int));
+  l->errors = calloc((size_t)l->depth, sizeof(*l->errors));
+  l->perm = malloc(sizeof(long) * (size_t)data->nsamples);
+  if (!l->inp || !l->tgt || !l->state || !l->errors || !l->perm)
+    goto oom;
+  for (int s = 0; s < l->depth; s++) {
+    l->inp[s] = l->memory.alloc(sizeof(float) * l->sample_floats * (size_t)local_batch);
+    l->tgt[s] = l->memory.alloc(sizeof(float) * l->sample_floats * (size_t)local_batch);
+    if (!l->inp[s] || !l->tgt[s])
+      goto oom;
+  }
+  pthread_mutex_init(&l->lock, NULL);
+  pthread_cond_init(&l->changed, NULL);
+  if (pthread_create(&l->thread, NULL, loader_main, l) != 0) {
+    snprintf(err, errlen, "cannot start the data loader thread");
+    return DLPAR_ERR_SYSTEM;
+  }
+  return DLPAR_OK;
+oom:
+  snprintf(err, errlen, "out of memory for %d batches of %d samples (lower num_data_workers)", depth, local_batch);
+  return DLPAR_ERR_SYSTEM;
+}
+
+long loader_steps_per_epoch(const loader *l)
+{
+  return l->steps_per_epoch;
+}
+
+void loader_start(loader *l, long epoch, long step, long count)
+{
+  pthread_mutex_lock(&l->lock);
+  l->generation++;
+  l->epoch = epoch, l->step = step, l->remaining = count;
+  l->tail = l->filled = 0;
+  pthread_cond_broadcast(&l->changed);
+  pthread_mutex_unlock(&l->lock);
+}
+
+int loader_next(loader *l, const float **inp, const float **tgt, char *err, size_t errlen)
+{
+  const double start = seconds_now();
+  int rc = DLPAR_OK;
+  pthread_mutex_lock(&l->lock);
+  while (l->filled == 0)
+    pthread_cond_wait(&l->changed, &l->lock);
+  l->wait_seconds += seconds_now() - start;
+  if (l->state[l->tail] == SLOT_FAILED) {
+    snprintf(err, errlen, "%s", l->errors[l->tail]);
+    rc = DLPAR_ERR_INPUT;
+  }
+  *inp = l->inp[l->tail];
+  *tgt = l->tgt[l->tail];
+  pthread_mutex_unlock(&l->lock);
+  return rc;
+}
+
+void loader_release(loader *l)
+{
+  pthread_mutex_lock(&l->lock);
+  l->state[l->tail] = SLOT_EMPTY;
+  l->tail = (l->tail + 1) % l->depth;
+  l->filled--;
+  pthread_cond_broadcast(&l->changed);
+  pthread_mutex_unlock(&l->lock);
+}
+
+double loader_wait_seconds(const loader *l)
+{
+  return l->wait_seconds;
+}
+
+void loader_destroy(loader *l)
+{
+  if (!l)
+    return;
+  if (l->thread) {
+    pthread_mutex_lock(&l->lock);
+    l->stop = true;
+    pthread_cond_broadcast(&l->changed);
+    pthread_mutex_unlock(&l->lock);
+    pthread_join(l->thread, NULL);
+  }
+  for (int s = 0; l->inp && s < l->depth; s++) {
+    l->memory.free(l->inp[s]);
+    l->memory.free(l->tgt[s]);
+  }
+  free(l->inp);
+  free(l->tgt);
+  free(l->state);
+  free(l->errors);
+  free(l->perm);
+  free(l);
+}

@@ -1,0 +1,65 @@
+/* trainer/data.h: the ERA5 data of the tutorial and its loader.
+ *
+ * A directory of yearly *.h5 files (sorted by name), each with a dataset
+ * `fields` [T, C, H', W'] cropped to [:, :C, :H, :W]; sample idx is year
+ * idx / T, l = (idx % T) % (T - dt), l += dt if l < dt; input fields[l],
+ * target fields[l + dt]; both normalised by the global means and stds.
+ * Samples are read one at a time by hyperslab (never a whole file).
+ *
+ * The loader: a thread that prefetches whole local batches into a ring of
+ * `depth` slots. Data-parallel rank k of D takes, at step s, the samples at
+ * positions (s*B + j)*D + k of the epoch's order (a permutation seeded by
+ * (seed, epoch), or the identity for validation), as PyTorch's
+ * DistributedSampler; all tensor-parallel ranks of a group read the same. */
+#ifndef DLPAR_DATA_H
+#define DLPAR_DATA_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "trainer/train_config.h"
+
+typedef struct {
+  char **files;
+  int nfiles;
+  long per_file;           /* T */
+  int file_channels, file_height, file_width;
+  int channels, height, width, dt; /* what a sample holds (channels = max(in, out)) */
+  long nsamples;           /* after limit_nsamples */
+  const float *means, *stds;
+  pthread_mutex_t *hdf5_lock; /* libhdf5 is not thread-safe: one lock for all readers */
+  long *open_file_ids;     /* per file: hid_t of `fields`, or -1 */
+  long *open_file_handles; /* per file: hid_t of the file, or -1 */
+} era5_data;
+
+int era5_open(era5_data *data, const char *dir, const train_config *cfg, long limit, const float *means,
+              const float *stds, pthread_mutex_t *hdf5_lock, char *err, size_t errlen);
+/* inp, tgt: channels x height x width floats, normalised; NaN/inf are errors. */
+int era5_read(era5_data *data, long idx, float *inp, float *tgt, char *err, size_t errlen);
+void era5_close(era5_data *data);
+
+/* Loads the per-channel means and stds (.npy, or HDF5 with a dataset of that
+ * name's stem) of shape (1, C, 1, 1) with C >= channels. */
+int era5_load_stats(const char *path, int channels, float **values, char *err, size_t errlen);
+
+typedef struct {
+  void *(*alloc)(size_t bytes); /* slot memory: pinned host memory for GPUs */
+  void (*free)(void *ptr);
+} loader_memory;
+
+typedef struct loader loader;
+
+int loader_create(loader **l, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
+                  int depth, const loader_memory *memory, char *err, size_t errlen);
+long loader_steps_per_epoch(const loader *l);
+/* Produce `count` batches (-1: no end) from (epoch, step) on. */
+void loader_start(loader *l, long epoch, long step, long count);
+/* The next batch in order (blocks); valid until loader_release. */
+int loader_next(loader *l, const float **inp, const float **tgt, char *err, size_t errlen);
+void loader_release(loader *l);
+/* Seconds the consumer spent waiting in loader_next (I/O not hidden). */
+double loader_wait_seconds(const loader *l);
+void loader_destroy(loader *l);
+
+#endif

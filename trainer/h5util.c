@@ -1,0 +1,35 @@
+/* trainer/h5util.c: HDF5 error strings (see h5util.h). */
+#include "config.h"
+
+#include "trainer/h5util.h"
+
+#include <stdio.h>
+
+void h5_quiet(void)
+{
+  H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+typedef struct {
+  char text[256];
+  int found;
+} innermost_error;
+
+static herr_t take_innermost(unsigned n, const H5E_error2_t *e, void *data)
+{
+  innermost_error *inner = data;
+  (void)n;
+  if (!inner->found) { /* walking upward, the first entry is the innermost */
+    snprintf(inner->text, sizeof(inner->text), "%s", e->desc ? e->desc : "unknown HDF5 error");
+    inner->found = 1;
+  }
+  return 0;
+}
+
+const char *h5_error_string(char *buf, size_t len)
+{
+  innermost_error inner = {"unknown HDF5 error", 0};
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, take_innermost, &inner);
+  snprintf(buf, len, "%s", inner.text);
+  return buf;
+}

@@ -1,0 +1,28 @@
+/* trainer/h5util.h: HDF5 helpers: the library's own error string for
+ * messages (HDF5's automatic stack printing is turned off), and the CHECK
+ * macro every HDF5 call goes through. */
+#ifndef DLPAR_H5UTIL_H
+#define DLPAR_H5UTIL_H
+
+#include <hdf5.h>
+#include <stddef.h>
+
+/* Turns off HDF5's own error printing (once, at start-up). */
+void h5_quiet(void);
+/* The innermost description on HDF5's error stack, e.g. "unable to open file". */
+const char *h5_error_string(char *buf, size_t len);
+
+/* For a call returning a negative value on failure: records
+ * "file:line: call: HDF5's error (context)" in err and jumps to `out`. */
+#define CHECK_H5(call, context)                                                                   \
+  do {                                                                                            \
+    if ((call) < 0) {                                                                             \
+      char h5msg_[256];                                                                           \
+      snprintf(err, errlen, "%s: %s (%s:%d: %s)", context, h5_error_string(h5msg_, sizeof(h5msg_)), \
+               __FILE__, __LINE__, #call);                                                        \
+      rc = DLPAR_ERR_HDF5;                                                                        \
+      goto out;                                                                                   \
+    }                                                                                             \
+  } while (0)
+
+#endif

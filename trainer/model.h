@@ -1,0 +1,94 @@
+/* trainer/model.h: the Vision Transformer weather model of the tutorial
+ * (networks/vit.py): patch embedding (Conv2d as a GEMM) + pos_embed, depth
+ * pre-norm blocks x = x + proj(attn(LN1 x)), x = x + fc2(GELU(fc1(LN2 x))),
+ * final LayerNorm, a bias-free head and unpatchify; the relative L2 loss;
+ * Adam. Megatron tensor parallelism inside (q, k, v, fc1 column-parallel,
+ * proj and fc2 row-parallel with an allreduce, heads split over the tp
+ * group), data-parallel gradient averaging in buckets started as backward
+ * completes them. Two implementations behind one table of operations: the
+ * CPU reference (model_cpu.c, fp32, MPI) and CUDA (model_cuda, bf16/fp32,
+ * NCCL). Communication goes through libdlpar only. */
+#ifndef DLPAR_MODEL_H
+#define DLPAR_MODEL_H
+
+#include <stddef.h>
+
+#include "launcher/dlpar.h"
+#include "launcher/status.h"
+#include "trainer/params.h"
+#include "trainer/train_config.h"
+
+typedef enum { TENSOR_PARAMS = 0, TENSOR_GRADS, TENSOR_ADAM_M, TENSOR_ADAM_V } model_tensor;
+
+/* Sums since the last take_metrics, local to this rank. */
+typedef struct {
+  double train_loss_sum;  /* sum over steps of the step's mean loss */
+  long train_steps;
+  double val_loss_sum;    /* sum over samples */
+  double val_rmse_sum;    /* latitude-weighted RMSE of channel 0, sum over samples */
+  long val_samples;
+} model_metrics;
+
+typedef struct model model;
+
+typedef struct {
+  /* loss and gradients of one local batch; gradients averaged over the dp group */
+  int (*forward_backward)(model *m, const float *inp, const float *tgt);
+  int (*optimizer_step)(model *m, double lr, long t);
+  /* validation: loss and weighted RMSE of one local batch */
+  int (*evaluate)(model *m, const float *inp, const float *tgt);
+  int (*take_metrics)(model *m, model_metrics *out);
+  /* the whole local flat buffer (params.h's layout), to and from the host */
+  int (*read_tensor)(model *m, model_tensor which, float *host);
+  int (*write_tensor)(model *m, model_tensor which, const float *host);
+  /* the last batch's prediction (local batch, C_out x H x W each), to the host */
+  int (*read_prediction)(model *m, float *host);
+  /* collectives on host values, whatever memory the backend wants:
+   * sum of n doubles over a group; gather of count floats over the tp group */
+  int (*host_allreduce)(model *m, dlpar_group_id group, double *values, int n);
+  int (*host_tp_allgather)(model *m, const float *local, float *pieces, size_t count);
+  size_t (*peak_memory)(const model *m);
+  void (*destroy)(model *m);
+} model_ops;
+
+struct model {
+  const model_ops *ops;
+  param_table table;
+  train_config cfg;
+  dlpar_ctx *comm;
+  int batch;               /* local batch */
+  char error[DLPAR_ERRLEN];
+};
+
+/* Records a one-line error in m->error and returns status. */
+int model_fail(model *m, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, char *err, size_t errlen);
+#ifdef HAVE_CUDA
+int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, char *err,
+                      size_t errlen);
+#endif
+
+/* Data-parallel gradient buckets over the flat buffer (shared by both
+ * implementations): parameters are laid out in forward order, so backward
+ * finishes them from the end; a bucket holds whole tensors, at least
+ * bucket_mb, and is reduced once backward has finished its first tensor. */
+typedef struct {
+  size_t offset, count;
+  int first_param;
+  int launched;
+} grad_bucket;
+
+typedef struct {
+  grad_bucket *buckets;
+  int n;
+} grad_buckets;
+
+int grad_buckets_plan(grad_buckets *b, const param_table *t, double bucket_mb);
+/* Reduces (average over dp) every bucket whose tensors from `first_done`
+ * on are final and that has not been started; stream: NULL on CPU. */
+int grad_buckets_ready(grad_buckets *b, dlpar_ctx *comm, float *grads, int first_done, void *stream);
+void grad_buckets_reset(grad_buckets *b);
+void grad_buckets_free(grad_buckets *b);
+
+#endif

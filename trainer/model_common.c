@@ -1,0 +1,72 @@
+/* trainer/model_common.c: what both model implementations share: error
+ * recording, data-parallel gradient buckets, and collectives on host values
+ * for the models whose backend wants host buffers (see model.h). */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "trainer/model.h"
+
+int model_fail(model *m, int status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->error, sizeof(m->error), fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+int grad_buckets_plan(grad_buckets *b, const param_table *t, double bucket_mb)
+{
+  const size_t target = (size_t)(bucket_mb * 1024 * 1024 / sizeof(float));
+  size_t pending = 0;
+  int end = t->n; /* the bucket being filled holds tensors [i, end) */
+  b->n = 0;
+  b->buckets = calloc((size_t)t->n, sizeof(grad_bucket));
+  if (!b->buckets)
+    return DLPAR_ERR_SYSTEM;
+  for (int i = t->n - 1; i >= 0; i--) {
+    pending += t->p[i].count;
+    if (pending >= target || i == 0) {
+      grad_bucket *bucket = &b->buckets[b->n++];
+      bucket->first_param = i;
+      bucket->offset = t->p[i].offset;
+      bucket->count = t->p[end - 1].offset + t->p[end - 1].count - t->p[i].offset;
+      pending = 0;
+      end = i;
+    }
+  }
+  return DLPAR_OK;
+}
+
+int grad_buckets_ready(grad_buckets *b, dlpar_ctx *comm, float *grads, int first_done, void *stream)
+{
+  if (dlpar_get_info(comm)->dp_size == 1)
+    return DLPAR_OK;
+  for (int i = 0; i < b->n; i++) {
+    grad_bucket *bucket = &b->buckets[i];
+    int rc;
+    if (bucket->launched || bucket->first_param < first_done)
+      continue;
+    rc = dlpar_allreduce(comm, DLPAR_DP, grads + bucket->offset, bucket->count, DLPAR_FLOAT32, DLPAR_AVG, stream);
+    if (rc != 0)
+      return rc;
+    bucket->launched = 1;
+  }
+  return DLPAR_OK;
+}
+
+void grad_buckets_reset(grad_buckets *b)
+{
+  for (int i = 0; i < b->n; i++)
+    b->buckets[i].launched = 0;
+}
+
+void grad_buckets_free(grad_buckets *b)
+{
+  free(b->buckets);
+  b->buckets = NULL;
+  b->n = 0;
+}

@@ -1,0 +1,134 @@
+/* trainer/npy.c: .npy files (see npy.h). Format: magic "\x93NUMPY", version
+ * 1.0/2.0/3.0, header length, a Python dict literal with descr,
+ * fortran_order and shape, padded so the data starts 64-byte aligned. */
+#include "config.h"
+
+#include "trainer/npy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launcher/status.h"
+#include "trainer/atomic_file.h"
+
+static int parse_shape(const char *header, npy_array *a)
+{
+  const char *p = strstr(header, "'shape'");
+  if (!p || !(p = strchr(p, '(')))
+    return -1;
+  a->ndim = 0;
+  a->count = 1;
+  for (p++; *p && *p != ')';) {
+    char *end;
+    long dim = strtol(p, &end, 10);
+    if (end == p) {
+      p++;
+      continue;
+    }
+    if (a->ndim == NPY_MAX_DIMS || dim < 0)
+      return -1;
+    a->shape[a->ndim++] = dim;
+    a->count *= dim;
+    p = end;
+  }
+  return *p == ')' ? 0 : -1;
+}
+
+static int read_header(FILE *f, const char *path, char *header, size_t cap, char *err, size_t errlen)
+{
+  unsigned char magic[8], len_bytes[4];
+  size_t len;
+  if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "\x93NUMPY", 6) != 0 || magic[6] < 1 || magic[6] > 3) {
+    snprintf(err, errlen, "%s: not a NumPy .npy file (write it with numpy.save, or give an HDF5 file)", path);
+    return DLPAR_ERR_INPUT;
+  }
+  if (magic[6] == 1) {
+    if (fread(len_bytes, 1, 2, f) != 2)
+      goto truncated;
+    len = (size_t)len_bytes[0] | (size_t)len_bytes[1] << 8;
+  } else {
+    if (fread(len_bytes, 1, 4, f) != 4)
+      goto truncated;
+    len = (size_t)len_bytes[0] | (size_t)len_bytes[1] << 8 | (size_t)len_bytes[2] << 16 | (size_t)len_bytes[3] << 24;
+  }
+  if (len >= cap || fread(header, 1, len, f) != len)
+    goto truncated;
+  header[len] = '\0';
+  return DLPAR_OK;
+truncated:
+  snprintf(err, errlen, "%s: truncated .npy header (regenerate the file)", path);
+  return DLPAR_ERR_INPUT;
+}
+
+int npy_read(const char *path, npy_array *a, char *err, size_t errlen)
+{
+  char header[4096];
+  FILE *f = fopen(path, "rb");
+  int is_f8, rc = DLPAR_ERR_INPUT;
+  memset(a, 0, sizeof(*a));
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot open (check the stats path in the config)", path);
+    return DLPAR_ERR_INPUT;
+  }
+  if ((rc = read_header(f, path, header, sizeof(header), err, errlen)) != DLPAR_OK)
+    goto out;
+  rc = DLPAR_ERR_INPUT;
+  is_f8 = strstr(header, "'<f8'") != NULL;
+  if ((!is_f8 && !strstr(header, "'<f4'")) || strstr(header, "'fortran_order': True") || parse_shape(header, a)) {
+    snprintf(err, errlen, "%s: expected a C-ordered little-endian float32 or float64 array, header %.120s", path,
+             header);
+    goto out;
+  }
+  a->data = malloc(sizeof(float) * (size_t)(a->count ? a->count : 1));
+  if (!a->data)
+    goto out;
+  for (long i = 0; i < a->count; i++) {
+    double d;
+    float s;
+    if ((is_f8 ? fread(&d, 8, 1, f) : fread(&s, 4, 1, f)) != 1) {
+      snprintf(err, errlen, "%s: file ends after %ld of %ld values (regenerate it)", path, i, a->count);
+      goto out;
+    }
+    a->data[i] = is_f8 ? (float)d : s;
+  }
+  rc = DLPAR_OK;
+out:
+  fclose(f);
+  if (rc != DLPAR_OK)
+    npy_free(a);
+  return rc;
+}
+
+int npy_write(const char *path, const float *data, const long *shape, int ndim, char *err, size_t errlen)
+{
+  char header[256], dims[128] = "";
+  size_t used = 0, total;
+  long count = 1;
+  atomic_file file;
+  int rc;
+  for (int i = 0; i < ndim; i++) {
+    used += (size_t)snprintf(dims + used, sizeof(dims) - used, "%ld,%s", shape[i], ndim > 1 && i < ndim - 1 ? " " : "");
+    count *= shape[i];
+  }
+  used = (size_t)snprintf(header, sizeof(header), "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
+  total = (10 + used + 1 + 63) / 64 * 64; /* magic+version+len, header, '\n', padded */
+  memset(header + used, ' ', total - 10 - used - 1);
+  header[total - 10 - 1] = '\n';
+  if ((rc = atomic_file_open(&file, path, err, errlen)) != DLPAR_OK)
+    return rc;
+  {
+    const unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((total - 10) & 0xff),
+                                      (unsigned char)((total - 10) >> 8)};
+    fwrite(prefix, 1, 10, file.stream);
+    fwrite(header, 1, total - 10, file.stream);
+    fwrite(data, sizeof(float), (size_t)count, file.stream);
+  }
+  return atomic_file_commit(&file, err, errlen);
+}
+
+void npy_free(npy_array *a)
+{
+  free(a->data);
+  a->data = NULL;
+}

@@ -1,0 +1,22 @@
+/* trainer/npy.h: NumPy .npy files (little-endian float32/float64, C order),
+ * read and written directly: the tutorial's global_means/global_stds. */
+#ifndef DLPAR_NPY_H
+#define DLPAR_NPY_H
+
+#include <stddef.h>
+
+#define NPY_MAX_DIMS 8
+
+typedef struct {
+  int ndim;
+  long shape[NPY_MAX_DIMS];
+  long count;
+  float *data; /* converted to float */
+} npy_array;
+
+int npy_read(const char *path, npy_array *out, char *err, size_t errlen);
+/* Writes float32 data of the given shape atomically (temp, fsync, rename). */
+int npy_write(const char *path, const float *data, const long *shape, int ndim, char *err, size_t errlen);
+void npy_free(npy_array *a);
+
+#endif

@@ -1,0 +1,55 @@
+/* trainer/params.h: the model's parameters: one table of named tensors (the
+ * names of the PyTorch model's state_dict), their full shapes, how each is
+ * split over the tensor-parallel ranks (Megatron: q, k, v, fc1 by output
+ * rows; proj, fc2 by input columns; the rest replicated), and where each
+ * rank's piece sits in one flat buffer. Initial values are drawn for the
+ * full tensors from (seed, tensor) streams and then sliced, so every grid
+ * starts from the same model. */
+#ifndef DLPAR_PARAMS_H
+#define DLPAR_PARAMS_H
+
+#include <stddef.h>
+
+#include "trainer/train_config.h"
+
+typedef enum { SPLIT_NONE = 0, SPLIT_ROWS, SPLIT_COLS } param_split;
+typedef enum { INIT_TRUNC_NORMAL, INIT_ZEROS, INIT_ONES, INIT_KAIMING_UNIFORM, INIT_FAN_IN_UNIFORM } param_init;
+
+typedef struct {
+  char name[64];
+  int ndim;
+  long shape[4];     /* full shape */
+  long rows, cols;   /* the full tensor as a matrix: shape[0] x the rest (vectors: n x 1) */
+  param_split split;
+  param_init init;
+  long fan_in;       /* for the uniform inits */
+  size_t offset;     /* of the local piece in the flat buffer */
+  size_t count;      /* local elements */
+} param_info;
+
+/* Per block, the indices of its tensors in the table. */
+typedef struct {
+  int norm1_w, norm1_b, q_w, q_b, k_w, k_b, v_w, v_b, proj_w, proj_b, norm2_w, norm2_b, fc1_w, fc1_b, fc2_w, fc2_b;
+} block_params;
+
+typedef struct {
+  param_info *p;
+  int n;
+  size_t total;      /* local elements in all */
+  int tp, tp_rank;
+  int patch_w, patch_b, pos_embed, norm_w, norm_b, head_w;
+  block_params *blocks;
+  int depth;
+} param_table;
+
+int params_build(param_table *t, const train_config *cfg, int tp, int tp_rank);
+void params_free(param_table *t);
+/* Fills the flat local buffer with the initial values (seed from the config). */
+int params_init(const param_table *t, long seed, float *flat);
+/* The local piece of tensor i from its full values, and back (full from all
+ * tp pieces gathered in rank order: pieces[r] is rank r's local tensor). */
+void params_slice(const param_info *p, int tp, int tp_rank, const float *full, float *local);
+void params_assemble(const param_info *p, int tp, const float *pieces, float *full);
+long params_full_count(const param_info *p);
+
+#endif

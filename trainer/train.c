@@ -1,0 +1,524 @@
+/* trainer/train.c: dlpar-train, the training loop.
+ *   srun --dl-parallel=MxD dlpar-train --config=NAME FILE.yaml [--key=value ...] [--resume]
+ * config -> grid checks -> data (HDF5, prefetch) -> model -> [resume] ->
+ * steps: batch -> forward/backward (tp + dp collectives through libdlpar)
+ * -> Adam at the cosine schedule's rate -> metrics, stop requests,
+ * checkpoints; validation and the tutorial's epoch lines each epoch. */
+#include "config.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "launcher/dlpar.h"
+#include "launcher/status.h"
+#include "trainer/checkpoint.h"
+#include "trainer/data.h"
+#include "trainer/h5util.h"
+#include "trainer/metrics.h"
+#include "trainer/model.h"
+#include "trainer/train_config.h"
+
+typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA } device_choice;
+
+typedef struct {
+  const char *config_name, *config_file, *run;
+  char **overrides;
+  int noverrides;
+  bool resume;
+  device_choice device;
+} train_args;
+
+typedef struct {
+  dlpar_ctx *comm;
+  const dlpar_info *info;
+  config_set config;
+  char config_yaml[16384];
+  char run_dir[PATH_MAX];
+  float *means, *stds;
+  pthread_mutex_t hdf5_lock;
+  era5_data train_data, valid_data;
+  loader *train, *valid;
+  model *net;
+  metrics_writer *metrics;
+  float *inp_packed, *tgt_packed; /* when a sample holds more channels than in or out */
+  checkpoint_position pos;
+  long steps_this_run;
+} trainer;
+
+static double now_seconds(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Rank 0 prints (all ranks print when the error may be theirs alone),
+ * then the whole step ends. */
+static void __attribute__((noreturn)) die(trainer *t, bool every_rank, const char *fmt, ...)
+{
+  va_list ap;
+  const int rank = t->info ? t->info->rank : 0;
+  if (rank == 0 || every_rank) {
+    fprintf(stderr, every_rank && t->info && t->info->size > 1 ? "dlpar-train: rank %d: " : "dlpar-train: ", rank);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+  }
+  if (t->comm)
+    dlpar_abort(t->comm, 1, NULL);
+  exit(1);
+}
+
+static void say(const trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const trainer *t, const char *fmt, ...)
+{
+  va_list ap;
+  if (t->info->rank != 0)
+    return;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+/* ------------------------------------------------------------ arguments */
+
+static void usage(void)
+{
+  fprintf(stderr, "usage: dlpar-train [--config=NAME] FILE.yaml [--KEY=VALUE ...] [--resume] [--run=TAG]\n"
+                  "                   [--device=auto|cpu|cuda]\n"
+                  "Trains the tutorial's ViT weather model; launch it with srun --dl-parallel=MxD or dlpar-run.\n"
+                  "Any config key can be overridden (--lr=1e-3, --img_size=[32,64]); see dlpar-train(1).\n");
+}
+
+static int parse_args(int argc, char **argv, train_args *a, char *err, size_t errlen)
+{
+  memset(a, 0, sizeof(*a));
+  a->config_name = "base", a->run = "00";
+  a->overrides = calloc((size_t)argc, sizeof(char *));
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strncmp(arg, "--config=", 9) == 0)
+      a->config_name = arg + 9;
+    else if (strncmp(arg, "--run=", 6) == 0)
+      a->run = arg + 6;
+    else if (strcmp(arg, "--resume") == 0)
+      a->resume = true;
+    else if (strcmp(arg, "--device=cpu") == 0)
+      a->device = DEVICE_CPU;
+    else if (strcmp(arg, "--device=cuda") == 0)
+      a->device = DEVICE_CUDA;
+    else if (strcmp(arg, "--device=auto") == 0)
+      a->device = DEVICE_AUTO;
+    else if (strncmp(arg, "--device=", 9) == 0) {
+      snprintf(err, errlen, "%s: expected --device=cpu, cuda or auto", arg);
+      return DLPAR_ERR_INPUT;
+    } else if (strncmp(arg, "--", 2) == 0)
+      a->overrides[a->noverrides++] = argv[i];
+    else if (!a->config_file)
+      a->config_file = arg;
+    else {
+      snprintf(err, errlen, "%s: one config file only (already %s)", arg, a->config_file);
+      return DLPAR_ERR_INPUT;
+    }
+  }
+  if (!a->config_file) {
+    snprintf(err, errlen, "no config file (e.g. dlpar-train --config=short etc/vit.yaml)");
+    return DLPAR_ERR_INPUT;
+  }
+  if (!*a->run || strchr(a->run, '/')) {
+    snprintf(err, errlen, "--run=%s: a name without '/' (e.g. --run=01)", a->run);
+    return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
+/* ------------------------------------------------------------ set-up */
+
+/* OpenMP and OpenBLAS threads: OMP_NUM_THREADS, or this rank's CPUs shared
+ * with the other ranks of the node. */
+static int choose_threads(const dlpar_info *info)
+{
+  cpu_set_t set;
+  const char *env = getenv("OMP_NUM_THREADS");
+  int cpus = 1;
+  if (env && atoi(env) > 0)
+    return atoi(env);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    cpus = CPU_COUNT(&set);
+  if (getenv("DLPAR_CPUS") && *getenv("DLPAR_CPUS"))
+    return cpus; /* bound by the launcher: the CPUs near this rank's GPU */
+  cpus /= info->local_size;
+  return cpus > 0 ? cpus : 1;
+}
+
+static int make_dirs(const char *path)
+{
+  char buf[PATH_MAX];
+  snprintf(buf, sizeof(buf), "%s", path);
+  for (char *p = buf + 1; *p; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+      return -1;
+    *p = '/';
+  }
+  return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+static void setup_config(trainer *t, const train_args *a)
+{
+  const train_config *c = &t->config.cfg;
+  char err[DLPAR_ERRLEN];
+  if (config_load(&t->config, a->config_file, a->config_name, a->overrides, a->noverrides, err, sizeof(err)) != DLPAR_OK ||
+      config_check(&t->config, t->info->tp_size, t->info->dp_size, err, sizeof(err)) != DLPAR_OK ||
+      config_to_yaml(c, t->config_yaml, sizeof(t->config_yaml)) != DLPAR_OK)
+    die(t, false, "%s", err);
+  snprintf(t->run_dir, sizeof(t->run_dir), "%s/%s/%dx%d/%s", c->expdir, c->name, t->info->tp_size, t->info->dp_size,
+           a->run);
+  if (t->info->rank == 0 && make_dirs(t->run_dir) != 0)
+    die(t, false, "%s: cannot create the run directory: %s (check expdir)", t->run_dir, strerror(errno));
+}
+
+static loader_memory no_memory_hooks(void)
+{
+  return (loader_memory){NULL, NULL};
+}
+
+static void setup_data(trainer *t)
+{
+  const train_config *c = &t->config.cfg;
+  const int channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
+  const int B = c->global_batch_size / t->info->dp_size;
+  const size_t plane = (size_t)c->img_size[0] * c->img_size[1];
+  loader_memory memory = no_memory_hooks();
+  char err[DLPAR_ERRLEN];
+  pthread_mutex_init(&t->hdf5_lock, NULL);
+  if (era5_load_stats(c->global_means_path, channels, &t->means, err, sizeof(err)) != DLPAR_OK ||
+      era5_load_stats(c->global_stds_path, channels, &t->stds, err, sizeof(err)) != DLPAR_OK)
+    die(t, true, "%s", err);
+  for (int ch = 0; ch < channels; ch++) {
+    if (t->stds[ch] <= 0)
+      die(t, true, "%s: the std of channel %d is %g (a constant channel cannot be normalised)", c->global_stds_path, ch,
+          t->stds[ch]);
+  }
+  if (era5_open(&t->train_data, c->train_data_path, c, c->limit_nsamples, t->means, t->stds, &t->hdf5_lock, err,
+                sizeof(err)) != DLPAR_OK ||
+      era5_open(&t->valid_data, c->valid_data_path, c, c->limit_nsamples_val, t->means, t->stds, &t->hdf5_lock, err,
+                sizeof(err)) != DLPAR_OK ||
+      loader_create(&t->train, &t->train_data, B, t->info->dp_rank, t->info->dp_size, true, c->seed,
+                    c->num_data_workers, memory.alloc ? &memory : NULL, err, sizeof(err)) != DLPAR_OK ||
+      loader_create(&t->valid, &t->valid_data, B, t->info->dp_rank, t->info->dp_size, false, c->seed, 2, NULL, err,
+                    sizeof(err)) != DLPAR_OK)
+    die(t, true, "%s", err);
+  if (channels != c->n_in_channels || channels != c->n_out_channels) {
+    t->inp_packed = malloc(sizeof(float) * (size_t)B * c->n_in_channels * plane);
+    t->tgt_packed = malloc(sizeof(float) * (size_t)B * c->n_out_channels * plane);
+    if (!t->inp_packed || !t->tgt_packed)
+      die(t, true, "out of memory for the batch");
+  }
+}
+
+static void setup_model(trainer *t, device_choice device)
+{
+  const train_config *c = &t->config.cfg;
+  const int B = c->global_batch_size / t->info->dp_size;
+  char err[DLPAR_ERRLEN];
+  int rc;
+#ifdef HAVE_CUDA
+  if (device == DEVICE_CUDA || (device == DEVICE_AUTO && t->info->backend == DLPAR_BACKEND_NCCL))
+    rc = model_create_cuda(&t->net, c, t->comm, B, err, sizeof(err));
+  else
+#endif
+  {
+    if (device == DEVICE_CUDA)
+      die(t, false, "--device=cuda: this dlpar-train was built without CUDA (configure --with-cuda)");
+    if (c->amp != AMP_NONE)
+      say(t, "dlpar-train: amp_mode applies to --device=cuda; the CPU path computes in fp32\n");
+    rc = model_create_cpu(&t->net, c, t->comm, B, err, sizeof(err));
+  }
+  if (rc != DLPAR_OK)
+    die(t, true, "%s", err);
+}
+
+/* ------------------------------------------------------------ the loop */
+
+static double learning_rate(const train_config *c, long i)
+{
+  const double cosine = 0.5 * (1.0 + cos(M_PI * (double)i / c->num_iters));
+  if (strcmp(c->lr_schedule, "cosine") != 0)
+    return c->lr;
+  if (c->warmup > 0)
+    return c->lr * fmin((double)(i + 1) / c->warmup, cosine);
+  return c->lr * cosine;
+}
+
+/* The loader's sample holds max(in, out) channels; the model wants exactly its own. */
+static void pack_batch(trainer *t, const float **inp, const float **tgt)
+{
+  const train_config *c = &t->config.cfg;
+  const size_t plane = (size_t)c->img_size[0] * c->img_size[1];
+  const int channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
+  if (!t->inp_packed)
+    return;
+  for (int b = 0; b < t->net->batch; b++) {
+    memcpy(t->inp_packed + (size_t)b * c->n_in_channels * plane, *inp + (size_t)b * channels * plane,
+           sizeof(float) * c->n_in_channels * plane);
+    memcpy(t->tgt_packed + (size_t)b * c->n_out_channels * plane, *tgt + (size_t)b * channels * plane,
+           sizeof(float) * c->n_out_channels * plane);
+  }
+  *inp = t->inp_packed, *tgt = t->tgt_packed;
+}
+
+static void check(trainer *t, int rc, const char *what)
+{
+  if (rc != DLPAR_OK)
+    die(t, true, "%s: %s", what, t->net->error);
+}
+
+/* The mean over the data-parallel group of sum/count pairs. */
+static void dp_mean(trainer *t, double *values, int n)
+{
+  check(t, t->net->ops->host_allreduce(t->net, DLPAR_DP, values, n), "metrics");
+}
+
+static void save_checkpoint(trainer *t)
+{
+  char path[PATH_MAX + 16], err[DLPAR_ERRLEN];
+  snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
+  if (checkpoint_save(t->net, &t->pos, t->config_yaml, path, err, sizeof(err)) != DLPAR_OK)
+    die(t, true, "checkpoint: %s", err);
+  say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, path);
+}
+
+/* Train-loss bookkeeping of the current epoch (local sums). */
+typedef struct {
+  double loss_sum;
+  long steps;
+  double start;
+} epoch_progress;
+
+/* Takes the model's sums; every log_every steps writes the step line
+ * (loss averaged over the steps since the last line and over dp). */
+static void log_step(trainer *t, epoch_progress *e)
+{
+  model_metrics m;
+  double window[2];
+  check(t, t->net->ops->take_metrics(t->net, &m), "metrics");
+  e->loss_sum += m.train_loss_sum, e->steps += m.train_steps;
+  window[0] = m.train_loss_sum, window[1] = (double)m.train_steps;
+  dp_mean(t, window, 2);
+  if (t->metrics && window[1] > 0 &&
+      metrics_step(t->metrics, t->pos.step, window[0] / window[1], learning_rate(&t->config.cfg, t->pos.step - 1)) != 0)
+    die(t, false, "%s: cannot append to metrics.jsonl (disk full?)", t->run_dir);
+}
+
+/* One optimizer step; returns 1 when the run should end after it (a stop
+ * request agreed by all ranks, or stop_after_iters). */
+static int train_step(trainer *t, epoch_progress *e)
+{
+  const train_config *c = &t->config.cfg;
+  const float *inp, *tgt;
+  char err[DLPAR_ERRLEN];
+  int stop = 0;
+  dlpar_profile_step(t->comm, t->pos.step);
+  dlpar_range_push(t->comm, "step");
+  dlpar_range_push(t->comm, "data");
+  if (loader_next(t->train, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
+    die(t, true, "%s", err);
+  pack_batch(t, &inp, &tgt);
+  dlpar_range_pop(t->comm);
+  dlpar_range_push(t->comm, "forward_backward");
+  check(t, t->net->ops->forward_backward(t->net, inp, tgt), "forward/backward");
+  dlpar_range_pop(t->comm);
+  loader_release(t->train);
+  dlpar_range_push(t->comm, "optimizer");
+  check(t, t->net->ops->optimizer_step(t->net, learning_rate(c, t->pos.step), t->pos.step + 1), "optimizer");
+  dlpar_range_pop(t->comm);
+  dlpar_range_pop(t->comm);
+  t->pos.step++, t->pos.step_in_epoch++, t->steps_this_run++;
+  if (t->pos.step % c->log_every == 0)
+    log_step(t, e);
+  if (dlpar_stop_requested(t->comm, &stop) != 0)
+    die(t, true, "stop agreement: %s", dlpar_last_error(t->comm));
+  if (stop)
+    say(t, "dlpar-train: stop requested (SIGTERM): checkpointing at step %ld\n", t->pos.step);
+  if (c->stop_after_iters > 0 && t->steps_this_run >= c->stop_after_iters)
+    stop = 1;
+  if (stop || (c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0))
+    save_checkpoint(t);
+  return stop;
+}
+
+/* Validation over the whole validation set: loss and RMSE(u10m), averaged over dp. */
+static void validate(trainer *t, double *val_loss, double *val_rmse)
+{
+  const long steps = loader_steps_per_epoch(t->valid);
+  model_metrics m;
+  double sums[3];
+  char err[DLPAR_ERRLEN];
+  loader_start(t->valid, 0, 0, steps);
+  for (long i = 0; i < steps; i++) {
+    const float *inp, *tgt;
+    if (loader_next(t->valid, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
+      die(t, true, "%s", err);
+    pack_batch(t, &inp, &tgt);
+    check(t, t->net->ops->evaluate(t->net, inp, tgt), "validation");
+    loader_release(t->valid);
+  }
+  check(t, t->net->ops->take_metrics(t->net, &m), "metrics");
+  sums[0] = m.val_loss_sum, sums[1] = m.val_rmse_sum, sums[2] = (double)m.val_samples;
+  dp_mean(t, sums, 3);
+  *val_loss = sums[0] / sums[2];
+  *val_rmse = sums[1] / sums[2];
+}
+
+static void end_epoch(trainer *t, epoch_progress *e, long steps_done)
+{
+  const train_config *c = &t->config.cfg;
+  epoch_summary s = {.epoch = t->pos.epoch + 1, .step = t->pos.step, .lr = learning_rate(c, t->pos.step - 1)};
+  double train_sums[2], val_start;
+  log_step(t, e); /* the steps since the last line */
+  s.epoch_seconds = now_seconds() - e->start;
+  train_sums[0] = e->loss_sum, train_sums[1] = (double)e->steps;
+  dp_mean(t, train_sums, 2);
+  s.train_loss = train_sums[0] / train_sums[1];
+  s.samples_per_sec = (double)steps_done * c->global_batch_size / s.epoch_seconds;
+  s.data_wait_seconds = loader_wait_seconds(t->train);
+  s.peak_memory_gb = (double)t->net->ops->peak_memory(t->net) / 1e9;
+  val_start = now_seconds();
+  validate(t, &s.val_loss, &s.val_rmse_u10m);
+  s.validation_seconds = now_seconds() - val_start;
+  say(t, "Time taken for epoch %ld is %.3f sec, avg %.2f samples/sec, peak memory %.3f GB/rank\n", s.epoch,
+      s.epoch_seconds, s.samples_per_sec, s.peak_memory_gb);
+  say(t, "  Avg train loss=%f\n", s.train_loss);
+  say(t, "  Avg val loss=%f\n", s.val_loss);
+  say(t, "  Avg val RMSE(u10m)=%f\n", s.val_rmse_u10m);
+  say(t, "  Total validation time: %.3f sec\n", s.validation_seconds);
+  if (t->metrics && metrics_epoch(t->metrics, &s) != 0)
+    die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
+}
+
+/* Until num_iters steps, a stop request or stop_after_iters. */
+static void train(trainer *t)
+{
+  const train_config *c = &t->config.cfg;
+  const long steps_per_epoch = loader_steps_per_epoch(t->train);
+  bool saved = false;
+  loader_start(t->train, t->pos.epoch, t->pos.step_in_epoch, c->num_iters - t->pos.step);
+  while (t->pos.step < c->num_iters) {
+    epoch_progress e = {0, 0, now_seconds()};
+    const long first = t->pos.step_in_epoch;
+    int stop = 0;
+    while (!stop && t->pos.step_in_epoch < steps_per_epoch && t->pos.step < c->num_iters)
+      stop = train_step(t, &e);
+    if (stop) {
+      saved = true;
+      break;
+    }
+    end_epoch(t, &e, t->pos.step_in_epoch - first);
+    if (t->pos.step_in_epoch == steps_per_epoch) {
+      t->pos.epoch++;
+      t->pos.step_in_epoch = 0;
+    }
+  }
+  if (!saved && !(c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0))
+    save_checkpoint(t);
+}
+
+/* ------------------------------------------------------------ main */
+
+static void resume(trainer *t)
+{
+  char path[PATH_MAX + 16], err[DLPAR_ERRLEN];
+  snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
+  if (checkpoint_load(t->net, &t->pos, path, err, sizeof(err)) != DLPAR_OK)
+    die(t, true, "--resume: %s", err);
+  if (t->pos.seed != t->config.cfg.seed)
+    die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)", path,
+        t->pos.seed, t->config.cfg.seed);
+  say(t, "dlpar-train: resumed from %s at step %ld (epoch %ld, step %ld of it)\n", path, t->pos.step,
+      t->pos.epoch + 1, t->pos.step_in_epoch);
+}
+
+static void banner(const trainer *t)
+{
+  const train_config *c = &t->config.cfg;
+  const int N = (c->img_size[0] / c->patch_size) * (c->img_size[1] / c->patch_size);
+  say(t, "dlpar-train: config '%s' of %s: %dx%d images, patch %d (%d tokens), embed %d, depth %d, %d heads\n",
+      c->name, c->file, c->img_size[0], c->img_size[1], c->patch_size, N, c->embed_dim, c->depth, c->num_heads);
+  say(t, "dlpar-train: grid %dx%d (tensor x data parallel) on %d node(s), backend %s, global batch %d (%d per rank), "
+      "%ld steps of %ld per epoch, %d threads per rank\n", t->info->tp_size, t->info->dp_size, t->info->nnodes,
+      dlpar_backend_name(t->info->backend), c->global_batch_size, t->net->batch, (long)c->num_iters,
+      loader_steps_per_epoch(t->train), omp_get_max_threads());
+  say(t, "dlpar-train: writing to %s\n", t->run_dir);
+}
+
+static void teardown(trainer *t)
+{
+  metrics_close(t->metrics);
+  loader_destroy(t->train);
+  loader_destroy(t->valid);
+  era5_close(&t->train_data);
+  era5_close(&t->valid_data);
+  if (t->net)
+    t->net->ops->destroy(t->net);
+  free(t->means);
+  free(t->stds);
+  free(t->inp_packed);
+  free(t->tgt_packed);
+}
+
+int main(int argc, char **argv)
+{
+  trainer t;
+  train_args args;
+  dlpar_options options = {0};
+  char err[DLPAR_ERRLEN];
+  int threads;
+  memset(&t, 0, sizeof(t));
+  h5_quiet();
+  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    usage();
+    return 0;
+  }
+  if (parse_args(argc, argv, &args, err, sizeof(err)) != DLPAR_OK) {
+    fprintf(stderr, "dlpar-train: %s\n", err);
+    return 2;
+  }
+  options.backend = args.device == DEVICE_CPU ? DLPAR_BACKEND_MPI : args.device == DEVICE_CUDA ? DLPAR_BACKEND_NCCL
+                                                                                               : DLPAR_BACKEND_AUTO;
+  if (dlpar_init(argc, argv, &options, &t.comm) != 0) {
+    fprintf(stderr, "dlpar-train: %s\n", dlpar_last_error(t.comm));
+    return 1;
+  }
+  t.info = dlpar_get_info(t.comm);
+  threads = choose_threads(t.info);
+  omp_set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  setup_config(&t, &args);
+  setup_data(&t);
+  setup_model(&t, args.device);
+  if (args.resume)
+    resume(&t);
+  if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, err, sizeof(err)) != DLPAR_OK)
+    die(&t, false, "%s", err);
+  banner(&t);
+  train(&t);
+  say(&t, "dlpar-train: done at step %ld\n", t.pos.step);
+  teardown(&t);
+  free(args.overrides);
+  dlpar_finalize(t.comm);
+  return 0;
+}

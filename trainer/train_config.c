@@ -1,0 +1,328 @@
+/* trainer/train_config.c: the tutorial's YAML configs (see train_config.h). One table
+ * of keys drives reading, overriding, printing and error messages. */
+#include "config.h"
+
+#include "trainer/train_config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launcher/status.h"
+#include "trainer/yamltree.h"
+
+typedef enum { K_INT, K_FLOAT, K_STRING, K_BOOL, K_PAIR, K_LIMIT, K_AMP } key_type;
+
+typedef struct {
+  const char *name;
+  key_type type;
+  size_t offset, size; /* size: strings' capacity */
+  double min;          /* numbers: smallest accepted */
+} key_spec;
+
+#define KEY(n, t, m) {#n, t, offsetof(train_config, n), sizeof(((train_config *)0)->n), m}
+static const key_spec keys[] = {
+    KEY(embed_dim, K_INT, 1), KEY(depth, K_INT, 1), KEY(num_heads, K_INT, 1), KEY(patch_size, K_INT, 1),
+    KEY(dropout, K_FLOAT, 0), KEY(img_size, K_PAIR, 1), KEY(n_in_channels, K_INT, 1),
+    KEY(n_out_channels, K_INT, 1), KEY(dt, K_INT, 1), KEY(global_batch_size, K_INT, 1),
+    KEY(num_iters, K_INT, 1), KEY(warmup, K_INT, 0), KEY(lr, K_FLOAT, 0), KEY(lr_schedule, K_STRING, 0),
+    KEY(optimizer, K_STRING, 0), {"amp_mode", K_AMP, offsetof(train_config, amp), sizeof(amp_mode), 0},
+    KEY(enable_fused, K_BOOL, 0), KEY(enable_jit, K_BOOL, 0), KEY(expdir, K_STRING, 0),
+    KEY(data_loader_config, K_STRING, 0), KEY(num_data_workers, K_INT, 0), KEY(train_data_path, K_STRING, 0),
+    KEY(valid_data_path, K_STRING, 0), KEY(inf_data_path, K_STRING, 0), KEY(time_means_path, K_STRING, 0),
+    KEY(global_means_path, K_STRING, 0), KEY(global_stds_path, K_STRING, 0), KEY(limit_nsamples, K_LIMIT, 1),
+    KEY(limit_nsamples_val, K_LIMIT, 1), KEY(wireup_info, K_STRING, 0), KEY(wireup_store, K_STRING, 0),
+    KEY(seed, K_INT, 0), KEY(bucket_mb, K_FLOAT, 0), KEY(checkpoint_every, K_INT, 0),
+    KEY(stop_after_iters, K_INT, 0), KEY(log_every, K_INT, 1), KEY(tf32, K_BOOL, 0), KEY(cuda_graph, K_BOOL, 0),
+};
+#define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
+_Static_assert(NKEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
+
+/* The tutorial's base config, and dlpar's defaults for its own keys. */
+static void set_defaults(train_config *c)
+{
+  memset(c, 0, sizeof(*c));
+  c->embed_dim = 384, c->depth = 12, c->num_heads = 8, c->patch_size = 8;
+  c->img_size[0] = 360, c->img_size[1] = 720, c->n_in_channels = c->n_out_channels = 20;
+  c->dt = 1, c->global_batch_size = 16, c->num_iters = 30000, c->lr = 5e-4;
+  snprintf(c->lr_schedule, sizeof(c->lr_schedule), "cosine");
+  snprintf(c->optimizer, sizeof(c->optimizer), "Adam");
+  snprintf(c->expdir, sizeof(c->expdir), "./logs");
+  snprintf(c->data_loader_config, sizeof(c->data_loader_config), "pytorch");
+  snprintf(c->train_data_path, sizeof(c->train_data_path), "./data/train");
+  snprintf(c->valid_data_path, sizeof(c->valid_data_path), "./data/valid");
+  snprintf(c->inf_data_path, sizeof(c->inf_data_path), "./data/test");
+  snprintf(c->time_means_path, sizeof(c->time_means_path), "./data/stats/time_means.npy");
+  snprintf(c->global_means_path, sizeof(c->global_means_path), "./data/stats/global_means.npy");
+  snprintf(c->global_stds_path, sizeof(c->global_stds_path), "./data/stats/global_stds.npy");
+  c->limit_nsamples = c->limit_nsamples_val = -1;
+  snprintf(c->wireup_info, sizeof(c->wireup_info), "env");
+  snprintf(c->wireup_store, sizeof(c->wireup_store), "tcp");
+  c->bucket_mb = 25, c->log_every = 1;
+}
+
+static const char *type_name(key_type type)
+{
+  switch (type) {
+  case K_INT: return "a whole number";
+  case K_FLOAT: return "a number";
+  case K_BOOL: return "true or false";
+  case K_PAIR: return "a list of two whole numbers, e.g. [360, 720]";
+  case K_LIMIT: return "a whole number or None";
+  case K_AMP: return "none, fp16 or bf16";
+  default: return "a string";
+  }
+}
+
+static int parse_long(const char *text, long *out)
+{
+  char *end;
+  errno = 0;
+  *out = strtol(text, &end, 10);
+  return *text && !*end && errno == 0 ? 0 : -1;
+}
+
+static int parse_double(const char *text, double *out)
+{
+  char *end;
+  errno = 0;
+  *out = strtod(text, &end);
+  return *text && !*end && errno == 0 && isfinite(*out) ? 0 : -1;
+}
+
+/* Stores one value; 0, or -1 when it has the wrong type or range. */
+static int store(const key_spec *k, const ynode *v, train_config *c)
+{
+  char *field = (char *)c + k->offset;
+  long l;
+  double d;
+  if (k->type == K_PAIR) {
+    long a, b;
+    if (v->kind != YNODE_SEQUENCE || v->n != 2 || v->items[0]->kind != YNODE_SCALAR ||
+        v->items[1]->kind != YNODE_SCALAR || parse_long(v->items[0]->text, &a) || parse_long(v->items[1]->text, &b) ||
+        a < k->min || b < k->min || a > 1 << 20 || b > 1 << 20)
+      return -1;
+    ((int *)field)[0] = (int)a, ((int *)field)[1] = (int)b;
+    return 0;
+  }
+  if (v->kind != YNODE_SCALAR)
+    return -1;
+  switch (k->type) {
+  case K_INT:
+    if (v->quoted || parse_long(v->text, &l) || l < k->min || l > INT_MAX)
+      return -1;
+    if (k->size == sizeof(long))
+      *(long *)field = l;
+    else
+      *(int *)field = (int)l;
+    return 0;
+  case K_LIMIT:
+    if (ynode_is_null(v)) {
+      *(long *)field = -1;
+      return 0;
+    }
+    if (v->quoted || parse_long(v->text, &l) || l < k->min)
+      return -1;
+    *(long *)field = l;
+    return 0;
+  case K_FLOAT:
+    if (v->quoted || parse_double(v->text, &d) || d < k->min)
+      return -1;
+    *(double *)field = d;
+    return 0;
+  case K_BOOL:
+    if (!strcmp(v->text, "true") || !strcmp(v->text, "True") || !strcmp(v->text, "yes"))
+      *(bool *)field = true;
+    else if (!strcmp(v->text, "false") || !strcmp(v->text, "False") || !strcmp(v->text, "no"))
+      *(bool *)field = false;
+    else
+      return -1;
+    return 0;
+  case K_AMP:
+    if (!strcmp(v->text, "none"))
+      *(amp_mode *)field = AMP_NONE;
+    else if (!strcmp(v->text, "bf16"))
+      *(amp_mode *)field = AMP_BF16;
+    else if (!strcmp(v->text, "fp16"))
+      *(amp_mode *)field = AMP_FP16;
+    else
+      return -1;
+    return 0;
+  default: /* K_STRING */
+    if (strlen(v->text) >= k->size)
+      return -1;
+    snprintf(field, k->size, "%s", ynode_is_null(v) ? "" : v->text);
+    return 0;
+  }
+}
+
+static int find_key(const char *name)
+{
+  for (int i = 0; i < NKEYS; i++) {
+    if (strcmp(keys[i].name, name) == 0)
+      return i;
+  }
+  return -1;
+}
+
+bool config_is_key(const char *key)
+{
+  return find_key(key) >= 0;
+}
+
+static int apply_value(config_set *set, int key, const ynode *value, const char *source, char *err, size_t errlen)
+{
+  if (store(&keys[key], value, &set->cfg) != 0) {
+    snprintf(err, errlen, "%s: %s: expected %s, got '%.64s'", source, keys[key].name, type_name(keys[key].type),
+             value->kind == YNODE_SCALAR ? value->text : value->kind == YNODE_SEQUENCE ? "a list" : "a mapping");
+    return DLPAR_ERR_INPUT;
+  }
+  snprintf(set->source[key], sizeof(set->source[key]), "%s", source);
+  return DLPAR_OK;
+}
+
+static int apply_mapping(config_set *set, const ynode *map, const char *file, char *err, size_t errlen)
+{
+  for (int i = 0; i + 1 < map->n; i += 2) {
+    const ynode *key = map->items[i];
+    char source[PATH_MAX + 32];
+    int index;
+    snprintf(source, sizeof(source), "%s:%d", file, key->line);
+    index = key->kind == YNODE_SCALAR ? find_key(key->text) : -1;
+    if (index < 0) {
+      snprintf(err, errlen, "%s: unknown key '%.64s' in config '%s' (see dlpar-train(1) for the keys)", source,
+               key->kind == YNODE_SCALAR ? key->text : "?", set->cfg.name);
+      return DLPAR_ERR_INPUT;
+    }
+    if (apply_value(set, index, map->items[i + 1], source, err, errlen) != DLPAR_OK)
+      return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
+/* "--key=value": the value is read as YAML (so [32, 64] and 5E-4 work). */
+static int apply_override(config_set *set, const char *arg, char *err, size_t errlen)
+{
+  const char *eq = strchr(arg, '=');
+  char key[64];
+  ytree *tree = NULL;
+  int index, rc;
+  if (strncmp(arg, "--", 2) != 0 || !eq || eq - arg - 2 <= 0 || eq - arg - 2 >= (long)sizeof(key)) {
+    snprintf(err, errlen, "%.64s: expected --key=value (e.g. --lr=1e-3)", arg);
+    return DLPAR_ERR_INPUT;
+  }
+  snprintf(key, sizeof(key), "%.*s", (int)(eq - arg - 2), arg + 2);
+  if ((index = find_key(key)) < 0) {
+    snprintf(err, errlen, "--%s: unknown key (see dlpar-train(1) for the keys)", key);
+    return DLPAR_ERR_INPUT;
+  }
+  rc = ytree_parse_string(*(eq + 1) ? eq + 1 : "~", arg, &tree, err, errlen);
+  if (rc == DLPAR_OK)
+    rc = apply_value(set, index, ytree_root(tree), "command line", err, errlen);
+  ytree_free(tree);
+  return rc;
+}
+
+int config_load(config_set *set, const char *path, const char *name, char *const *overrides, int noverrides,
+                char *err, size_t errlen)
+{
+  ytree *tree = NULL;
+  const ynode *config;
+  int rc;
+  memset(set, 0, sizeof(*set));
+  set_defaults(&set->cfg);
+  snprintf(set->cfg.name, sizeof(set->cfg.name), "%s", name);
+  snprintf(set->cfg.file, sizeof(set->cfg.file), "%s", path);
+  for (int i = 0; i < NKEYS; i++)
+    snprintf(set->source[i], sizeof(set->source[i]), "default");
+  if ((rc = ytree_parse_file(path, &tree, err, errlen)) != DLPAR_OK)
+    goto out;
+  config = ynode_get(ytree_root(tree), name);
+  if (!config || config->kind != YNODE_MAPPING) {
+    snprintf(err, errlen, "%s: no config named '%s' (give --config=NAME with a top-level mapping of the file)",
+             path, name);
+    rc = DLPAR_ERR_INPUT;
+    goto out;
+  }
+  if ((rc = apply_mapping(set, config, path, err, errlen)) != DLPAR_OK)
+    goto out;
+  for (int i = 0; i < noverrides && rc == DLPAR_OK; i++)
+    rc = apply_override(set, overrides[i], err, errlen);
+out:
+  ytree_free(tree);
+  return rc;
+}
+
+static const char *source_of(const config_set *set, const char *key)
+{
+  return set->source[find_key(key)];
+}
+
+int config_check(const config_set *set, int tp, int dp, char *err, size_t errlen)
+{
+  const train_config *c = &set->cfg;
+  if (c->embed_dim % c->num_heads)
+    snprintf(err, errlen, "%s: embed_dim=%d is not a multiple of num_heads=%d (choose num_heads dividing embed_dim)",
+             source_of(set, "num_heads"), c->embed_dim, c->num_heads);
+  else if (c->num_heads % tp)
+    snprintf(err, errlen, "%s: num_heads=%d cannot be split over %d tensor-parallel ranks (use --dl-parallel=MxD "
+             "with M dividing %d)", source_of(set, "num_heads"), c->num_heads, tp, c->num_heads);
+  else if (c->img_size[0] % c->patch_size || c->img_size[1] % c->patch_size)
+    snprintf(err, errlen, "%s: img_size=[%d, %d] is not a multiple of patch_size=%d (crop it to a multiple)",
+             source_of(set, "img_size"), c->img_size[0], c->img_size[1], c->patch_size);
+  else if (c->global_batch_size % dp)
+    snprintf(err, errlen, "%s: global_batch_size=%d cannot be split over %d data-parallel ranks (use a multiple "
+             "of %d, or another grid)", source_of(set, "global_batch_size"), c->global_batch_size, dp, dp);
+  else if (c->dropout != 0)
+    snprintf(err, errlen, "%s: dropout=%g: dlpar-train has no dropout (set dropout: 0.0)", source_of(set, "dropout"),
+             c->dropout);
+  else if (strcmp(c->optimizer, "Adam") != 0)
+    snprintf(err, errlen, "%s: optimizer=%s: dlpar-train implements Adam only (set optimizer: 'Adam')",
+             source_of(set, "optimizer"), c->optimizer);
+  else if (strcmp(c->lr_schedule, "cosine") && strcmp(c->lr_schedule, "constant") && strcmp(c->lr_schedule, "none"))
+    snprintf(err, errlen, "%s: lr_schedule=%s: expected cosine, constant or none", source_of(set, "lr_schedule"),
+             c->lr_schedule);
+  else if (c->lr <= 0)
+    snprintf(err, errlen, "%s: lr=%g: the learning rate must be positive", source_of(set, "lr"), c->lr);
+  else
+    return DLPAR_OK;
+  return DLPAR_ERR_INPUT;
+}
+
+int config_to_yaml(const train_config *c, char *out, size_t len)
+{
+  size_t used = 0;
+  used += (size_t)snprintf(out + used, len - used, "# dlpar-train: config '%s' of %s, resolved\n", c->name, c->file);
+  for (int i = 0; i < NKEYS && used < len; i++) {
+    const key_spec *k = &keys[i];
+    const char *field = (const char *)c + k->offset;
+    used += (size_t)snprintf(out + used, len - used, "%s: ", k->name);
+    if (used >= len)
+      break;
+    switch (k->type) {
+    case K_INT:
+      used += (size_t)(k->size == sizeof(long) ? snprintf(out + used, len - used, "%ld\n", *(const long *)field)
+                                               : snprintf(out + used, len - used, "%d\n", *(const int *)field));
+      break;
+    case K_LIMIT:
+      used += (size_t)(*(const long *)field < 0 ? snprintf(out + used, len - used, "None\n")
+                                                : snprintf(out + used, len - used, "%ld\n", *(const long *)field));
+      break;
+    case K_FLOAT: used += (size_t)snprintf(out + used, len - used, "%.17g\n", *(const double *)field); break;
+    case K_BOOL: used += (size_t)snprintf(out + used, len - used, "%s\n", *(const bool *)field ? "true" : "false"); break;
+    case K_PAIR:
+      used += (size_t)snprintf(out + used, len - used, "[%d, %d]\n", ((const int *)field)[0], ((const int *)field)[1]);
+      break;
+    case K_AMP: {
+      static const char *const names[] = {"none", "bf16", "fp16"};
+      used += (size_t)snprintf(out + used, len - used, "%s\n", names[*(const amp_mode *)field]);
+      break;
+    }
+    default: used += (size_t)snprintf(out + used, len - used, "'%s'\n", field); break;
+    }
+  }
+  return used < len ? DLPAR_OK : DLPAR_ERR_INPUT;
+}
