@@ -6,3 +6,19 @@ kernels_libdlpar_kernels_cpu_la_SOURCES = kernels/cpu/ops.h kernels/cpu/ops_body
 kernels_libdlpar_kernels_cpu_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(BLAS_CFLAGS) -O3
 kernels_libdlpar_kernels_cpu_la_LIBADD = $(BLAS_LIBS) -lm
 EXTRA_DIST += kernels/README.md
+
+# CUDA twins (bf16/fp16/fp32), compiled and linked whenever CUDA is found,
+# also on machines without a GPU (CI): nvcc, sm_90 SASS + PTX by default.
+if HAVE_CUDA
+noinst_LIBRARIES = kernels/libdlpar_kernels_cuda.a trainer/libdlpar_model_cuda.a
+kernels_libdlpar_kernels_cuda_a_SOURCES = kernels/cuda/ops.h kernels/cuda/common.cuh \
+	kernels/cuda/gemm.cu kernels/cuda/elementwise.cu kernels/cuda/layernorm.cu \
+	kernels/cuda/attention.cu kernels/cuda/loss.cu kernels/cuda/adam.cu
+endif
+SUFFIXES += .cu
+NVCC_FLAGS = $(NVCC_ARCHFLAGS) -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-Wall,-Wextra \
+	-I$(top_srcdir) -I$(top_builddir) $(CUDA_CPPFLAGS) $(HDF5_CFLAGS)
+.cu.o:
+	@$(MKDIR_P) $(@D)
+	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
+EXTRA_DIST += kernels/cuda/ops.h kernels/cuda/common.cuh

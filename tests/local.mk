@@ -57,3 +57,22 @@ tests_numerics_vit_dump_SOURCES = tests/numerics/vit_dump.c
 tests_numerics_vit_dump_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 tests_numerics_vit_dump_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
 EXTRA_DIST += tests/numerics/torch_reference.py
+
+# GPU tests (make check-gpu runs only them): compiled and linked in every
+# make check, where they SKIP without a GPU.
+if HAVE_CUDA
+GPU_TESTS = tests/gpu/test_kernels_gpu tests/gpu/test_step_gpu
+check_PROGRAMS += $(GPU_TESTS)
+TESTS += $(GPU_TESTS)
+tests_gpu_test_kernels_gpu_SOURCES = tests/gpu/test_kernels_gpu.c tests/gpu/gpu_check.h
+tests_gpu_test_kernels_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_gpu_test_kernels_gpu_LDADD = kernels/libdlpar_kernels_cuda.a kernels/libdlpar_kernels_cpu.la \
+	$(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
+tests_gpu_test_step_gpu_SOURCES = tests/gpu/test_step_gpu.c tests/gpu/gpu_check.h
+tests_gpu_test_step_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_gpu_test_step_gpu_LDADD = trainer/libdlpar_model_cuda.a trainer/libdlpar_trainer.la \
+	kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
+endif
+check-gpu:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(GPU_TESTS)"
+.PHONY: check-gpu

@@ -13,7 +13,15 @@ trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la launcher/li
 bin_PROGRAMS += trainer/dlpar-train trainer/dlpar-gen-data
 trainer_dlpar_train_SOURCES = trainer/train.c
 trainer_dlpar_train_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(BLAS_CFLAGS) $(PTHREAD_CFLAGS)
-trainer_dlpar_train_LDADD = trainer/libdlpar_trainer.la $(BLAS_LIBS) $(OPENMP_CFLAGS)
+trainer_dlpar_train_LDADD =
 trainer_dlpar_gen_data_SOURCES = trainer/gen_data.c trainer/rng.c trainer/npy.c trainer/atomic_file.c trainer/h5util.c
 trainer_dlpar_gen_data_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 trainer_dlpar_gen_data_LDADD = $(HDF5_LIBS) -lm
+if HAVE_CUDA
+trainer_libdlpar_model_cuda_a_SOURCES = trainer/model_cuda.cu
+trainer_dlpar_train_LDADD += trainer/libdlpar_model_cuda.a
+endif
+trainer_dlpar_train_LDADD += trainer/libdlpar_trainer.la $(BLAS_LIBS) $(OPENMP_CFLAGS)
+if HAVE_CUDA
+trainer_dlpar_train_LDADD += kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
+endif

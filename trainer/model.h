@@ -32,7 +32,9 @@ typedef struct {
 typedef struct model model;
 
 typedef struct {
-  /* loss and gradients of one local batch; gradients averaged over the dp group */
+  /* loss and gradients of one local batch; gradients averaged over the dp
+   * group. inp and tgt NULL: the previous batch again, where it already is
+   * (--benchy's SYNTHETIC: on a GPU the batch stays in device memory) */
   int (*forward_backward)(model *m, const float *inp, const float *tgt);
   int (*optimizer_step)(model *m, double lr, long t);
   /* validation: loss and weighted RMSE of one local batch */
@@ -67,6 +69,9 @@ int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int 
 #ifdef HAVE_CUDA
 int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, char *err,
                       size_t errlen);
+/* Pinned host memory for the loader's batches (fast, asynchronous copies). */
+void *model_cuda_host_alloc(size_t bytes);
+void model_cuda_host_free(void *ptr);
 #endif
 
 /* Data-parallel gradient buckets over the flat buffer (shared by both

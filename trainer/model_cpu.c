@@ -27,6 +27,7 @@ typedef struct {
   float *dx, *dln, *datt, *dq, *dk, *dv, *dfc1, *dgelu, *dhead, *dpred;
   grad_buckets buckets;
   model_metrics metrics;
+  const float *last_inp, *last_tgt; /* for forward_backward(NULL, NULL) */
   size_t bytes;
 } model_cpu;
 
@@ -194,6 +195,11 @@ static int cpu_forward_backward(model *base, const float *inp, const float *tgt)
 {
   model_cpu *m = (model_cpu *)base;
   int rc;
+  if (!inp) {
+    inp = m->last_inp;
+    tgt = m->last_tgt;
+  }
+  m->last_inp = inp, m->last_tgt = tgt;
   memset(m->grads, 0, sizeof(float) * base->table.total);
   grad_buckets_reset(&m->buckets);
   if ((rc = forward(m, inp)) != DLPAR_OK)

@@ -33,7 +33,7 @@ typedef struct {
   const char *config_name, *config_file, *run;
   char **overrides;
   int noverrides;
-  bool resume;
+  bool resume, benchy;
   device_choice device;
 } train_args;
 
@@ -52,6 +52,7 @@ typedef struct {
   float *inp_packed, *tgt_packed; /* when a sample holds more channels than in or out */
   checkpoint_position pos;
   long steps_this_run;
+  bool on_gpu;
 } trainer;
 
 static double now_seconds(void)
@@ -96,7 +97,7 @@ static void say(const trainer *t, const char *fmt, ...)
 static void usage(void)
 {
   fprintf(stderr, "usage: dlpar-train [--config=NAME] FILE.yaml [--KEY=VALUE ...] [--resume] [--run=TAG]\n"
-                  "                   [--device=auto|cpu|cuda]\n"
+                  "                   [--device=auto|cpu|cuda] [--benchy]\n"
                   "Trains the tutorial's ViT weather model; launch it with srun --dl-parallel=MxD or dlpar-run.\n"
                   "Any config key can be overridden (--lr=1e-3, --img_size=[32,64]); see dlpar-train(1).\n");
 }
@@ -114,6 +115,8 @@ static int parse_args(int argc, char **argv, train_args *a, char *err, size_t er
       a->run = arg + 6;
     else if (strcmp(arg, "--resume") == 0)
       a->resume = true;
+    else if (strcmp(arg, "--benchy") == 0)
+      a->benchy = true;
     else if (strcmp(arg, "--device=cpu") == 0)
       a->device = DEVICE_CPU;
     else if (strcmp(arg, "--device=cuda") == 0)
@@ -191,8 +194,15 @@ static void setup_config(trainer *t, const train_args *a)
     die(t, false, "%s: cannot create the run directory: %s (check expdir)", t->run_dir, strerror(errno));
 }
 
-static loader_memory no_memory_hooks(void)
+/* Batches in pinned host memory when the model is on a GPU. */
+static loader_memory batch_memory(const trainer *t)
 {
+#ifdef HAVE_CUDA
+  if (t->on_gpu)
+    return (loader_memory){model_cuda_host_alloc, model_cuda_host_free};
+#else
+  (void)t;
+#endif
   return (loader_memory){NULL, NULL};
 }
 
@@ -202,7 +212,7 @@ static void setup_data(trainer *t)
   const int channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
   const int B = c->global_batch_size / t->info->dp_size;
   const size_t plane = (size_t)c->img_size[0] * c->img_size[1];
-  loader_memory memory = no_memory_hooks();
+  loader_memory memory = batch_memory(t);
   char err[DLPAR_ERRLEN];
   pthread_mutex_init(&t->hdf5_lock, NULL);
   if (era5_load_stats(c->global_means_path, channels, &t->means, err, sizeof(err)) != DLPAR_OK ||
@@ -230,20 +240,18 @@ static void setup_data(trainer *t)
   }
 }
 
-static void setup_model(trainer *t, device_choice device)
+static void setup_model(trainer *t)
 {
   const train_config *c = &t->config.cfg;
   const int B = c->global_batch_size / t->info->dp_size;
   char err[DLPAR_ERRLEN];
   int rc;
 #ifdef HAVE_CUDA
-  if (device == DEVICE_CUDA || (device == DEVICE_AUTO && t->info->backend == DLPAR_BACKEND_NCCL))
+  if (t->on_gpu)
     rc = model_create_cuda(&t->net, c, t->comm, B, err, sizeof(err));
   else
 #endif
   {
-    if (device == DEVICE_CUDA)
-      die(t, false, "--device=cuda: this dlpar-train was built without CUDA (configure --with-cuda)");
     if (c->amp != AMP_NONE)
       say(t, "dlpar-train: amp_mode applies to --device=cuda; the CPU path computes in fp32\n");
     rc = model_create_cpu(&t->net, c, t->comm, B, err, sizeof(err));
@@ -437,6 +445,62 @@ static void train(trainer *t)
     save_checkpoint(t);
 }
 
+/* ------------------------------------------------------------ benchy */
+
+/* Waits for this rank's device, then for every rank; returns the mean of `seconds`. */
+static double synchronize(trainer *t, double seconds)
+{
+  model_metrics unused;
+  check(t, t->net->ops->take_metrics(t->net, &unused), "metrics");
+  check(t, t->net->ops->host_allreduce(t->net, DLPAR_WORLD, &seconds, 1), "benchy");
+  return seconds / t->info->size;
+}
+
+/* The SC22 tutorial's benchy: the loader alone (IO), compute on one batch
+ * kept where the model computes (SYNTHETIC), and both (FULL), after a few
+ * warm-up steps; samples/s of the global batch. */
+static void benchy(trainer *t)
+{
+  const train_config *c = &t->config.cfg;
+  const long warmup = 5, steps = c->num_iters < 100 ? c->num_iters : 100;
+  const double samples = (double)steps * c->global_batch_size;
+  const float *inp, *tgt;
+  char err[DLPAR_ERRLEN];
+  double start = 0, io, synthetic, full;
+  epoch_progress e = {0, 0, 0};
+  loader_start(t->train, 0, 0, -1);
+  for (long i = 0; i < warmup + steps; i++) {
+    if (i == warmup)
+      start = now_seconds();
+    if (loader_next(t->train, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
+      die(t, true, "%s", err);
+    if (i + 1 < warmup + steps)
+      loader_release(t->train);
+  }
+  io = synchronize(t, now_seconds() - start);
+  pack_batch(t, &inp, &tgt);
+  check(t, t->net->ops->forward_backward(t->net, inp, tgt), "forward/backward"); /* stage it */
+  loader_release(t->train);
+  for (long i = 0; i < warmup + steps; i++) {
+    if (i == warmup)
+      synchronize(t, 0), start = now_seconds();
+    check(t, t->net->ops->forward_backward(t->net, NULL, NULL), "forward/backward");
+    check(t, t->net->ops->optimizer_step(t->net, c->lr, i + 1), "optimizer");
+  }
+  synthetic = synchronize(t, now_seconds() - start);
+  loader_start(t->train, 0, 0, warmup + steps);
+  t->pos.step = t->pos.step_in_epoch = 0;
+  for (long i = 0; i < warmup + steps; i++) {
+    if (i == warmup)
+      synchronize(t, 0), start = now_seconds();
+    train_step(t, &e);
+  }
+  full = synchronize(t, now_seconds() - start);
+  say(t, "benchy: %ld steps of %d samples after %ld warm-up: IO %.2f samples/s, SYNTHETIC %.2f samples/s, FULL %.2f "
+      "samples/s, FULL/SYNTHETIC %.3f, peak memory %.3f GB/rank\n", steps, c->global_batch_size, warmup, samples / io,
+      samples / synthetic, samples / full, synthetic / full, (double)t->net->ops->peak_memory(t->net) / 1e9);
+}
+
 /* ------------------------------------------------------------ main */
 
 static void resume(trainer *t)
@@ -504,18 +568,26 @@ int main(int argc, char **argv)
     return 1;
   }
   t.info = dlpar_get_info(t.comm);
+  t.on_gpu = args.device == DEVICE_CUDA || (args.device == DEVICE_AUTO && t.info->backend == DLPAR_BACKEND_NCCL);
+#ifndef HAVE_CUDA
+  if (args.device == DEVICE_CUDA)
+    die(&t, false, "--device=cuda: this dlpar-train was built without CUDA (configure --with-cuda)");
+#endif
   threads = choose_threads(t.info);
   omp_set_num_threads(threads);
   openblas_set_num_threads(threads);
   setup_config(&t, &args);
   setup_data(&t);
-  setup_model(&t, args.device);
+  setup_model(&t);
   if (args.resume)
     resume(&t);
   if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, err, sizeof(err)) != DLPAR_OK)
     die(&t, false, "%s", err);
   banner(&t);
-  train(&t);
+  if (args.benchy)
+    benchy(&t);
+  else
+    train(&t);
   say(&t, "dlpar-train: done at step %ld\n", t.pos.step);
   teardown(&t);
   free(args.overrides);

@@ -1,0 +1,82 @@
+/* kernels/cuda/adam.cu: Adam over the whole flat parameter buffer in one
+ * launch (the "multi-tensor" form: every tensor of the model is a slice of
+ * it), torch.optim.Adam's arithmetic, fp32 state, the activation-type copy
+ * of the weights written in the same pass; lr and step read from device
+ * memory (so a captured CUDA graph stays valid); fp16's dynamic loss
+ * scaling (grads divided by the scale, the step skipped on inf/NaN). */
+#include "config.h"
+
+#include <math.h>
+
+#include "kernels/cuda/common.cuh"
+
+template <typename T>
+__global__ void adam_kernel(float *params, T *params_act, float *m, float *v, const float *grads, size_t n,
+                            const float *lr_t, float beta1, float beta2, float eps, const float *loss_scale,
+                            const int *found_inf)
+{
+  if (found_inf && *found_inf)
+    return;
+  const float lr = lr_t[0], t = lr_t[1], inv_scale = loss_scale ? 1.0f / *loss_scale : 1.0f;
+  const float step = lr / (1.0f - powf(beta1, t)), bc2_sqrt = sqrtf(1.0f - powf(beta2, t));
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const float g = grads[i] * inv_scale;
+    const float mi = beta1 * m[i] + (1.0f - beta1) * g, vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+    const float p = params[i] - step * mi / (sqrtf(vi) / bc2_sqrt + eps);
+    m[i] = mi;
+    v[i] = vi;
+    params[i] = p;
+    if (params_act)
+      params_act[i] = from_float<T>(p);
+  }
+}
+
+template <typename T>
+static int adam(float *params, void *params_act, float *m, float *v, const float *grads, size_t n, const float *lr_t,
+                float beta1, float beta2, float eps, const float *loss_scale, const int *found_inf, cudaStream_t s)
+{
+  adam_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>(params, (T *)params_act, m, v, grads, n, lr_t, beta1, beta2, eps,
+                                                   loss_scale, found_inf);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int dl_adam(float *params, void *params_act, dl_dtype act, float *m, float *v, const float *grads, size_t n,
+                       const float *lr_t, float beta1, float beta2, float eps, const float *loss_scale,
+                       const int *found_inf, cudaStream_t s)
+{
+  return DL_DISPATCH(act, adam, params, params_act, m, v, grads, n, lr_t, beta1, beta2, eps, loss_scale, found_inf, s);
+}
+
+__global__ void check_finite_kernel(int *found_inf, const float *x, size_t n)
+{
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    if (!isfinite(x[i]))
+      *found_inf = 1; /* any writer wins: all write the same value */
+}
+
+extern "C" int dl_check_finite(int *found_inf, const float *x, size_t n, cudaStream_t s)
+{
+  CHECK_CUDA(cudaMemsetAsync(found_inf, 0, sizeof(int), s));
+  check_finite_kernel<<<dl_blocks(n, 256), 256, 0, s>>>(found_inf, x, n);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+__global__ void update_loss_scale_kernel(float *scale, int *clean_steps, const int *found_inf, int interval)
+{
+  if (*found_inf) {
+    *scale *= 0.5f;
+    *clean_steps = 0;
+  } else if (++*clean_steps >= interval) {
+    *scale *= 2.0f;
+    *clean_steps = 0;
+  }
+}
+
+extern "C" int dl_update_loss_scale(float *scale, int *clean_steps, const int *found_inf, int interval, cudaStream_t s)
+{
+  update_loss_scale_kernel<<<1, 1, 0, s>>>(scale, clean_steps, found_inf, interval);
+  CHECK_LAUNCH();
+  return 0;
+}

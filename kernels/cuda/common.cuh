@@ -1,0 +1,64 @@
+/* kernels/cuda/common.cuh: what every CUDA kernel file shares: the CHECK
+ * macros (return the library's status; the caller prints file:line and
+ * dl_status_string), the conversions between fp32 and the activation types,
+ * grid sizes, dtype dispatch and block reductions. */
+#ifndef DLPAR_KERNELS_CUDA_COMMON_CUH
+#define DLPAR_KERNELS_CUDA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/ops.h"
+
+#define CHECK_CUDA(call)                                                                      \
+  do {                                                                                        \
+    cudaError_t e_ = (call);                                                                  \
+    if (e_ != cudaSuccess)                                                                    \
+      return (int)e_;                                                                         \
+  } while (0)
+
+/* After a kernel launch: the launch's own error (bad configuration). */
+#define CHECK_LAUNCH() CHECK_CUDA(cudaGetLastError())
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+
+template <typename T> __device__ __forceinline__ T from_float(float x);
+template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half(x); }
+
+static inline unsigned dl_blocks(size_t n, unsigned threads)
+{
+  const size_t blocks = (n + threads - 1) / threads;
+  return (unsigned)(blocks < 65535u * 16u ? (blocks > 0 ? blocks : 1) : 65535u * 16u);
+}
+
+/* Calls F<T>(args...) for the activation type `act`. */
+#define DL_DISPATCH(act, F, ...)                                                              \
+  ((act) == DL_BF16 ? F<__nv_bfloat16>(__VA_ARGS__)                                           \
+                    : (act) == DL_F16 ? F<__half>(__VA_ARGS__) : F<float>(__VA_ARGS__))
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/* Sum over a block whose size is a multiple of 32 (at most 1024); every thread gets it. */
+__device__ __forceinline__ float block_sum(float v, float *shared32)
+{
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0)
+    shared32[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared32[lane] : 0.0f;
+  return warp_sum(v);
+}
+
+#endif

@@ -1,0 +1,249 @@
+/* kernels/cuda/elementwise.cu: the pointwise and data-movement ops: casts,
+ * residual add, position embedding and its gradient, exact GELU, column
+ * sums (bias gradients), patchify / unpatchify. Grid-stride loops; the
+ * column sums are deterministic (one block per 32 columns, fixed order). */
+#include "config.h"
+
+#include "kernels/cuda/common.cuh"
+
+template <typename D, typename S> __global__ void cast_kernel(D *dst, const S *src, size_t n)
+{
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    dst[i] = from_float<D>(to_float(src[i]));
+}
+
+template <typename D> static int cast_from(D *dst, const void *src, dl_dtype src_type, size_t n, cudaStream_t s)
+{
+  if (src_type == DL_F32)
+    cast_kernel<D, float><<<dl_blocks(n, 256), 256, 0, s>>>(dst, (const float *)src, n);
+  else if (src_type == DL_BF16)
+    cast_kernel<D, __nv_bfloat16><<<dl_blocks(n, 256), 256, 0, s>>>(dst, (const __nv_bfloat16 *)src, n);
+  else
+    cast_kernel<D, __half><<<dl_blocks(n, 256), 256, 0, s>>>(dst, (const __half *)src, n);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype src_type, size_t n, cudaStream_t s)
+{
+  if (dst_type == DL_F32)
+    return cast_from((float *)dst, src, src_type, n, s);
+  if (dst_type == DL_BF16)
+    return cast_from((__nv_bfloat16 *)dst, src, src_type, n, s);
+  return cast_from((__half *)dst, src, src_type, n, s);
+}
+
+template <typename T> __global__ void add_kernel(T *out, const T *x, const T *y, size_t n)
+{
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    out[i] = from_float<T>(to_float(x[i]) + to_float(y[i]));
+}
+
+template <typename T> static int add(void *out, const void *x, const void *y, size_t n, cudaStream_t s)
+{
+  add_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)out, (const T *)x, (const T *)y, n);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int dl_add(void *out, const void *x, const void *y, size_t n, dl_dtype act, cudaStream_t s)
+{
+  return DL_DISPATCH(act, add, out, x, y, n, s);
+}
+
+template <typename T> __global__ void add_pos_kernel(T *x, const float *pos, size_t rows, int N, int D)
+{
+  const size_t n = rows * D;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const size_t token = (i / D) % N;
+    x[i] = from_float<T>(to_float(x[i]) + pos[token * D + i % D]);
+  }
+}
+
+template <typename T> static int add_pos(void *x, const float *pos, int B, int N, int D, cudaStream_t s)
+{
+  const size_t n = (size_t)B * N * D;
+  add_pos_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)x, pos, (size_t)B * N, N, D);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int dl_add_pos_embed(void *x, const float *pos, int B, int N, int D, dl_dtype act, cudaStream_t s)
+{
+  return DL_DISPATCH(act, add_pos, x, pos, B, N, D, s);
+}
+
+template <typename T> __global__ void pos_grad_kernel(float *dpos, const T *dx, int B, int N, int D)
+{
+  const size_t n = (size_t)N * D;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    float sum = 0;
+    for (int b = 0; b < B; b++)
+      sum += to_float(dx[(size_t)b * n + i]);
+    dpos[i] += sum;
+  }
+}
+
+template <typename T> static int pos_grad(float *dpos, const void *dx, int B, int N, int D, cudaStream_t s)
+{
+  pos_grad_kernel<T><<<dl_blocks((size_t)N * D, 256), 256, 0, s>>>(dpos, (const T *)dx, B, N, D);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int dl_pos_embed_bwd(float *dpos, const void *dx, int B, int N, int D, dl_dtype act, cudaStream_t s)
+{
+  return DL_DISPATCH(act, pos_grad, dpos, dx, B, N, D, s);
+}
+
+/* exact GELU: x/2 (1 + erf(x / sqrt 2)) */
+template <typename T> __global__ void gelu_fwd_kernel(T *out, const T *inp, size_t n)
+{
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const float x = to_float(inp[i]);
+    out[i] = from_float<T>(0.5f * x * (1.0f + erff(x * 0.70710678118654752f)));
+  }
+}
+
+template <typename T> __global__ void gelu_bwd_kernel(T *dinp, const T *inp, const T *dout, size_t n)
+{
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const float x = to_float(inp[i]);
+    const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+    dinp[i] = from_float<T>(to_float(dout[i]) * (cdf + x * pdf));
+  }
+}
+
+template <typename T> static int gelu_fwd(void *out, const void *inp, size_t n, cudaStream_t s)
+{
+  gelu_fwd_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)out, (const T *)inp, n);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+template <typename T> static int gelu_bwd(void *dinp, const void *inp, const void *dout, size_t n, cudaStream_t s)
+{
+  gelu_bwd_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)dinp, (const T *)inp, (const T *)dout, n);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int dl_gelu_fwd(void *out, const void *inp, size_t n, dl_dtype act, cudaStream_t s)
+{
+  return DL_DISPATCH(act, gelu_fwd, out, inp, n, s);
+}
+
+extern "C" int dl_gelu_bwd(void *dinp, const void *inp, const void *dout, size_t n, dl_dtype act, cudaStream_t s)
+{
+  return DL_DISPATCH(act, gelu_bwd, dinp, inp, dout, n, s);
+}
+
+/* One block per 32 columns: threads (32 x 8) walk the rows in a fixed order. */
+template <typename T> __global__ void column_sum_kernel(float *sum, const T *x, int rows, int cols)
+{
+  __shared__ float partial[8][33];
+  const int col = blockIdx.x * 32 + threadIdx.x;
+  float acc = 0;
+  if (col < cols)
+    for (int r = threadIdx.y; r < rows; r += 8)
+      acc += to_float(x[(size_t)r * cols + col]);
+  partial[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < cols) {
+    for (int y = 1; y < 8; y++)
+      acc += partial[y][threadIdx.x];
+    sum[col] += acc;
+  }
+}
+
+template <typename T> static int column_sum(float *sum, const void *x, int rows, int cols, cudaStream_t s)
+{
+  column_sum_kernel<T><<<(cols + 31) / 32, dim3(32, 8), 0, s>>>(sum, (const T *)x, rows, cols);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int dl_column_sum(float *sum, const void *x, int rows, int cols, dl_dtype act, cudaStream_t s)
+{
+  return DL_DISPATCH(act, column_sum, sum, x, rows, cols, s);
+}
+
+/* patches[(b, i, j), (c, a, e)] = img[b, c, i*P + a, j*P + e] */
+template <typename T> __global__ void patchify_kernel(T *patches, const float *img, int B, int C, int H, int W, int P)
+{
+  const int hp = H / P, wp = W / P, K = C * P * P;
+  const size_t n = (size_t)B * hp * wp * K;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const int entry = (int)(i % K), e = entry % P, a = (entry / P) % P, c = entry / (P * P);
+    const size_t token = i / K;
+    const int j = (int)(token % wp), ti = (int)((token / wp) % hp), b = (int)(token / ((size_t)wp * hp));
+    patches[i] = from_float<T>(img[(((size_t)b * C + c) * H + (size_t)ti * P + a) * W + (size_t)j * P + e]);
+  }
+}
+
+template <typename T> static int patchify(void *patches, const float *img, int B, int C, int H, int W, int P,
+                                          cudaStream_t s)
+{
+  patchify_kernel<T><<<dl_blocks((size_t)B * C * H * W, 256), 256, 0, s>>>((T *)patches, img, B, C, H, W, P);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int dl_patchify(void *patches, const float *img, int B, int C, int H, int W, int P, dl_dtype act,
+                           cudaStream_t s)
+{
+  return DL_DISPATCH(act, patchify, patches, img, B, C, H, W, P, s);
+}
+
+/* pixel (b, c, y, x) <-> token (b, y/P, x/P), entry ((y%P)*P + x%P)*C + c */
+__device__ __forceinline__ size_t token_entry(size_t pixel, int C, int H, int W, int P)
+{
+  const int x = (int)(pixel % W), y = (int)((pixel / W) % H), c = (int)((pixel / ((size_t)W * H)) % C);
+  const size_t b = pixel / ((size_t)W * H * C);
+  const int hp = H / P, wp = W / P;
+  return (b * hp * wp + (size_t)(y / P) * wp + x / P) * ((size_t)P * P * C) + ((size_t)(y % P) * P + x % P) * C + c;
+}
+
+template <typename T> __global__ void unpatchify_kernel(float *img, const T *tokens, int B, int C, int H, int W, int P)
+{
+  const size_t n = (size_t)B * C * H * W;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    img[i] = to_float(tokens[token_entry(i, C, H, W, P)]);
+}
+
+template <typename T> __global__ void unpatchify_bwd_kernel(T *dtokens, const float *dimg, int B, int C, int H, int W,
+                                                            int P)
+{
+  const size_t n = (size_t)B * C * H * W;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    dtokens[token_entry(i, C, H, W, P)] = from_float<T>(dimg[i]);
+}
+
+template <typename T> static int unpatchify(float *img, const void *tokens, int B, int C, int H, int W, int P,
+                                            cudaStream_t s)
+{
+  unpatchify_kernel<T><<<dl_blocks((size_t)B * C * H * W, 256), 256, 0, s>>>(img, (const T *)tokens, B, C, H, W, P);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+template <typename T> static int unpatchify_bwd(void *dtokens, const float *dimg, int B, int C, int H, int W, int P,
+                                                cudaStream_t s)
+{
+  unpatchify_bwd_kernel<T><<<dl_blocks((size_t)B * C * H * W, 256), 256, 0, s>>>((T *)dtokens, dimg, B, C, H, W, P);
+  CHECK_LAUNCH();
+  return 0;
+}
+
+extern "C" int dl_unpatchify(float *img, const void *tokens, int B, int C, int H, int W, int P, dl_dtype act,
+                             cudaStream_t s)
+{
+  return DL_DISPATCH(act, unpatchify, img, tokens, B, C, H, W, P, s);
+}
+
+extern "C" int dl_unpatchify_bwd(void *dtokens, const float *dimg, int B, int C, int H, int W, int P, dl_dtype act,
+                                 cudaStream_t s)
+{
+  return DL_DISPATCH(act, unpatchify_bwd, dtokens, dimg, B, C, H, W, P, s);
+}

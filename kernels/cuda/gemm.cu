@@ -1,0 +1,179 @@
+/* kernels/cuda/gemm.cu: GEMMs through cuBLASLt. Row-major tensors are
+ * column-major transposes, so (as in llm.c):
+ *   forward   out^T[OC,BT] = W^T... : cublasLt(m=OC, n=BT, k=C, A=W (T), B=inp (N)), bias epilogue
+ *   dinp      dinp^T[C,BT]        : cublasLt(m=C,  n=BT, k=OC, A=W (N), B=dout (N))
+ *   dweight   dW^T[C,OC] += ...   : cublasLt(m=C,  n=OC, k=BT, A=inp (N), B=dout (T)), fp32 output
+ * fp32 accumulation always (TF32 only when allowed). One handle, one
+ * workspace; each shape's algorithm is asked of the heuristic once and kept. */
+#include "config.h"
+
+#include <cublasLt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cuda/common.cuh"
+
+#define CHECK_CUBLAS(call)                                                                    \
+  do {                                                                                        \
+    cublasStatus_t st_ = (call);                                                              \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                         \
+      return DL_CUBLAS_BASE + (int)st_;                                                       \
+  } while (0)
+
+enum { ALGO_CACHE = 128 };
+
+typedef struct {
+  int m, n, k, transa, transb, ab_type, d_type, epilogue, accumulate;
+} gemm_key;
+
+typedef struct {
+  gemm_key key;
+  cublasLtMatmulAlgo_t algo;
+} cached_algo;
+
+struct dl_blas {
+  cublasLtHandle_t lt;
+  void *workspace;
+  size_t workspace_bytes;
+  int allow_tf32;
+  cached_algo cache[ALGO_CACHE];
+  int ncache;
+};
+
+extern "C" size_t dl_dtype_bytes(dl_dtype t)
+{
+  return t == DL_F32 ? 4 : 2;
+}
+
+extern "C" const char *dl_status_string(int status)
+{
+  if (status >= DL_CUBLAS_BASE)
+    return cublasLtGetStatusString((cublasStatus_t)(status - DL_CUBLAS_BASE));
+  return cudaGetErrorString((cudaError_t)status);
+}
+
+static cudaDataType cuda_type(dl_dtype t)
+{
+  return t == DL_BF16 ? CUDA_R_16BF : t == DL_F16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+extern "C" int dl_blas_create(dl_blas **out, size_t workspace_bytes, int allow_tf32)
+{
+  dl_blas *b = (dl_blas *)calloc(1, sizeof(dl_blas));
+  *out = b;
+  if (!b)
+    return (int)cudaErrorMemoryAllocation;
+  b->workspace_bytes = workspace_bytes;
+  b->allow_tf32 = allow_tf32;
+  CHECK_CUBLAS(cublasLtCreate(&b->lt));
+  CHECK_CUDA(cudaMalloc(&b->workspace, workspace_bytes));
+  return 0;
+}
+
+extern "C" void dl_blas_destroy(dl_blas *b)
+{
+  if (!b)
+    return;
+  cudaFree(b->workspace);
+  cublasLtDestroy(b->lt);
+  free(b);
+}
+
+typedef struct {
+  void *d;
+  const void *a, *b;
+  const float *bias;
+  int m, n, k, transa, transb, accumulate;
+  dl_dtype ab_type, d_type;
+} gemm_call;
+
+static int choose_algo(dl_blas *blas, const gemm_key *key, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la,
+                       cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, cublasLtMatmulAlgo_t *algo)
+{
+  cublasLtMatmulPreference_t pref;
+  cublasLtMatmulHeuristicResult_t heuristic;
+  int found = 0;
+  for (int i = 0; i < blas->ncache; i++) {
+    if (memcmp(&blas->cache[i].key, key, sizeof(*key)) == 0) {
+      *algo = blas->cache[i].algo;
+      return 0;
+    }
+  }
+  CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &blas->workspace_bytes, sizeof(blas->workspace_bytes)));
+  CHECK_CUBLAS(cublasLtMatmulAlgoGetHeuristic(blas->lt, op, la, lb, lc, lc, pref, 1, &heuristic, &found));
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (found == 0)
+    return DL_CUBLAS_BASE + (int)CUBLAS_STATUS_NOT_SUPPORTED;
+  *algo = heuristic.algo;
+  if (blas->ncache < ALGO_CACHE) {
+    blas->cache[blas->ncache].key = *key;
+    blas->cache[blas->ncache++].algo = *algo;
+  }
+  return 0;
+}
+
+static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
+{
+  const cublasComputeType_t compute =
+      g->ab_type == DL_F32 && blas->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasOperation_t ta = g->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasLtEpilogue_t epilogue = g->bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+  const cudaDataType bias_type = CUDA_R_32F;
+  const float alpha = 1.0f, beta = g->accumulate ? 1.0f : 0.0f;
+  const gemm_key key = {g->m, g->n, g->k, g->transa, g->transb, (int)g->ab_type, (int)g->d_type, (int)epilogue,
+                        g->accumulate};
+  cublasLtMatmulDesc_t op = NULL;
+  cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+  cublasLtMatmulAlgo_t algo;
+  int rc;
+  CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  if (g->bias) {
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof(g->bias)));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+  }
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&la, cuda_type(g->ab_type), g->transa ? g->k : g->m,
+                                          g->transa ? g->m : g->k, g->transa ? g->k : g->m));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
+                                          g->transb ? g->k : g->n, g->transb ? g->n : g->k));
+  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lc, cuda_type(g->d_type), g->m, g->n, g->m));
+  rc = choose_algo(blas, &key, op, la, lb, lc, &algo);
+  if (rc == 0) {
+    cublasStatus_t st = cublasLtMatmul(blas->lt, op, &alpha, g->a, la, g->b, lb, &beta, g->d, lc, g->d, lc, &algo,
+                                       blas->workspace, blas->workspace_bytes, s);
+    rc = st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
+  }
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(op);
+  return rc;
+}
+
+extern "C" int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, const float *bias, int BT, int C,
+                             int OC, dl_dtype act, cudaStream_t s)
+{
+  const gemm_call g = {out, w, inp, bias, OC, BT, C, 1, 0, 0, act, act};
+  return lt_matmul(blas, &g, s);
+}
+
+extern "C" int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
+                             const void *inp, const void *w, int BT, int C, int OC, dl_dtype act, cudaStream_t s)
+{
+  int rc;
+  if (dinp) {
+    const gemm_call g = {dinp, w, dout, NULL, C, BT, OC, 0, 0, accumulate, act, act};
+    if ((rc = lt_matmul(blas, &g, s)) != 0)
+      return rc;
+  }
+  if (dw) {
+    const gemm_call g = {dw, inp, dout, NULL, C, OC, BT, 0, 1, 1, act, DL_F32};
+    if ((rc = lt_matmul(blas, &g, s)) != 0)
+      return rc;
+  }
+  return dbias ? dl_column_sum(dbias, dout, BT, OC, act, s) : 0;
+}

@@ -1,0 +1,109 @@
+/* kernels/cuda/ops.h: the CUDA twins of kernels/cpu/ops.h, callable from C.
+ * Same math, same layouts (kernels/README.md), same argument order; each
+ * takes the stream it runs on and enqueues (no host synchronisation).
+ * Activations may be fp32, bf16 or fp16 (`act`); parameters, gradients,
+ * Adam state and reductions are fp32. Every function returns 0 on
+ * success, a cudaError_t, or DL_CUBLAS_BASE + a cublasStatus_t;
+ * dl_status_string() names it. */
+#ifndef DLPAR_KERNELS_CUDA_OPS_H
+#define DLPAR_KERNELS_CUDA_OPS_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { DL_F32 = 0, DL_BF16 = 1, DL_F16 = 2 } dl_dtype;
+
+#define DL_CUBLAS_BASE 10000
+size_t dl_dtype_bytes(dl_dtype t);
+const char *dl_status_string(int status);
+
+/* ---- GEMMs through cuBLASLt: one handle, one workspace, algorithms
+ * chosen once per shape and kept. */
+typedef struct dl_blas dl_blas;
+int dl_blas_create(dl_blas **blas, size_t workspace_bytes, int allow_tf32);
+void dl_blas_destroy(dl_blas *blas);
+
+/* out[BT,OC] (act) = inp[BT,C] (act) w[OC,C]^T (act) + bias[OC] (fp32, may be NULL), the bias
+ * in cuBLASLt's epilogue. (Its GELU epilogue is the tanh approximation; the
+ * tutorial's model uses the exact GELU, so GELU is a kernel of ours.) */
+int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, const float *bias, int BT, int C, int OC,
+                  dl_dtype act, cudaStream_t s);
+/* dinp[BT,C] (act) = dout w, or += with accumulate (NULL: skipped); dw[OC,C] (fp32) += dout^T inp;
+ * dbias[OC] (fp32) += colsum(dout) (NULL: skipped). */
+int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
+                  const void *inp, const void *w, int BT, int C, int OC, dl_dtype act, cudaStream_t s);
+/* sum[c] += sum over rows of x[r, c] (x act, rows x cols): deterministic */
+int dl_column_sum(float *sum, const void *x, int rows, int cols, dl_dtype act, cudaStream_t s);
+
+/* ---- elementwise */
+int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype src_type, size_t n, cudaStream_t s);
+/* out = x + y (residual), act */
+int dl_add(void *out, const void *x, const void *y, size_t n, dl_dtype act, cudaStream_t s);
+/* x[b*N + n, :] += pos[n, :] (pos fp32) */
+int dl_add_pos_embed(void *x, const float *pos, int B, int N, int D, dl_dtype act, cudaStream_t s);
+/* dpos[n, :] += sum_b dx[b*N + n, :] */
+int dl_pos_embed_bwd(float *dpos, const void *dx, int B, int N, int D, dl_dtype act, cudaStream_t s);
+int dl_gelu_fwd(void *out, const void *inp, size_t n, dl_dtype act, cudaStream_t s);
+/* dinp = dout * gelu'(inp) */
+int dl_gelu_bwd(void *dinp, const void *inp, const void *dout, size_t n, dl_dtype act, cudaStream_t s);
+/* image (B,C,H,W) fp32 -> patches (B*N, C*P*P) act */
+int dl_patchify(void *patches, const float *img, int B, int C, int H, int W, int P, dl_dtype act, cudaStream_t s);
+/* tokens (B*N, P*P*C) act -> image (B,C,H,W) fp32, and its adjoint */
+int dl_unpatchify(float *img, const void *tokens, int B, int C, int H, int W, int P, dl_dtype act, cudaStream_t s);
+int dl_unpatchify_bwd(void *dtokens, const float *dimg, int B, int C, int H, int W, int P, dl_dtype act,
+                      cudaStream_t s);
+
+/* ---- layernorm (fp32 statistics); out act, mean/rstd fp32 */
+int dl_layernorm_fwd(void *out, float *mean, float *rstd, const void *inp, const float *w, const float *b, int BT, int C,
+                     float eps, dl_dtype act, cudaStream_t s);
+/* x_out = x + y + bias (bias fp32, may be NULL), out = LN(x_out): a residual branch's
+ * end fused with the next norm */
+int dl_residual_layernorm_fwd(void *x_out, void *out, float *mean, float *rstd, const void *x, const void *y,
+                              const float *bias, const float *w, const float *b, int BT, int C, float eps,
+                              dl_dtype act, cudaStream_t s);
+/* dinp (act) += ...; dw, db (fp32) += ... */
+int dl_layernorm_bwd(void *dinp, float *dw, float *db, const void *dout, const void *inp, const float *w,
+                     const float *mean, const float *rstd, int BT, int C, dl_dtype act, cudaStream_t s);
+
+/* ---- attention: flash (online softmax, O(N) memory); q,k,v,o (B,N,NH,HD) act, lse (B,NH,N) fp32;
+ * HD <= 128 and a multiple of 8 */
+int dl_attention_fwd(void *o, float *lse, const void *q, const void *k, const void *v, int B, int N, int NH, int HD,
+                     float scale, dl_dtype act, cudaStream_t s);
+/* dq, dk, dv (act, overwritten); delta: B*NH*N fp32 scratch */
+int dl_attention_bwd(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v,
+                     const void *o, const float *lse, float *delta, int B, int N, int NH, int HD, float scale,
+                     dl_dtype act, cudaStream_t s);
+
+/* ---- loss: per-sample ||p - t|| / ||t||; loss_sum (fp32, device) += mean over B; sums: 2*B floats scratch */
+int dl_l2_loss_fwd(float *loss_sum, float *sums, const float *pred, const float *target, int B, size_t n,
+                   cudaStream_t s);
+/* dpred = dloss * d(mean)/dpred, using the sums of the forward; dloss is a
+ * device scalar (the loss scale; NULL: 1) */
+int dl_l2_loss_bwd(float *dpred, const float *sums, const float *pred, const float *target, int B, size_t n,
+                   const float *dloss, cudaStream_t s);
+/* rmse_sum[0] += sum over samples of the latitude-weighted RMSE of channel c;
+ * rmse_sum[1..B] is scratch (give B + 1 floats) */
+int dl_weighted_rmse(float *rmse_sum, const float *pred, const float *target, const float *lat_w, int B, int C, int H,
+                     int W, int c, cudaStream_t s);
+
+/* ---- Adam over the flat parameter buffer in one launch (multi-tensor):
+ * grads are divided by *loss_scale; if *found_inf is set the step is
+ * skipped; params_act (may be NULL) receives the act copy of the weights. */
+int dl_adam(float *params, void *params_act, dl_dtype act, float *m, float *v, const float *grads, size_t n,
+            const float *lr_t /* device: lr, step */, float beta1, float beta2, float eps, const float *loss_scale,
+            const int *found_inf, cudaStream_t s);
+/* found_inf = any non-finite value in x[0..n) */
+int dl_check_finite(int *found_inf, const float *x, size_t n, cudaStream_t s);
+/* dynamic loss scaling (fp16): on inf halve the scale and reset the count;
+ * after `interval` clean steps double it */
+int dl_update_loss_scale(float *scale, int *clean_steps, const int *found_inf, int interval, cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,630 @@
+/* trainer/model_cuda.cu: the model on one GPU per rank (see model.h), the
+ * CUDA twin of model_cpu.c with the same data flow:
+ *  - precision (the tutorial's amp_mode): none = fp32 (TF32 if tf32: true),
+ *    bf16 / fp16 = activations and GEMM inputs in 16 bits, fp32
+ *    accumulation, fp32 master weights, gradients and Adam state; fp16 with
+ *    dynamic loss scaling (2^16, x2 after 2000 clean steps, /2 and skip on
+ *    inf/NaN);
+ *  - memory: one arena allocated at creation; nothing is allocated in a step;
+ *  - streams: compute (forward, backward, tensor-parallel allreduces, Adam),
+ *    copy (host->device batches, double-buffered from pinned memory), and
+ *    dp (data-parallel gradient buckets, each started by an event recorded
+ *    when backward finishes its tensors, overlapping the rest of backward);
+ *    no host synchronisation inside a step;
+ *  - optionally each step's forward/backward and Adam captured as CUDA
+ *    graphs and replayed (cuda_graph: true).
+ * Every CUDA/cuBLAS/NCCL failure names the call, file:line and the
+ * library's own error string. */
+#include "config.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "kernels/cpu/ops.h"
+#include "kernels/cuda/ops.h"
+#include "trainer/model.h"
+}
+
+#define CHECK_DL(m, call)                                                                                \
+  do {                                                                                                   \
+    int rc_ = (call);                                                                                    \
+    if (rc_ != 0)                                                                                        \
+      return model_fail(&(m)->base, DLPAR_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call,          \
+                        dl_status_string(rc_));                                                          \
+  } while (0)
+
+#define CHECK_COMM(m, call)                                                                              \
+  do {                                                                                                   \
+    if ((call) != 0)                                                                                     \
+      return model_fail(&(m)->base, DLPAR_ERR_NCCL, "%s:%d: %s: %s", __FILE__, __LINE__, #call,          \
+                        dlpar_last_error((m)->base.comm));                                               \
+  } while (0)
+
+typedef struct {
+  void *x_in, *ln1, *q, *k, *v, *att, *x_mid, *ln2, *fc1, *gelu;
+  float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse;
+} block_acts;
+
+typedef struct {
+  model base;
+  int B, N, D, Dl, heads, HD, Fl, P, Cin, Cout, H, W, depth;
+  long BT;
+  dl_dtype act;
+  size_t act_bytes;
+  cudaStream_t compute, copy, dp;
+  dl_blas *blas;
+  char *arena;
+  size_t arena_bytes, arena_used;
+  /* parameters, gradients, Adam (fp32 flat) and the act copy of the weights */
+  float *params, *grads, *adam_m, *adam_v;
+  void *params_act;
+  /* scalars on the device */
+  float *lr_t, *loss_scale, *train_loss, *val_loss, *val_rmse, *loss_sums;
+  int *found_inf, *clean_steps;
+  float *host_scalars; /* pinned: lr, t, and reads */
+  /* batches: two device slots, filled on the copy stream */
+  float *inp[2], *tgt[2];
+  cudaEvent_t copied[2], consumed[2], scalars_copied;
+  int slot;
+  /* activations */
+  void *patches, *x_final, *lnf, *head;
+  float *lnf_mean, *lnf_rstd, *pred, *lat_w;
+  block_acts *blocks;
+  /* backward */
+  void *dx, *dln, *datt, *dq, *dk, *dv, *dfc1, *dgelu, *dhead;
+  float *dpred, *delta;
+  cudaEvent_t *grads_ready; /* per block, and the head */
+  cudaEvent_t dp_done;
+  grad_buckets buckets;
+  long train_steps, val_samples;
+  /* CUDA graphs: forward/backward per batch slot, and Adam */
+  cudaGraphExec_t graph_step[2], graph_adam;
+} model_cuda;
+
+static const float LN_EPS = 1e-6f;
+static const float FP16_INITIAL_SCALE = 65536.0f;
+static const int FP16_SCALE_INTERVAL = 2000;
+
+/* ------------------------------------------------------------ parameters */
+
+static float *param(model_cuda *m, int i)
+{
+  return m->params + m->base.table.p[i].offset;
+}
+
+/* The weight as GEMMs read it: the act copy (the fp32 master in fp32 mode). */
+static void *weight(model_cuda *m, int i)
+{
+  return (char *)m->params_act + m->base.table.p[i].offset * m->act_bytes;
+}
+
+static float *grad(model_cuda *m, int i)
+{
+  return m->grads + m->base.table.p[i].offset;
+}
+
+static dlpar_dtype comm_type(dl_dtype act)
+{
+  return act == DL_BF16 ? DLPAR_BFLOAT16 : act == DL_F16 ? DLPAR_FLOAT16 : DLPAR_FLOAT32;
+}
+
+static int tp_sum(model_cuda *m, void *buf, size_t n)
+{
+  if (m->base.table.tp > 1)
+    CHECK_COMM(m, dlpar_allreduce(m->base.comm, DLPAR_TP, buf, n, comm_type(m->act), DLPAR_SUM, m->compute));
+  return DLPAR_OK;
+}
+
+/* ------------------------------------------------------------ forward */
+
+/* One block: its input's norm ln1 was made by the previous block's last
+ * fused residual-add + norm (block 0: by the embedding). The block ends
+ * with the next norm: the next block's ln1, or the final norm. */
+static int block_forward(model_cuda *m, int l)
+{
+  const block_params *p = &m->base.table.blocks[l];
+  block_acts *a = &m->blocks[l];
+  const int BT = (int)m->BT;
+  const bool last = l + 1 == m->depth;
+  const param_table *t = &m->base.table;
+  void *x_out = last ? m->x_final : m->blocks[l + 1].x_in, *ln_next = last ? m->lnf : m->blocks[l + 1].ln1;
+  float *mean_next = last ? m->lnf_mean : m->blocks[l + 1].ln1_mean;
+  float *rstd_next = last ? m->lnf_rstd : m->blocks[l + 1].ln1_rstd;
+  const int norm_w = last ? t->norm_w : t->blocks[l + 1].norm1_w, norm_b = last ? t->norm_b : t->blocks[l + 1].norm1_b;
+  int rc;
+  CHECK_DL(m, dl_matmul_fwd(m->blas, a->q, a->ln1, weight(m, p->q_w), param(m, p->q_b), BT, m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, a->k, a->ln1, weight(m, p->k_w), param(m, p->k_b), BT, m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, a->v, a->ln1, weight(m, p->v_w), param(m, p->v_b), BT, m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_attention_fwd(a->att, a->lse, a->q, a->k, a->v, m->B, m->N, m->heads, m->HD, 1.0f / sqrtf((float)m->HD),
+                               m->act, m->compute));
+  /* row-parallel proj: partial sums, reduced over tp, then bias + residual + norm2 */
+  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->att, weight(m, p->proj_w), NULL, BT, m->Dl, m->D, m->act, m->compute));
+  if ((rc = tp_sum(m, m->dln, (size_t)BT * m->D)) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, dl_residual_layernorm_fwd(a->x_mid, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_in, m->dln, param(m, p->proj_b),
+                                        param(m, p->norm2_w), param(m, p->norm2_b), BT, m->D, LN_EPS, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, a->fc1, a->ln2, weight(m, p->fc1_w), param(m, p->fc1_b), BT, m->D, m->Fl, m->act,
+                            m->compute));
+  CHECK_DL(m, dl_gelu_fwd(a->gelu, a->fc1, (size_t)BT * m->Fl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->gelu, weight(m, p->fc2_w), NULL, BT, m->Fl, m->D, m->act, m->compute));
+  if ((rc = tp_sum(m, m->dln, (size_t)BT * m->D)) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, dl_residual_layernorm_fwd(x_out, ln_next, mean_next, rstd_next, a->x_mid, m->dln, param(m, p->fc2_b),
+                                        param(m, norm_w), param(m, norm_b), BT, m->D, LN_EPS, m->act, m->compute));
+  return DLPAR_OK;
+}
+
+static int forward(model_cuda *m, const float *inp)
+{
+  const param_table *t = &m->base.table;
+  block_acts *first = &m->blocks[0];
+  int rc;
+  CHECK_DL(m, dl_patchify(m->patches, inp, m->B, m->Cin, m->H, m->W, m->P, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, first->x_in, m->patches, weight(m, t->patch_w), param(m, t->patch_b), (int)m->BT,
+                            m->Cin * m->P * m->P, m->D, m->act, m->compute));
+  CHECK_DL(m, dl_add_pos_embed(first->x_in, param(m, t->pos_embed), m->B, m->N, m->D, m->act, m->compute));
+  CHECK_DL(m, dl_layernorm_fwd(first->ln1, first->ln1_mean, first->ln1_rstd, first->x_in, param(m, t->blocks[0].norm1_w),
+                               param(m, t->blocks[0].norm1_b), (int)m->BT, m->D, LN_EPS, m->act, m->compute));
+  for (int l = 0; l < m->depth; l++) {
+    if ((rc = block_forward(m, l)) != DLPAR_OK)
+      return rc;
+  }
+  CHECK_DL(m, dl_matmul_fwd(m->blas, m->head, m->lnf, weight(m, t->head_w), NULL, (int)m->BT, m->D,
+                            m->P * m->P * m->Cout, m->act, m->compute));
+  CHECK_DL(m, dl_unpatchify(m->pred, m->head, m->B, m->Cout, m->H, m->W, m->P, m->act, m->compute));
+  return DLPAR_OK;
+}
+
+/* ------------------------------------------------------------ backward */
+
+/* Tensors from `first_done` on are final: let the dp stream reduce them. */
+static int grads_ready(model_cuda *m, int event, int first_done)
+{
+  CHECK_DL(m, cudaEventRecord(m->grads_ready[event], m->compute));
+  CHECK_DL(m, cudaStreamWaitEvent(m->dp, m->grads_ready[event], 0));
+  CHECK_COMM(m, grad_buckets_ready(&m->buckets, m->base.comm, m->grads, first_done, m->dp));
+  return DLPAR_OK;
+}
+
+static int block_backward(model_cuda *m, int l)
+{
+  const block_params *p = &m->base.table.blocks[l];
+  block_acts *a = &m->blocks[l];
+  const int BT = (int)m->BT;
+  const size_t nD = (size_t)BT * m->D;
+  int rc;
+  /* MLP branch; dx holds the gradient of the block's output */
+  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dgelu, 0, grad(m, p->fc2_w), grad(m, p->fc2_b), m->dx, a->gelu,
+                            weight(m, p->fc2_w), BT, m->Fl, m->D, m->act, m->compute));
+  CHECK_DL(m, dl_gelu_bwd(m->dfc1, a->fc1, m->dgelu, (size_t)BT * m->Fl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, weight(m, p->fc1_w),
+                            BT, m->D, m->Fl, m->act, m->compute));
+  if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid, param(m, p->norm2_w),
+                               a->ln2_mean, a->ln2_rstd, BT, m->D, m->act, m->compute));
+  /* attention branch */
+  CHECK_DL(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx, a->att,
+                            weight(m, p->proj_w), BT, m->Dl, m->D, m->act, m->compute));
+  CHECK_DL(m, dl_attention_bwd(m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, m->delta, m->B, m->N,
+                               m->heads, m->HD, 1.0f / sqrtf((float)m->HD), m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1, weight(m, p->q_w), BT,
+                            m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 1, grad(m, p->k_w), grad(m, p->k_b), m->dk, a->ln1, weight(m, p->k_w), BT,
+                            m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 1, grad(m, p->v_w), grad(m, p->v_b), m->dv, a->ln1, weight(m, p->v_w), BT,
+                            m->D, m->Dl, m->act, m->compute));
+  if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in, param(m, p->norm1_w),
+                               a->ln1_mean, a->ln1_rstd, BT, m->D, m->act, m->compute));
+  return DLPAR_OK;
+}
+
+static int backward(model_cuda *m, const float *tgt)
+{
+  const param_table *t = &m->base.table;
+  const size_t img = (size_t)m->Cout * m->H * m->W;
+  int rc;
+  /* dloss is the loss scale (1 but in fp16): gradients come out scaled, Adam unscales */
+  CHECK_DL(m, dl_l2_loss_bwd(m->dpred, m->loss_sums, m->pred, tgt, m->B, img, m->loss_scale, m->compute));
+  CHECK_DL(m, dl_unpatchify_bwd(m->dhead, m->dpred, m->B, m->Cout, m->H, m->W, m->P, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, t->head_w), NULL, m->dhead, m->lnf, weight(m, t->head_w),
+                            (int)m->BT, m->D, m->P * m->P * m->Cout, m->act, m->compute));
+  CHECK_DL(m, cudaMemsetAsync(m->dx, 0, (size_t)m->BT * m->D * m->act_bytes, m->compute));
+  CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final, param(m, t->norm_w),
+                               m->lnf_mean, m->lnf_rstd, (int)m->BT, m->D, m->act, m->compute));
+  if ((rc = grads_ready(m, m->depth, t->norm_w)) != DLPAR_OK)
+    return rc;
+  for (int l = m->depth - 1; l >= 0; l--) {
+    if ((rc = block_backward(m, l)) != DLPAR_OK || (rc = grads_ready(m, l, t->blocks[l].norm1_w)) != DLPAR_OK)
+      return rc;
+  }
+  CHECK_DL(m, dl_pos_embed_bwd(grad(m, t->pos_embed), m->dx, m->B, m->N, m->D, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd(m->blas, NULL, 0, grad(m, t->patch_w), grad(m, t->patch_b), m->dx, m->patches,
+                            weight(m, t->patch_w), (int)m->BT, m->Cin * m->P * m->P, m->D, m->act, m->compute));
+  if ((rc = grads_ready(m, m->depth + 1, 0)) != DLPAR_OK)
+    return rc;
+  /* the optimizer (compute stream) waits for the last bucket */
+  CHECK_DL(m, cudaEventRecord(m->dp_done, m->dp));
+  CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->dp_done, 0));
+  return DLPAR_OK;
+}
+
+/* ------------------------------------------------------------ steps */
+
+/* Copies a batch into the next device slot (copy stream, after the compute
+ * stream is done with that slot) and makes the compute stream wait for it.
+ * Returns once the host memory may be reused. */
+static int stage_batch(model_cuda *m, const float *inp, const float *tgt, int *slot)
+{
+  const size_t in_bytes = sizeof(float) * (size_t)m->B * m->Cin * m->H * m->W;
+  const size_t out_bytes = sizeof(float) * (size_t)m->B * m->Cout * m->H * m->W;
+  const int s = m->slot;
+  m->slot ^= 1;
+  *slot = s;
+  CHECK_DL(m, cudaStreamWaitEvent(m->copy, m->consumed[s], 0));
+  CHECK_DL(m, cudaMemcpyAsync(m->inp[s], inp, in_bytes, cudaMemcpyHostToDevice, m->copy));
+  CHECK_DL(m, cudaMemcpyAsync(m->tgt[s], tgt, out_bytes, cudaMemcpyHostToDevice, m->copy));
+  CHECK_DL(m, cudaEventRecord(m->copied[s], m->copy));
+  CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->copied[s], 0));
+  CHECK_DL(m, cudaEventSynchronize(m->copied[s])); /* the loader may refill the host buffer now */
+  return DLPAR_OK;
+}
+
+static int step_body(model_cuda *m, int s)
+{
+  int rc;
+  CHECK_DL(m, cudaMemsetAsync(m->grads, 0, sizeof(float) * m->base.table.total, m->compute));
+  if ((rc = forward(m, m->inp[s])) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, dl_l2_loss_fwd(m->train_loss, m->loss_sums, m->pred, m->tgt[s], m->B, (size_t)m->Cout * m->H * m->W,
+                             m->compute));
+  if ((rc = backward(m, m->tgt[s])) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
+  return DLPAR_OK;
+}
+
+/* Runs body once while capturing it into *graph, or replays *graph. */
+static int run_captured(model_cuda *m, cudaGraphExec_t *graph, int (*body)(model_cuda *, int), int arg)
+{
+  cudaGraph_t captured;
+  int rc;
+  if (!m->base.cfg.cuda_graph)
+    return body(m, arg);
+  if (!*graph) {
+    CHECK_DL(m, cudaStreamBeginCapture(m->compute, cudaStreamCaptureModeGlobal));
+    rc = body(m, arg);
+    CHECK_DL(m, cudaStreamEndCapture(m->compute, &captured));
+    if (rc != DLPAR_OK)
+      return rc;
+    CHECK_DL(m, cudaGraphInstantiate(graph, captured, 0));
+    cudaGraphDestroy(captured);
+  }
+  CHECK_DL(m, cudaGraphLaunch(*graph, m->compute));
+  return DLPAR_OK;
+}
+
+static int cuda_forward_backward(model *base, const float *inp, const float *tgt)
+{
+  model_cuda *m = (model_cuda *)base;
+  int s = m->slot ^ 1, rc; /* no batch given: the last one staged, still on the device */
+  grad_buckets_reset(&m->buckets);
+  if (inp && (rc = stage_batch(m, inp, tgt, &s)) != DLPAR_OK)
+    return rc;
+  m->train_steps++;
+  return run_captured(m, &m->graph_step[s], step_body, s);
+}
+
+static int adam_body(model_cuda *m, int unused)
+{
+  const bool fp16 = m->act == DL_F16;
+  (void)unused;
+  if (fp16)
+    CHECK_DL(m, dl_check_finite(m->found_inf, m->grads, m->base.table.total, m->compute));
+  CHECK_DL(m, dl_adam(m->params, m->act == DL_F32 ? NULL : m->params_act, m->act, m->adam_m, m->adam_v, m->grads,
+                      m->base.table.total, m->lr_t, 0.9f, 0.95f, 1e-8f, m->loss_scale, fp16 ? m->found_inf : NULL,
+                      m->compute));
+  if (fp16)
+    CHECK_DL(m, dl_update_loss_scale(m->loss_scale, m->clean_steps, m->found_inf, FP16_SCALE_INTERVAL, m->compute));
+  return DLPAR_OK;
+}
+
+static int cuda_optimizer_step(model *base, double lr, long t)
+{
+  model_cuda *m = (model_cuda *)base;
+  /* lr and step travel through pinned memory, so a captured Adam stays valid */
+  CHECK_DL(m, cudaStreamSynchronize(m->copy));
+  m->host_scalars[0] = (float)lr;
+  m->host_scalars[1] = (float)t;
+  CHECK_DL(m, cudaMemcpyAsync(m->lr_t, m->host_scalars, 2 * sizeof(float), cudaMemcpyHostToDevice, m->copy));
+  CHECK_DL(m, cudaEventRecord(m->scalars_copied, m->copy));
+  CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->scalars_copied, 0));
+  return run_captured(m, &m->graph_adam, adam_body, 0);
+}
+
+static int cuda_evaluate(model *base, const float *inp, const float *tgt)
+{
+  model_cuda *m = (model_cuda *)base;
+  int s, rc;
+  if ((rc = stage_batch(m, inp, tgt, &s)) != DLPAR_OK || (rc = forward(m, m->inp[s])) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, dl_l2_loss_fwd(m->val_loss, m->loss_sums, m->pred, m->tgt[s], m->B, (size_t)m->Cout * m->H * m->W,
+                             m->compute));
+  CHECK_DL(m, dl_weighted_rmse(m->val_rmse, m->pred, m->tgt[s], m->lat_w, m->B, m->Cout, m->H, m->W, 0, m->compute));
+  CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
+  m->val_samples += m->B;
+  return DLPAR_OK;
+}
+
+static int cuda_take_metrics(model *base, model_metrics *out)
+{
+  model_cuda *m = (model_cuda *)base;
+  float sums[3];
+  CHECK_DL(m, cudaStreamSynchronize(m->compute));
+  CHECK_DL(m, cudaMemcpy(&sums[0], m->train_loss, sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK_DL(m, cudaMemcpy(&sums[1], m->val_loss, sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK_DL(m, cudaMemcpy(&sums[2], m->val_rmse, sizeof(float), cudaMemcpyDeviceToHost));
+  CHECK_DL(m, cudaMemset(m->train_loss, 0, sizeof(float)));
+  CHECK_DL(m, cudaMemset(m->val_loss, 0, sizeof(float)));
+  CHECK_DL(m, cudaMemset(m->val_rmse, 0, sizeof(float)));
+  out->train_loss_sum = sums[0];
+  out->train_steps = m->train_steps;
+  out->val_loss_sum = (double)sums[1] * m->B; /* the kernel adds batch means */
+  out->val_rmse_sum = sums[2];
+  out->val_samples = m->val_samples;
+  m->train_steps = m->val_samples = 0;
+  return DLPAR_OK;
+}
+
+static float *tensor_of(model_cuda *m, model_tensor which)
+{
+  return which == TENSOR_PARAMS ? m->params : which == TENSOR_GRADS ? m->grads : which == TENSOR_ADAM_M ? m->adam_m
+                                                                                                        : m->adam_v;
+}
+
+static int cuda_read_tensor(model *base, model_tensor which, float *host)
+{
+  model_cuda *m = (model_cuda *)base;
+  CHECK_DL(m, cudaStreamSynchronize(m->compute));
+  CHECK_DL(m, cudaMemcpy(host, tensor_of(m, which), sizeof(float) * base->table.total, cudaMemcpyDeviceToHost));
+  return DLPAR_OK;
+}
+
+static int cuda_write_tensor(model *base, model_tensor which, const float *host)
+{
+  model_cuda *m = (model_cuda *)base;
+  CHECK_DL(m, cudaStreamSynchronize(m->compute));
+  CHECK_DL(m, cudaMemcpy(tensor_of(m, which), host, sizeof(float) * base->table.total, cudaMemcpyHostToDevice));
+  if (which == TENSOR_PARAMS && m->act != DL_F32)
+    CHECK_DL(m, dl_cast(m->params_act, m->act, m->params, DL_F32, base->table.total, m->compute));
+  return DLPAR_OK;
+}
+
+static int cuda_read_prediction(model *base, float *host)
+{
+  model_cuda *m = (model_cuda *)base;
+  CHECK_DL(m, cudaStreamSynchronize(m->compute));
+  CHECK_DL(m, cudaMemcpy(host, m->pred, sizeof(float) * (size_t)m->B * m->Cout * m->H * m->W, cudaMemcpyDeviceToHost));
+  return DLPAR_OK;
+}
+
+/* Host values through the device scratch at the arena's end (NCCL wants device memory). */
+static int cuda_host_allreduce(model *base, dlpar_group_id group, double *values, int n)
+{
+  model_cuda *m = (model_cuda *)base;
+  double *scratch = (double *)m->delta; /* B*NH*N floats: room enough for a few doubles */
+  CHECK_DL(m, cudaMemcpyAsync(scratch, values, sizeof(double) * (size_t)n, cudaMemcpyHostToDevice, m->compute));
+  CHECK_COMM(m, dlpar_allreduce(base->comm, group, scratch, (size_t)n, DLPAR_FLOAT64, DLPAR_SUM, m->compute));
+  CHECK_DL(m, cudaMemcpyAsync(values, scratch, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost, m->compute));
+  CHECK_DL(m, cudaStreamSynchronize(m->compute));
+  return DLPAR_OK;
+}
+
+static int cuda_host_tp_allgather(model *base, const float *local, float *pieces, size_t count)
+{
+  model_cuda *m = (model_cuda *)base;
+  if (base->table.tp == 1) {
+    memcpy(pieces, local, sizeof(float) * count);
+    return DLPAR_OK;
+  }
+  float *send = (float *)m->dpred, *recv = (float *)m->dx; /* scratch, larger than any tensor piece */
+  CHECK_DL(m, cudaMemcpyAsync(send, local, sizeof(float) * count, cudaMemcpyHostToDevice, m->compute));
+  CHECK_COMM(m, dlpar_allgather(base->comm, DLPAR_TP, send, recv, count, DLPAR_FLOAT32, m->compute));
+  CHECK_DL(m, cudaMemcpyAsync(pieces, recv, sizeof(float) * count * (size_t)base->table.tp, cudaMemcpyDeviceToHost,
+                              m->compute));
+  CHECK_DL(m, cudaStreamSynchronize(m->compute));
+  return DLPAR_OK;
+}
+
+static size_t cuda_peak_memory(const model *base)
+{
+  return ((const model_cuda *)base)->arena_bytes;
+}
+
+/* ------------------------------------------------------------ memory */
+
+static void *take(model_cuda *m, size_t bytes)
+{
+  void *p = m->arena ? m->arena + m->arena_used : NULL;
+  m->arena_used += (bytes + 255) & ~(size_t)255;
+  return p;
+}
+
+/* Lays the arena out (a first pass with no arena measures it). */
+static void layout(model_cuda *m)
+{
+  const size_t BT = (size_t)m->BT, D = (size_t)m->D, Dl = (size_t)m->Dl, Fl = (size_t)m->Fl, a = m->act_bytes;
+  const size_t total = m->base.table.total, img_in = (size_t)m->B * m->Cin * m->H * m->W;
+  const size_t img_out = (size_t)m->B * m->Cout * m->H * m->W, head = BT * m->P * m->P * m->Cout;
+  const size_t rows = (size_t)m->B * m->heads * m->N, widest = BT * (Fl > D ? Fl : D);
+  size_t scratch_floats = total > img_out ? total : img_out;
+  m->arena_used = 0;
+  m->params = (float *)take(m, 4 * total), m->grads = (float *)take(m, 4 * total);
+  m->adam_m = (float *)take(m, 4 * total), m->adam_v = (float *)take(m, 4 * total);
+  m->params_act = m->act == DL_F32 ? m->params : take(m, a * total);
+  m->lr_t = (float *)take(m, 8), m->loss_scale = (float *)take(m, 4), m->train_loss = (float *)take(m, 4);
+  m->val_loss = (float *)take(m, 4), m->val_rmse = (float *)take(m, 4 * (size_t)(m->B + 1));
+  m->loss_sums = (float *)take(m, 8 * (size_t)m->B), m->found_inf = (int *)take(m, 4), m->clean_steps = (int *)take(m, 4);
+  for (int s = 0; s < 2; s++)
+    m->inp[s] = (float *)take(m, 4 * img_in), m->tgt[s] = (float *)take(m, 4 * img_out);
+  m->patches = take(m, a * BT * m->Cin * m->P * m->P), m->x_final = take(m, a * BT * D), m->lnf = take(m, a * BT * D);
+  m->head = take(m, a * head), m->lnf_mean = (float *)take(m, 4 * BT), m->lnf_rstd = (float *)take(m, 4 * BT);
+  m->pred = (float *)take(m, 4 * img_out), m->lat_w = (float *)take(m, 4 * (size_t)m->H);
+  for (int l = 0; l < m->depth; l++) {
+    block_acts *b = &m->blocks[l];
+    b->x_in = take(m, a * BT * D), b->ln1 = take(m, a * BT * D), b->q = take(m, a * BT * Dl);
+    b->k = take(m, a * BT * Dl), b->v = take(m, a * BT * Dl), b->att = take(m, a * BT * Dl);
+    b->x_mid = take(m, a * BT * D), b->ln2 = take(m, a * BT * D), b->fc1 = take(m, a * BT * Fl);
+    b->gelu = take(m, a * BT * Fl), b->ln1_mean = (float *)take(m, 4 * BT), b->ln1_rstd = (float *)take(m, 4 * BT);
+    b->ln2_mean = (float *)take(m, 4 * BT), b->ln2_rstd = (float *)take(m, 4 * BT), b->lse = (float *)take(m, 4 * rows);
+  }
+  /* dx and dpred double as the checkpoint gathers' scratch: widen them to a full tensor */
+  m->dx = take(m, a * BT * D > 4 * total * (size_t)m->base.table.tp ? a * BT * D : 4 * total * (size_t)m->base.table.tp);
+  m->dln = take(m, a * widest), m->datt = take(m, a * BT * Dl), m->dq = take(m, a * BT * Dl);
+  m->dk = take(m, a * BT * Dl), m->dv = take(m, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
+  m->dgelu = take(m, a * BT * Fl), m->dhead = take(m, a * head);
+  m->dpred = (float *)take(m, 4 * scratch_floats), m->delta = (float *)take(m, 4 * (rows > 64 ? rows : 64));
+}
+
+static int create_device_state(model_cuda *m)
+{
+  float *host_params = (float *)malloc(sizeof(float) * m->base.table.total);
+  float *lat_w = (float *)malloc(sizeof(float) * (size_t)m->H);
+  const float one = 1.0f, fp16_scale = FP16_INITIAL_SCALE;
+  int rc = !host_params || !lat_w ? DLPAR_ERR_SYSTEM : params_init(&m->base.table, m->base.cfg.seed, host_params);
+  if (rc != DLPAR_OK) {
+    free(host_params);
+    free(lat_w);
+    return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the initial weights");
+  }
+  lat_weights_f32(lat_w, m->H);
+  rc = m->base.ops->write_tensor(&m->base, TENSOR_PARAMS, host_params);
+  if (rc == DLPAR_OK && cudaMemcpy(m->lat_w, lat_w, sizeof(float) * (size_t)m->H, cudaMemcpyHostToDevice) != cudaSuccess)
+    rc = model_fail(&m->base, DLPAR_ERR_CUDA, "cannot copy the latitude weights to the device");
+  free(host_params);
+  free(lat_w);
+  if (rc != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, cudaMemcpy(m->loss_scale, m->act == DL_F16 ? &fp16_scale : &one, sizeof(float), cudaMemcpyHostToDevice));
+  return DLPAR_OK;
+}
+
+static int create_streams(model_cuda *m)
+{
+  CHECK_DL(m, cudaStreamCreateWithFlags(&m->compute, cudaStreamNonBlocking));
+  CHECK_DL(m, cudaStreamCreateWithFlags(&m->copy, cudaStreamNonBlocking));
+  CHECK_DL(m, cudaStreamCreateWithFlags(&m->dp, cudaStreamNonBlocking));
+  for (int s = 0; s < 2; s++) {
+    CHECK_DL(m, cudaEventCreateWithFlags(&m->copied[s], cudaEventDisableTiming));
+    CHECK_DL(m, cudaEventCreateWithFlags(&m->consumed[s], cudaEventDisableTiming));
+    CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
+  }
+  for (int e = 0; e < m->depth + 2; e++)
+    CHECK_DL(m, cudaEventCreateWithFlags(&m->grads_ready[e], cudaEventDisableTiming));
+  CHECK_DL(m, cudaEventCreateWithFlags(&m->dp_done, cudaEventDisableTiming));
+  CHECK_DL(m, cudaEventCreateWithFlags(&m->scalars_copied, cudaEventDisableTiming));
+  CHECK_DL(m, cudaHostAlloc((void **)&m->host_scalars, 4 * sizeof(float), cudaHostAllocDefault));
+  return DLPAR_OK;
+}
+
+static void cuda_destroy(model *base)
+{
+  model_cuda *m = (model_cuda *)base;
+  if (!m)
+    return;
+  if (m->compute)
+    cudaStreamSynchronize(m->compute);
+  for (int s = 0; s < 2; s++) {
+    if (m->graph_step[s])
+      cudaGraphExecDestroy(m->graph_step[s]);
+    cudaEventDestroy(m->copied[s]);
+    cudaEventDestroy(m->consumed[s]);
+  }
+  if (m->graph_adam)
+    cudaGraphExecDestroy(m->graph_adam);
+  for (int e = 0; m->grads_ready && e < m->depth + 2; e++)
+    cudaEventDestroy(m->grads_ready[e]);
+  cudaEventDestroy(m->dp_done);
+  cudaEventDestroy(m->scalars_copied);
+  cudaFree(m->arena);
+  cudaFreeHost(m->host_scalars);
+  dl_blas_destroy(m->blas);
+  cudaStreamDestroy(m->compute);
+  cudaStreamDestroy(m->copy);
+  cudaStreamDestroy(m->dp);
+  free(m->blocks);
+  free(m->grads_ready);
+  grad_buckets_free(&m->buckets);
+  params_free(&m->base.table);
+  free(m);
+}
+
+static const model_ops cuda_ops = {
+    cuda_forward_backward, cuda_optimizer_step, cuda_evaluate, cuda_take_metrics, cuda_read_tensor, cuda_write_tensor,
+    cuda_read_prediction,  cuda_host_allreduce, cuda_host_tp_allgather, cuda_peak_memory, cuda_destroy,
+};
+
+static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info)
+{
+  int rc;
+  m->act = cfg->amp == AMP_BF16 ? DL_BF16 : cfg->amp == AMP_FP16 ? DL_F16 : DL_F32;
+  m->act_bytes = dl_dtype_bytes(m->act);
+  m->B = m->base.batch, m->P = cfg->patch_size, m->H = cfg->img_size[0], m->W = cfg->img_size[1];
+  m->N = (m->H / m->P) * (m->W / m->P), m->BT = (long)m->B * m->N, m->depth = cfg->depth;
+  m->D = cfg->embed_dim, m->Dl = m->D / info->tp_size, m->heads = cfg->num_heads / info->tp_size;
+  m->HD = m->D / cfg->num_heads, m->Fl = 4 * m->D / info->tp_size;
+  m->Cin = cfg->n_in_channels, m->Cout = cfg->n_out_channels;
+  m->blocks = (block_acts *)calloc((size_t)m->depth, sizeof(block_acts));
+  m->grads_ready = (cudaEvent_t *)calloc((size_t)m->depth + 2, sizeof(cudaEvent_t));
+  if (!m->blocks || !m->grads_ready || params_build(&m->base.table, cfg, info->tp_size, info->tp_rank) != DLPAR_OK ||
+      grad_buckets_plan(&m->buckets, &m->base.table, cfg->bucket_mb) != DLPAR_OK)
+    return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
+  if (m->HD > 128)
+    return model_fail(&m->base, DLPAR_ERR_INPUT, "head size %d: the CUDA attention takes at most 128 (raise num_heads)",
+                      m->HD);
+  if ((rc = create_streams(m)) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
+  layout(m); /* measure */
+  m->arena_bytes = m->arena_used;
+  if (cudaMalloc((void **)&m->arena, m->arena_bytes) != cudaSuccess)
+    return model_fail(&m->base, DLPAR_ERR_CUDA, "cannot allocate %.2f GB on device %d (lower global_batch_size, use "
+                      "bf16, or more tensor-parallel ranks)", (double)m->arena_bytes / 1e9, info->device);
+  CHECK_DL(m, cudaMemset(m->arena, 0, m->arena_bytes));
+  layout(m); /* place */
+  return create_device_state(m);
+}
+
+extern "C" void *model_cuda_host_alloc(size_t bytes)
+{
+  void *ptr = NULL;
+  return cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault) == cudaSuccess ? ptr : NULL;
+}
+
+extern "C" void model_cuda_host_free(void *ptr)
+{
+  cudaFreeHost(ptr);
+}
+
+extern "C" int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, char *err,
+                                 size_t errlen)
+{
+  model_cuda *m = (model_cuda *)calloc(1, sizeof(model_cuda));
+  int rc;
+  *out = &m->base;
+  if (!m) {
+    snprintf(err, errlen, "out of memory");
+    return DLPAR_ERR_SYSTEM;
+  }
+  m->base.ops = &cuda_ops, m->base.cfg = *cfg, m->base.comm = comm, m->base.batch = local_batch;
+  rc = create(m, cfg, dlpar_get_info(comm));
+  if (rc != DLPAR_OK)
+    snprintf(err, errlen, "%s", m->base.error);
+  return rc;
+}
