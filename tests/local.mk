@@ -56,7 +56,7 @@ check_PROGRAMS += tests/numerics/vit_dump
 tests_numerics_vit_dump_SOURCES = tests/numerics/vit_dump.c
 tests_numerics_vit_dump_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 tests_numerics_vit_dump_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
-EXTRA_DIST += tests/numerics/torch_reference.py
+EXTRA_DIST += tests/numerics/torch_reference.py tests/numerics/torch_vit.py
 
 # GPU tests (make check-gpu runs only them): compiled and linked in every
 # make check, where they SKIP without a GPU.

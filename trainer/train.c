@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -467,6 +468,7 @@ static void benchy(trainer *t)
   const float *inp, *tgt;
   char err[DLPAR_ERRLEN];
   double start = 0, io, synthetic, full;
+  struct rusage usage;
   epoch_progress e = {0, 0, 0};
   loader_start(t->train, 0, 0, -1);
   for (long i = 0; i < warmup + steps; i++) {
@@ -496,9 +498,11 @@ static void benchy(trainer *t)
     train_step(t, &e);
   }
   full = synchronize(t, now_seconds() - start);
+  getrusage(RUSAGE_SELF, &usage);
   say(t, "benchy: %ld steps of %d samples after %ld warm-up: IO %.2f samples/s, SYNTHETIC %.2f samples/s, FULL %.2f "
-      "samples/s, FULL/SYNTHETIC %.3f, peak memory %.3f GB/rank\n", steps, c->global_batch_size, warmup, samples / io,
-      samples / synthetic, samples / full, synthetic / full, (double)t->net->ops->peak_memory(t->net) / 1e9);
+      "samples/s, FULL/SYNTHETIC %.3f, model memory %.3f GB/rank, peak RSS %.1f MB\n", steps, c->global_batch_size,
+      warmup, samples / io, samples / synthetic, samples / full, synthetic / full,
+      (double)t->net->ops->peak_memory(t->net) / 1e9, usage.ru_maxrss / 1024.0);
 }
 
 /* ------------------------------------------------------------ main */
@@ -575,7 +579,7 @@ int main(int argc, char **argv)
 #endif
   threads = choose_threads(t.info);
   omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
+  openblas_set_num_threads(1); /* the kernels run BLAS inside their own OpenMP threads */
   setup_config(&t, &args);
   setup_data(&t);
   setup_model(&t);

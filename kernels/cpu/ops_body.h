@@ -1,10 +1,19 @@
 /* kernels/cpu/ops_body.h: the CPU reference ops, written once for a type
  * `real` and compiled twice: ops_f32.c (float, the trainer) and ops_f64.c
  * (double, the finite-difference gradient tests). Before including, define
- * real, SFX (f32/f64) and GEMM (cblas_sgemm/cblas_dgemm). Reductions
- * accumulate in double in both. */
+ * real, SFX (f32/f64), GEMM (cblas_sgemm/cblas_dgemm), EXP and ERF
+ * (expf/exp, erff/erf).
+ * Reductions accumulate in double in both.
+ *
+ * Threads: OpenMP only. BLAS runs single-threaded inside our parallel
+ * regions (GEMMs split by rows of the output), so one pool of threads does
+ * all the work instead of OpenMP's and OpenBLAS's spinning against each
+ * other; the caller sets OpenBLAS to one thread (dlpar-train does). */
 #include <cblas.h>
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,24 +25,48 @@ enum { ATTN_BLOCK_Q = 64, ATTN_BLOCK_K = 128 };
 
 /* ------------------------------------------------------------ matmul */
 
+/* This thread's share [*lo, *hi) of n rows. */
+static void FN(share)(int n, int *lo, int *hi)
+{
+#ifdef _OPENMP
+  const int threads = omp_get_num_threads(), me = omp_get_thread_num();
+#else
+  const int threads = 1, me = 0;
+#endif
+  *lo = (int)((long)n * me / threads);
+  *hi = (int)((long)n * (me + 1) / threads);
+}
+
 void FN(matmul_fwd)(real *out, const real *inp, const real *w, const real *bias, int BT, int C, int OC)
 {
-  GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, BT, OC, C, 1, inp, C, w, C, 0, out, OC);
-  if (!bias)
-    return;
-#pragma omp parallel for
-  for (int i = 0; i < BT; i++)
-    for (int o = 0; o < OC; o++)
-      out[(size_t)i * OC + o] += bias[o];
+#pragma omp parallel
+  {
+    int lo, hi;
+    FN(share)(BT, &lo, &hi);
+    if (hi > lo)
+      GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, OC, C, 1, inp + (size_t)lo * C, C, w, C, 0,
+           out + (size_t)lo * OC, OC);
+    for (int i = lo; bias && i < hi; i++)
+      for (int o = 0; o < OC; o++)
+        out[(size_t)i * OC + o] += bias[o];
+  }
 }
 
 void FN(matmul_bwd)(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w,
                     int BT, int C, int OC)
 {
-  if (dinp)
-    GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, BT, C, OC, 1, dout, OC, w, C, 1, dinp, C);
-  if (dw)
-    GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, BT, 1, dout, OC, inp, C, 1, dw, C);
+#pragma omp parallel
+  {
+    int lo, hi;
+    FN(share)(BT, &lo, &hi); /* dinp: rows of the batch */
+    if (dinp && hi > lo)
+      GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, C, OC, 1, dout + (size_t)lo * OC, OC, w, C, 1,
+           dinp + (size_t)lo * C, C);
+    FN(share)(OC, &lo, &hi); /* dw: rows of the weight */
+    if (dw && hi > lo)
+      GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, hi - lo, C, BT, 1, dout + lo, OC, inp, C, 1,
+           dw + (size_t)lo * C, C);
+  }
   if (!dbias)
     return;
 #pragma omp parallel for
@@ -108,17 +141,17 @@ void FN(gelu_fwd)(real *out, const real *inp, size_t n)
 {
 #pragma omp parallel for
   for (size_t i = 0; i < n; i++)
-    out[i] = (real)(0.5 * inp[i] * (1.0 + erf(inp[i] * M_SQRT1_2)));
+    out[i] = (real)0.5 * inp[i] * ((real)1 + ERF(inp[i] * (real)M_SQRT1_2));
 }
 
 void FN(gelu_bwd)(real *dinp, const real *inp, const real *dout, size_t n)
 {
-  const double inv_sqrt_2pi = 0.5 * M_2_SQRTPI * M_SQRT1_2;
+  const real inv_sqrt_2pi = (real)(0.5 * M_2_SQRTPI * M_SQRT1_2);
 #pragma omp parallel for
   for (size_t i = 0; i < n; i++) {
-    const double x = inp[i];
-    const double cdf = 0.5 * (1.0 + erf(x * M_SQRT1_2));
-    dinp[i] = (real)(dout[i] * (cdf + x * inv_sqrt_2pi * exp(-0.5 * x * x)));
+    const real x = inp[i];
+    const real cdf = (real)0.5 * ((real)1 + ERF(x * (real)M_SQRT1_2));
+    dinp[i] = dout[i] * (cdf + x * inv_sqrt_2pi * EXP((real)-0.5 * x * x));
   }
 }
 
@@ -185,7 +218,7 @@ static void FN(attn_head_fwd)(const FN(attn_head) *h, real *o, real *lse, real *
         new_max = block_max > row_max[i] ? block_max : row_max[i];
         correction = exp(row_max[i] - new_max);
         for (int j = 0; j < bk; j++) {
-          s[j] = (real)exp(s[j] - new_max);
+          s[j] = EXP(s[j] - (real)new_max);
           sum += s[j];
         }
         row_sum[i] = row_sum[i] * correction + sum;
@@ -205,18 +238,10 @@ static void FN(attn_head_fwd)(const FN(attn_head) *h, real *o, real *lse, real *
   }
 }
 
-/* OpenBLAS would start its own threads inside each of ours: one each. */
-static int FN(blas_single_thread)(void)
-{
-  const int threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);
-  return threads;
-}
-
 void FN(attention_fwd)(real *o, real *lse, const real *q, const real *k, const real *v, int B, int N, int NH,
                        int HD, real scale)
 {
-  const int ld = NH * HD, blas_threads = FN(blas_single_thread)();
+  const int ld = NH * HD;
 #pragma omp parallel
   {
     real *scores = malloc(sizeof(real) * ATTN_BLOCK_Q * ATTN_BLOCK_K);
@@ -231,7 +256,6 @@ void FN(attention_fwd)(real *o, real *lse, const real *q, const real *k, const r
     free(scores);
     free(acc);
   }
-  openblas_set_num_threads(blas_threads);
 }
 
 typedef struct {
@@ -264,7 +288,7 @@ static void FN(attn_head_bwd)(const FN(attn_head) *h, const FN(attn_grads) *g)
       for (int i = 0; i < bq; i++) {
         for (int j = 0; j < bk; j++) {
           const size_t at = (size_t)i * bk + j;
-          g->p[at] = (real)exp(g->p[at] - g->lse[q0 + i]);
+          g->p[at] = EXP(g->p[at] - g->lse[q0 + i]);
           g->dp[at] = g->p[at] * (g->dp[at] - g->delta[q0 + i]); /* now ds */
         }
       }
@@ -281,7 +305,7 @@ static void FN(attn_head_bwd)(const FN(attn_head) *h, const FN(attn_grads) *g)
 void FN(attention_bwd)(real *dq, real *dk, real *dv, const real *dout, const real *q, const real *k,
                        const real *v, const real *o, const real *lse, int B, int N, int NH, int HD, real scale)
 {
-  const int ld = NH * HD, blas_threads = FN(blas_single_thread)();
+  const int ld = NH * HD;
 #pragma omp parallel
   {
     real *p = malloc(sizeof(real) * ATTN_BLOCK_Q * ATTN_BLOCK_K);
@@ -300,7 +324,6 @@ void FN(attention_bwd)(real *dq, real *dk, real *dv, const real *dout, const rea
     free(dp);
     free(delta);
   }
-  openblas_set_num_threads(blas_threads);
 }
 
 void FN(attention_naive_fwd)(real *o, const real *q, const real *k, const real *v, int B, int N, int NH, int HD,

@@ -6,4 +6,6 @@
 #define real float
 #define SFX f32
 #define GEMM cblas_sgemm
+#define EXP expf
+#define ERF erff
 #include "kernels/cpu/ops_body.h"

@@ -6,4 +6,6 @@
 #define real double
 #define SFX f64
 #define GEMM cblas_dgemm
+#define EXP exp
+#define ERF erf
 #include "kernels/cpu/ops_body.h"
