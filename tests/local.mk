@@ -43,7 +43,10 @@ INTEGRATION_TESTS = \
 	tests/integration/train_torch.sh \
 	tests/integration/train_grids.sh \
 	tests/integration/train_resume.sh \
-	tests/integration/train_inputs.sh
+	tests/integration/train_inputs.sh \
+	tests/integration/train_metrics.sh \
+	tests/integration/contrib_sbatch.sh \
+	tests/integration/demo.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/lib/common.sh tests/stand-ins/nsys tests/summary
@@ -56,7 +59,7 @@ check_PROGRAMS += tests/numerics/vit_dump
 tests_numerics_vit_dump_SOURCES = tests/numerics/vit_dump.c
 tests_numerics_vit_dump_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 tests_numerics_vit_dump_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
-EXTRA_DIST += tests/numerics/torch_reference.py tests/numerics/torch_vit.py
+EXTRA_DIST += tests/numerics/torch_reference.py tests/numerics/torch_vit.py tests/numerics/read_tfevents.py
 
 # GPU tests (make check-gpu runs only them): compiled and linked in every
 # make check, where they SKIP without a GPU.

@@ -34,6 +34,7 @@ typedef struct {
   const char *config_name, *config_file, *run;
   char **overrides;
   int noverrides;
+  char data_overrides[6][PATH_MAX + 32]; /* --data=DIR, as the keys it stands for */
   bool resume, benchy;
   device_choice device;
 } train_args;
@@ -97,20 +98,35 @@ static void say(const trainer *t, const char *fmt, ...)
 
 static void usage(void)
 {
-  fprintf(stderr, "usage: dlpar-train [--config=NAME] FILE.yaml [--KEY=VALUE ...] [--resume] [--run=TAG]\n"
-                  "                   [--device=auto|cpu|cuda] [--benchy]\n"
+  fprintf(stderr, "usage: dlpar-train [--config=NAME] FILE.yaml [--data=DIR] [--KEY=VALUE ...] [--resume]\n"
+                  "                   [--run=TAG] [--device=auto|cpu|cuda] [--benchy]\n"
                   "Trains the tutorial's ViT weather model; launch it with srun --dl-parallel=MxD or dlpar-run.\n"
                   "Any config key can be overridden (--lr=1e-3, --img_size=[32,64]); see dlpar-train(1).\n");
+}
+
+/* --data=DIR: the tutorial's layout under DIR, as overrides of the path keys. */
+static void add_data_overrides(train_args *a, const char *dir)
+{
+  static const char *const keys[6][2] = {
+      {"train_data_path", "train"}, {"valid_data_path", "valid"}, {"inf_data_path", "test"},
+      {"global_means_path", "stats/global_means.npy"}, {"global_stds_path", "stats/global_stds.npy"},
+      {"time_means_path", "stats/time_means.npy"}};
+  for (int k = 0; k < 6; k++) {
+    snprintf(a->data_overrides[k], sizeof(a->data_overrides[k]), "--%s=%s/%s", keys[k][0], dir, keys[k][1]);
+    a->overrides[a->noverrides++] = a->data_overrides[k];
+  }
 }
 
 static int parse_args(int argc, char **argv, train_args *a, char *err, size_t errlen)
 {
   memset(a, 0, sizeof(*a));
   a->config_name = "base", a->run = "00";
-  a->overrides = calloc((size_t)argc, sizeof(char *));
+  a->overrides = calloc((size_t)argc + 6, sizeof(char *));
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
-    if (strncmp(arg, "--config=", 9) == 0)
+    if (strncmp(arg, "--data=", 7) == 0 && arg[7])
+      add_data_overrides(a, arg + 7);
+    else if (strncmp(arg, "--config=", 9) == 0)
       a->config_name = arg + 9;
     else if (strncmp(arg, "--run=", 6) == 0)
       a->run = arg + 6;

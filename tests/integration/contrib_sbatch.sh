@@ -1,0 +1,47 @@
+#!/bin/bash
+# tests/integration/contrib_sbatch.sh: the batch templates of contrib/sbatch.
+# Each one's grid must fit its #SBATCH lines (M*D = nodes x tasks per node,
+# M divides tasks per node, one GPU per task), and each is submitted with
+# sbatch to the 2-node test bed, scaled down on the command line (2 nodes x
+# 2 tasks) with the tiny `test` config: the job must run dlpar-train with
+# the grid it asked for (the profile template under the STAND-IN nsys of
+# tests/stand-ins: nsys cannot be installed here).
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+make_data
+use_bed
+export PATH=$B/trainer:$B/launcher:$DLPAR_SRCDIR/tests/stand-ins:$PATH
+export DLPAR_NSYS_RECORD=$TEST_TMP/nsys.record OMP_NUM_THREADS=1
+cd "$TEST_TMP"
+
+sbatch_value() { sed -n "s/^#SBATCH .*--$2=\([^ ]*\).*/\1/p" "$1" | head -n 1; }
+
+for template in "$DLPAR_SRCDIR"/contrib/sbatch/*.sbatch; do
+  name=$(basename "$template" .sbatch)
+  nodes=$(sbatch_value "$template" nodes) tasks=$(sbatch_value "$template" ntasks-per-node)
+  gpus=$(sbatch_value "$template" gpus-per-node) grid=$(sbatch_value "$template" dl-parallel)
+  m=${grid%x*} d=${grid#*x}
+  expect_eq "$name: M*D = nodes x tasks" "$(( m * d ))" "$(( nodes * tasks ))"
+  expect_eq "$name: M divides tasks per node" "$(( tasks % m ))" 0
+  expect_eq "$name: one GPU per task" "$gpus" "$tasks"
+  bash -n "$template"
+  expect_rc "$name: shell syntax" $? 0
+
+  # on the bed: 2 nodes x 2 tasks (short: as written), the test config
+  scaled="-N2 --ntasks-per-node=2 --gpus-per-node=2 --dl-parallel=$(( m > 2 ? 2 : m ))x$(( 4 / (m > 2 ? 2 : m) ))"
+  [ "$name" = short ] && scaled=
+  out=$(sbatch -W $scaled -o "$TEST_TMP/$name.out" \
+          --export=ALL,CONFIG=test,CONFIG_FILE=$DLPAR_SRCDIR/etc/vit.yaml,DATA=$TEST_TMP/data,EXTRA="--expdir=$TEST_TMP/runs --num_iters=6 --run=$name" \
+          "$template" 2>&1)
+  expect_rc "$name: sbatch -W" $? 0
+  log=$(cat "$TEST_TMP/$name.out" 2>/dev/null)
+  if [ "$name" = short ]; then want=1x1; else want=$(( m > 2 ? 2 : m ))x$(( 4 / (m > 2 ? 2 : m) )); fi
+  expect_contains "$name: grid" "$log" "dlpar-train: grid $want (tensor x data parallel)"
+  if [ "$name" = benchy ]; then
+    expect_contains "$name: benchy" "$log" "benchy: "
+  else
+    expect_contains "$name: ran" "$log" "dlpar-train: done at step 6"
+  fi
+done
+expect_eq "profile: nsys wrapped rank 0 only" "$(grep -c 'rank0 ' "$DLPAR_NSYS_RECORD" 2>/dev/null)" 1
+expect_contains "profile: steps" "$(grep -h 'Saved\|done' "$TEST_TMP/profile.out")" "done"
+finish
