@@ -10,4 +10,4 @@ spank_spank_dlpar_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-Wl,--version-script=$(srcdir)/spank/dlpar.map $(HARDEN_LDFLAGS)
 spank_spank_dlpar_la_LIBADD = launcher/libdlpar_core.la
 EXTRA_spank_spank_dlpar_la_DEPENDENCIES = spank/dlpar.map
-EXTRA_DIST += spank/dlpar.map spank/README.md
+EXTRA_DIST += spank/dlpar.map

@@ -47,8 +47,8 @@ INTEGRATION_TESTS = \
 	tests/integration/train_metrics.sh \
 	tests/integration/contrib_sbatch.sh \
 	tests/integration/demo.sh
-dist_check_SCRIPTS += $(INTEGRATION_TESTS)
-TESTS += $(INTEGRATION_TESTS)
+dist_check_SCRIPTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
+TESTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
 EXTRA_DIST += tests/lib/common.sh tests/stand-ins/nsys tests/summary
 check_PROGRAMS += tests/integration/rank_probe
 tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
@@ -79,3 +79,6 @@ endif
 check-gpu:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(GPU_TESTS)"
 .PHONY: check-gpu
+
+# docs.sh installs from the build tree: it runs after the other tests that use it.
+tests/integration/docs.log: $(INTEGRATION_TESTS:.sh=.log)

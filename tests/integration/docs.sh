@@ -1,0 +1,42 @@
+#!/bin/bash
+# tests/integration/docs.sh: the guides and the manual pages. Every command
+# of doc/admin.md and doc/user.md (the "$ " lines of their sh blocks) runs on
+# the 2-node test bed from a directory with the source's etc/ and contrib/
+# and the build tree as build/; it must succeed, or fail where the guide
+# says "# => fails". The manual pages format without a warning (groff -ww).
+# nsys is the STAND-IN of tests/stand-ins (it cannot be installed here).
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+command -v groff >/dev/null || skip "groff not installed (apt-get install groff)"
+for page in "$DLPAR_SRCDIR"/doc/man/*.[18]; do
+  warnings=$(groff -ww -man -Tutf8 "$page" 2>&1 >/dev/null)
+  expect_eq "$(basename "$page") formats without warnings" "$warnings" ""
+done
+
+use_bed
+work=$TEST_TMP/work
+mkdir -p "$work"
+ln -s "$DLPAR_SRCDIR/etc" "$work/etc"
+ln -s "$DLPAR_SRCDIR/contrib" "$work/contrib"
+ln -s "$DLPAR_SRCDIR/quickstart" "$work/quickstart"
+ln -s "$B" "$work/build"
+export BUILD=$B OMP_NUM_THREADS=1
+export PATH=$B/trainer:$B/launcher:$DLPAR_SRCDIR/contrib:$DLPAR_SRCDIR/tests/stand-ins:$PATH
+cd "$work"
+
+# the "$ " commands of a guide's sh blocks, continuation lines joined
+commands() {
+  awk '/^```sh/ { inside = 1; next } /^```/ { inside = 0 } inside && /^\$ / { print substr($0, 3) }' "$1"
+}
+
+for guide in admin user; do
+  while IFS= read -r command; do
+    want=0
+    case $command in *"# => fails") want=nonzero ;; esac
+    out=$(bash -c "$command" 2>&1 </dev/null)
+    rc=$?
+    expect_rc "$guide.md: $command" $rc $want
+    [ "$rc" = 0 ] || [ "$want" != 0 ] || echo "$out" | tail -n 5 >&2
+  done < <(commands "$DLPAR_SRCDIR/doc/$guide.md")
+done
+expect_eq "user.md: resumed run reached step 48" "$(grep -c '"step": 48,' logs/tiny/2x2/first/metrics.jsonl)" 2
+finish
