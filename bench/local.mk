@@ -3,4 +3,11 @@
 noinst_PROGRAMS += bench/rendezvous_probe
 bench_rendezvous_probe_SOURCES = bench/rendezvous_probe.c
 bench_rendezvous_probe_LDADD = launcher/libdlpar.la
-EXTRA_DIST += bench/rendezvous bench/torch_rendezvous.py bench/RESULTS.md bench/cpu-vs-torch bench/torch_train.py
+if HAVE_CUDA
+noinst_PROGRAMS += bench/dlpar-gemm-peak
+bench_dlpar_gemm_peak_SOURCES = bench/gemm_peak.c
+bench_dlpar_gemm_peak_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+bench_dlpar_gemm_peak_LDADD = $(CUDA_LDFLAGS) -lcublas -lcudart
+endif
+EXTRA_DIST += bench/README.md bench/RESULTS.md bench/rendezvous bench/torch_rendezvous.py \
+	bench/cpu-vs-torch bench/gpu-vs-torch bench/torch_train.py

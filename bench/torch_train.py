@@ -7,7 +7,9 @@ Adam(betas=(0.9, 0.95), eps=1e-8; fused on CUDA). Prints samples/s after
 warm-up steps and the peak memory (RSS on CPU, allocated on CUDA).
   torch_train.py --img H W --patch P --embed D --depth L --heads NH
                  --channels C --batch B [--steps S] [--threads T]
-                 [--device cpu|cuda] [--amp none|bf16] [--compile]"""
+                 [--device cpu|cuda] [--amp none|bf16] [--compile] [--fused-attn]
+--fused-attn uses F.scaled_dot_product_attention (PyTorch >= 2.0), the
+strongest attention PyTorch has, for the GPU comparison."""
 import argparse
 import os
 import resource
@@ -30,11 +32,15 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--amp", default="none")
     p.add_argument("--compile", action="store_true")
+    p.add_argument("--fused-attn", action="store_true")
     a = p.parse_args()
+    if a.fused_attn and not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        sys.exit(f"torch_train: --fused-attn needs PyTorch >= 2.0 (this is {torch.__version__}): drop the flag")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     device = torch.device(a.device)
-    model = ViT(tuple(a.img), a.patch, a.channels, a.channels, a.embed, a.depth, a.heads).to(device)
+    model = ViT(tuple(a.img), a.patch, a.channels, a.channels, a.embed, a.depth, a.heads,
+                fused_attn=a.fused_attn).to(device)
     fused = {"fused": True} if a.device == "cuda" else {}
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.95), eps=1e-8, **fused)
     step_model = torch.compile(model) if a.compile else model
@@ -62,7 +68,7 @@ def main():
     elapsed = time.perf_counter() - start
     memory_mb = (torch.cuda.max_memory_allocated() / 2**20 if a.device == "cuda"
                  else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    print(f"torch_train: torch {torch.__version__} {a.device} amp={a.amp} compile={a.compile} threads={a.threads}: "
+    print(f"torch_train: torch {torch.__version__} {a.device} amp={a.amp} compile={a.compile} fused_attn={a.fused_attn} threads={a.threads}: "
           f"{a.steps * a.batch / elapsed:.2f} samples/s, peak memory {memory_mb:.1f} MB")
 
 

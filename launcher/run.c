@@ -127,10 +127,13 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   for (char **var = pmix_env; var && *var; var++)
     putenv(*var);
   /* What Open MPI's direct-launch support needs (its Slurm and Flux
-   * detection set the same): no singleton, the PMIx ess, our binding. */
+   * detection set the same): no singleton, the PMIx ess, our binding; and,
+   * all ranks being on this machine, shared memory through ob1 without
+   * probing network fabrics at start (~0.2 s). */
   setenv("OMPI_MCA_schizo", "^orte", 0);
   setenv("OMPI_MCA_ess", "pmi", 0);
   setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
+  setenv("OMPI_MCA_pml", "ob1", 0);
   if (l->args.ntasks > sysconf(_SC_NPROCESSORS_ONLN)) /* oversubscribed: yield, as mpirun does */
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   dlpar_task_env_export(env, &list);

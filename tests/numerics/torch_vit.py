@@ -11,9 +11,9 @@ import torch.nn.functional as F
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, fused=False):
         super().__init__()
-        self.heads, self.head_dim = heads, dim // heads
+        self.heads, self.head_dim, self.fused = heads, dim // heads, fused
         self.q, self.k, self.v = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
         self.proj = nn.Linear(dim, dim)
 
@@ -21,8 +21,11 @@ class Attention(nn.Module):
         B, N, C = x.shape
         split = lambda t: t.reshape(B, N, self.heads, self.head_dim).permute(0, 2, 1, 3)
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
-        attn = (q * self.head_dim ** -0.5) @ k.transpose(-2, -1)
-        x = (attn.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, N, C)
+        if self.fused:  # PyTorch >= 2.0: flash/memory-efficient kernels
+            x = F.scaled_dot_product_attention(q, k, v)
+        else:
+            x = ((q * self.head_dim ** -0.5) @ k.transpose(-2, -1)).softmax(dim=-1) @ v
+        x = x.transpose(1, 2).reshape(B, N, C)
         return self.proj(x)
 
 
@@ -36,10 +39,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, dim, heads):
+    def __init__(self, dim, heads, fused_attn=False):
         super().__init__()
         self.norm1, self.norm2 = nn.LayerNorm(dim, eps=1e-6), nn.LayerNorm(dim, eps=1e-6)
-        self.attn, self.mlp = Attention(dim, heads), MLP(dim)
+        self.attn, self.mlp = Attention(dim, heads, fused_attn), MLP(dim)
 
     def forward(self, x):
         x = x + self.attn(self.norm1(x))
@@ -56,13 +59,13 @@ class PatchEmbed(nn.Module):
 
 
 class ViT(nn.Module):
-    def __init__(self, img, p, c_in, c_out, dim, depth, heads):
+    def __init__(self, img, p, c_in, c_out, dim, depth, heads, fused_attn=False):
         super().__init__()
         self.img, self.p, self.c_out, self.dim = img, p, c_out, dim
         self.h, self.w = img[0] // p, img[1] // p
         self.patch_embed = PatchEmbed(c_in, dim, p)
         self.pos_embed = nn.Parameter(torch.zeros(1, self.h * self.w, dim))
-        self.blocks = nn.ModuleList([Block(dim, heads) for _ in range(depth)])
+        self.blocks = nn.ModuleList([Block(dim, heads, fused_attn) for _ in range(depth)])
         self.norm = nn.LayerNorm(dim, eps=1e-6)
         self.head = nn.Linear(dim, c_out * p * p, bias=False)
 
