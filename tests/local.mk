@@ -82,3 +82,4 @@ check-gpu:
 
 # docs.sh installs from the build tree: it runs after the other tests that use it.
 tests/integration/docs.log: $(INTEGRATION_TESTS:.sh=.log)
+CLEANFILES += tests/.bed tests/.bed.lock  # the test bed record (the bed stops with make check)
