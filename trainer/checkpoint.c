@@ -49,10 +49,8 @@ static int write_attr(hid_t file, const char *name, long value, char *err, size_
   CHECK_H5(attr = H5Acreate2(file, name, H5T_NATIVE_LONG, space, H5P_DEFAULT, H5P_DEFAULT), name);
   CHECK_H5(H5Awrite(attr, H5T_NATIVE_LONG, &value), name);
 out:
-  if (attr >= 0)
-    H5Aclose(attr);
-  if (space >= 0)
-    H5Sclose(space);
+  h5_close(attr);
+  h5_close(space);
   return rc;
 }
 
@@ -63,8 +61,7 @@ static int read_attr(hid_t file, const char *name, long *value, char *err, size_
   CHECK_H5(attr = H5Aopen(file, name, H5P_DEFAULT), name);
   CHECK_H5(H5Aread(attr, H5T_NATIVE_LONG, value), name);
 out:
-  if (attr >= 0)
-    H5Aclose(attr);
+  h5_close(attr);
   return rc;
 }
 
@@ -78,12 +75,9 @@ static int write_text(hid_t file, const char *name, const char *text, char *err,
   CHECK_H5(dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
   CHECK_H5(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), name);
 out:
-  if (dset >= 0)
-    H5Dclose(dset);
-  if (space >= 0)
-    H5Sclose(space);
-  if (type >= 0)
-    H5Tclose(type);
+  h5_close(dset);
+  h5_close(space);
+  h5_close(type);
   return rc;
 }
 
@@ -98,10 +92,8 @@ static int write_tensor(hid_t group, const param_info *p, const float *values, c
   CHECK_H5(dset = H5Dcreate2(group, p->name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), p->name);
   CHECK_H5(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), p->name);
 out:
-  if (dset >= 0)
-    H5Dclose(dset);
-  if (space >= 0)
-    H5Sclose(space);
+  h5_close(dset);
+  h5_close(space);
   return rc;
 }
 
@@ -131,8 +123,7 @@ static int save_group(model *m, int which, hid_t file, buffers *b, int *write_rc
     if (p->split != SPLIT_NONE) {
       if (m->ops->host_tp_allgather(m, b->host + p->offset, b->pieces, p->count) != DLPAR_OK) {
         snprintf(err, errlen, "%s", m->error);
-        if (group >= 0)
-          H5Gclose(group);
+        h5_close(group);
         return DLPAR_ERR_MPI;
       }
       params_assemble(p, t->tp, b->pieces, b->full);
@@ -141,8 +132,7 @@ static int save_group(model *m, int which, hid_t file, buffers *b, int *write_rc
     if (group >= 0 && *write_rc == DLPAR_OK)
       *write_rc = write_tensor(group, p, full, err, errlen);
   }
-  if (group >= 0)
-    H5Gclose(group);
+  h5_close(group);
   return DLPAR_OK;
 }
 
@@ -280,10 +270,8 @@ static int read_tensor(hid_t group, const param_info *p, float *full, const char
   }
   CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), context);
 out:
-  if (space >= 0)
-    H5Sclose(space);
-  if (dset >= 0)
-    H5Dclose(dset);
+  h5_close(space);
+  h5_close(dset);
   return rc;
 }
 
@@ -300,8 +288,7 @@ static int load_group(model *m, hid_t file, int which, buffers *b, const char *p
   if (rc == DLPAR_OK && (rc = m->ops->write_tensor(m, tensors[which], b->host)) != DLPAR_OK)
     snprintf(err, errlen, "%s", m->error);
 out:
-  if (group >= 0)
-    H5Gclose(group);
+  h5_close(group);
   return rc;
 }
 
@@ -328,8 +315,7 @@ int checkpoint_load(model *m, checkpoint_position *pos, const char *path, char *
   for (int which = 0; which < 3 && rc == DLPAR_OK; which++)
     rc = load_group(m, file, which, &b, path, err, errlen);
 out:
-  if (file >= 0)
-    H5Fclose(file);
+  h5_close(file);
   free_buffers(&b);
   return rc;
 }

@@ -37,11 +37,11 @@ static int list_files(era5_data *d, const char *dir, char *err, size_t errlen)
   }
   d->nfiles = (int)found.gl_pathc;
   d->files = calloc((size_t)d->nfiles, sizeof(char *));
-  d->open_file_ids = malloc(sizeof(long) * (size_t)d->nfiles);
-  d->open_file_handles = malloc(sizeof(long) * (size_t)d->nfiles);
+  d->fields_dset = malloc(sizeof(long) * (size_t)d->nfiles);
+  d->file_handle = malloc(sizeof(long) * (size_t)d->nfiles);
   for (int i = 0; d->files && i < d->nfiles; i++) {
     d->files[i] = strdup(found.gl_pathv[i]); /* glob sorts by name */
-    d->open_file_ids[i] = d->open_file_handles[i] = -1;
+    d->fields_dset[i] = d->file_handle[i] = -1;
   }
   globfree(&found);
   return DLPAR_OK;
@@ -53,7 +53,7 @@ static int open_fields(era5_data *d, int i, char *err, size_t errlen)
   const char *path = d->files[i];
   hid_t file = -1, dset = -1;
   int rc = DLPAR_OK;
-  if (d->open_file_ids[i] >= 0)
+  if (d->fields_dset[i] >= 0)
     return DLPAR_OK;
   CHECK_H5(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
   if (H5Lexists(file, "fields", H5P_DEFAULT) <= 0) {
@@ -62,12 +62,11 @@ static int open_fields(era5_data *d, int i, char *err, size_t errlen)
     goto out;
   }
   CHECK_H5(dset = H5Dopen2(file, "fields", H5P_DEFAULT), path);
-  d->open_file_ids[i] = dset;
-  d->open_file_handles[i] = file;
+  d->fields_dset[i] = dset;
+  d->file_handle[i] = file;
   return DLPAR_OK;
 out:
-  if (file >= 0)
-    H5Fclose(file);
+  h5_close(file);
   return rc;
 }
 
@@ -78,8 +77,8 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
   hsize_t dims[4];
   hid_t space = -1, type = -1;
   int rc = DLPAR_OK, ndims;
-  CHECK_H5(space = H5Dget_space((hid_t)d->open_file_ids[i]), path);
-  CHECK_H5(type = H5Dget_type((hid_t)d->open_file_ids[i]), path);
+  CHECK_H5(space = H5Dget_space((hid_t)d->fields_dset[i]), path);
+  CHECK_H5(type = H5Dget_type((hid_t)d->fields_dset[i]), path);
   ndims = H5Sget_simple_extent_ndims(space);
   if (ndims != 4 || H5Tget_class(type) != H5T_FLOAT) {
     snprintf(err, errlen, "%s: fields is %s with %d dimensions, expected floats [T, C, H, W]", path,
@@ -109,10 +108,8 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
     rc = DLPAR_ERR_INPUT;
   }
 out:
-  if (type >= 0)
-    H5Tclose(type);
-  if (space >= 0)
-    H5Sclose(space);
+  h5_close(type);
+  h5_close(space);
   return rc;
 }
 
@@ -148,10 +145,10 @@ static int read_step(era5_data *d, int year, long t, float *out, char *err, size
   int rc = DLPAR_OK;
   char context[PATH_MAX + 64];
   snprintf(context, sizeof(context), "%s: reading fields[%ld]", d->files[year], t);
-  CHECK_H5(file_space = H5Dget_space((hid_t)d->open_file_ids[year]), context);
+  CHECK_H5(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context);
   CHECK_H5(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context);
   CHECK_H5(mem_space = H5Screate_simple(4, count, NULL), context);
-  CHECK_H5(H5Dread((hid_t)d->open_file_ids[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out), context);
+  CHECK_H5(H5Dread((hid_t)d->fields_dset[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out), context);
   for (int c = 0; c < d->channels; c++) {
     float *x = out + (size_t)c * plane;
     for (size_t i = 0; i < plane; i++) {
@@ -165,10 +162,8 @@ static int read_step(era5_data *d, int year, long t, float *out, char *err, size
     }
   }
 out:
-  if (mem_space >= 0)
-    H5Sclose(mem_space);
-  if (file_space >= 0)
-    H5Sclose(file_space);
+  h5_close(mem_space);
+  h5_close(file_space);
   return rc;
 }
 
@@ -191,16 +186,16 @@ void era5_close(era5_data *d)
 {
   pthread_mutex_lock(d->hdf5_lock);
   for (int i = 0; i < d->nfiles; i++) {
-    if (d->open_file_ids && d->open_file_ids[i] >= 0)
-      H5Dclose((hid_t)d->open_file_ids[i]);
-    if (d->open_file_handles && d->open_file_handles[i] >= 0)
-      H5Fclose((hid_t)d->open_file_handles[i]);
+    if (d->fields_dset)
+      h5_close((hid_t)d->fields_dset[i]);
+    if (d->file_handle)
+      h5_close((hid_t)d->file_handle[i]);
     free(d->files[i]);
   }
   pthread_mutex_unlock(d->hdf5_lock);
   free(d->files);
-  free(d->open_file_ids);
-  free(d->open_file_handles);
+  free(d->fields_dset);
+  free(d->file_handle);
   memset(d, 0, sizeof(*d));
 }
 
@@ -231,12 +226,9 @@ static int read_h5_stats(const char *path, npy_array *a, char *err, size_t errle
   }
   CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a->data), path);
 out:
-  if (space >= 0)
-    H5Sclose(space);
-  if (dset >= 0)
-    H5Dclose(dset);
-  if (file >= 0)
-    H5Fclose(file);
+  h5_close(space);
+  h5_close(dset);
+  h5_close(file);
   return rc;
 }
 

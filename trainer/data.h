@@ -29,8 +29,8 @@ typedef struct {
   long nsamples;           /* after limit_nsamples */
   const float *means, *stds;
   pthread_mutex_t *hdf5_lock; /* libhdf5 is not thread-safe: one lock for all readers */
-  long *open_file_ids;     /* per file: hid_t of `fields`, or -1 */
-  long *open_file_handles; /* per file: hid_t of the file, or -1 */
+  long *fields_dset; /* per file: hid_t of its `fields` dataset, or -1 (hid_t kept out of this header) */
+  long *file_handle; /* per file: hid_t of the open file, or -1 */
 } era5_data;
 
 int era5_open(era5_data *data, const char *dir, const train_config *cfg, long limit, const float *means,

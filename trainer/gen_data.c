@@ -143,14 +143,10 @@ static int write_year(const gen_args *a, const char *path, int year, double *sum
     CHECK_H5(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, step), path);
   }
 out:
-  if (mem >= 0)
-    H5Sclose(mem);
-  if (dset >= 0)
-    H5Dclose(dset);
-  if (props >= 0)
-    H5Pclose(props);
-  if (space >= 0)
-    H5Sclose(space);
+  h5_close(mem);
+  h5_close(dset);
+  h5_close(props);
+  h5_close(space);
   if (file >= 0 && H5Fclose(file) < 0 && rc == DLPAR_OK)
     rc = DLPAR_ERR_HDF5;
   if (rc == DLPAR_OK)

@@ -1,4 +1,4 @@
-/* trainer/h5util.c: HDF5 error strings (see h5util.h). */
+/* trainer/h5util.c: HDF5 error strings and closing any object (see h5util.h). */
 #include "config.h"
 
 #include "trainer/h5util.h"
@@ -32,4 +32,35 @@ const char *h5_error_string(char *buf, size_t len)
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, take_innermost, &inner);
   snprintf(buf, len, "%s", inner.text);
   return buf;
+}
+
+void h5_close(hid_t id)
+{
+  if (id < 0)
+    return;
+  switch (H5Iget_type(id)) {
+  case H5I_FILE:
+    H5Fclose(id);
+    break;
+  case H5I_GROUP:
+    H5Gclose(id);
+    break;
+  case H5I_DATASET:
+    H5Dclose(id);
+    break;
+  case H5I_DATASPACE:
+    H5Sclose(id);
+    break;
+  case H5I_DATATYPE:
+    H5Tclose(id);
+    break;
+  case H5I_ATTR:
+    H5Aclose(id);
+    break;
+  case H5I_GENPROP_LST:
+    H5Pclose(id);
+    break;
+  default:
+    break;
+  }
 }

@@ -9,6 +9,10 @@
 
 /* Turns off HDF5's own error printing (once, at start-up). */
 void h5_quiet(void);
+/* Closes an HDF5 object of any kind (file, group, dataset, dataspace,
+ * datatype, attribute, property list); ids < 0 (never opened) are ignored.
+ * A file being written closes with H5Fclose, whose result matters. */
+void h5_close(hid_t id);
 /* The innermost description on HDF5's error stack, e.g. "unable to open file". */
 const char *h5_error_string(char *buf, size_t len);
 

@@ -21,13 +21,18 @@ typedef struct {
   float scale;
 } attn_shape;
 
-/* Stages rows [r0, r0 + TILE) of x (one head) as fp32 in shared memory; rows >= N as 0. */
+/* Stages rows [r0, r0 + TILE) of x and of y (one head) as fp32 in shared
+ * memory; rows >= N as 0. */
 template <typename T>
-__device__ void stage_tile(float (*dst)[HD_MAX], const T *x, size_t base, size_t ld, int r0, const attn_shape &a)
+__device__ void stage_tiles(float (*x_tile)[HD_MAX], const T *x, float (*y_tile)[HD_MAX], const T *y, size_t base,
+                            size_t ld, int r0, const attn_shape &a)
 {
   for (int e = threadIdx.x; e < TILE * a.HD; e += blockDim.x) {
     const int r = e / a.HD, d = e % a.HD;
-    dst[r][d] = r0 + r < a.N ? to_float(x[base + (size_t)(r0 + r) * ld + d]) : 0.0f;
+    const bool inside = r0 + r < a.N;
+    const size_t at = base + (size_t)(r0 + r) * ld + d;
+    x_tile[r][d] = inside ? to_float(x[at]) : 0.0f;
+    y_tile[r][d] = inside ? to_float(y[at]) : 0.0f;
   }
 }
 
@@ -47,8 +52,7 @@ __global__ void flash_fwd_kernel(T *o, float *lse, const T *q, const T *k, const
     const int count = a.N - j0 < TILE ? a.N - j0 : TILE;
     float scores[TILE], tile_max = -INFINITY;
     __syncthreads();
-    stage_tile(ks, k, base, ld, j0, a);
-    stage_tile(vs, v, base, ld, j0, a);
+    stage_tiles(ks, k, vs, v, base, ld, j0, a);
     __syncthreads();
     if (!active)
       continue;
@@ -129,8 +133,7 @@ __global__ void flash_dkdv_kernel(T *dk, T *dv, const T *q, const T *k, const T 
   for (int i0 = 0; i0 < a.N; i0 += TILE) {
     const int count = a.N - i0 < TILE ? a.N - i0 : TILE;
     __syncthreads();
-    stage_tile(qs, q, base, ld, i0, a);
-    stage_tile(dos, dout, base, ld, i0, a);
+    stage_tiles(qs, q, dos, dout, base, ld, i0, a);
     for (int e = threadIdx.x; e < TILE; e += blockDim.x) {
       lse_s[e] = i0 + e < a.N ? lse[(size_t)bh * a.N + i0 + e] : 0.0f;
       delta_s[e] = i0 + e < a.N ? delta[(size_t)bh * a.N + i0 + e] : 0.0f;
@@ -177,8 +180,7 @@ __global__ void flash_dq_kernel(T *dq, const T *q, const T *k, const T *v, const
   for (int j0 = 0; j0 < a.N; j0 += TILE) {
     const int count = a.N - j0 < TILE ? a.N - j0 : TILE;
     __syncthreads();
-    stage_tile(ks, k, base, ld, j0, a);
-    stage_tile(vs, v, base, ld, j0, a);
+    stage_tiles(ks, k, vs, v, base, ld, j0, a);
     __syncthreads();
     if (!active)
       continue;

@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "kernels/cpu/ops.h"
@@ -54,29 +55,28 @@ static double dot(const double *a, const double *b, size_t n)
   return s;
 }
 
-/* ||a - ref|| / ||ref||, NaN if any value is not finite */
-static double rel_error_f32(const float *a, const double *ref, size_t n)
+/* ||a - ref|| / ||ref|| for a of floats (f32) or doubles, NaN if any value is not finite */
+static double rel_error(const void *a, bool f32, const double *ref, size_t n)
 {
   double num = 0, den = 0;
   for (size_t i = 0; i < n; i++) {
-    if (!isfinite(a[i]))
+    const double value = f32 ? ((const float *)a)[i] : ((const double *)a)[i];
+    if (!isfinite(value))
       return NAN;
-    num += (a[i] - ref[i]) * (a[i] - ref[i]);
+    num += (value - ref[i]) * (value - ref[i]);
     den += ref[i] * ref[i];
   }
   return sqrt(num) / sqrt(den);
 }
 
+static double rel_error_f32(const float *a, const double *ref, size_t n)
+{
+  return rel_error(a, true, ref, n);
+}
+
 static double rel_error_f64(const double *a, const double *ref, size_t n)
 {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!isfinite(a[i]))
-      return NAN;
-    num += (a[i] - ref[i]) * (a[i] - ref[i]);
-    den += ref[i] * ref[i];
-  }
-  return sqrt(num) / sqrt(den);
+  return rel_error(a, false, ref, n);
 }
 
 #define CHECK_REL(what, err, bound)                                                              \
