@@ -41,6 +41,12 @@ int slurm_spank_init_post_opt(spank_t sp UNUSED, int ac UNUSED, char **av UNUSED
   }
 }
 
+/* A step that asked for --dl-* options, seen from slurmstepd. */
+static bool active_in_stepd(void)
+{
+  return dlpar_user_options_active(&dlpar_spank.options) && spank_context() == S_CTX_REMOTE;
+}
+
 int slurm_spank_local_user_init(spank_t sp, int ac UNUSED, char **av UNUSED)
 {
   if (!dlpar_user_options_active(&dlpar_spank.options))
@@ -50,21 +56,21 @@ int slurm_spank_local_user_init(spank_t sp, int ac UNUSED, char **av UNUSED)
 
 int slurm_spank_user_init(spank_t sp, int ac UNUSED, char **av UNUSED)
 {
-  if (!dlpar_user_options_active(&dlpar_spank.options) || spank_context() != S_CTX_REMOTE)
+  if (!active_in_stepd())
     return 0;
   return dlpar_stepd_user_init(sp);
 }
 
 int slurm_spank_task_init_privileged(spank_t sp, int ac UNUSED, char **av UNUSED)
 {
-  if (!dlpar_user_options_active(&dlpar_spank.options) || spank_context() != S_CTX_REMOTE)
+  if (!active_in_stepd())
     return 0;
   return dlpar_stepd_task_init_privileged(sp);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac UNUSED, char **av UNUSED)
 {
-  if (!dlpar_user_options_active(&dlpar_spank.options) || spank_context() != S_CTX_REMOTE)
+  if (!active_in_stepd())
     return 0;
   return dlpar_stepd_task_init(sp);
 }
