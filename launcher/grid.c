@@ -124,7 +124,7 @@ static const char *node_label(const char *const *names, int node, char *buf, siz
 
 int dlpar_grid_check_span(const dlpar_grid *grid, const int *rank_node,
                           const char *const *node_names, dlpar_span_policy policy,
-                          char *err, size_t errlen)
+                          int *first_rank, char *err, size_t errlen)
 {
   char a[32], b[32];
   for (int group = 0; group < grid->dp; group++) {
@@ -132,15 +132,17 @@ int dlpar_grid_check_span(const dlpar_grid *grid, const int *rank_node,
     for (int r = first + 1; r < first + grid->tp; r++) {
       if (rank_node[r] == rank_node[first])
         continue;
+      if (first_rank)
+        *first_rank = first;
       if (policy == DLPAR_SPAN_ALLOW)
         return DLPAR_OK;
       snprintf(err, errlen,
                "%s--dl-parallel=%dx%d: tensor-parallel group %d (ranks %d-%d) spans %s and %s (give "
-               "every node a multiple of %d tasks, e.g. --ntasks-per-node=%d, or ask the admin for "
-               "tp_span=warn)",
+               "every node a multiple of %d tasks, e.g. --ntasks-per-node=%d%s)",
                policy == DLPAR_SPAN_WARN ? "warning: " : "", grid->tp, grid->dp, group, first,
                first + grid->tp - 1, node_label(node_names, rank_node[first], a, sizeof(a)),
-               node_label(node_names, rank_node[r], b, sizeof(b)), grid->tp, grid->tp);
+               node_label(node_names, rank_node[r], b, sizeof(b)), grid->tp, grid->tp,
+               policy == DLPAR_SPAN_ERROR ? ", or ask the admin for tp_span=warn" : "");
       return policy == DLPAR_SPAN_WARN ? DLPAR_WARN : DLPAR_ERR_INPUT;
     }
   }

@@ -43,10 +43,11 @@ void dlpar_grid_coords(const dlpar_grid *grid, int rank, int *tp_rank, int *dp_r
 int dlpar_grid_members(const dlpar_grid *grid, dlpar_group group, int rank, int *ranks);
 
 /* rank_node[r]: the node index of rank r (names[] for messages, or NULL).
- * DLPAR_OK, DLPAR_WARN (err holds the warning) or DLPAR_ERR_INPUT. */
+ * DLPAR_OK, DLPAR_WARN (err holds the warning) or DLPAR_ERR_INPUT; where a
+ * group spans nodes, *first_rank (if not NULL) is that group's first rank. */
 int dlpar_grid_check_span(const dlpar_grid *grid, const int *rank_node,
                           const char *const *node_names, dlpar_span_policy policy,
-                          char *err, size_t errlen);
+                          int *first_rank, char *err, size_t errlen);
 
 /* Slurm's block distribution: ranks fill node 0, then node 1, ... */
 void dlpar_grid_block_nodes(const int *tasks_per_node, int nnodes, int *rank_node);

@@ -102,7 +102,7 @@ static int check_locality(const dlpar_ctx *ctx, char *err, size_t errlen)
   }
   for (int rank = ctx->info.size - 1; rank >= 0; rank--)
     node_names[ctx->rank_node[rank]] = ctx->hosts[rank];
-  rc = dlpar_grid_check_span(&ctx->grid, ctx->rank_node, node_names, ctx->env.span, err, errlen);
+  rc = dlpar_grid_check_span(&ctx->grid, ctx->rank_node, node_names, ctx->env.span, NULL, err, errlen);
   free(node_names);
   return rc;
 }
@@ -134,9 +134,7 @@ static int settle_grid(dlpar_ctx *ctx)
   rc = check_locality(ctx, err, sizeof(err));
   if (rc < 0)
     return dlpar_fail(ctx, rc, "%s", err);
-  if (rc == DLPAR_WARN && ctx->info.rank == 0)
-    fprintf(stderr, "dlpar: %s\n", err);
-  return DLPAR_OK;
+  return DLPAR_OK; /* a warning (tp_span=warn) was the plugin's to print, once per step */
 }
 
 static dlpar_backend choose_backend(const dlpar_ctx *ctx, const dlpar_options *options)

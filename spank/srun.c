@@ -49,8 +49,10 @@ static int check_span(const dlpar_grid *grid, int ntasks, int nnodes)
   if (!rank_node)
     return DLPAR_OK;
   if (predict_rank_nodes(ntasks, nnodes, rank_node)) {
-    rc = dlpar_grid_check_span(grid, rank_node, NULL, dlpar_spank.admin.tp_span, err, sizeof(err));
-    if (rc != DLPAR_OK)
+    /* a refusal stops the step here; a warning comes once from the node
+     * side, which sees the real layout */
+    rc = dlpar_grid_check_span(grid, rank_node, NULL, dlpar_spank.admin.tp_span, NULL, err, sizeof(err));
+    if (rc == DLPAR_ERR_INPUT)
       dlpar_spank_error(err);
   }
   free(rank_node);

@@ -54,13 +54,15 @@ static int check_pmix(spank_t sp, char *err, size_t errlen)
 }
 
 /* Every tensor-parallel group with a rank on this node must be whole on
- * this node, whatever srun predicted: ranks elsewhere count as "another node". */
+ * this node, whatever srun predicted: ranks elsewhere count as "another node".
+ * Under tp_span=warn, DLPAR_WARN only on the node of the first spanning
+ * group's first rank, so the step prints the warning once. */
 static int check_groups_local(spank_t sp, const dlpar_grid *grid, const task_facts *facts,
                               char *err, size_t errlen)
 {
   const char *names[2] = {facts->node, "another node"};
   int *rank_node = malloc(sizeof(int) * facts->ntasks);
-  int rc;
+  int rc, first = 0;
   if (!rank_node) {
     snprintf(err, errlen, "out of memory");
     return DLPAR_ERR_SYSTEM;
@@ -69,7 +71,9 @@ static int check_groups_local(spank_t sp, const dlpar_grid *grid, const task_fac
     uint32_t local_id;
     rank_node[rank] = spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, rank, &local_id) != ESPANK_SUCCESS;
   }
-  rc = dlpar_grid_check_span(grid, rank_node, names, dlpar_spank.admin.tp_span, err, errlen);
+  rc = dlpar_grid_check_span(grid, rank_node, names, dlpar_spank.admin.tp_span, &first, err, errlen);
+  if (rc == DLPAR_WARN && rank_node[first] != 0)
+    rc = DLPAR_OK;
   free(rank_node);
   return rc;
 }

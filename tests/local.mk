@@ -36,6 +36,7 @@ INTEGRATION_TESTS = \
 	tests/integration/spank_options.sh \
 	tests/integration/spank_env.sh \
 	tests/integration/spank_profile.sh \
+	tests/integration/spank_admin.sh \
 	tests/integration/launcher_groups.sh \
 	tests/integration/launcher_faults.sh \
 	tests/integration/launcher_nccl_ids.sh \

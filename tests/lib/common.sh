@@ -41,12 +41,14 @@ finish() {
 
 # The shared bed: 2 emulated nodes, the freshly built plugin (required), the
 # bed's synthetic topology (2 sockets x 1 core, 2 GPUs + 1 HCA each).
+# use_bed private: a bed of this test's own (it stops when the test ends),
+# whose plugstack.conf the test may rewrite.
 use_bed() {
-  local out rc
-  out=$("$DLPAR_SRCDIR/tests/testbed/dlpar-bed" ensure --state "$DLPAR_BUILDDIR/tests/.bed" \
-        --owner "${DLPAR_CHECK_OWNER:-$PPID}" \
+  local out rc state=$DLPAR_BUILDDIR/tests/.bed owner=${DLPAR_CHECK_OWNER:-$PPID}
+  [ "${1:-}" = private ] && state=$TEST_TMP/bed owner=$$
+  out=$("$DLPAR_SRCDIR/tests/testbed/dlpar-bed" ensure --state "$state" --owner "$owner" \
         --plugin "$DLPAR_BUILDDIR/spank/.libs/spank_dlpar.so" \
-        --plugin-args "topology_xml=$DLPAR_SRCDIR/tests/topo/bed-node.xml" \
+        --plugin-args "$BED_TOPOLOGY" \
         --share "$DLPAR_BUILDDIR" --share "$DLPAR_SRCDIR" 2>"$TEST_TMP/bed.err")
   rc=$?
   [ $rc = 77 ] && skip "$(cat "$TEST_TMP/bed.err")"
@@ -72,6 +74,7 @@ dp_members() {
 elapsed_since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { d = e - s; printf "%d", (d == int(d)) ? d : int(d) + 1 }'; }
 
 B=$DLPAR_BUILDDIR
+BED_TOPOLOGY=topology_xml=$DLPAR_SRCDIR/tests/topo/bed-node.xml
 
 # A small generated dataset for the trainer tests (in TEST_TMP/data).
 make_data() {
