@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "launcher/clock.h"
 #include "launcher/devbuf.h"
 #include "launcher/dlpar.h"
 
@@ -27,13 +27,6 @@ typedef struct {
   size_t min_bytes, max_bytes;
   int iters, warmup;
 } bench_args;
-
-static double seconds(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static double busbw_factor(bench_op op, int n)
 {
@@ -71,14 +64,14 @@ static int time_op(dlpar_ctx *ctx, const dlpar_devbuf_ctx *dev, const bench_args
     if (i == a->warmup) {
       if (dlpar_devbuf_sync(dev) != 0 || dlpar_barrier(ctx, group) != 0)
         return 1;
-      start = seconds();
+      start = dlpar_now();
     }
     if (run_op(ctx, dev, op, group, send, recv, count) != 0)
       return 1;
   }
   if (dlpar_devbuf_sync(dev) != 0)
     return 1;
-  elapsed = (seconds() - start) / a->iters;
+  elapsed = (dlpar_now() - start) / a->iters;
   if (group_max(ctx, dev, group, &elapsed) != 0)
     return 1;
   *mean = elapsed;

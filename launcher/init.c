@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -24,13 +23,6 @@ int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
   vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
   va_end(ap);
   return status;
-}
-
-double dlpar_now(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 size_t dlpar_dtype_size(dlpar_dtype dtype)

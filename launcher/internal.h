@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "launcher/clock.h"
 #include "launcher/dlpar.h"
 #include "launcher/grid.h"
 #include "launcher/status.h"
@@ -85,7 +86,6 @@ extern const dlpar_backend_ops dlpar_backend_nccl;
 
 /* Records a one-line error in ctx and returns status. */
 int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-double dlpar_now(void);
 size_t dlpar_dtype_size(dlpar_dtype dtype);
 /* "tp group (ranks 4-7)" for messages. */
 void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);

@@ -3,6 +3,7 @@
 noinst_LTLIBRARIES += launcher/libdlpar_core.la
 launcher_libdlpar_core_la_SOURCES = \
 	launcher/status.c launcher/status.h \
+	launcher/clock.c launcher/clock.h \
 	launcher/text.c launcher/text.h \
 	launcher/grid.c launcher/grid.h \
 	launcher/profile.c launcher/profile.h \

@@ -17,9 +17,9 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "launcher/clock.h"
 #include "launcher/run.h"
 #include "launcher/status.h"
 #include "launcher/taskenv.h"
@@ -47,13 +47,6 @@ typedef struct {
   int signals_forwarded;
   int signal_fd, abort_pipe[2];
 } launcher;
-
-static double now_seconds(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void usage(void)
 {
@@ -196,7 +189,7 @@ static void fail_job(launcher *l, int code)
     return;
   l->first_failure = code ? code : 1;
   signal_all(l, SIGTERM);
-  l->kill_deadline = now_seconds() + GRACE_SECONDS;
+  l->kill_deadline = dlpar_now() + GRACE_SECONDS;
 }
 
 static void reap(launcher *l)
@@ -233,7 +226,7 @@ static void on_signal(launcher *l)
     /* forward once; a second interrupt kills */
     signal_all(l, l->signals_forwarded++ ? SIGKILL : (int)info.ssi_signo);
     if (!l->kill_deadline)
-      l->kill_deadline = now_seconds() + 30.0;
+      l->kill_deadline = dlpar_now() + 30.0;
   }
 }
 
@@ -309,7 +302,7 @@ static void supervise(launcher *l)
       if (fds[3 + 2 * r].revents)
         read_output(&l->ranks[r], r, 1);
     }
-    if (l->kill_deadline && now_seconds() > l->kill_deadline) {
+    if (l->kill_deadline && dlpar_now() > l->kill_deadline) {
       signal_all(l, SIGKILL);
       l->kill_deadline = 0;
     }

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "launcher/clock.h"
 #include "launcher/status.h"
 #include "trainer/h5util.h"
 #include "trainer/npy.h"
@@ -287,13 +287,6 @@ static void *default_alloc(size_t bytes)
   return malloc(bytes);
 }
 
-static double seconds_now(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Fills one slot with the batch at (epoch, step); runs on the loader thread. */
 static int fill_slot(loader *l, int slot, long epoch, long step, char *err, size_t errlen)
 {
@@ -405,12 +398,12 @@ void loader_start(loader *l, long epoch, long step, long count)
 
 int loader_next(loader *l, const float **inp, const float **tgt, char *err, size_t errlen)
 {
-  const double start = seconds_now();
+  const double start = dlpar_now();
   int rc = DLPAR_OK;
   pthread_mutex_lock(&l->lock);
   while (l->filled == 0)
     pthread_cond_wait(&l->changed, &l->lock);
-  l->wait_seconds += seconds_now() - start;
+  l->wait_seconds += dlpar_now() - start;
   if (l->state[l->tail] == SLOT_FAILED) {
     snprintf(err, errlen, "%s", l->errors[l->tail]);
     rc = DLPAR_ERR_INPUT;

@@ -17,8 +17,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "launcher/clock.h"
 #include "launcher/dlpar.h"
 #include "launcher/status.h"
 #include "trainer/checkpoint.h"
@@ -56,13 +56,6 @@ typedef struct {
   long steps_this_run;
   bool on_gpu;
 } trainer;
-
-static double now_seconds(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Rank 0 prints (all ranks print when the error may be theirs alone),
  * then the whole step ends. */
@@ -415,16 +408,16 @@ static void end_epoch(trainer *t, epoch_progress *e, long steps_done)
   epoch_summary s = {.epoch = t->pos.epoch + 1, .step = t->pos.step, .lr = learning_rate(c, t->pos.step - 1)};
   double train_sums[2], val_start;
   log_step(t, e); /* the steps since the last line */
-  s.epoch_seconds = now_seconds() - e->start;
+  s.epoch_seconds = dlpar_now() - e->start;
   train_sums[0] = e->loss_sum, train_sums[1] = (double)e->steps;
   dp_mean(t, train_sums, 2);
   s.train_loss = train_sums[0] / train_sums[1];
   s.samples_per_sec = (double)steps_done * c->global_batch_size / s.epoch_seconds;
   s.data_wait_seconds = loader_wait_seconds(t->train);
   s.peak_memory_gb = (double)t->net->ops->peak_memory(t->net) / 1e9;
-  val_start = now_seconds();
+  val_start = dlpar_now();
   validate(t, &s.val_loss, &s.val_rmse_u10m);
-  s.validation_seconds = now_seconds() - val_start;
+  s.validation_seconds = dlpar_now() - val_start;
   say(t, "Time taken for epoch %ld is %.3f sec, avg %.2f samples/sec, peak memory %.3f GB/rank\n", s.epoch,
       s.epoch_seconds, s.samples_per_sec, s.peak_memory_gb);
   say(t, "  Avg train loss=%f\n", s.train_loss);
@@ -443,7 +436,7 @@ static void train(trainer *t)
   bool saved = false;
   loader_start(t->train, t->pos.epoch, t->pos.step_in_epoch, c->num_iters - t->pos.step);
   while (t->pos.step < c->num_iters) {
-    epoch_progress e = {0, 0, now_seconds()};
+    epoch_progress e = {0, 0, dlpar_now()};
     const long first = t->pos.step_in_epoch;
     int stop = 0;
     while (!stop && t->pos.step_in_epoch < steps_per_epoch && t->pos.step < c->num_iters)
@@ -489,31 +482,31 @@ static void benchy(trainer *t)
   loader_start(t->train, 0, 0, -1);
   for (long i = 0; i < warmup + steps; i++) {
     if (i == warmup)
-      start = now_seconds();
+      start = dlpar_now();
     if (loader_next(t->train, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
       die(t, true, "%s", err);
     if (i + 1 < warmup + steps)
       loader_release(t->train);
   }
-  io = synchronize(t, now_seconds() - start);
+  io = synchronize(t, dlpar_now() - start);
   pack_batch(t, &inp, &tgt);
   check(t, t->net->ops->forward_backward(t->net, inp, tgt), "forward/backward"); /* stage it */
   loader_release(t->train);
   for (long i = 0; i < warmup + steps; i++) {
     if (i == warmup)
-      synchronize(t, 0), start = now_seconds();
+      synchronize(t, 0), start = dlpar_now();
     check(t, t->net->ops->forward_backward(t->net, NULL, NULL), "forward/backward");
     check(t, t->net->ops->optimizer_step(t->net, c->lr, i + 1), "optimizer");
   }
-  synthetic = synchronize(t, now_seconds() - start);
+  synthetic = synchronize(t, dlpar_now() - start);
   loader_start(t->train, 0, 0, warmup + steps);
   t->pos.step = t->pos.step_in_epoch = 0;
   for (long i = 0; i < warmup + steps; i++) {
     if (i == warmup)
-      synchronize(t, 0), start = now_seconds();
+      synchronize(t, 0), start = dlpar_now();
     train_step(t, &e);
   }
-  full = synchronize(t, now_seconds() - start);
+  full = synchronize(t, dlpar_now() - start);
   getrusage(RUSAGE_SELF, &usage);
   say(t, "benchy: %ld steps of %d samples after %ld warm-up: IO %.2f samples/s, SYNTHETIC %.2f samples/s, FULL %.2f "
       "samples/s, FULL/SYNTHETIC %.3f, model memory %.3f GB/rank, peak RSS %.1f MB\n", steps, c->global_batch_size,
