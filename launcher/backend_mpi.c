@@ -15,6 +15,9 @@
 typedef struct {
   MPI_Comm comm[3];   /* indexed by dlpar_group */
   bool initialized_here;
+  /* the posted stop agreement: a nonblocking allreduce (max) over world */
+  MPI_Request stop_request;
+  int stop_local, stop_global;
 } mpi_state;
 
 #define CHECK_MPI(ctx, call)                                                               \
@@ -204,13 +207,25 @@ static int mpi_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
   return DLPAR_OK;
 }
 
-static int mpi_agree_max(dlpar_ctx *ctx, int local, int *global)
+static int mpi_stop_post(dlpar_ctx *ctx, int local, void *stream)
 {
+  mpi_state *st = state_of(ctx);
+  (void)stream; /* a host int: nothing to order against a device */
+  st->stop_local = local;
+  CHECK_MPI(ctx, MPI_Iallreduce(&st->stop_local, &st->stop_global, 1, MPI_INT, MPI_MAX,
+                                st->comm[DLPAR_GROUP_WORLD], &st->stop_request));
+  return DLPAR_OK;
+}
+
+static int mpi_stop_wait(dlpar_ctx *ctx, int *global)
+{
+  mpi_state *st = state_of(ctx);
   int rc;
-  dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, "allreduce");
-  rc = MPI_Allreduce(&local, global, 1, MPI_INT, MPI_MAX, state_of(ctx)->comm[DLPAR_GROUP_WORLD]);
+  dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, "stop agreement (allreduce)");
+  rc = MPI_Wait(&st->stop_request, MPI_STATUS_IGNORE);
   dlpar_inflight_end(ctx, DLPAR_GROUP_WORLD);
   CHECK_MPI(ctx, rc);
+  *global = st->stop_global;
   return DLPAR_OK;
 }
 
@@ -225,5 +240,6 @@ const dlpar_backend_ops dlpar_backend_mpi = {
     .barrier = mpi_barrier,
     .poll = mpi_poll,
     .abort_comms = NULL,
-    .agree_max = mpi_agree_max,
+    .stop_post = mpi_stop_post,
+    .stop_wait = mpi_stop_wait,
 };

@@ -26,8 +26,10 @@ typedef struct {
   ncclComm_t comm[3];          /* indexed by dlpar_group */
   last_collective last[3];
   pthread_mutex_t lock;        /* guards last[] against the watchdog */
-  cudaStream_t agree_stream;
-  int *agree_buf;              /* device int for agree_max */
+  cudaStream_t barrier_stream;
+  int *device_ints;            /* [0] barrier, [1] stop agreement */
+  int *stop_host;              /* pinned: [0] this rank's flag, [1] the world's max */
+  cudaEvent_t stop_done;       /* recorded after the stop agreement's copy back */
 } nccl_state;
 
 static nccl_state *state_of(dlpar_ctx *ctx)
@@ -112,8 +114,10 @@ static int nccl_init(dlpar_ctx *ctx)
       (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->nccl_ids.tp, ctx->grid.tp, ctx->info.tp_rank)) ||
       (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->nccl_ids.dp, ctx->grid.dp, ctx->info.dp_rank)))
     return rc;
-  CHECK_CUDA(ctx, cudaStreamCreateWithFlags(&st->agree_stream, cudaStreamNonBlocking));
-  CHECK_CUDA(ctx, cudaMalloc((void **)&st->agree_buf, sizeof(int)));
+  CHECK_CUDA(ctx, cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking));
+  CHECK_CUDA(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
+  CHECK_CUDA(ctx, cudaHostAlloc((void **)&st->stop_host, 2 * sizeof(int), cudaHostAllocDefault));
+  CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming));
   return DLPAR_OK;
 }
 
@@ -130,10 +134,14 @@ static void nccl_finalize(dlpar_ctx *ctx)
     if (st->last[g].event)
       cudaEventDestroy(st->last[g].event);
   }
-  if (st->agree_buf)
-    cudaFree(st->agree_buf);
-  if (st->agree_stream)
-    cudaStreamDestroy(st->agree_stream);
+  if (st->stop_done)
+    cudaEventDestroy(st->stop_done);
+  if (st->stop_host)
+    cudaFreeHost(st->stop_host);
+  if (st->device_ints)
+    cudaFree(st->device_ints);
+  if (st->barrier_stream)
+    cudaStreamDestroy(st->barrier_stream);
   pthread_mutex_destroy(&st->lock);
   free(st);
   ctx->backend_state = NULL;
@@ -190,23 +198,39 @@ static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
 static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
 {
   nccl_state *st = state_of(ctx);
-  int rc = nccl_allreduce(ctx, group, st->agree_buf, 1, DLPAR_INT32, DLPAR_SUM, st->agree_stream);
+  int rc = nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream);
   if (rc != DLPAR_OK)
     return rc;
-  CHECK_CUDA(ctx, cudaStreamSynchronize(st->agree_stream));
+  CHECK_CUDA(ctx, cudaStreamSynchronize(st->barrier_stream));
   return DLPAR_OK;
 }
 
-static int nccl_agree_max(dlpar_ctx *ctx, int local, int *global)
+/* In the caller's stream, behind the step's work (one stream keeps every
+ * rank's NCCL calls in one order): flag in, max over world, result out to
+ * pinned memory, then an event that stop_wait waits for. The flag is read
+ * when the copy runs; it only ever goes from 0 to 1. */
+static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
 {
   nccl_state *st = state_of(ctx);
   int rc;
-  CHECK_CUDA(ctx, cudaMemcpyAsync(st->agree_buf, &local, sizeof(int), cudaMemcpyHostToDevice, st->agree_stream));
-  rc = nccl_allreduce(ctx, DLPAR_GROUP_WORLD, st->agree_buf, 1, DLPAR_INT32, DLPAR_MAX, st->agree_stream);
+  st->stop_host[0] = local;
+  CHECK_CUDA(ctx, cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
+                                  (cudaStream_t)stream));
+  rc = nccl_allreduce(ctx, DLPAR_GROUP_WORLD, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream);
   if (rc != DLPAR_OK)
     return rc;
-  CHECK_CUDA(ctx, cudaMemcpyAsync(global, st->agree_buf, sizeof(int), cudaMemcpyDeviceToHost, st->agree_stream));
-  CHECK_CUDA(ctx, cudaStreamSynchronize(st->agree_stream));
+  CHECK_CUDA(ctx, cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
+                                  (cudaStream_t)stream));
+  CHECK_CUDA(ctx, cudaEventRecord(st->stop_done, (cudaStream_t)stream));
+  return DLPAR_OK;
+}
+
+/* A peer that never posts leaves the allreduce pending: the watchdog times it. */
+static int nccl_stop_wait(dlpar_ctx *ctx, int *global)
+{
+  nccl_state *st = state_of(ctx);
+  CHECK_CUDA(ctx, cudaEventSynchronize(st->stop_done));
+  *global = st->stop_host[1];
   return DLPAR_OK;
 }
 
@@ -264,5 +288,6 @@ const dlpar_backend_ops dlpar_backend_nccl = {
     .barrier = nccl_barrier,
     .poll = nccl_poll,
     .abort_comms = nccl_abort_comms,
-    .agree_max = nccl_agree_max,
+    .stop_post = nccl_stop_post,
+    .stop_wait = nccl_stop_wait,
 };

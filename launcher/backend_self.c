@@ -2,19 +2,27 @@
  * run outside any launcher, or a 1x1 grid): copies and no-ops. */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "launcher/internal.h"
 
+/* The stop flag posted by the last stop_post, until stop_wait. */
+typedef struct {
+  int posted_stop;
+} self_state;
+
 static int self_init(dlpar_ctx *ctx)
 {
-  (void)ctx;
+  if (!(ctx->backend_state = calloc(1, sizeof(self_state))))
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
   return DLPAR_OK;
 }
 
 static void self_finalize(dlpar_ctx *ctx)
 {
-  (void)ctx;
+  free(ctx->backend_state);
+  ctx->backend_state = NULL;
 }
 
 static int self_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count,
@@ -59,10 +67,16 @@ static int self_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
   return DLPAR_OK;
 }
 
-static int self_agree_max(dlpar_ctx *ctx, int local, int *global)
+static int self_stop_post(dlpar_ctx *ctx, int local, void *stream)
 {
-  (void)ctx;
-  *global = local;
+  (void)stream;
+  ((self_state *)ctx->backend_state)->posted_stop = local;
+  return DLPAR_OK;
+}
+
+static int self_stop_wait(dlpar_ctx *ctx, int *global)
+{
+  *global = ((self_state *)ctx->backend_state)->posted_stop;
   return DLPAR_OK;
 }
 
@@ -77,5 +91,6 @@ const dlpar_backend_ops dlpar_backend_self = {
     .barrier = self_barrier,
     .poll = self_poll,
     .abort_comms = NULL,
-    .agree_max = self_agree_max,
+    .stop_post = self_stop_post,
+    .stop_wait = self_stop_wait,
 };

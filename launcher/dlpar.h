@@ -56,6 +56,8 @@ typedef struct {
 /* argc/argv are needed to re-execute the program under nsys when the
  * launcher asked for it (before any CUDA call); they may be NULL otherwise. */
 int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **ctx);
+/* Waits for a posted stop agreement, then tears everything down; returns
+ * DLPAR_OK, or the error (already printed) of that last wait. */
 int dlpar_finalize(dlpar_ctx *ctx);
 
 const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx);
@@ -88,11 +90,16 @@ int dlpar_profile_step(dlpar_ctx *ctx, long step);
 void dlpar_range_push(const dlpar_ctx *ctx, const char *name);
 void dlpar_range_pop(const dlpar_ctx *ctx);
 
-/* Slurm's SIGTERM (time limit, scancel) or SIGINT/SIGUSR1: a collective
- * over the world group, so every rank returns 1 in the same step once any
- * rank got the signal: write a checkpoint, then dlpar_finalize and exit.
+/* Slurm's SIGTERM (time limit, scancel) or SIGINT/SIGUSR1, agreed over the
+ * world group without making the caller wait for its peers: each call
+ * posts whether this rank got a signal (on a GPU into `stream`, behind the
+ * step's work; a nonblocking allreduce on the CPU) and returns in *stop the
+ * agreement the previous call posted. Every rank calls it once per step, so
+ * all return 1 in the same call, one call after the first rank got the
+ * signal: write a checkpoint, then dlpar_finalize and exit. Called after the
+ * step's work is queued, it waits on a GPU only for the previous step.
  * A second signal ends the process at once. */
-int dlpar_stop_requested(dlpar_ctx *ctx, int *stop);
+int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
 
 /* Ends the whole step (every rank), printing "dlpar: message" unless message
  * is NULL (the caller printed its own). Does not return. */

@@ -229,9 +229,12 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
 
 int dlpar_finalize(dlpar_ctx *ctx)
 {
+  int rc;
   if (!ctx)
     return DLPAR_OK;
   dlpar_profiling_finish(ctx);
+  if ((rc = dlpar_stop_drain(ctx)) != DLPAR_OK)
+    fprintf(stderr, "dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error);
   dlpar_watchdog_stop(ctx);
   if (ctx->backend)
     ctx->backend->finalize(ctx);
@@ -239,7 +242,7 @@ int dlpar_finalize(dlpar_ctx *ctx)
   free(ctx->hosts);
   free(ctx->rank_node);
   free(ctx);
-  return DLPAR_OK;
+  return rc;
 }
 
 const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx)

@@ -50,6 +50,7 @@ struct dlpar_ctx {
   bool watchdog_running;
   atomic_int watchdog_stop;
   atomic_int stop_signals;     /* SIGTERM/SIGINT/SIGUSR1 received */
+  bool stop_posted;            /* a stop agreement is posted, not yet waited for */
   int signal_fd;
   /* profiling */
   bool profiling;              /* this rank emits ranges / drives the profiler */
@@ -74,8 +75,10 @@ struct dlpar_backend_ops {
   int (*poll)(dlpar_ctx *ctx, double now, char *err, size_t errlen);
   /* Tear communicators down without waiting (before aborting the step). */
   void (*abort_comms)(dlpar_ctx *ctx);
-  /* The maximum of an int over the world group, on the host. */
-  int (*agree_max)(dlpar_ctx *ctx, int local, int *global);
+  /* The stop agreement (dlpar_stop_requested): post the maximum of `local`
+   * over the world group (stream: as the collectives), then wait for it. */
+  int (*stop_post)(dlpar_ctx *ctx, int local, void *stream);
+  int (*stop_wait)(dlpar_ctx *ctx, int *global);
 };
 
 extern const dlpar_backend_ops dlpar_backend_self;
@@ -107,6 +110,8 @@ int dlpar_watchdog_start(dlpar_ctx *ctx);
 void dlpar_watchdog_stop(dlpar_ctx *ctx);
 void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op);
 void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group);
+/* Waits for a posted stop agreement (before the watchdog stops, at finalize). */
+int dlpar_stop_drain(dlpar_ctx *ctx);
 
 /* profiling.c */
 int dlpar_profiling_reexec(dlpar_ctx *ctx, int argc, char **argv);

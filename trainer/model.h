@@ -20,7 +20,8 @@
 
 typedef enum { TENSOR_PARAMS = 0, TENSOR_GRADS, TENSOR_ADAM_M, TENSOR_ADAM_V } model_tensor;
 
-/* Sums since the last take_metrics, local to this rank. */
+/* One window of steps (post_metrics to post_metrics): sums over the
+ * data-parallel group. */
 typedef struct {
   double train_loss_sum;  /* sum over steps of the step's mean loss */
   long train_steps;
@@ -39,6 +40,11 @@ typedef struct {
   int (*optimizer_step)(model *m, double lr, long t);
   /* validation: loss and weighted RMSE of one local batch */
   int (*evaluate)(model *m, const float *inp, const float *tgt);
+  /* Ends the window: the sums since the last post, summed over the dp
+   * group, become the next take_metrics' answer, and the sums restart.
+   * Queued behind the step on a GPU: nothing waits. Post, take, in turn. */
+  int (*post_metrics)(model *m);
+  /* The last posted window (zeros if none); waits for it on a GPU. */
   int (*take_metrics)(model *m, model_metrics *out);
   /* the whole local flat buffer (params.h's layout), to and from the host */
   int (*read_tensor)(model *m, model_tensor which, float *host);
@@ -58,6 +64,7 @@ struct model {
   param_table table;
   train_config cfg;
   dlpar_ctx *comm;
+  void *stream;            /* where the step's work is queued: the CUDA stream, NULL on the CPU */
   int batch;               /* local batch */
   char error[DLPAR_ERRLEN];
 };

@@ -26,7 +26,8 @@ typedef struct {
   /* backward */
   float *dx, *dln, *datt, *dq, *dk, *dv, *dfc1, *dgelu, *dhead, *dpred;
   grad_buckets buckets;
-  model_metrics metrics;
+  model_metrics metrics;            /* local sums of the open window */
+  model_metrics posted;             /* the last posted window, over dp */
   const float *last_inp, *last_tgt; /* for forward_backward(NULL, NULL) */
   size_t bytes;
 } model_cpu;
@@ -228,11 +229,32 @@ static int cpu_evaluate(model *base, const float *inp, const float *tgt)
   return DLPAR_OK;
 }
 
+static int cpu_host_allreduce(model *base, dlpar_group_id group, double *values, int n)
+{
+  if (dlpar_allreduce(base->comm, group, values, (size_t)n, DLPAR_FLOAT64, DLPAR_SUM, NULL) != 0)
+    return model_fail(base, DLPAR_ERR_MPI, "allreduce: %s", dlpar_last_error(base->comm));
+  return DLPAR_OK;
+}
+
+static int cpu_post_metrics(model *base)
+{
+  model_cpu *m = (model_cpu *)base;
+  const model_metrics *local = &m->metrics;
+  double sums[5] = {local->train_loss_sum, (double)local->train_steps, local->val_loss_sum, local->val_rmse_sum,
+                    (double)local->val_samples};
+  int rc = cpu_host_allreduce(base, DLPAR_DP, sums, 5);
+  if (rc != DLPAR_OK)
+    return rc;
+  m->posted = (model_metrics){sums[0], (long)sums[1], sums[2], sums[3], (long)sums[4]};
+  memset(&m->metrics, 0, sizeof(m->metrics));
+  return DLPAR_OK;
+}
+
 static int cpu_take_metrics(model *base, model_metrics *out)
 {
   model_cpu *m = (model_cpu *)base;
-  *out = m->metrics;
-  memset(&m->metrics, 0, sizeof(m->metrics));
+  *out = m->posted;
+  memset(&m->posted, 0, sizeof(m->posted));
   return DLPAR_OK;
 }
 
@@ -258,13 +280,6 @@ static int cpu_read_prediction(model *base, float *host)
 {
   model_cpu *m = (model_cpu *)base;
   memcpy(host, m->pred, sizeof(float) * (size_t)m->B * m->Cout * m->H * m->W);
-  return DLPAR_OK;
-}
-
-static int cpu_host_allreduce(model *base, dlpar_group_id group, double *values, int n)
-{
-  if (dlpar_allreduce(base->comm, group, values, (size_t)n, DLPAR_FLOAT64, DLPAR_SUM, NULL) != 0)
-    return model_fail(base, DLPAR_ERR_MPI, "allreduce: %s", dlpar_last_error(base->comm));
   return DLPAR_OK;
 }
 
@@ -352,6 +367,7 @@ static const model_ops cpu_ops = {
     .forward_backward = cpu_forward_backward,
     .optimizer_step = cpu_optimizer_step,
     .evaluate = cpu_evaluate,
+    .post_metrics = cpu_post_metrics,
     .take_metrics = cpu_take_metrics,
     .read_tensor = cpu_read_tensor,
     .write_tensor = cpu_write_tensor,

@@ -62,10 +62,17 @@ typedef struct {
   /* parameters, gradients, Adam (fp32 flat) and the act copy of the weights */
   float *params, *grads, *adam_m, *adam_v;
   void *params_act;
-  /* scalars on the device */
-  float *lr_t, *loss_scale, *train_loss, *val_loss, *val_rmse, *loss_sums;
+  /* scalars on the device; metric_sums: the open window's sums (SUM_*),
+   * then B floats of per-sample scratch for the RMSE */
+  float *lr_t, *loss_scale, *metric_sums, *loss_sums;
   int *found_inf, *clean_steps;
-  float *host_scalars; /* pinned: lr, t, and reads */
+  float *host_scalars; /* pinned: lr, t */
+  /* the posted window: sums over dp in pinned memory once metrics_posted
+   * has fired, and its step and sample counts (host counted) */
+  float *posted_sums;
+  cudaEvent_t metrics_posted;
+  bool metrics_pending;
+  long posted_train_steps, posted_val_samples;
   /* batches: two device slots, filled on the copy stream */
   float *inp[2], *tgt[2];
   cudaEvent_t copied[2], consumed[2], scalars_copied;
@@ -84,6 +91,8 @@ typedef struct {
   /* CUDA graphs: forward/backward per batch slot, and Adam */
   cudaGraphExec_t graph_step[2], graph_adam;
 } model_cuda;
+
+enum { SUM_TRAIN_LOSS = 0, SUM_VAL_LOSS, SUM_VAL_RMSE, N_SUMS };
 
 static const float LN_EPS = 1e-6f;
 static const float FP16_INITIAL_SCALE = 65536.0f;
@@ -282,7 +291,7 @@ static int step_body(model_cuda *m, int s)
   CHECK_DL(m, cudaMemsetAsync(m->grads, 0, sizeof(float) * m->base.table.total, m->compute));
   if ((rc = forward(m, m->inp[s])) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_l2_loss_fwd(m->train_loss, m->loss_sums, m->pred, m->tgt[s], m->B, (size_t)m->Cout * m->H * m->W,
+  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt[s], m->B, (size_t)m->Cout * m->H * m->W,
                              m->compute));
   if ((rc = backward(m, m->tgt[s])) != DLPAR_OK)
     return rc;
@@ -354,31 +363,45 @@ static int cuda_evaluate(model *base, const float *inp, const float *tgt)
   int s, rc;
   if ((rc = stage_batch(m, inp, tgt, &s)) != DLPAR_OK || (rc = forward(m, m->inp[s])) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_l2_loss_fwd(m->val_loss, m->loss_sums, m->pred, m->tgt[s], m->B, (size_t)m->Cout * m->H * m->W,
+  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], m->B, (size_t)m->Cout * m->H * m->W,
                              m->compute));
-  CHECK_DL(m, dl_weighted_rmse(m->val_rmse, m->pred, m->tgt[s], m->lat_w, m->B, m->Cout, m->H, m->W, 0, m->compute));
+  CHECK_DL(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->pred, m->tgt[s], m->lat_w, m->B, m->Cout, m->H, m->W, 0, m->compute));
   CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
   m->val_samples += m->B;
+  return DLPAR_OK;
+}
+
+/* In the compute stream, behind the step: the sums allreduced over dp, copied
+ * to pinned memory and zeroed, then an event for take_metrics. Every dp rank
+ * runs the same steps and validation batches, so the counts scale by D. */
+static int cuda_post_metrics(model *base)
+{
+  model_cuda *m = (model_cuda *)base;
+  const long dp = dlpar_get_info(base->comm)->dp_size;
+  CHECK_COMM(m, dlpar_allreduce(base->comm, DLPAR_DP, m->metric_sums, N_SUMS, DLPAR_FLOAT32, DLPAR_SUM, m->compute));
+  CHECK_DL(m, cudaMemcpyAsync(m->posted_sums, m->metric_sums, N_SUMS * sizeof(float), cudaMemcpyDeviceToHost,
+                              m->compute));
+  CHECK_DL(m, cudaMemsetAsync(m->metric_sums, 0, N_SUMS * sizeof(float), m->compute));
+  CHECK_DL(m, cudaEventRecord(m->metrics_posted, m->compute));
+  m->posted_train_steps = m->train_steps * dp, m->posted_val_samples = m->val_samples * dp;
+  m->train_steps = m->val_samples = 0;
+  m->metrics_pending = true;
   return DLPAR_OK;
 }
 
 static int cuda_take_metrics(model *base, model_metrics *out)
 {
   model_cuda *m = (model_cuda *)base;
-  float sums[3];
-  CHECK_DL(m, cudaStreamSynchronize(m->compute));
-  CHECK_DL(m, cudaMemcpy(&sums[0], m->train_loss, sizeof(float), cudaMemcpyDeviceToHost));
-  CHECK_DL(m, cudaMemcpy(&sums[1], m->val_loss, sizeof(float), cudaMemcpyDeviceToHost));
-  CHECK_DL(m, cudaMemcpy(&sums[2], m->val_rmse, sizeof(float), cudaMemcpyDeviceToHost));
-  CHECK_DL(m, cudaMemset(m->train_loss, 0, sizeof(float)));
-  CHECK_DL(m, cudaMemset(m->val_loss, 0, sizeof(float)));
-  CHECK_DL(m, cudaMemset(m->val_rmse, 0, sizeof(float)));
-  out->train_loss_sum = sums[0];
-  out->train_steps = m->train_steps;
-  out->val_loss_sum = (double)sums[1] * m->B; /* the kernel adds batch means */
-  out->val_rmse_sum = sums[2];
-  out->val_samples = m->val_samples;
-  m->train_steps = m->val_samples = 0;
+  memset(out, 0, sizeof(*out));
+  if (!m->metrics_pending)
+    return DLPAR_OK;
+  CHECK_DL(m, cudaEventSynchronize(m->metrics_posted));
+  out->train_loss_sum = m->posted_sums[SUM_TRAIN_LOSS];
+  out->train_steps = m->posted_train_steps;
+  out->val_loss_sum = (double)m->posted_sums[SUM_VAL_LOSS] * m->B; /* the kernel adds batch means */
+  out->val_rmse_sum = m->posted_sums[SUM_VAL_RMSE];
+  out->val_samples = m->posted_val_samples;
+  m->metrics_pending = false;
   return DLPAR_OK;
 }
 
@@ -468,8 +491,8 @@ static void layout(model_cuda *m)
   m->params = (float *)take(m, 4 * total), m->grads = (float *)take(m, 4 * total);
   m->adam_m = (float *)take(m, 4 * total), m->adam_v = (float *)take(m, 4 * total);
   m->params_act = m->act == DL_F32 ? m->params : take(m, a * total);
-  m->lr_t = (float *)take(m, 8), m->loss_scale = (float *)take(m, 4), m->train_loss = (float *)take(m, 4);
-  m->val_loss = (float *)take(m, 4), m->val_rmse = (float *)take(m, 4 * (size_t)(m->B + 1));
+  m->lr_t = (float *)take(m, 8), m->loss_scale = (float *)take(m, 4);
+  m->metric_sums = (float *)take(m, 4 * (size_t)(N_SUMS + m->B));
   m->loss_sums = (float *)take(m, 8 * (size_t)m->B), m->found_inf = (int *)take(m, 4), m->clean_steps = (int *)take(m, 4);
   for (int s = 0; s < 2; s++)
     m->inp[s] = (float *)take(m, 4 * img_in), m->tgt[s] = (float *)take(m, 4 * img_out);
@@ -529,7 +552,10 @@ static int create_streams(model_cuda *m)
     CHECK_DL(m, cudaEventCreateWithFlags(&m->grads_ready[e], cudaEventDisableTiming));
   CHECK_DL(m, cudaEventCreateWithFlags(&m->dp_done, cudaEventDisableTiming));
   CHECK_DL(m, cudaEventCreateWithFlags(&m->scalars_copied, cudaEventDisableTiming));
-  CHECK_DL(m, cudaHostAlloc((void **)&m->host_scalars, 4 * sizeof(float), cudaHostAllocDefault));
+  CHECK_DL(m, cudaEventCreateWithFlags(&m->metrics_posted, cudaEventDisableTiming));
+  CHECK_DL(m, cudaHostAlloc((void **)&m->host_scalars, 2 * sizeof(float), cudaHostAllocDefault));
+  CHECK_DL(m, cudaHostAlloc((void **)&m->posted_sums, N_SUMS * sizeof(float), cudaHostAllocDefault));
+  m->base.stream = m->compute;
   return DLPAR_OK;
 }
 
@@ -552,8 +578,10 @@ static void cuda_destroy(model *base)
     cudaEventDestroy(m->grads_ready[e]);
   cudaEventDestroy(m->dp_done);
   cudaEventDestroy(m->scalars_copied);
+  cudaEventDestroy(m->metrics_posted);
   cudaFree(m->arena);
   cudaFreeHost(m->host_scalars);
+  cudaFreeHost(m->posted_sums);
   dl_blas_destroy(m->blas);
   cudaStreamDestroy(m->compute);
   cudaStreamDestroy(m->copy);
@@ -566,7 +594,7 @@ static void cuda_destroy(model *base)
 }
 
 static const model_ops cuda_ops = {
-    cuda_forward_backward, cuda_optimizer_step, cuda_evaluate, cuda_take_metrics, cuda_read_tensor, cuda_write_tensor,
+    cuda_forward_backward, cuda_optimizer_step, cuda_evaluate, cuda_post_metrics, cuda_take_metrics, cuda_read_tensor, cuda_write_tensor,
     cuda_read_prediction,  cuda_host_allreduce, cuda_host_tp_allgather, cuda_peak_memory, cuda_destroy,
 };
 

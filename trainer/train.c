@@ -305,12 +305,6 @@ static void check(trainer *t, int rc, const char *what)
     die(t, true, "%s: %s", what, t->net->error);
 }
 
-/* The mean over the data-parallel group of sum/count pairs. */
-static void dp_mean(trainer *t, double *values, int n)
-{
-  check(t, t->net->ops->host_allreduce(t->net, DLPAR_DP, values, n), "metrics");
-}
-
 static void save_checkpoint(trainer *t)
 {
   char path[PATH_MAX + 16], err[DLPAR_ERRLEN];
@@ -320,26 +314,45 @@ static void save_checkpoint(trainer *t)
   say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, path);
 }
 
-/* Train-loss bookkeeping of the current epoch (local sums). */
+/* Train-loss bookkeeping of the current epoch (sums over dp). Every
+ * log_every steps the model posts the window since the last one; its line
+ * is written a step later, so on a GPU its sums travel while the next step
+ * runs and the host never waits for the device it has to keep fed. */
 typedef struct {
   double loss_sum;
   long steps;
   double start;
+  long posted_step; /* the step whose window is posted, not yet logged; 0: none */
 } epoch_progress;
 
-/* Takes the model's sums; every log_every steps writes the step line
- * (loss averaged over the steps since the last line and over dp). */
-static void log_step(trainer *t, epoch_progress *e)
+static void post_window(trainer *t, epoch_progress *e)
+{
+  check(t, t->net->ops->post_metrics(t->net), "metrics");
+  e->posted_step = t->pos.step;
+}
+
+/* The posted window, if any: into the epoch's sums, and its step line
+ * (loss averaged over the window's steps and over dp). */
+static void log_window(trainer *t, epoch_progress *e)
 {
   model_metrics m;
-  double window[2];
+  if (!e->posted_step)
+    return;
   check(t, t->net->ops->take_metrics(t->net, &m), "metrics");
   e->loss_sum += m.train_loss_sum, e->steps += m.train_steps;
-  window[0] = m.train_loss_sum, window[1] = (double)m.train_steps;
-  dp_mean(t, window, 2);
-  if (t->metrics && window[1] > 0 &&
-      metrics_step(t->metrics, t->pos.step, window[0] / window[1], learning_rate(&t->config.cfg, t->pos.step - 1)) != 0)
+  if (t->metrics && m.train_steps > 0 &&
+      metrics_step(t->metrics, e->posted_step, m.train_loss_sum / (double)m.train_steps,
+                   learning_rate(&t->config.cfg, e->posted_step - 1)) != 0)
     die(t, false, "%s: cannot append to metrics.jsonl (disk full?)", t->run_dir);
+  e->posted_step = 0;
+}
+
+/* Every step so far logged: before validation, a checkpoint or the end. */
+static void flush_windows(trainer *t, epoch_progress *e)
+{
+  log_window(t, e);
+  post_window(t, e);
+  log_window(t, e);
 }
 
 /* One optimizer step; returns 1 when the run should end after it (a stop
@@ -366,16 +379,19 @@ static int train_step(trainer *t, epoch_progress *e)
   dlpar_range_pop(t->comm);
   dlpar_range_pop(t->comm);
   t->pos.step++, t->pos.step_in_epoch++, t->steps_this_run++;
+  log_window(t, e); /* the last step's: done on the device while this one was queued */
   if (t->pos.step % c->log_every == 0)
-    log_step(t, e);
-  if (dlpar_stop_requested(t->comm, &stop) != 0)
+    post_window(t, e);
+  if (dlpar_stop_requested(t->comm, t->net->stream, &stop) != 0)
     die(t, true, "stop agreement: %s", dlpar_last_error(t->comm));
   if (stop)
     say(t, "dlpar-train: stop requested (SIGTERM): checkpointing at step %ld\n", t->pos.step);
   if (c->stop_after_iters > 0 && t->steps_this_run >= c->stop_after_iters)
     stop = 1;
-  if (stop || (c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0))
+  if (stop || (c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0)) {
+    flush_windows(t, e); /* the metrics reach the checkpoint's step */
     save_checkpoint(t);
+  }
   return stop;
 }
 
@@ -384,7 +400,6 @@ static void validate(trainer *t, double *val_loss, double *val_rmse)
 {
   const long steps = loader_steps_per_epoch(t->valid);
   model_metrics m;
-  double sums[3];
   char err[DLPAR_ERRLEN];
   loader_start(t->valid, 0, 0, steps);
   for (long i = 0; i < steps; i++) {
@@ -395,23 +410,20 @@ static void validate(trainer *t, double *val_loss, double *val_rmse)
     check(t, t->net->ops->evaluate(t->net, inp, tgt), "validation");
     loader_release(t->valid);
   }
+  check(t, t->net->ops->post_metrics(t->net), "metrics");
   check(t, t->net->ops->take_metrics(t->net, &m), "metrics");
-  sums[0] = m.val_loss_sum, sums[1] = m.val_rmse_sum, sums[2] = (double)m.val_samples;
-  dp_mean(t, sums, 3);
-  *val_loss = sums[0] / sums[2];
-  *val_rmse = sums[1] / sums[2];
+  *val_loss = m.val_loss_sum / (double)m.val_samples;
+  *val_rmse = m.val_rmse_sum / (double)m.val_samples;
 }
 
 static void end_epoch(trainer *t, epoch_progress *e, long steps_done)
 {
   const train_config *c = &t->config.cfg;
   epoch_summary s = {.epoch = t->pos.epoch + 1, .step = t->pos.step, .lr = learning_rate(c, t->pos.step - 1)};
-  double train_sums[2], val_start;
-  log_step(t, e); /* the steps since the last line */
+  double val_start;
+  flush_windows(t, e); /* the steps since the last line */
   s.epoch_seconds = dlpar_now() - e->start;
-  train_sums[0] = e->loss_sum, train_sums[1] = (double)e->steps;
-  dp_mean(t, train_sums, 2);
-  s.train_loss = train_sums[0] / train_sums[1];
+  s.train_loss = e->loss_sum / (double)e->steps;
   s.samples_per_sec = (double)steps_done * c->global_batch_size / s.epoch_seconds;
   s.data_wait_seconds = loader_wait_seconds(t->train);
   s.peak_memory_gb = (double)t->net->ops->peak_memory(t->net) / 1e9;
@@ -436,7 +448,7 @@ static void train(trainer *t)
   bool saved = false;
   loader_start(t->train, t->pos.epoch, t->pos.step_in_epoch, c->num_iters - t->pos.step);
   while (t->pos.step < c->num_iters) {
-    epoch_progress e = {0, 0, dlpar_now()};
+    epoch_progress e = {.start = dlpar_now()};
     const long first = t->pos.step_in_epoch;
     int stop = 0;
     while (!stop && t->pos.step_in_epoch < steps_per_epoch && t->pos.step < c->num_iters)
@@ -457,11 +469,10 @@ static void train(trainer *t)
 
 /* ------------------------------------------------------------ benchy */
 
-/* Waits for this rank's device, then for every rank; returns the mean of `seconds`. */
+/* Waits for this rank's device (the host allreduce waits for its stream),
+ * then for every rank; returns the mean of `seconds`. */
 static double synchronize(trainer *t, double seconds)
 {
-  model_metrics unused;
-  check(t, t->net->ops->take_metrics(t->net, &unused), "metrics");
   check(t, t->net->ops->host_allreduce(t->net, DLPAR_WORLD, &seconds, 1), "benchy");
   return seconds / t->info->size;
 }
@@ -478,7 +489,7 @@ static void benchy(trainer *t)
   char err[DLPAR_ERRLEN];
   double start = 0, io, synthetic, full;
   struct rusage usage;
-  epoch_progress e = {0, 0, 0};
+  epoch_progress e = {.start = 0};
   loader_start(t->train, 0, 0, -1);
   for (long i = 0; i < warmup + steps; i++) {
     if (i == warmup)
@@ -507,6 +518,7 @@ static void benchy(trainer *t)
     train_step(t, &e);
   }
   full = synchronize(t, dlpar_now() - start);
+  flush_windows(t, &e);
   getrusage(RUSAGE_SELF, &usage);
   say(t, "benchy: %ld steps of %d samples after %ld warm-up: IO %.2f samples/s, SYNTHETIC %.2f samples/s, FULL %.2f "
       "samples/s, FULL/SYNTHETIC %.3f, model memory %.3f GB/rank, peak RSS %.1f MB\n", steps, c->global_batch_size,
@@ -604,6 +616,5 @@ int main(int argc, char **argv)
   say(&t, "dlpar-train: done at step %ld\n", t.pos.step);
   teardown(&t);
   free(args.overrides);
-  dlpar_finalize(t.comm);
-  return 0;
+  return dlpar_finalize(t.comm) == DLPAR_OK ? 0 : 1;
 }

@@ -35,7 +35,7 @@ static void make_pair(pair *p, dlpar_ctx *ctx, const char *yaml, const char *amp
 static double take_loss(model *m)
 {
   model_metrics metrics;
-  if (m->ops->take_metrics(m, &metrics) != DLPAR_OK) {
+  if (m->ops->post_metrics(m) != DLPAR_OK || m->ops->take_metrics(m, &metrics) != DLPAR_OK) {
     fprintf(stderr, "test_step_gpu: %s\n", m->error);
     exit(1);
   }

@@ -52,7 +52,7 @@ static int wait_for_stop(dlpar_ctx *ctx)
 {
   for (long iteration = 0; iteration < 600; iteration++) {
     int stop = 0;
-    if (dlpar_stop_requested(ctx, &stop) != DLPAR_OK)
+    if (dlpar_stop_requested(ctx, NULL, &stop) != DLPAR_OK)
       return 1;
     if (stop) {
       printf("rank_probe: rank %d stopping at iteration %ld\n", ctx->info.rank, iteration);

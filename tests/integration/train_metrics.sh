@@ -3,6 +3,10 @@
 # TensorBoard event file decodes (with an independent reader) into the
 # tutorial's tags, each epoch's values equal to metrics.jsonl's; the epoch
 # lines are the tutorial's; contrib/dlpar-plot draws a PNG of the run.
+# Step lines are written a step late (the window's sums travel while the
+# next step runs): every window still gets exactly one line, in order, the
+# epoch ends and a stop flush theirs, and each epoch's train loss is the
+# step-weighted mean of its windows.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 make_data
 export OMP_NUM_THREADS=1
@@ -30,6 +34,35 @@ for pair in "Loss/train train_loss" "Loss/valid val_loss" "RMSE(u10m)/valid val_
   awk -v a="$from_json" -v b="$from_events" 'BEGIN { d = (a - b) / a; exit !(d < 1e-6 && d > -1e-6) }' ||
     fail "$1: events $from_events, metrics.jsonl $from_json"
 done
+
+# epoch_check FILE EPOCH: the epoch's train_loss against its windows' lines
+# (each window's steps: from the previous line's step to its own)
+epoch_check() {
+  awk -v want="$2" '
+    /"step":/ && !/"epoch":/ { s = $2 + 0; l = $4 + 0; sum += (s - last) * l; n += s - last; last = s }
+    /"epoch":/ { e = $2 + 0; if (e == want) { split($0, a, "\"train_loss\": "); t = a[2] + 0;
+                 d = (sum / n - t) / t; exit !(d < 1e-6 && d > -1e-6) } sum = 0; n = 0 }' FS='[ ,]+' "$1"
+}
+expect_eq "log_every 1: a line per step, in order" "$(step_losses "$run/metrics.jsonl" | cut -d' ' -f1 | tr '\n' ' ')" \
+  "$(seq -s ' ' 1 24) "
+TEST_CHECKS=$((TEST_CHECKS + 1))
+epoch_check "$run/metrics.jsonl" 2 || fail "log_every 1: epoch 2's train_loss is not the mean of its step lines"
+out=$("$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train" --config=test \
+        "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=30 --log_every=5 --run=w 2>&1)
+expect_rc "2x2, log_every 5" $? 0
+jsonl=$TEST_TMP/runs/test/2x2/w/metrics.jsonl
+expect_eq "log_every 5: windows and epoch ends" "$(step_losses "$jsonl" | cut -d' ' -f1 | tr '\n' ' ')" \
+  "5 10 12 15 20 24 25 30 "
+for epoch in 1 2 3; do
+  TEST_CHECKS=$((TEST_CHECKS + 1))
+  epoch_check "$jsonl" $epoch || fail "log_every 5: epoch $epoch's train_loss is not its windows' weighted mean"
+done
+out=$("$B/launcher/dlpar-run" -n 2 --dl-parallel=1x2 -- "$B/trainer/dlpar-train" --config=test \
+        "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=30 --stop_after_iters=7 --run=s 2>&1)
+expect_rc "stop_after_iters 7" $? 0
+expect_eq "stopped run: its last step has its line" \
+  "$(step_losses "$TEST_TMP/runs/test/1x2/s/metrics.jsonl" | tail -n 1 | cut -d' ' -f1)" 7
+
 out=$("$DLPAR_SRCDIR/contrib/dlpar-plot" "$run" "$TEST_TMP/run.png" 2>&1)
 expect_rc "dlpar-plot" $? 0
 expect_eq "dlpar-plot: a PNG" "$(head -c 8 "$TEST_TMP/run.png" | od -An -tx1 | tr -d ' \n')" "89504e470d0a1a0a"

@@ -85,7 +85,8 @@ int main(int argc, char **argv)
     const size_t at = image * B * (size_t)s;
     if (m->ops->forward_backward(m, inp + at, tgt + at) != 0)
       return 1;
-    m->ops->take_metrics(m, &metrics);
+    if (m->ops->post_metrics(m) != 0 || m->ops->take_metrics(m, &metrics) != 0)
+      return 1;
     losses[s] = (float)metrics.train_loss_sum;
     if (s == 0) {
       m->ops->read_tensor(m, TENSOR_GRADS, flat);
