@@ -1,7 +1,8 @@
 /* launcher/backend_nccl.c: the GPU backend. One NCCL communicator per group
  * (world, tp, dp) from the ids exchanged over PMIx, initialised with
- * ncclCommInitRank after cudaSetDevice; collectives enqueue on the caller's
- * stream (stream semantics). The watchdog polls ncclCommGetAsyncError and
+ * ncclCommInitRank after cudaSetDevice (or tp and dp split from world with
+ * DLPAR_NCCL_GROUPS=split, to compare: bench/nccl-groups); collectives
+ * enqueue on the caller's stream (stream semantics). The watchdog polls ncclCommGetAsyncError and
  * an event recorded after the last collective of each group: an error or
  * a collective that does not complete within the timeout aborts the
  * communicators and ends the step with a message naming the group. */
@@ -82,18 +83,23 @@ static ncclRedOp_t nccl_op(dlpar_op op)
   }
 }
 
-static int init_comm(dlpar_ctx *ctx, dlpar_group group, const unsigned char *id, int size, int rank)
+/* The group's communicator: ncclCommInitRank from its exchanged id or, with
+ * DLPAR_NCCL_GROUPS=split (tp and dp only), ncclCommSplit of the world's,
+ * `color` naming the group (the other coordinate), `rank` ordering it. */
+static int init_comm(dlpar_ctx *ctx, dlpar_group group, const unsigned char *id, int size, int rank, int color)
 {
   nccl_state *st = state_of(ctx);
+  const bool split = ctx->nccl_split && group != DLPAR_GROUP_WORLD;
   ncclUniqueId unique;
   char name[128];
   ncclResult_t rc;
   memcpy(&unique, id, sizeof(unique));
-  rc = ncclCommInitRank(&st->comm[group], size, unique, rank);
+  rc = split ? ncclCommSplit(st->comm[DLPAR_GROUP_WORLD], color, rank, &st->comm[group], NULL)
+             : ncclCommInitRank(&st->comm[group], size, unique, rank);
   if (rc != ncclSuccess) {
     dlpar_describe_group(ctx, group, name, sizeof(name));
-    return dlpar_fail(ctx, DLPAR_ERR_NCCL, "ncclCommInitRank for the %s on device %d: %s: %s (NIC "
-                      "hint: %s; NCCL_DEBUG=INFO says more)", name, ctx->info.device,
+    return dlpar_fail(ctx, DLPAR_ERR_NCCL, "%s for the %s on device %d: %s: %s (NIC hint: %s; NCCL_DEBUG=INFO "
+                      "says more)", split ? "ncclCommSplit" : "ncclCommInitRank", name, ctx->info.device,
                       ncclGetErrorString(rc), ncclGetLastError(NULL), nic_hint());
   }
   CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
@@ -110,9 +116,9 @@ static int nccl_init(dlpar_ctx *ctx)
   pthread_mutex_init(&st->lock, NULL);
   if (!ctx->nccl_ids.valid)
     return dlpar_fail(ctx, DLPAR_ERR_STATE, "NCCL ids were not exchanged");
-  if ((rc = init_comm(ctx, DLPAR_GROUP_WORLD, ctx->nccl_ids.world, ctx->info.size, ctx->info.rank)) ||
-      (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->nccl_ids.tp, ctx->grid.tp, ctx->info.tp_rank)) ||
-      (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->nccl_ids.dp, ctx->grid.dp, ctx->info.dp_rank)))
+  if ((rc = init_comm(ctx, DLPAR_GROUP_WORLD, ctx->nccl_ids.world, ctx->info.size, ctx->info.rank, 0)) ||
+      (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->nccl_ids.tp, ctx->grid.tp, ctx->info.tp_rank, ctx->info.dp_rank)) ||
+      (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->nccl_ids.dp, ctx->grid.dp, ctx->info.dp_rank, ctx->info.tp_rank)))
     return rc;
   CHECK_CUDA(ctx, cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking));
   CHECK_CUDA(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));

@@ -129,25 +129,45 @@ static int settle_grid(dlpar_ctx *ctx)
   return DLPAR_OK; /* a warning (tp_span=warn) was the plugin's to print, once per step */
 }
 
-static dlpar_backend choose_backend(const dlpar_ctx *ctx, const dlpar_options *options)
+/* The options' backend, else DLPAR_BACKEND's, else NCCL when this rank has a GPU. */
+static int choose_backend(dlpar_ctx *ctx, const dlpar_options *options, dlpar_backend *out)
 {
   const char *env = getenv("DLPAR_BACKEND");
   dlpar_backend backend = options ? options->backend : DLPAR_BACKEND_AUTO;
-  if (backend == DLPAR_BACKEND_AUTO && env)
-    backend = strcmp(env, "nccl") == 0 ? DLPAR_BACKEND_NCCL : strcmp(env, "mpi") == 0 ? DLPAR_BACKEND_MPI
-                                                                                       : DLPAR_BACKEND_AUTO;
+  if (backend == DLPAR_BACKEND_AUTO && env && *env) {
+    if (strcmp(env, "nccl") != 0 && strcmp(env, "mpi") != 0)
+      return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_BACKEND=%s: unknown backend (use nccl or mpi, or unset it)",
+                        env);
+    backend = strcmp(env, "nccl") == 0 ? DLPAR_BACKEND_NCCL : DLPAR_BACKEND_MPI;
+  }
+  *out = backend;
   if (ctx->info.size == 1 && backend != DLPAR_BACKEND_NCCL)
-    return DLPAR_BACKEND_SELF;
-  if (backend != DLPAR_BACKEND_AUTO)
-    return backend;
+    *out = DLPAR_BACKEND_SELF;
+  if (*out != DLPAR_BACKEND_AUTO)
+    return DLPAR_OK;
+  *out = DLPAR_BACKEND_MPI;
 #ifdef HAVE_CUDA
   {
     int devices = 0;
     if (ctx->info.device >= 0 && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0)
-      return DLPAR_BACKEND_NCCL;
+      *out = DLPAR_BACKEND_NCCL;
   }
 #endif
-  return DLPAR_BACKEND_MPI;
+  return DLPAR_OK;
+}
+
+/* How the NCCL backend builds the tp and dp communicators: DLPAR_NCCL_GROUPS
+ * "initrank" (default: ncclCommInitRank from ids exchanged over PMIx) or
+ * "split" (ncclCommSplit of the world communicator; bench/nccl-groups). */
+static int choose_nccl_groups(dlpar_ctx *ctx)
+{
+  const char *env = getenv("DLPAR_NCCL_GROUPS");
+  if (!env || !*env || strcmp(env, "initrank") == 0)
+    return DLPAR_OK;
+  if (strcmp(env, "split") != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_NCCL_GROUPS=%s: unknown (use initrank or split, or unset it)", env);
+  ctx->nccl_split = true;
+  return DLPAR_OK;
 }
 
 static int select_backend(dlpar_ctx *ctx, dlpar_backend backend)
@@ -189,10 +209,12 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
 {
   int rc;
   const bool want_ids = options && options->exchange_nccl_ids;
+  dlpar_backend backend = DLPAR_BACKEND_AUTO;
   if ((rc = dlpar_profiling_reexec(ctx, argc, argv)) != DLPAR_OK ||
       (rc = dlpar_watchdog_block_signals(ctx)) != DLPAR_OK ||
       (rc = dlpar_pmix_init(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK ||
-      (rc = select_backend(ctx, choose_backend(ctx, options))) != DLPAR_OK ||
+      (rc = choose_backend(ctx, options, &backend)) != DLPAR_OK || (rc = choose_nccl_groups(ctx)) != DLPAR_OK ||
+      (rc = select_backend(ctx, backend)) != DLPAR_OK ||
       (rc = set_device(ctx)) != DLPAR_OK ||
       (rc = dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)) != DLPAR_OK)
     return rc;

@@ -41,7 +41,8 @@ struct dlpar_ctx {
   char (*hosts)[256];          /* host of every world rank */
   int *rank_node;              /* node index of every world rank */
   double rendezvous_timeout, collective_timeout;
-  dlpar_nccl_ids nccl_ids;
+  dlpar_nccl_ids nccl_ids;     /* tp and dp ids only when !nccl_split */
+  bool nccl_split;             /* DLPAR_NCCL_GROUPS=split: tp, dp = ncclCommSplit(world) */
   const dlpar_backend_ops *backend;
   void *backend_state;
   dlpar_inflight inflight[3];  /* per group */

@@ -272,16 +272,18 @@ static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, siz
   return DLPAR_OK;
 }
 
-/* Group leaders make the NCCL ids of their groups and put them. */
+/* Group leaders make the NCCL ids of their groups and put them (the world's
+ * alone when tp and dp are split from it). */
 static int put_nccl_ids(dlpar_ctx *ctx)
 {
   unsigned char id[DLPAR_NCCL_ID_BYTES];
+  const bool groups = !ctx->nccl_split;
   int rc;
-  if (ctx->info.tp_rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
-                                 (rc = put_bytes(ctx, "dlpar.nccl.tp", id, sizeof(id))) != DLPAR_OK))
+  if (groups && ctx->info.tp_rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
+                                           (rc = put_bytes(ctx, "dlpar.nccl.tp", id, sizeof(id))) != DLPAR_OK))
     return rc;
-  if (ctx->info.dp_rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
-                                 (rc = put_bytes(ctx, "dlpar.nccl.dp", id, sizeof(id))) != DLPAR_OK))
+  if (groups && ctx->info.dp_rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
+                                           (rc = put_bytes(ctx, "dlpar.nccl.dp", id, sizeof(id))) != DLPAR_OK))
     return rc;
   if (ctx->info.rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
                               (rc = put_bytes(ctx, "dlpar.nccl.world", id, sizeof(id))) != DLPAR_OK))
@@ -293,9 +295,11 @@ static int get_nccl_ids(dlpar_ctx *ctx)
 {
   const int tp_leader = ctx->info.dp_rank * ctx->grid.tp, dp_leader = ctx->info.tp_rank;
   int rc;
-  if ((rc = get_bytes(ctx, tp_leader, "dlpar.nccl.tp", ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK ||
-      (rc = get_bytes(ctx, dp_leader, "dlpar.nccl.dp", ctx->nccl_ids.dp, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK ||
-      (rc = get_bytes(ctx, 0, "dlpar.nccl.world", ctx->nccl_ids.world, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK)
+  if (!ctx->nccl_split &&
+      ((rc = get_bytes(ctx, tp_leader, "dlpar.nccl.tp", ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK ||
+       (rc = get_bytes(ctx, dp_leader, "dlpar.nccl.dp", ctx->nccl_ids.dp, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK))
+    return rc;
+  if ((rc = get_bytes(ctx, 0, "dlpar.nccl.world", ctx->nccl_ids.world, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK)
     return rc;
   ctx->nccl_ids.valid = true;
   return DLPAR_OK;

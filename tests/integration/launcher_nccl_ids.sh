@@ -33,4 +33,10 @@ check_ids "srun" "$out"
 out=$("$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
 expect_rc "dlpar-run --nccl-ids" $? 0
 check_ids "dlpar-run" "$out"
+# DLPAR_NCCL_GROUPS=split: tp and dp come from ncclCommSplit, so only the
+# world's id is made and travels (the tp and dp ids stay unset, all zeros).
+out=$(DLPAR_NCCL_GROUPS=split "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
+expect_rc "dlpar-run --nccl-ids, split" $? 0
+expect_eq "split: one world id" "$(sed -n 's/.* world \([0-9a-f]*\)$/\1/p' <<<"$out" | sort -u | wc -l)" 1
+expect_eq "split: no tp or dp ids" "$(sed -n 's/.* ids tp \([0-9a-f]*\) dp \([0-9a-f]*\) .*/\1\n\2/p' <<<"$out" | sort -u | wc -l)" 1
 finish
