@@ -240,10 +240,16 @@ static int nccl_stop_wait(dlpar_ctx *ctx, int *global)
   return DLPAR_OK;
 }
 
+/* Runs on the watchdog thread, which may query events while the trainer
+ * captures a CUDA graph (cuda_graph: true) in global mode: in relaxed mode
+ * this thread's queries leave that capture valid (PyTorch's NCCL watchdog
+ * broke captures so: pytorch#104555, #148594). */
 static int nccl_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
 {
   nccl_state *st = state_of(ctx);
+  enum cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
   char group[128];
+  cudaThreadExchangeStreamCaptureMode(&relaxed); /* this thread's mode only */
   for (int g = 0; g < 3; g++) {
     ncclResult_t async = ncclSuccess;
     double waited = 0;
