@@ -2,10 +2,11 @@
  * (world, tp, dp) from the ids exchanged over PMIx, initialised with
  * ncclCommInitRank after cudaSetDevice (or tp and dp split from world with
  * DLPAR_NCCL_GROUPS=split, to compare: bench/nccl-groups); collectives
- * enqueue on the caller's stream (stream semantics). The watchdog polls ncclCommGetAsyncError and
- * an event recorded after the last collective of each group: an error or
- * a collective that does not complete within the timeout aborts the
- * communicators and ends the step with a message naming the group. */
+ * enqueue on the caller's stream (stream semantics). The watchdog polls
+ * ncclCommGetAsyncError and an event recorded after the last collective of
+ * each group: an error or a collective that does not complete within the
+ * timeout aborts the communicators and ends the step with a message naming
+ * the group. */
 #include "config.h"
 
 #include <cuda_runtime_api.h>
@@ -213,8 +214,8 @@ static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
 
 /* In the caller's stream, behind the step's work (one stream keeps every
  * rank's NCCL calls in one order): flag in, max over world, result out to
- * pinned memory, then an event that stop_wait waits for. The flag is read
- * when the copy runs; it only ever goes from 0 to 1. */
+ * pinned memory, then an event that stop_wait waits for (the pinned ints
+ * are rewritten only after that wait). */
 static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
 {
   nccl_state *st = state_of(ctx);
@@ -249,7 +250,7 @@ static int nccl_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
   nccl_state *st = state_of(ctx);
   enum cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
   char group[128];
-  cudaThreadExchangeStreamCaptureMode(&relaxed); /* this thread's mode only */
+  (void)cudaThreadExchangeStreamCaptureMode(&relaxed); /* this thread's mode only; nothing to do if it fails */
   for (int g = 0; g < 3; g++) {
     ncclResult_t async = ncclSuccess;
     double waited = 0;

@@ -129,30 +129,38 @@ static int settle_grid(dlpar_ctx *ctx)
   return DLPAR_OK; /* a warning (tp_span=warn) was the plugin's to print, once per step */
 }
 
-/* The options' backend, else DLPAR_BACKEND's, else NCCL when this rank has a GPU. */
+/* The launcher gave this rank a GPU and CUDA sees one. */
+static bool rank_has_gpu(const dlpar_ctx *ctx)
+{
+#ifdef HAVE_CUDA
+  int devices = 0;
+  return ctx->info.device >= 0 && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+#else
+  (void)ctx;
+  return false;
+#endif
+}
+
+/* The options' backend, else DLPAR_BACKEND's, else NCCL when this rank has
+ * a GPU; one rank needs no communication library unless NCCL is asked for. */
 static int choose_backend(dlpar_ctx *ctx, const dlpar_options *options, dlpar_backend *out)
 {
   const char *env = getenv("DLPAR_BACKEND");
   dlpar_backend backend = options ? options->backend : DLPAR_BACKEND_AUTO;
   if (backend == DLPAR_BACKEND_AUTO && env && *env) {
-    if (strcmp(env, "nccl") != 0 && strcmp(env, "mpi") != 0)
+    if (strcmp(env, "nccl") == 0)
+      backend = DLPAR_BACKEND_NCCL;
+    else if (strcmp(env, "mpi") == 0)
+      backend = DLPAR_BACKEND_MPI;
+    else
       return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_BACKEND=%s: unknown backend (use nccl or mpi, or unset it)",
                         env);
-    backend = strcmp(env, "nccl") == 0 ? DLPAR_BACKEND_NCCL : DLPAR_BACKEND_MPI;
   }
-  *out = backend;
   if (ctx->info.size == 1 && backend != DLPAR_BACKEND_NCCL)
-    *out = DLPAR_BACKEND_SELF;
-  if (*out != DLPAR_BACKEND_AUTO)
-    return DLPAR_OK;
-  *out = DLPAR_BACKEND_MPI;
-#ifdef HAVE_CUDA
-  {
-    int devices = 0;
-    if (ctx->info.device >= 0 && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0)
-      *out = DLPAR_BACKEND_NCCL;
-  }
-#endif
+    backend = DLPAR_BACKEND_SELF;
+  else if (backend == DLPAR_BACKEND_AUTO)
+    backend = rank_has_gpu(ctx) ? DLPAR_BACKEND_NCCL : DLPAR_BACKEND_MPI;
+  *out = backend;
   return DLPAR_OK;
 }
 
