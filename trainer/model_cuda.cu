@@ -291,8 +291,8 @@ static int step_body(model_cuda *m, int s)
   CHECK_DL(m, cudaMemsetAsync(m->grads, 0, sizeof(float) * m->base.table.total, m->compute));
   if ((rc = forward(m, m->inp[s])) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt[s], m->B, (size_t)m->Cout * m->H * m->W,
-                             m->compute));
+  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt[s], m->B,
+                             (size_t)m->Cout * m->H * m->W, m->compute));
   if ((rc = backward(m, m->tgt[s])) != DLPAR_OK)
     return rc;
   CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
@@ -363,9 +363,10 @@ static int cuda_evaluate(model *base, const float *inp, const float *tgt)
   int s, rc;
   if ((rc = stage_batch(m, inp, tgt, &s)) != DLPAR_OK || (rc = forward(m, m->inp[s])) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], m->B, (size_t)m->Cout * m->H * m->W,
-                             m->compute));
-  CHECK_DL(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->pred, m->tgt[s], m->lat_w, m->B, m->Cout, m->H, m->W, 0, m->compute));
+  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], m->B,
+                             (size_t)m->Cout * m->H * m->W, m->compute));
+  CHECK_DL(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->pred, m->tgt[s], m->lat_w, m->B, m->Cout, m->H, m->W,
+                               0, m->compute));
   CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
   m->val_samples += m->B;
   return DLPAR_OK;
@@ -594,8 +595,9 @@ static void cuda_destroy(model *base)
 }
 
 static const model_ops cuda_ops = {
-    cuda_forward_backward, cuda_optimizer_step, cuda_evaluate, cuda_post_metrics, cuda_take_metrics, cuda_read_tensor, cuda_write_tensor,
-    cuda_read_prediction,  cuda_host_allreduce, cuda_host_tp_allgather, cuda_peak_memory, cuda_destroy,
+    cuda_forward_backward, cuda_optimizer_step,    cuda_evaluate,          cuda_post_metrics,
+    cuda_take_metrics,     cuda_read_tensor,       cuda_write_tensor,      cuda_read_prediction,
+    cuda_host_allreduce,   cuda_host_tp_allgather, cuda_peak_memory,       cuda_destroy,
 };
 
 static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info)
