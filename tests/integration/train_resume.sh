@@ -4,7 +4,8 @@
 #    losses bit for bit, and the same final weights (on a 2x2 grid);
 #  - a rank killed in the middle of writing a checkpoint leaves the previous
 #    checkpoint loadable, and the resumed run still matches;
-#  - SIGTERM (Slurm's time limit, scancel) writes a checkpoint and exits 0.
+#  - SIGTERM (Slurm's time limit, scancel) writes a checkpoint and exits 0,
+#    with metrics.jsonl's step lines up to the checkpoint's step.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 make_data
 # run ARGS: a 2x2 training, 20 steps; in a subshell it becomes dlpar-run (exec), so
@@ -49,4 +50,6 @@ expect_rc "SIGTERM" $? 0
 expect_contains "SIGTERM" "$(cat "$TEST_TMP/term.out")" "stop requested (SIGTERM): checkpointing at step"
 TEST_CHECKS=$((TEST_CHECKS + 1))
 [ "$(ckpt_step term)" -ge 3 ] 2>/dev/null || fail "SIGTERM: no checkpoint (step $(ckpt_step term))"
+expect_eq "SIGTERM: metrics.jsonl reaches the checkpoint's step" "$(losses term | tail -n 1 | cut -d' ' -f1)" \
+  "$(ckpt_step term)"
 finish
