@@ -73,14 +73,18 @@ const char *dlpar_backend_name(dlpar_backend backend)
   }
 }
 
-static double option_seconds(double given, const char *env, double fallback)
+/* A timeout: the program's option, else the environment's, else the default. */
+static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double fallback, double *out)
 {
   const char *text = getenv(env);
-  if (given > 0)
-    return given;
-  if (text && atof(text) > 0)
-    return atof(text);
-  return fallback;
+  char shown[64];
+  *out = given > 0 ? given : fallback;
+  if (given > 0 || !text || !*text)
+    return DLPAR_OK;
+  if (dlpar_parse_seconds(text, out) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: not a number of seconds (use e.g. %g, or unset it)", env,
+                      dlpar_quote(text, shown, sizeof(shown)), fallback);
+  return DLPAR_OK;
 }
 
 /* Each tensor-parallel group must sit on one node (as the launcher's policy says). */
@@ -248,11 +252,11 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
     return DLPAR_ERR_SYSTEM;
   ctx->signal_fd = -1;
   ctx->info.device = -1;
-  ctx->rendezvous_timeout = option_seconds(options ? options->rendezvous_timeout_s : 0,
-                                           "DLPAR_RENDEZVOUS_TIMEOUT", 120);
-  ctx->collective_timeout = option_seconds(options ? options->collective_timeout_s : 0,
-                                           "DLPAR_COLLECTIVE_TIMEOUT", 600);
-  rc = init_steps(ctx, argc, argv, options, start);
+  if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 120,
+                           &ctx->rendezvous_timeout)) == DLPAR_OK &&
+      (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 600,
+                           &ctx->collective_timeout)) == DLPAR_OK)
+    rc = init_steps(ctx, argc, argv, options, start);
   ctx->info.init_seconds = dlpar_now() - start;
   return rc;
 }

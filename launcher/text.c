@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int dlpar_parse_uint(const char *text, size_t len, long max, long *out)
@@ -34,6 +35,21 @@ int dlpar_parse_int(const char *text, long lo, long hi, long *out)
     return -1;
   value = negative ? -value : value;
   if (value < lo || value > hi)
+    return -1;
+  *out = value;
+  return 0;
+}
+
+int dlpar_parse_seconds(const char *text, double *out)
+{
+  const size_t len = strlen(text), whole = strspn(text, "0123456789");
+  const bool point = text[whole] == '.';
+  const size_t fraction = point ? strspn(text + whole + 1, "0123456789") : 0;
+  double value;
+  if (len > 32 || whole == 0 || (point && fraction == 0) || whole + point + fraction != len)
+    return -1;
+  value = strtod(text, NULL);
+  if (!(value > 0 && value <= 366 * 86400.0))
     return -1;
   *out = value;
   return 0;

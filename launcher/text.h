@@ -17,6 +17,10 @@ int dlpar_parse_uint(const char *text, size_t len, long max, long *out);
 /* A whole decimal number with an optional leading '-' in [lo, hi]; 0 or -1. */
 int dlpar_parse_int(const char *text, long lo, long hi, long *out);
 
+/* A whole decimal number of seconds, > 0 and at most a year ("120", "0.5";
+ * no sign, exponent or blanks); 0 or -1. */
+int dlpar_parse_seconds(const char *text, double *out);
+
 /* Writes text into buf for display: printable ASCII as is, other bytes as
  * \xNN, cut with "..." when too long. Always NUL-terminates. Returns buf. */
 const char *dlpar_quote(const char *text, char *buf, size_t buflen);

@@ -45,11 +45,15 @@ expect_rc "plain run" $? 0
 expect_contains "plain run" "$out" "rank 0/1 host $here node 0 local 0/1 tp 0/1 [0] dp 0/1 [0] device -1 backend self"
 expect_contains "plain run" "$out" "collectives ok"
 
-# A misspelt backend choice is an error that names the fix, not a silent default.
+# A misspelt backend choice or timeout is an error that names the fix, not a silent default.
 out=$(env -u PMIX_NAMESPACE DLPAR_BACKEND=ncl "$hello" 2>&1)
 expect_rc "DLPAR_BACKEND=ncl" $? 1
 expect_contains "DLPAR_BACKEND=ncl" "$out" "DLPAR_BACKEND=ncl: unknown backend (use nccl or mpi, or unset it)"
 out=$(DLPAR_NCCL_GROUPS=splt "$B/launcher/dlpar-run" -n 2 -- "$hello" 2>&1)
 expect_rc "DLPAR_NCCL_GROUPS=splt" $? 1
 expect_contains "DLPAR_NCCL_GROUPS=splt" "$out" "DLPAR_NCCL_GROUPS=splt: unknown (use initrank or split, or unset it)"
+out=$(env -u PMIX_NAMESPACE DLPAR_RENDEZVOUS_TIMEOUT=2min "$hello" 2>&1)
+expect_rc "DLPAR_RENDEZVOUS_TIMEOUT=2min" $? 1
+expect_contains "DLPAR_RENDEZVOUS_TIMEOUT=2min" "$out" \
+  "DLPAR_RENDEZVOUS_TIMEOUT=2min: not a number of seconds (use e.g. 120, or unset it)"
 finish

@@ -115,6 +115,7 @@ static void test_span(void)
 static void test_text(void)
 {
   long value;
+  double seconds;
   char buf[16];
   dlpar_rank_list list;
   CHECK_INT(dlpar_parse_uint("123", 3, 1000, &value), 0);
@@ -126,6 +127,13 @@ static void test_text(void)
   CHECK_INT(value, -1);
   CHECK_INT(dlpar_parse_int("-2", -1, 10, &value), -1);
   CHECK_INT(dlpar_parse_int("11", -1, 10, &value), -1);
+  CHECK_INT(dlpar_parse_seconds("120", &seconds), 0);
+  CHECK(seconds == 120);
+  CHECK_INT(dlpar_parse_seconds("0.5", &seconds), 0);
+  CHECK(seconds == 0.5);
+  for (int i = 0; i < 9; i++)
+    CHECK_INT(dlpar_parse_seconds((const char *[]){"", "0", "-5", "abc", "12s", "1e3", " 5", "5.", "99999999"}[i],
+                                  &seconds), -1);
   CHECK_STR(dlpar_quote("a\nb", buf, sizeof(buf)), "a\\x0ab");
   CHECK_STR(dlpar_quote("0123456789abcdefghij", buf, sizeof(buf)), "01234567...");
   CHECK_INT(dlpar_rank_list_parse("0,2,5-7", &list), 0);
