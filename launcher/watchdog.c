@@ -125,15 +125,21 @@ void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group)
   atomic_store(&ctx->inflight[group].active, 0);
 }
 
+/* The posted agreement's answer (0 when none is posted). */
+static int wait_posted_stop(dlpar_ctx *ctx, int *stop)
+{
+  *stop = 0;
+  if (!ctx->stop_posted)
+    return DLPAR_OK;
+  ctx->stop_posted = false;
+  return ctx->backend->stop_wait(ctx, stop);
+}
+
 int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop)
 {
-  int rc;
-  *stop = 0;
-  if (ctx->stop_posted) {
-    ctx->stop_posted = false;
-    if ((rc = ctx->backend->stop_wait(ctx, stop)) != DLPAR_OK || *stop)
-      return rc;
-  }
+  int rc = wait_posted_stop(ctx, stop);
+  if (rc != DLPAR_OK || *stop)
+    return rc;
   if ((rc = ctx->backend->stop_post(ctx, atomic_load(&ctx->stop_signals) > 0, stream)) != DLPAR_OK)
     return rc;
   ctx->stop_posted = true;
@@ -143,8 +149,5 @@ int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop)
 int dlpar_stop_drain(dlpar_ctx *ctx)
 {
   int ignored;
-  if (!ctx->stop_posted)
-    return DLPAR_OK;
-  ctx->stop_posted = false;
-  return ctx->backend->stop_wait(ctx, &ignored);
+  return wait_posted_stop(ctx, &ignored);
 }

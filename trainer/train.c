@@ -325,6 +325,13 @@ typedef struct {
   long posted_step; /* the step whose window is posted, not yet logged; 0: none */
 } epoch_progress;
 
+/* The sums since the last post, over dp, now (waits for the device). */
+static void metrics_now(trainer *t, model_metrics *m)
+{
+  check(t, t->net->ops->post_metrics(t->net), "metrics");
+  check(t, t->net->ops->take_metrics(t->net, m), "metrics");
+}
+
 static void post_window(trainer *t, epoch_progress *e)
 {
   check(t, t->net->ops->post_metrics(t->net), "metrics");
@@ -410,8 +417,7 @@ static void validate(trainer *t, double *val_loss, double *val_rmse)
     check(t, t->net->ops->evaluate(t->net, inp, tgt), "validation");
     loader_release(t->valid);
   }
-  check(t, t->net->ops->post_metrics(t->net), "metrics");
-  check(t, t->net->ops->take_metrics(t->net, &m), "metrics");
+  metrics_now(t, &m);
   *val_loss = m.val_loss_sum / (double)m.val_samples;
   *val_rmse = m.val_rmse_sum / (double)m.val_samples;
 }
@@ -511,8 +517,7 @@ static void benchy(trainer *t)
     check(t, t->net->ops->optimizer_step(t->net, c->lr, i + 1), "optimizer");
   }
   synthetic = synchronize(t, dlpar_now() - start);
-  check(t, t->net->ops->post_metrics(t->net), "metrics"); /* SYNTHETIC's sums stay out of FULL's lines */
-  check(t, t->net->ops->take_metrics(t->net, &synthetic_sums), "metrics");
+  metrics_now(t, &synthetic_sums); /* dropped: SYNTHETIC's sums stay out of FULL's lines */
   loader_start(t->train, 0, 0, warmup + steps);
   t->pos.step = t->pos.step_in_epoch = 0;
   for (long i = 0; i < warmup + steps; i++) {
