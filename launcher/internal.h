@@ -101,6 +101,9 @@ void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *
 /* pmixboot.c */
 int dlpar_pmix_init(dlpar_ctx *ctx);
 int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids);
+/* A fence without data: every rank got to `where` ("the end of MPI_Init");
+ * past the rendezvous timeout the step ends with a message. */
+int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where);
 /* Ends the whole step (PMIx_Abort; _exit outside PMIx). Prints nothing. */
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
 void dlpar_pmix_finalize(dlpar_ctx *ctx);

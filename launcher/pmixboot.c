@@ -339,6 +339,27 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
   return exchange_nccl_ids ? get_nccl_ids(ctx) : DLPAR_OK;
 }
 
+int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where)
+{
+  char message[DLPAR_ERRLEN];
+  waiter w;
+  if (!ctx->pmix)
+    return DLPAR_OK;
+  waiter_init(&w, 1);
+  CHECK_PMIX(ctx, PMIx_Fence_nb(NULL, 0, NULL, 0, fence_done, &w));
+  if (!waiter_wait(&w, ctx->rendezvous_timeout)) { /* w must outlive its callback: no return */
+    snprintf(message, sizeof(message), "rank %d on %s: not every rank reached %s within %.0f s (one died or is "
+             "stuck: see its output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)", ctx->info.rank,
+             ctx->info.host, where, ctx->rendezvous_timeout);
+    fprintf(stderr, "dlpar: %s\n", message);
+    dlpar_pmix_abort(ctx, 1, message);
+  }
+  if (w.status != PMIX_SUCCESS)
+    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence at %s: %s (a rank failed)", where,
+                      PMIx_Error_string(w.status));
+  return DLPAR_OK;
+}
+
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message)
 {
   fflush(NULL);
