@@ -105,6 +105,14 @@ int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
  * is NULL (the caller printed its own). Does not return. */
 void dlpar_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
 
+/* Ends the step for an error every rank finds alike (a bad config, a grid
+ * the model cannot split): rank 0 prints `line` as given and ends the
+ * step; the other ranks wait for that, so that their exit cannot make the
+ * launcher kill rank 0 before its line is out. A waiting rank leaves
+ * quietly when the launcher's stop signal comes, and prints `line` itself
+ * if rank 0 has not ended the step within 10 s. Does not return. */
+void dlpar_abort_shared(dlpar_ctx *ctx, int code, const char *line) __attribute__((noreturn));
+
 #ifdef __cplusplus
 }
 #endif

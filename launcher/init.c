@@ -9,12 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
 #endif
 
 #include "launcher/internal.h"
+
+/* How long ranks other than 0 wait for rank 0 to report an error they all found. */
+#define SHARED_ERROR_GRACE_SECONDS 10.0
 
 int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
 {
@@ -301,9 +306,25 @@ const char *dlpar_rank_host(const dlpar_ctx *ctx, int rank)
 
 void dlpar_abort(dlpar_ctx *ctx, int code, const char *message)
 {
+  atomic_store(&ctx->quiet_exit_code, code ? code : 1); /* the launcher's signal that ends the step */
   if (message)
     fprintf(stderr, "dlpar: %s\n", message);
   if (ctx->backend && ctx->backend->abort_comms)
     ctx->backend->abort_comms(ctx);
   dlpar_pmix_abort(ctx, code, message ? message : "aborted by the program");
+}
+
+void dlpar_abort_shared(dlpar_ctx *ctx, int code, const char *line)
+{
+  const double deadline = dlpar_now() + SHARED_ERROR_GRACE_SECONDS;
+  const struct timespec poll_interval = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+  if (ctx->info.rank != 0) {
+    atomic_store(&ctx->quiet_exit_code, code ? code : 1); /* the launcher's signal after rank 0's abort */
+    while (dlpar_now() < deadline && atomic_load(&ctx->stop_signals) == 0)
+      nanosleep(&poll_interval, NULL);
+    if (atomic_load(&ctx->stop_signals) > 0) /* it came before quiet_exit_code was set */
+      _exit(code ? code : 1);
+  }
+  fprintf(stderr, "%s\n", line);
+  dlpar_abort(ctx, code, NULL);
 }

@@ -51,6 +51,7 @@ struct dlpar_ctx {
   bool watchdog_running;
   atomic_int watchdog_stop;
   atomic_int stop_signals;     /* SIGTERM/SIGINT/SIGUSR1 received */
+  atomic_int quiet_exit_code;  /* set while this rank ends the step: a stop signal exits with it, silently */
   bool stop_posted;            /* a stop agreement is posted, not yet waited for */
   int signal_fd;
   /* profiling */

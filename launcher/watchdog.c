@@ -8,7 +8,9 @@
  * catches the signals those threads get and leaves them in `stray_signal`,
  * which the watchdog reads too: the one global in libdlpar, because a
  * signal handler can only talk through one. The first signal asks the
- * program to stop (dlpar_stop_requested); a second one ends it at once. */
+ * program to stop (dlpar_stop_requested); a second one ends it at once.
+ * A rank that is ending the step (dlpar_abort, dlpar_abort_shared) exits
+ * at the first, silently. */
 #include "config.h"
 
 #include <errno.h>
@@ -59,6 +61,9 @@ int dlpar_watchdog_block_signals(dlpar_ctx *ctx)
 
 static void on_stop_signal(dlpar_ctx *ctx, int sig)
 {
+  const int quiet_exit_code = atomic_load(&ctx->quiet_exit_code);
+  if (quiet_exit_code)
+    _exit(quiet_exit_code);
   if (atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
     fprintf(stderr, "dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal(sig));
     _exit(128 + sig);

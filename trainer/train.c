@@ -57,22 +57,29 @@ typedef struct {
   bool on_gpu;
 } trainer;
 
-/* Rank 0 prints (all ranks print when the error may be theirs alone),
- * then the whole step ends. */
-static void __attribute__((noreturn)) die(trainer *t, bool every_rank, const char *fmt, ...)
+/* Ends the step with one line. An error every rank finds alike is printed
+ * by rank 0 alone (dlpar_abort_shared); one that may be this rank's alone
+ * (every_rank) is printed by each rank that finds it, with its rank. */
+static void __attribute__((noreturn, format(printf, 3, 4))) die(trainer *t, bool every_rank, const char *fmt, ...)
 {
+  char message[2 * DLPAR_ERRLEN], line[2 * DLPAR_ERRLEN + 64];
   va_list ap;
-  const int rank = t->info ? t->info->rank : 0;
-  if (rank == 0 || every_rank) {
-    fprintf(stderr, every_rank && t->info && t->info->size > 1 ? "dlpar-train: rank %d: " : "dlpar-train: ", rank);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
+  va_start(ap, fmt);
+  vsnprintf(message, sizeof(message), fmt, ap);
+  va_end(ap);
+  if (every_rank && t->info && t->info->size > 1)
+    snprintf(line, sizeof(line), "dlpar-train: rank %d: %s", t->info->rank, message);
+  else
+    snprintf(line, sizeof(line), "dlpar-train: %s", message);
+  if (!t->comm) {
+    fprintf(stderr, "%s\n", line);
+    exit(1);
   }
-  if (t->comm)
+  if (every_rank) {
+    fprintf(stderr, "%s\n", line);
     dlpar_abort(t->comm, 1, NULL);
-  exit(1);
+  }
+  dlpar_abort_shared(t->comm, 1, line);
 }
 
 static void say(const trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
