@@ -318,12 +318,13 @@ void dlpar_abort_shared(dlpar_ctx *ctx, int code, const char *line)
 {
   const double deadline = dlpar_now() + SHARED_ERROR_GRACE_SECONDS;
   const struct timespec poll_interval = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
+  const int status = code ? code : 1;
   if (ctx->info.rank != 0) {
-    atomic_store(&ctx->quiet_exit_code, code ? code : 1); /* the launcher's signal after rank 0's abort */
+    atomic_store(&ctx->quiet_exit_code, status); /* the launcher's signal after rank 0's abort */
     while (dlpar_now() < deadline && atomic_load(&ctx->stop_signals) == 0)
       nanosleep(&poll_interval, NULL);
     if (atomic_load(&ctx->stop_signals) > 0) /* it came before quiet_exit_code was set */
-      _exit(code ? code : 1);
+      _exit(status);
   }
   fprintf(stderr, "%s\n", line);
   dlpar_abort(ctx, code, NULL);
