@@ -57,9 +57,9 @@ typedef struct {
   bool on_gpu;
 } trainer;
 
-/* Ends the step with one line. An error every rank finds alike is printed
- * by rank 0 alone (dlpar_abort_shared); one that may be this rank's alone
- * (every_rank) is printed by each rank that finds it, with its rank. */
+/* Ends the step (after dlpar_init) with one line. An error every rank
+ * finds alike is printed by rank 0 alone (dlpar_abort_shared); one that may
+ * be this rank's alone (every_rank) by each rank that finds it, with its rank. */
 static void __attribute__((noreturn, format(printf, 3, 4))) die(trainer *t, bool every_rank, const char *fmt, ...)
 {
   char message[2 * DLPAR_ERRLEN], line[2 * DLPAR_ERRLEN + 64];
@@ -67,14 +67,10 @@ static void __attribute__((noreturn, format(printf, 3, 4))) die(trainer *t, bool
   va_start(ap, fmt);
   vsnprintf(message, sizeof(message), fmt, ap);
   va_end(ap);
-  if (every_rank && t->info && t->info->size > 1)
+  if (every_rank && t->info->size > 1)
     snprintf(line, sizeof(line), "dlpar-train: rank %d: %s", t->info->rank, message);
   else
     snprintf(line, sizeof(line), "dlpar-train: %s", message);
-  if (!t->comm) {
-    fprintf(stderr, "%s\n", line);
-    exit(1);
-  }
   if (every_rank) {
     fprintf(stderr, "%s\n", line);
     dlpar_abort(t->comm, 1, NULL);
