@@ -78,11 +78,6 @@ static mpi_state *state_of(dlpar_ctx *ctx)
   return ctx->backend_state;
 }
 
-static int group_size(const dlpar_ctx *ctx, dlpar_group group)
-{
-  return group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp : ctx->info.size;
-}
-
 static int mpi_init(dlpar_ctx *ctx)
 {
   mpi_state *st = calloc(1, sizeof(*st));
@@ -144,7 +139,7 @@ static int mpi_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t co
   dlpar_inflight_end(ctx, group);
   CHECK_MPI(ctx, rc);
   if (op == DLPAR_AVG)
-    scale(buf, count, dtype, group_size(ctx, group));
+    scale(buf, count, dtype, dlpar_group_size(ctx, group));
   return DLPAR_OK;
 }
 
@@ -173,7 +168,7 @@ static int mpi_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *sen
   dlpar_inflight_end(ctx, group);
   CHECK_MPI(ctx, rc);
   if (op == DLPAR_AVG)
-    scale(recv, count, dtype, group_size(ctx, group));
+    scale(recv, count, dtype, dlpar_group_size(ctx, group));
   return DLPAR_OK;
 }
 

@@ -6,7 +6,12 @@
  * ncclCommGetAsyncError and an event recorded after the last collective of
  * each group: an error or a collective that does not complete within the
  * timeout aborts the communicators and ends the step with a message naming
- * the group. */
+ * the group. A group of one rank has no communicator: its allreduce and
+ * broadcast are no-ops, its allgather and reduce-scatter a copy.
+ *
+ * Collectives captured in a CUDA graph: their watchdog events are recorded
+ * as graph nodes (cudaEventRecordExternal), so every replay records them
+ * again, and dlpar_graph_launched restarts their clocks at each launch. */
 #include "config.h"
 
 #include <cuda_runtime_api.h>
@@ -22,6 +27,7 @@ typedef struct {
   double since;
   const char *op;
   bool pending;
+  bool captured;               /* the last one was recorded inside a graph capture */
 } last_collective;
 
 typedef struct {
@@ -87,13 +93,16 @@ static ncclRedOp_t nccl_op(dlpar_op op)
 /* The group's communicator: ncclCommInitRank from its exchanged id or, with
  * DLPAR_NCCL_GROUPS=split (tp and dp only), ncclCommSplit of the world's,
  * `color` naming the group (the other coordinate), `rank` ordering it. */
-static int init_comm(dlpar_ctx *ctx, dlpar_group group, const unsigned char *id, int size, int rank, int color)
+static int init_comm(dlpar_ctx *ctx, dlpar_group group, const unsigned char *id, int rank, int color)
 {
   nccl_state *st = state_of(ctx);
   const bool split = ctx->nccl_split && group != DLPAR_GROUP_WORLD;
+  const int size = dlpar_group_size(ctx, group);
   ncclUniqueId unique;
   char name[128];
   ncclResult_t rc;
+  if (size == 1)
+    return DLPAR_OK;
   memcpy(&unique, id, sizeof(unique));
   rc = split ? ncclCommSplit(st->comm[DLPAR_GROUP_WORLD], color, rank, &st->comm[group], NULL)
              : ncclCommInitRank(&st->comm[group], size, unique, rank);
@@ -117,9 +126,9 @@ static int nccl_init(dlpar_ctx *ctx)
   pthread_mutex_init(&st->lock, NULL);
   if (!ctx->nccl_ids.valid)
     return dlpar_fail(ctx, DLPAR_ERR_STATE, "NCCL ids were not exchanged");
-  if ((rc = init_comm(ctx, DLPAR_GROUP_WORLD, ctx->nccl_ids.world, ctx->info.size, ctx->info.rank, 0)) ||
-      (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->nccl_ids.tp, ctx->grid.tp, ctx->info.tp_rank, ctx->info.dp_rank)) ||
-      (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->nccl_ids.dp, ctx->grid.dp, ctx->info.dp_rank, ctx->info.tp_rank)))
+  if ((rc = init_comm(ctx, DLPAR_GROUP_WORLD, ctx->nccl_ids.world, ctx->info.rank, 0)) ||
+      (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->nccl_ids.tp, ctx->info.tp_rank, ctx->info.dp_rank)) ||
+      (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->nccl_ids.dp, ctx->info.dp_rank, ctx->info.tp_rank)))
     return rc;
   CHECK_CUDA(ctx, cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking));
   CHECK_CUDA(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
@@ -154,24 +163,57 @@ static void nccl_finalize(dlpar_ctx *ctx)
   ctx->backend_state = NULL;
 }
 
-/* After enqueueing: remember when, so the watchdog can time it. */
+/* After enqueueing: remember when, so the watchdog can time it. Inside a
+ * graph capture the event record becomes a node of the graph (re-recorded
+ * by every replay) and the clock starts at dlpar_graph_launched. */
 static int track(dlpar_ctx *ctx, dlpar_group group, const char *op, void *stream)
 {
   nccl_state *st = state_of(ctx);
-  cudaError_t rc;
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaError_t rc = cudaStreamIsCapturing((cudaStream_t)stream, &capture);
+  const bool captured = capture == cudaStreamCaptureStatusActive;
   pthread_mutex_lock(&st->lock);
-  rc = cudaEventRecord(st->last[group].event, (cudaStream_t)stream);
+  if (rc == cudaSuccess)
+    rc = cudaEventRecordWithFlags(st->last[group].event, (cudaStream_t)stream,
+                                  captured ? cudaEventRecordExternal : cudaEventRecordDefault);
   st->last[group].since = dlpar_now();
   st->last[group].op = op;
-  st->last[group].pending = rc == cudaSuccess;
+  st->last[group].captured = captured;
+  st->last[group].pending = rc == cudaSuccess && !captured;
   pthread_mutex_unlock(&st->lock);
   CHECK_CUDA(ctx, rc);
+  return DLPAR_OK;
+}
+
+/* A graph holding captured collectives was launched: time them from now. */
+static void nccl_graph_launched(dlpar_ctx *ctx)
+{
+  nccl_state *st = state_of(ctx);
+  const double now = dlpar_now();
+  pthread_mutex_lock(&st->lock);
+  for (int g = 0; g < 3; g++) {
+    if (st->last[g].captured) {
+      st->last[g].since = now;
+      st->last[g].pending = true;
+    }
+  }
+  pthread_mutex_unlock(&st->lock);
+}
+
+/* A 1-rank group: the result is the input (a copy when out of place). */
+static int local_copy(dlpar_ctx *ctx, const void *send, void *recv, size_t count, dlpar_dtype dtype, void *stream)
+{
+  if (send != recv)
+    CHECK_CUDA(ctx, cudaMemcpyAsync(recv, send, count * dlpar_dtype_size(dtype), cudaMemcpyDeviceToDevice,
+                                    (cudaStream_t)stream));
   return DLPAR_OK;
 }
 
 static int nccl_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
                           dlpar_op op, void *stream)
 {
+  if (!state_of(ctx)->comm[group])
+    return DLPAR_OK;
   CHECK_NCCL(ctx, ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), state_of(ctx)->comm[group],
                                 (cudaStream_t)stream));
   return track(ctx, group, "allreduce", stream);
@@ -180,6 +222,8 @@ static int nccl_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
 static int nccl_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
                           dlpar_dtype dtype, void *stream)
 {
+  if (!state_of(ctx)->comm[group])
+    return local_copy(ctx, send, recv, count, dtype, stream);
   CHECK_NCCL(ctx, ncclAllGather(send, recv, count, nccl_type(dtype), state_of(ctx)->comm[group],
                                 (cudaStream_t)stream));
   return track(ctx, group, "allgather", stream);
@@ -188,6 +232,8 @@ static int nccl_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, v
 static int nccl_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv,
                                size_t count, dlpar_dtype dtype, dlpar_op op, void *stream)
 {
+  if (!state_of(ctx)->comm[group])
+    return local_copy(ctx, send, recv, count, dtype, stream);
   CHECK_NCCL(ctx, ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op),
                                     state_of(ctx)->comm[group], (cudaStream_t)stream));
   return track(ctx, group, "reduce_scatter", stream);
@@ -196,6 +242,8 @@ static int nccl_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *se
 static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
                           int root, void *stream)
 {
+  if (!state_of(ctx)->comm[group])
+    return DLPAR_OK;
   CHECK_NCCL(ctx, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, state_of(ctx)->comm[group],
                                 (cudaStream_t)stream));
   return track(ctx, group, "broadcast", stream);
@@ -205,7 +253,10 @@ static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
 static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
 {
   nccl_state *st = state_of(ctx);
-  int rc = nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream);
+  int rc;
+  if (!st->comm[group])
+    return DLPAR_OK;
+  rc = nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream);
   if (rc != DLPAR_OK)
     return rc;
   CHECK_CUDA(ctx, cudaStreamSynchronize(st->barrier_stream));
@@ -255,7 +306,7 @@ static int nccl_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
     ncclResult_t async = ncclSuccess;
     double waited = 0;
     const char *op = NULL;
-    if (ncclCommGetAsyncError(st->comm[g], &async) == ncclSuccess && async != ncclSuccess &&
+    if (st->comm[g] && ncclCommGetAsyncError(st->comm[g], &async) == ncclSuccess && async != ncclSuccess &&
         async != ncclInProgress) {
       dlpar_describe_group(ctx, (dlpar_group)g, group, sizeof(group));
       snprintf(err, errlen, "rank %d on %s: NCCL error on the %s: %s: %s (NIC hint: %s)", ctx->info.rank,
@@ -303,4 +354,5 @@ const dlpar_backend_ops dlpar_backend_nccl = {
     .abort_comms = nccl_abort_comms,
     .stop_post = nccl_stop_post,
     .stop_wait = nccl_stop_wait,
+    .graph_launched = nccl_graph_launched,
 };

@@ -81,6 +81,10 @@ int dlpar_reduce_scatter(dlpar_ctx *ctx, dlpar_group_id group, const void *send,
 int dlpar_broadcast(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
                     int root, void *stream);
 int dlpar_barrier(dlpar_ctx *ctx, dlpar_group_id group);
+/* Call after each launch of a CUDA graph that holds collectives: the
+ * watchdog times them from this launch (their completion events are graph
+ * nodes, recorded again by every replay). Nothing to do on MPI. */
+void dlpar_graph_launched(dlpar_ctx *ctx);
 
 /* Profiling (the launcher's --dl-profile request): call at the start of
  * every training step; opens/closes the CUDA profiler range at the

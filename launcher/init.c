@@ -41,11 +41,15 @@ size_t dlpar_dtype_size(dlpar_dtype dtype)
   }
 }
 
+int dlpar_group_size(const dlpar_ctx *ctx, dlpar_group group)
+{
+  return group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp : ctx->info.size;
+}
+
 void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len)
 {
   int ranks[64];
-  const int n = group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp
-                                                                                 : ctx->info.size;
+  const int n = dlpar_group_size(ctx, group);
   size_t used = (size_t)snprintf(out, len, "%s group (ranks ", dlpar_group_name(group));
   if (n > 64) {
     snprintf(out + used, len - used, "%d of them)", n);
@@ -282,6 +286,12 @@ int dlpar_finalize(dlpar_ctx *ctx)
   free(ctx->rank_node);
   free(ctx);
   return rc;
+}
+
+void dlpar_graph_launched(dlpar_ctx *ctx)
+{
+  if (ctx->backend && ctx->backend->graph_launched)
+    ctx->backend->graph_launched(ctx);
 }
 
 const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx)

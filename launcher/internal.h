@@ -81,6 +81,8 @@ struct dlpar_backend_ops {
    * over the world group (stream: as the collectives), then wait for it. */
   int (*stop_post)(dlpar_ctx *ctx, int local, void *stream);
   int (*stop_wait)(dlpar_ctx *ctx, int *global);
+  /* A graph with captured collectives was launched (NULL: nothing to do). */
+  void (*graph_launched)(dlpar_ctx *ctx);
 };
 
 extern const dlpar_backend_ops dlpar_backend_self;
@@ -92,6 +94,8 @@ extern const dlpar_backend_ops dlpar_backend_nccl;
 /* Records a one-line error in ctx and returns status. */
 int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 size_t dlpar_dtype_size(dlpar_dtype dtype);
+/* Ranks in the group: grid.tp, grid.dp or the world's size. */
+int dlpar_group_size(const dlpar_ctx *ctx, dlpar_group group);
 /* "tp group (ranks 4-7)" for messages. */
 void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
 

@@ -272,35 +272,57 @@ static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, siz
   return DLPAR_OK;
 }
 
-/* Group leaders make the NCCL ids of their groups and put them (the world's
- * alone when tp and dp are split from it). */
+/* The groups that get an NCCL communicator from an exchanged id: those of
+ * more than one rank (a 1-rank group has none: its collectives are no-ops or
+ * copies), tp and dp only when they are not split from the world's. Every
+ * such group gets its own id: an id's bootstrap root serves one
+ * ncclCommInitRank, so two groups sharing one would hang or be refused. */
+static bool group_needs_id(const dlpar_ctx *ctx, dlpar_group group)
+{
+  return dlpar_group_size(ctx, group) > 1 && (group == DLPAR_GROUP_WORLD || !ctx->nccl_split);
+}
+
+static const char *id_key(dlpar_group group)
+{
+  return group == DLPAR_GROUP_TP ? "dlpar.nccl.tp" : group == DLPAR_GROUP_DP ? "dlpar.nccl.dp" : "dlpar.nccl.world";
+}
+
+static unsigned char *id_slot(dlpar_ctx *ctx, dlpar_group group)
+{
+  return group == DLPAR_GROUP_TP ? ctx->nccl_ids.tp : group == DLPAR_GROUP_DP ? ctx->nccl_ids.dp : ctx->nccl_ids.world;
+}
+
+/* The group's first member, which makes its id and puts it. */
+static int group_leader(const dlpar_ctx *ctx, dlpar_group group)
+{
+  return group == DLPAR_GROUP_TP ? ctx->info.dp_rank * ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->info.tp_rank : 0;
+}
+
 static int put_nccl_ids(dlpar_ctx *ctx)
 {
   unsigned char id[DLPAR_NCCL_ID_BYTES];
-  const bool groups = !ctx->nccl_split;
   int rc;
-  if (groups && ctx->info.tp_rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
-                                           (rc = put_bytes(ctx, "dlpar.nccl.tp", id, sizeof(id))) != DLPAR_OK))
-    return rc;
-  if (groups && ctx->info.dp_rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
-                                           (rc = put_bytes(ctx, "dlpar.nccl.dp", id, sizeof(id))) != DLPAR_OK))
-    return rc;
-  if (ctx->info.rank == 0 && ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK ||
-                              (rc = put_bytes(ctx, "dlpar.nccl.world", id, sizeof(id))) != DLPAR_OK))
-    return rc;
+  for (int g = 0; g < 3; g++) {
+    const dlpar_group group = (dlpar_group)g;
+    if (group_needs_id(ctx, group) && group_leader(ctx, group) == ctx->info.rank &&
+        ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK || (rc = put_bytes(ctx, id_key(group), id, sizeof(id))) != DLPAR_OK))
+      return rc;
+  }
   return DLPAR_OK;
 }
 
+/* Every member reads its groups' ids from their leaders; a group without an
+ * id keeps all zeros. */
 static int get_nccl_ids(dlpar_ctx *ctx)
 {
-  const int tp_leader = ctx->info.dp_rank * ctx->grid.tp, dp_leader = ctx->info.tp_rank;
   int rc;
-  if (!ctx->nccl_split &&
-      ((rc = get_bytes(ctx, tp_leader, "dlpar.nccl.tp", ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK ||
-       (rc = get_bytes(ctx, dp_leader, "dlpar.nccl.dp", ctx->nccl_ids.dp, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK))
-    return rc;
-  if ((rc = get_bytes(ctx, 0, "dlpar.nccl.world", ctx->nccl_ids.world, DLPAR_NCCL_ID_BYTES)) != DLPAR_OK)
-    return rc;
+  memset(&ctx->nccl_ids, 0, sizeof(ctx->nccl_ids));
+  for (int g = 0; g < 3; g++) {
+    const dlpar_group group = (dlpar_group)g;
+    if (group_needs_id(ctx, group) &&
+        (rc = get_bytes(ctx, group_leader(ctx, group), id_key(group), id_slot(ctx, group), DLPAR_NCCL_ID_BYTES)) != DLPAR_OK)
+      return rc;
+  }
   ctx->nccl_ids.valid = true;
   return DLPAR_OK;
 }
@@ -313,14 +335,9 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
   pmix_info_t info;
   const double start = dlpar_now();
   int rc;
-  if (!ctx->pmix) { /* one rank: its own ids */
-    if (!exchange_nccl_ids)
-      return DLPAR_OK;
-    if ((rc = dlpar_nccl_make_id(ctx, ctx->nccl_ids.tp)) != DLPAR_OK)
-      return rc;
-    memcpy(ctx->nccl_ids.dp, ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES);
-    memcpy(ctx->nccl_ids.world, ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES);
-    ctx->nccl_ids.valid = true;
+  if (!ctx->pmix) { /* one rank: every group has one rank, so no ids */
+    memset(&ctx->nccl_ids, 0, sizeof(ctx->nccl_ids));
+    ctx->nccl_ids.valid = exchange_nccl_ids;
     return DLPAR_OK;
   }
   snprintf(alive, sizeof(alive), "%s:%ld", ctx->info.host, (long)getpid());

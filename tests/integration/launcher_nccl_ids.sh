@@ -2,7 +2,8 @@
 # tests/integration/launcher_nccl_ids.sh: real NCCL unique ids (made by
 # ncclGetUniqueId, which needs no GPU) travel over PMIx put/commit/fence/get
 # to every member of every group, under srun on 2 nodes and under dlpar-run:
-# members of a group hold the same id, different groups different ids.
+# members of a group hold the same id, different groups different ids, and
+# a 1-rank group none.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 grep -q '^#define HAVE_CUDA 1' "$B/config.h" || skip "built without CUDA (no NCCL)"
 use_bed
@@ -33,10 +34,30 @@ check_ids "srun" "$out"
 out=$("$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
 expect_rc "dlpar-run --nccl-ids" $? 0
 check_ids "dlpar-run" "$out"
+# A 1-rank group gets no id (it has no communicator); every multi-rank group
+# its own: one id serves one ncclCommInitRank, so a shared one fails on a GPU.
+ids_of() { sed -n 's/.* ids tp \([-0-9a-f]*\) dp \([-0-9a-f]*\) world \([-0-9a-f]*\)$/\1 \2 \3/p' <<<"$1" | sort -u; }
+out=$(env -u PMIX_NAMESPACE "$probe" --nccl-ids 2>&1)
+expect_rc "one rank, no launcher, --nccl-ids" $? 0
+expect_eq "one rank: no group has an id" "$(ids_of "$out")" "- - -"
+out=$("$B/launcher/dlpar-run" -n 2 --dl-parallel=2x1 -- "$probe" --nccl-ids 2>&1)
+expect_rc "dlpar-run 2x1 --nccl-ids" $? 0
+set -- $(ids_of "$out")
+expect_eq "2x1: one id set for both ranks" "$#" 3
+expect_eq "2x1: the 1-rank dp groups have no id" "$2" "-"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ "$1" != "-" ] && [ "$3" != "-" ] && [ "$1" != "$3" ] || fail "2x1: tp and world need distinct ids: $*"
+out=$("$B/launcher/dlpar-run" -n 2 --dl-parallel=1x2 -- "$probe" --nccl-ids 2>&1)
+expect_rc "dlpar-run 1x2 --nccl-ids" $? 0
+set -- $(ids_of "$out")
+expect_eq "1x2: one id set for both ranks" "$#" 3
+expect_eq "1x2: the 1-rank tp groups have no id" "$1" "-"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ "$2" != "-" ] && [ "$3" != "-" ] && [ "$2" != "$3" ] || fail "1x2: dp and world need distinct ids: $*"
 # DLPAR_NCCL_GROUPS=split: tp and dp come from ncclCommSplit, so only the
 # world's id is made and travels (the tp and dp ids stay unset, all zeros).
 out=$(DLPAR_NCCL_GROUPS=split "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
 expect_rc "dlpar-run --nccl-ids, split" $? 0
 expect_eq "split: one world id" "$(sed -n 's/.* world \([0-9a-f]*\)$/\1/p' <<<"$out" | sort -u | wc -l)" 1
-expect_eq "split: no tp or dp ids" "$(sed -n 's/.* ids tp \([0-9a-f]*\) dp \([0-9a-f]*\) .*/\1\n\2/p' <<<"$out" | sort -u | wc -l)" 1
+expect_eq "split: no tp or dp ids" "$(sed -n 's/.* ids tp \([-0-9a-f]*\) dp \([-0-9a-f]*\) .*/\1\n\2/p' <<<"$out" | sort -u)" "-"
 finish

@@ -3,7 +3,7 @@
  *   --sleep-rank=R --sleep=S   rank R sleeps S s before dlpar_init (rendezvous timeout)
  *   --kill-rank=R              rank R SIGKILLs itself after init; the rest allreduce
  *   --stall-rank=R             rank R SIGSTOPs itself after init (stuck, not dead: the watchdog)
- *   --nccl-ids                 exchange real NCCL ids over PMIx; print a digest per group
+ *   --nccl-ids                 exchange real NCCL ids over PMIx; print a digest per group (- for none)
  *   --wait-stop                loop until dlpar_stop_requested (SIGTERM from Slurm/dlpar-run)
  * Prints "rank_probe: rank R ..." lines the shell tests check. */
 #include "config.h"
@@ -29,6 +29,19 @@ static uint32_t digest(const unsigned char *bytes, size_t len)
   for (size_t i = 0; i < len; i++)
     h = (h ^ bytes[i]) * 16777619u;
   return h;
+}
+
+/* The id's digest, or "-" for none (all zeros: a 1-rank group has no communicator). */
+static const char *id_text(const unsigned char *id, char out[9])
+{
+  size_t zeros = 0;
+  while (zeros < DLPAR_NCCL_ID_BYTES && id[zeros] == 0)
+    zeros++;
+  if (zeros == DLPAR_NCCL_ID_BYTES)
+    snprintf(out, 9, "-");
+  else
+    snprintf(out, 9, "%08x", digest(id, DLPAR_NCCL_ID_BYTES));
+  return out;
 }
 
 static int parse(int argc, char **argv, probe_args *a)
@@ -84,10 +97,11 @@ int main(int argc, char **argv)
     fprintf(stderr, "rank_probe: %s\n", dlpar_last_error(ctx));
     return 1;
   }
-  if (a.nccl_ids)
-    printf("rank_probe: rank %d ids tp %08x dp %08x world %08x\n", ctx->info.rank,
-           digest(ctx->nccl_ids.tp, DLPAR_NCCL_ID_BYTES), digest(ctx->nccl_ids.dp, DLPAR_NCCL_ID_BYTES),
-           digest(ctx->nccl_ids.world, DLPAR_NCCL_ID_BYTES));
+  if (a.nccl_ids) {
+    char tp[9], dp[9], world[9];
+    printf("rank_probe: rank %d ids tp %s dp %s world %s\n", ctx->info.rank, id_text(ctx->nccl_ids.tp, tp),
+           id_text(ctx->nccl_ids.dp, dp), id_text(ctx->nccl_ids.world, world));
+  }
   printf("rank_probe: rank %d initialised\n", ctx->info.rank);
   fflush(stdout);
   if (ctx->info.rank == a.kill_rank)
