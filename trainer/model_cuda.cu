@@ -145,9 +145,9 @@ static int block_forward(model_cuda *m, int l)
   float *rstd_next = last ? m->lnf_rstd : m->blocks[l + 1].ln1_rstd;
   const int norm_w = last ? t->norm_w : t->blocks[l + 1].norm1_w, norm_b = last ? t->norm_b : t->blocks[l + 1].norm1_b;
   int rc;
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->q, a->ln1, weight(m, p->q_w), param(m, p->q_b), BT, m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->k, a->ln1, weight(m, p->k_w), param(m, p->k_b), BT, m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->v, a->ln1, weight(m, p->v_w), param(m, p->v_b), BT, m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), BT, m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, a->k, a->ln1, weight(m, p->k_w), weight(m, p->k_b), BT, m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, a->v, a->ln1, weight(m, p->v_w), weight(m, p->v_b), BT, m->D, m->Dl, m->act, m->compute));
   CHECK_DL(m, dl_attention_fwd(a->att, a->lse, a->q, a->k, a->v, m->B, m->N, m->heads, m->HD, 1.0f / sqrtf((float)m->HD),
                                m->act, m->compute));
   /* row-parallel proj: partial sums, reduced over tp, then bias + residual + norm2 */
@@ -156,7 +156,7 @@ static int block_forward(model_cuda *m, int l)
     return rc;
   CHECK_DL(m, dl_residual_layernorm_fwd(a->x_mid, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_in, m->dln, param(m, p->proj_b),
                                         param(m, p->norm2_w), param(m, p->norm2_b), BT, m->D, LN_EPS, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->fc1, a->ln2, weight(m, p->fc1_w), param(m, p->fc1_b), BT, m->D, m->Fl, m->act,
+  CHECK_DL(m, dl_matmul_fwd(m->blas, a->fc1, a->ln2, weight(m, p->fc1_w), weight(m, p->fc1_b), BT, m->D, m->Fl, m->act,
                             m->compute));
   CHECK_DL(m, dl_gelu_fwd(a->gelu, a->fc1, (size_t)BT * m->Fl, m->act, m->compute));
   CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->gelu, weight(m, p->fc2_w), NULL, BT, m->Fl, m->D, m->act, m->compute));
@@ -173,7 +173,7 @@ static int forward(model_cuda *m, const float *inp)
   block_acts *first = &m->blocks[0];
   int rc;
   CHECK_DL(m, dl_patchify(m->patches, inp, m->B, m->Cin, m->H, m->W, m->P, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, first->x_in, m->patches, weight(m, t->patch_w), param(m, t->patch_b), (int)m->BT,
+  CHECK_DL(m, dl_matmul_fwd(m->blas, first->x_in, m->patches, weight(m, t->patch_w), weight(m, t->patch_b), (int)m->BT,
                             m->Cin * m->P * m->P, m->D, m->act, m->compute));
   CHECK_DL(m, dl_add_pos_embed(first->x_in, param(m, t->pos_embed), m->B, m->N, m->D, m->act, m->compute));
   CHECK_DL(m, dl_layernorm_fwd(first->ln1, first->ln1_mean, first->ln1_rstd, first->x_in, param(m, t->blocks[0].norm1_w),

@@ -27,13 +27,16 @@ typedef struct dl_blas dl_blas;
 int dl_blas_create(dl_blas **blas, size_t workspace_bytes, int allow_tf32);
 void dl_blas_destroy(dl_blas *blas);
 
-/* out[BT,OC] (act) = inp[BT,C] (act) w[OC,C]^T (act) + bias[OC] (fp32, may be NULL), the bias
- * in cuBLASLt's epilogue. (Its GELU epilogue is the tanh approximation; the
- * tutorial's model uses the exact GELU, so GELU is a kernel of ours.) */
-int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, const float *bias, int BT, int C, int OC,
+/* out[BT,OC] (act) = inp[BT,C] (act) w[OC,C]^T (act) + bias[OC] (act, as cuBLASLt
+ * wants for a 16-bit out; may be NULL), the bias in cuBLASLt's epilogue.
+ * (Its GELU epilogue is the tanh approximation; the tutorial's model uses
+ * the exact GELU, so GELU is a kernel of ours.) Any operand may sit at any
+ * 16-byte aligned offset. */
+int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias, int BT, int C, int OC,
                   dl_dtype act, cudaStream_t s);
 /* dinp[BT,C] (act) = dout w, or += with accumulate (NULL: skipped); dw[OC,C] (fp32) += dout^T inp;
- * dbias[OC] (fp32) += colsum(dout) (NULL: skipped). */
+ * dbias[OC] (fp32) = colsum(dout), overwritten (NULL: skipped), fused in the
+ * dw GEMM's epilogue (BGRADB) where cuBLASLt has an algorithm for it. */
 int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
                   const void *inp, const void *w, int BT, int C, int OC, dl_dtype act, cudaStream_t s);
 /* sum[c] += sum over rows of x[r, c] (x act, rows x cols): deterministic */

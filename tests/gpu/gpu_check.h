@@ -54,11 +54,14 @@ static inline float *host_zeros(size_t n)
   return calloc(n ? n : 1, sizeof(float));
 }
 
-/* A device buffer of n values of type t, from fp32 host values (NULL: poisoned). */
-static inline void *device_from(const float *host, size_t n, dl_dtype t)
+/* A device buffer of n values of type t, from fp32 host values (NULL:
+ * poisoned), starting `offset` bytes into its allocation (a slice of an
+ * arena, as the model's activations and weights are). */
+static inline void *device_at(const float *host, size_t n, dl_dtype t, size_t offset)
 {
-  void *f32 = NULL, *out = NULL;
-  CHECK_GPU(cudaMalloc(&out, n * dl_dtype_bytes(t) + 16));
+  void *f32 = NULL, *base = NULL, *out;
+  CHECK_GPU(cudaMalloc(&base, n * dl_dtype_bytes(t) + 16 + offset));
+  out = (char *)base + offset;
   if (!host) {
     CHECK_GPU(cudaMemset(out, 0xff, n * dl_dtype_bytes(t)));
     return out;
@@ -69,6 +72,11 @@ static inline void *device_from(const float *host, size_t n, dl_dtype t)
   CHECK_GPU(cudaDeviceSynchronize());
   cudaFree(f32);
   return out;
+}
+
+static inline void *device_from(const float *host, size_t n, dl_dtype t)
+{
+  return device_at(host, n, t, 0);
 }
 
 /* fp32 host copy of a device buffer of type t */
@@ -95,7 +103,7 @@ static inline double rel_error(const float *got, const float *ref, size_t n)
   return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* fp32 < 1e-5, tf32 < 1e-3, 16-bit < 2e-2 */
+/* fp32 < 1e-5, 16-bit < 2e-2 */
 static inline double bound_for(dl_dtype t)
 {
   return t == DL_F32 ? 1e-5 : 2e-2;

@@ -1,7 +1,8 @@
 /* tests/gpu/test_kernels_gpu.c: every CUDA kernel (kernels/cuda) against its
- * CPU reference (kernels/cpu) on fresh random inputs, in fp32 and bf16,
+ * CPU reference (kernels/cpu) on fresh random inputs, in fp32, bf16 and fp16,
  * outputs poisoned with NaN bytes before each run: relative error under
- * 1e-5 (fp32) or 2e-2 (bf16); NaN fails. Skips without a GPU. */
+ * 1e-5 (fp32) or 2e-2 (bf16, fp16); NaN fails. GEMM operands also at
+ * offsets that are not 256-byte aligned. Skips without a GPU. */
 #include "config.h"
 
 #include <stdio.h>
@@ -11,26 +12,34 @@
 #include "kernels/cpu/ops.h"
 #include "tests/gpu/gpu_check.h"
 
-static void test_matmul(dl_blas *blas, dl_dtype t)
+/* Operands at `offset` bytes past 256-byte alignment (the weights' offset
+ * by a few elements more); the bias gradient poisoned first: it is
+ * overwritten, fused or not. */
+static void test_matmul(dl_blas *blas, dl_dtype t, size_t offset)
 {
   const int BT = 70, C = 96, OC = 80;
+  const size_t w_offset = offset ? offset + 4 * dl_dtype_bytes(t) : 0;
+  static const char *const outputs[4] = {"forward", "dinp", "dweight", "dbias"};
+  char what[4][64];
   float *inp = host_random((size_t)BT * C, 1), *w = host_random((size_t)OC * C, 0.5f), *bias = host_random(OC, 0.5f);
   float *dout = host_random((size_t)BT * OC, 1), *out = malloc(sizeof(float) * BT * OC);
   float *dinp = host_zeros((size_t)BT * C), *dw = host_zeros((size_t)OC * C), *db = host_zeros(OC);
-  void *d_inp = device_from(inp, (size_t)BT * C, t), *d_w = device_from(w, (size_t)OC * C, t);
-  void *d_out = device_from(NULL, (size_t)BT * OC, t), *d_dout = device_from(dout, (size_t)BT * OC, t);
-  void *d_dinp = device_from(NULL, (size_t)BT * C, t);
-  float *d_bias = device_from(bias, OC, DL_F32), *d_dw = device_from(dw, (size_t)OC * C, DL_F32);
-  float *d_db = device_from(db, OC, DL_F32);
-  matmul_fwd_f32(out, inp, w, bias, BT, C, OC);
+  void *d_inp = device_at(inp, (size_t)BT * C, t, offset), *d_w = device_at(w, (size_t)OC * C, t, w_offset);
+  void *d_out = device_at(NULL, (size_t)BT * OC, t, offset), *d_dout = device_at(dout, (size_t)BT * OC, t, offset);
+  void *d_dinp = device_at(NULL, (size_t)BT * C, t, offset), *d_bias = device_at(bias, OC, t, w_offset);
+  float *d_dw = device_at(dw, (size_t)OC * C, DL_F32, offset), *d_db = device_at(NULL, OC, DL_F32, offset);
+  float *bias_act = host_from(d_bias, OC, t); /* the bias rounded to the act type, as the GPU reads it */
+  matmul_fwd_f32(out, inp, w, bias_act, BT, C, OC);
   matmul_bwd_f32(dinp, dw, db, dout, inp, w, BT, C, OC);
   CHECK_GPU(dl_matmul_fwd(blas, d_out, d_inp, d_w, d_bias, BT, C, OC, t, 0));
   CHECK_GPU(dl_matmul_bwd(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, BT, C, OC, t, 0));
   CHECK_GPU(cudaDeviceSynchronize());
-  CHECK_CLOSE("matmul forward", t, host_from(d_out, (size_t)BT * OC, t), out, (size_t)BT * OC);
-  CHECK_CLOSE("matmul dinp", t, host_from(d_dinp, (size_t)BT * C, t), dinp, (size_t)BT * C);
-  CHECK_CLOSE("matmul dweight", t, host_from(d_dw, (size_t)OC * C, DL_F32), dw, (size_t)OC * C);
-  CHECK_CLOSE("matmul dbias", t, host_from(d_db, OC, DL_F32), db, OC);
+  for (int i = 0; i < 4; i++)
+    snprintf(what[i], sizeof(what[i]), "matmul %s, offset %zu", outputs[i], offset);
+  CHECK_CLOSE(what[0], t, host_from(d_out, (size_t)BT * OC, t), out, (size_t)BT * OC);
+  CHECK_CLOSE(what[1], t, host_from(d_dinp, (size_t)BT * C, t), dinp, (size_t)BT * C);
+  CHECK_CLOSE(what[2], t, host_from(d_dw, (size_t)OC * C, DL_F32), dw, (size_t)OC * C);
+  CHECK_CLOSE(what[3], t, host_from(d_db, OC, DL_F32), db, OC);
 }
 
 static void test_layernorm(dl_dtype t)
@@ -192,12 +201,14 @@ static void test_layout_ops(dl_dtype t)
 
 int main(void)
 {
-  const dl_dtype types[2] = {DL_F32, DL_BF16};
+  const dl_dtype types[3] = {DL_F32, DL_BF16, DL_F16};
   dl_blas *blas;
   require_gpu();
   CHECK_GPU(dl_blas_create(&blas, 32u << 20, 0));
-  for (int i = 0; i < 2; i++) {
-    test_matmul(blas, types[i]);
+  for (int i = 0; i < 3; i++) {
+    test_matmul(blas, types[i], 0);
+    test_matmul(blas, types[i], 64);  /* activations sliced at 64-128-byte offsets */
+    test_matmul(blas, types[i], 96);
     test_layernorm(types[i]);
     test_pointwise(types[i]);
     test_attention(types[i], 150, 48);  /* the base config's head size; partial tiles */
