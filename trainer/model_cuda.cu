@@ -7,12 +7,26 @@
  *    inf/NaN);
  *  - memory: one arena allocated at creation; nothing is allocated in a step;
  *  - streams: compute (forward, backward, tensor-parallel allreduces, Adam),
- *    copy (host->device batches, double-buffered from pinned memory), and
- *    dp (data-parallel gradient buckets, each started by an event recorded
+ *    copy (host->device batches, double-buffered from pinned memory, and
+ *    Adam's lr and step once the previous Adam is done), and dp
+ *    (data-parallel gradient buckets, each started by an event recorded
  *    when backward finishes its tensors, overlapping the rest of backward);
  *    no host synchronisation inside a step;
+ *  - ONE COLLECTIVE ORDER on every rank, whatever the streams do: the
+ *    collectives run on the GPU in the order the host enqueues them. tp
+ *    allreduces (compute) and dp buckets (dp) are on two streams, so each
+ *    tp allreduce first waits for the dp buckets enqueued before it (the
+ *    event dp_enqueued); buckets overlap the compute between them and the
+ *    next tp allreduce (all of backward when tp = 1). The metrics', stop and
+ *    host collectives follow on compute, after backward joined dp. Without
+ *    this, two ranks could run a tp and a dp collective in opposite orders
+ *    and wait for each other for ever;
  *  - optionally each step's forward/backward and Adam captured as CUDA
- *    graphs and replayed (cuda_graph: true).
+ *    graphs and replayed (cuda_graph: true): each runs eagerly once first
+ *    (warm-up: algorithm choice, lazy loading, the kernels' stack), then is
+ *    captured; events the host waits on (consumed, Adam done) are recorded
+ *    outside the graphs, and libdlpar times the captured collectives from
+ *    each launch (dlpar_graph_launched).
  * Every CUDA/cuBLAS/NCCL failure names the call, file:line and the
  * library's own error string. */
 #include "config.h"
@@ -50,6 +64,11 @@ typedef struct {
 } block_acts;
 
 typedef struct {
+  cudaGraphExec_t exec;
+  bool warmed_up; /* ran eagerly once: the next call captures */
+} captured_work;
+
+typedef struct {
   model base;
   int B, N, D, Dl, heads, HD, Fl, P, Cin, Cout, H, W, depth;
   long BT;
@@ -75,7 +94,7 @@ typedef struct {
   long posted_train_steps, posted_val_samples;
   /* batches: two device slots, filled on the copy stream */
   float *inp[2], *tgt[2];
-  cudaEvent_t copied[2], consumed[2], scalars_copied;
+  cudaEvent_t copied[2], consumed[2], scalars_copied, adam_done;
   int slot;
   /* activations */
   void *patches, *x_final, *lnf, *head;
@@ -85,11 +104,12 @@ typedef struct {
   void *dx, *dln, *datt, *dq, *dk, *dv, *dfc1, *dgelu, *dhead;
   float *dpred, *delta;
   cudaEvent_t *grads_ready; /* per block, and the head */
-  cudaEvent_t dp_done;
+  cudaEvent_t dp_done, dp_enqueued;
+  bool dp_unordered;        /* dp buckets were enqueued since the last tp allreduce */
   grad_buckets buckets;
   long train_steps, val_samples;
   /* CUDA graphs: forward/backward per batch slot, and Adam */
-  cudaGraphExec_t graph_step[2], graph_adam;
+  captured_work graph_step[2], graph_adam;
 } model_cuda;
 
 enum { SUM_TRAIN_LOSS = 0, SUM_VAL_LOSS, SUM_VAL_RMSE, N_SUMS };
@@ -97,6 +117,7 @@ enum { SUM_TRAIN_LOSS = 0, SUM_VAL_LOSS, SUM_VAL_RMSE, N_SUMS };
 static const float LN_EPS = 1e-6f;
 static const float FP16_INITIAL_SCALE = 65536.0f;
 static const int FP16_SCALE_INTERVAL = 2000;
+static const size_t KERNEL_STACK_BYTES = 2048; /* the attention kernels' frames: reserved before any capture */
 
 /* ------------------------------------------------------------ parameters */
 
@@ -121,10 +142,16 @@ static dlpar_dtype comm_type(dl_dtype act)
   return act == DL_BF16 ? DLPAR_BFLOAT16 : act == DL_F16 ? DLPAR_FLOAT16 : DLPAR_FLOAT32;
 }
 
+/* A tp allreduce, after the dp buckets enqueued before it (one collective
+ * order: see the top of the file). */
 static int tp_sum(model_cuda *m, void *buf, size_t n)
 {
-  if (m->base.table.tp > 1)
-    CHECK_COMM(m, dlpar_allreduce(m->base.comm, DLPAR_TP, buf, n, comm_type(m->act), DLPAR_SUM, m->compute));
+  if (m->base.table.tp == 1)
+    return DLPAR_OK;
+  if (m->dp_unordered)
+    CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->dp_enqueued, 0));
+  m->dp_unordered = false;
+  CHECK_COMM(m, dlpar_allreduce(m->base.comm, DLPAR_TP, buf, n, comm_type(m->act), DLPAR_SUM, m->compute));
   return DLPAR_OK;
 }
 
@@ -196,6 +223,8 @@ static int grads_ready(model_cuda *m, int event, int first_done)
   CHECK_DL(m, cudaEventRecord(m->grads_ready[event], m->compute));
   CHECK_DL(m, cudaStreamWaitEvent(m->dp, m->grads_ready[event], 0));
   CHECK_COMM(m, grad_buckets_ready(&m->buckets, m->base.comm, m->grads, first_done, m->dp));
+  CHECK_DL(m, cudaEventRecord(m->dp_enqueued, m->dp));
+  m->dp_unordered = true;
   return DLPAR_OK;
 }
 
@@ -261,6 +290,7 @@ static int backward(model_cuda *m, const float *tgt)
   /* the optimizer (compute stream) waits for the last bucket */
   CHECK_DL(m, cudaEventRecord(m->dp_done, m->dp));
   CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->dp_done, 0));
+  m->dp_unordered = false; /* compute has joined dp */
   return DLPAR_OK;
 }
 
@@ -293,29 +323,33 @@ static int step_body(model_cuda *m, int s)
     return rc;
   CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt[s], m->B,
                              (size_t)m->Cout * m->H * m->W, m->compute));
-  if ((rc = backward(m, m->tgt[s])) != DLPAR_OK)
-    return rc;
-  CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
-  return DLPAR_OK;
+  return backward(m, m->tgt[s]);
 }
 
-/* Runs body once while capturing it into *graph, or replays *graph. */
-static int run_captured(model_cuda *m, cudaGraphExec_t *graph, int (*body)(model_cuda *, int), int arg)
+/* Runs body eagerly (always without cuda_graph; else the first time, as a
+ * warm-up), or captures it into work->exec on the second call, then replays
+ * it. Events the host or the copy stream wait on are recorded by the
+ * callers, outside: a record inside a capture is not repeated by replays. */
+static int run_captured(model_cuda *m, captured_work *work, int (*body)(model_cuda *, int), int arg)
 {
   cudaGraph_t captured;
   int rc;
-  if (!m->base.cfg.cuda_graph)
+  if (!m->base.cfg.cuda_graph || !work->warmed_up) {
+    work->warmed_up = true;
     return body(m, arg);
-  if (!*graph) {
+  }
+  if (!work->exec) {
     CHECK_DL(m, cudaStreamBeginCapture(m->compute, cudaStreamCaptureModeGlobal));
     rc = body(m, arg);
     CHECK_DL(m, cudaStreamEndCapture(m->compute, &captured));
     if (rc != DLPAR_OK)
       return rc;
-    CHECK_DL(m, cudaGraphInstantiate(graph, captured, 0));
+    rc = cudaGraphInstantiate(&work->exec, captured, 0);
     cudaGraphDestroy(captured);
+    CHECK_DL(m, rc);
   }
-  CHECK_DL(m, cudaGraphLaunch(*graph, m->compute));
+  CHECK_DL(m, cudaGraphLaunch(work->exec, m->compute));
+  dlpar_graph_launched(m->base.comm);
   return DLPAR_OK;
 }
 
@@ -327,7 +361,10 @@ static int cuda_forward_backward(model *base, const float *inp, const float *tgt
   if (inp && (rc = stage_batch(m, inp, tgt, &s)) != DLPAR_OK)
     return rc;
   m->train_steps++;
-  return run_captured(m, &m->graph_step[s], step_body, s);
+  if ((rc = run_captured(m, &m->graph_step[s], step_body, s)) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute)); /* the slot may be refilled */
+  return DLPAR_OK;
 }
 
 static int adam_body(model_cuda *m, int unused)
@@ -347,14 +384,21 @@ static int adam_body(model_cuda *m, int unused)
 static int cuda_optimizer_step(model *base, double lr, long t)
 {
   model_cuda *m = (model_cuda *)base;
-  /* lr and step travel through pinned memory, so a captured Adam stays valid */
+  int rc;
+  /* lr and step travel through pinned memory (so a captured Adam stays
+   * valid) once the previous copy is done with it, and reach the device
+   * once the previous Adam is done reading them */
   CHECK_DL(m, cudaStreamSynchronize(m->copy));
   m->host_scalars[0] = (float)lr;
   m->host_scalars[1] = (float)t;
+  CHECK_DL(m, cudaStreamWaitEvent(m->copy, m->adam_done, 0));
   CHECK_DL(m, cudaMemcpyAsync(m->lr_t, m->host_scalars, 2 * sizeof(float), cudaMemcpyHostToDevice, m->copy));
   CHECK_DL(m, cudaEventRecord(m->scalars_copied, m->copy));
   CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->scalars_copied, 0));
-  return run_captured(m, &m->graph_adam, adam_body, 0);
+  if ((rc = run_captured(m, &m->graph_adam, adam_body, 0)) != DLPAR_OK)
+    return rc;
+  CHECK_DL(m, cudaEventRecord(m->adam_done, m->compute));
+  return DLPAR_OK;
 }
 
 static int cuda_evaluate(model *base, const float *inp, const float *tgt)
@@ -552,7 +596,10 @@ static int create_streams(model_cuda *m)
   for (int e = 0; e < m->depth + 2; e++)
     CHECK_DL(m, cudaEventCreateWithFlags(&m->grads_ready[e], cudaEventDisableTiming));
   CHECK_DL(m, cudaEventCreateWithFlags(&m->dp_done, cudaEventDisableTiming));
+  CHECK_DL(m, cudaEventCreateWithFlags(&m->dp_enqueued, cudaEventDisableTiming));
   CHECK_DL(m, cudaEventCreateWithFlags(&m->scalars_copied, cudaEventDisableTiming));
+  CHECK_DL(m, cudaEventCreateWithFlags(&m->adam_done, cudaEventDisableTiming));
+  CHECK_DL(m, cudaEventRecord(m->adam_done, m->compute));
   CHECK_DL(m, cudaEventCreateWithFlags(&m->metrics_posted, cudaEventDisableTiming));
   CHECK_DL(m, cudaHostAlloc((void **)&m->host_scalars, 2 * sizeof(float), cudaHostAllocDefault));
   CHECK_DL(m, cudaHostAlloc((void **)&m->posted_sums, N_SUMS * sizeof(float), cudaHostAllocDefault));
@@ -568,17 +615,19 @@ static void cuda_destroy(model *base)
   if (m->compute)
     cudaStreamSynchronize(m->compute);
   for (int s = 0; s < 2; s++) {
-    if (m->graph_step[s])
-      cudaGraphExecDestroy(m->graph_step[s]);
+    if (m->graph_step[s].exec)
+      cudaGraphExecDestroy(m->graph_step[s].exec);
     cudaEventDestroy(m->copied[s]);
     cudaEventDestroy(m->consumed[s]);
   }
-  if (m->graph_adam)
-    cudaGraphExecDestroy(m->graph_adam);
+  if (m->graph_adam.exec)
+    cudaGraphExecDestroy(m->graph_adam.exec);
   for (int e = 0; m->grads_ready && e < m->depth + 2; e++)
     cudaEventDestroy(m->grads_ready[e]);
   cudaEventDestroy(m->dp_done);
+  cudaEventDestroy(m->dp_enqueued);
   cudaEventDestroy(m->scalars_copied);
+  cudaEventDestroy(m->adam_done);
   cudaEventDestroy(m->metrics_posted);
   cudaFree(m->arena);
   cudaFreeHost(m->host_scalars);
@@ -600,6 +649,18 @@ static const model_ops cuda_ops = {
     cuda_host_allreduce,   cuda_host_tp_allgather, cuda_peak_memory,       cuda_destroy,
 };
 
+/* The per-thread stack the attention kernels need, set before any graph
+ * capture: growing it later would be a device-wide operation, which a
+ * capture forbids. */
+static int reserve_kernel_stack(model_cuda *m)
+{
+  size_t stack = 0;
+  CHECK_DL(m, cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+  if (stack < KERNEL_STACK_BYTES)
+    CHECK_DL(m, cudaDeviceSetLimit(cudaLimitStackSize, KERNEL_STACK_BYTES));
+  return DLPAR_OK;
+}
+
 static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info)
 {
   int rc;
@@ -618,7 +679,7 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   if (m->HD > 128)
     return model_fail(&m->base, DLPAR_ERR_INPUT, "head size %d: the CUDA attention takes at most 128 (raise num_heads)",
                       m->HD);
-  if ((rc = create_streams(m)) != DLPAR_OK)
+  if ((rc = create_streams(m)) != DLPAR_OK || (rc = reserve_kernel_stack(m)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
   layout(m); /* measure */
