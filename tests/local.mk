@@ -63,20 +63,31 @@ tests_numerics_vit_dump_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
 EXTRA_DIST += tests/numerics/torch_reference.py tests/numerics/torch_vit.py tests/numerics/read_tfevents.py
 
 # GPU tests (make check-gpu runs only them): compiled and linked in every
-# make check, where they SKIP without a GPU.
+# make check, where they SKIP without a GPU. They find etc/vit.yaml through
+# DLPAR_SRCDIR or, run by hand from anywhere, the source tree built in.
 if HAVE_CUDA
-GPU_TESTS = tests/gpu/test_kernels_gpu tests/gpu/test_step_gpu
+GPU_TESTS = tests/gpu/test_kernels_gpu tests/gpu/test_step_gpu tests/gpu/test_fp32_gpu tests/gpu/test_graph_gpu
 check_PROGRAMS += $(GPU_TESTS)
 TESTS += $(GPU_TESTS)
+GPU_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DDLPAR_TEST_SRCDIR='"$(abs_top_srcdir)"'
+GPU_MODEL_LDADD = trainer/libdlpar_model_cuda.a trainer/libdlpar_trainer.la \
+	kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
 tests_gpu_test_kernels_gpu_SOURCES = tests/gpu/test_kernels_gpu.c tests/gpu/gpu_check.h
-tests_gpu_test_kernels_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_gpu_test_kernels_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_test_kernels_gpu_LDADD = kernels/libdlpar_kernels_cuda.a kernels/libdlpar_kernels_cpu.la \
 	$(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
-tests_gpu_test_step_gpu_SOURCES = tests/gpu/test_step_gpu.c tests/gpu/gpu_check.h
-tests_gpu_test_step_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
-tests_gpu_test_step_gpu_LDADD = trainer/libdlpar_model_cuda.a trainer/libdlpar_trainer.la \
-	kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
+tests_gpu_test_step_gpu_SOURCES = tests/gpu/test_step_gpu.c tests/gpu/gpu_check.h tests/gpu/model_check.h
+tests_gpu_test_step_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_gpu_test_step_gpu_LDADD = $(GPU_MODEL_LDADD)
+tests_gpu_test_fp32_gpu_SOURCES = tests/gpu/test_fp32_gpu.c tests/gpu/gpu_check.h tests/gpu/model_check.h
+tests_gpu_test_fp32_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_gpu_test_fp32_gpu_LDADD = $(GPU_MODEL_LDADD)
+tests_gpu_test_graph_gpu_SOURCES = tests/gpu/test_graph_gpu.c tests/gpu/gpu_check.h tests/gpu/model_check.h
+tests_gpu_test_graph_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_gpu_test_graph_gpu_LDADD = $(GPU_MODEL_LDADD)
 endif
+# Only the GPU tests, from this build directory (wherever it is); each SKIPs
+# without a GPU.
 check-gpu:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(GPU_TESTS)"
 .PHONY: check-gpu
