@@ -3,7 +3,7 @@ dist_bin_SCRIPTS = contrib/dlpar-plot
 sbatchdir = $(pkgdatadir)/sbatch
 dist_sbatch_DATA = contrib/sbatch/short.sbatch contrib/sbatch/bs64_opt.sbatch contrib/sbatch/bs256_opt.sbatch \
 	contrib/sbatch/bs1024_opt.sbatch contrib/sbatch/mp.sbatch contrib/sbatch/profile.sbatch contrib/sbatch/benchy.sbatch
-EXTRA_DIST += contrib/demo
+EXTRA_DIST += contrib/demo contrib/dlpar-bundle
 
 # The README's main job: a real 2x2 training on a generated dataset.
 demo: all

@@ -47,7 +47,8 @@ INTEGRATION_TESTS = \
 	tests/integration/train_inputs.sh \
 	tests/integration/train_metrics.sh \
 	tests/integration/contrib_sbatch.sh \
-	tests/integration/demo.sh
+	tests/integration/demo.sh \
+	tests/integration/bundle.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
 TESTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
 EXTRA_DIST += tests/lib/common.sh tests/stand-ins/nsys tests/summary
