@@ -40,20 +40,21 @@ ids_of() { sed -n 's/.* ids tp \([-0-9a-f]*\) dp \([-0-9a-f]*\) world \([-0-9a-f
 out=$(env -u PMIX_NAMESPACE "$probe" --nccl-ids 2>&1)
 expect_rc "one rank, no launcher, --nccl-ids" $? 0
 expect_eq "one rank: no group has an id" "$(ids_of "$out")" "- - -"
-out=$("$B/launcher/dlpar-run" -n 2 --dl-parallel=2x1 -- "$probe" --nccl-ids 2>&1)
-expect_rc "dlpar-run 2x1 --nccl-ids" $? 0
-set -- $(ids_of "$out")
-expect_eq "2x1: one id set for both ranks" "$#" 3
-expect_eq "2x1: the 1-rank dp groups have no id" "$2" "-"
-TEST_CHECKS=$((TEST_CHECKS + 1))
-[ "$1" != "-" ] && [ "$3" != "-" ] && [ "$1" != "$3" ] || fail "2x1: tp and world need distinct ids: $*"
-out=$("$B/launcher/dlpar-run" -n 2 --dl-parallel=1x2 -- "$probe" --nccl-ids 2>&1)
-expect_rc "dlpar-run 1x2 --nccl-ids" $? 0
-set -- $(ids_of "$out")
-expect_eq "1x2: one id set for both ranks" "$#" 3
-expect_eq "1x2: the 1-rank tp groups have no id" "$1" "-"
-TEST_CHECKS=$((TEST_CHECKS + 1))
-[ "$2" != "-" ] && [ "$3" != "-" ] && [ "$2" != "$3" ] || fail "1x2: dp and world need distinct ids: $*"
+# one_group GRID FIELD_WITH_ID FIELD_WITHOUT NAME: a 2-rank run where one
+# group spans both ranks (an id, not the world's) and the other has one rank
+one_group() {
+  local out ids
+  out=$("$B/launcher/dlpar-run" -n 2 --dl-parallel=$1 -- "$probe" --nccl-ids 2>&1)
+  expect_rc "dlpar-run $1 --nccl-ids" $? 0
+  ids=($(ids_of "$out"))
+  expect_eq "$1: one id set for both ranks" "${#ids[@]}" 3
+  expect_eq "$1: the 1-rank groups have no id" "${ids[$3]}" "-"
+  TEST_CHECKS=$((TEST_CHECKS + 1))
+  [ "${ids[$2]}" != "-" ] && [ "${ids[2]}" != "-" ] && [ "${ids[$2]}" != "${ids[2]}" ] ||
+    fail "$1: the $4 group and the world need distinct ids: ${ids[*]}"
+}
+one_group 2x1 0 1 tp
+one_group 1x2 1 0 dp
 # DLPAR_NCCL_GROUPS=split: tp and dp come from ncclCommSplit, so only the
 # world's id is made and travels (the tp and dp ids stay unset, all zeros).
 out=$(DLPAR_NCCL_GROUPS=split "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
