@@ -27,7 +27,7 @@ typedef struct {
   double since;
   const char *op;
   bool pending;
-  bool captured;               /* the last one was recorded inside a graph capture */
+  bool in_graph;               /* one was captured in a graph: each launch restarts the clock */
 } last_collective;
 
 typedef struct {
@@ -178,7 +178,7 @@ static int track(dlpar_ctx *ctx, dlpar_group group, const char *op, void *stream
                                   captured ? cudaEventRecordExternal : cudaEventRecordDefault);
   st->last[group].since = dlpar_now();
   st->last[group].op = op;
-  st->last[group].captured = captured;
+  st->last[group].in_graph |= captured;
   st->last[group].pending = rc == cudaSuccess && !captured;
   pthread_mutex_unlock(&st->lock);
   CHECK_CUDA(ctx, rc);
@@ -192,7 +192,7 @@ static void nccl_graph_launched(dlpar_ctx *ctx)
   const double now = dlpar_now();
   pthread_mutex_lock(&st->lock);
   for (int g = 0; g < 3; g++) {
-    if (st->last[g].captured) {
+    if (st->last[g].in_graph) {
       st->last[g].since = now;
       st->last[g].pending = true;
     }
