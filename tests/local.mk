@@ -20,6 +20,17 @@ tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
 
 TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing tests/unit/test_kernels
 
+# The cuDNN attention's plans for an H100, compiled without a GPU (the
+# script sets the libcuda stub up; it SKIPs in builds without cuDNN).
+if HAVE_CUDNN
+check_PROGRAMS += tests/unit/test_sdpa_plan
+tests_unit_test_sdpa_plan_SOURCES = tests/unit/test_sdpa_plan.c tests/unit/check.h
+tests_unit_test_sdpa_plan_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_unit_test_sdpa_plan_LDADD = kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
+endif
+dist_check_SCRIPTS += tests/unit/sdpa_plan.sh
+TESTS += tests/unit/sdpa_plan.sh
+
 EXTRA_DIST += tests/testbed/dlpar-bed tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
 	tests/topo/4gpu-interleaved.xml tests/topo/bed-node.xml
