@@ -83,6 +83,12 @@ tests_gpu_test_kernels_gpu_SOURCES = tests/gpu/test_kernels_gpu.c tests/gpu/gpu_
 tests_gpu_test_kernels_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_gpu_test_kernels_gpu_LDADD = kernels/libdlpar_kernels_cuda.a kernels/libdlpar_kernels_cpu.la \
 	$(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
+if HAVE_CUDNN
+GPU_TESTS += tests/gpu/test_attention_gpu
+tests_gpu_test_attention_gpu_SOURCES = tests/gpu/test_attention_gpu.c tests/gpu/gpu_check.h
+tests_gpu_test_attention_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_gpu_test_attention_gpu_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
+endif
 tests_gpu_test_step_gpu_SOURCES = tests/gpu/test_step_gpu.c tests/gpu/gpu_check.h
 tests_gpu_test_step_gpu_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_gpu_test_step_gpu_LDADD = trainer/libdlpar_model_cuda.a trainer/libdlpar_trainer.la \
