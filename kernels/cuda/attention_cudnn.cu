@@ -31,30 +31,27 @@ static bool unsupported(cudnnStatus_t status)
   return status >= CUDNN_STATUS_NOT_SUPPORTED && status < CUDNN_STATUS_INTERNAL_ERROR;
 }
 
-#define CHECK_CUDNN(call)                                                                     \
-  do {                                                                                        \
-    cudnnStatus_t st_ = (call);                                                               \
-    if (st_ != CUDNN_STATUS_SUCCESS)                                                          \
-      return cudnn_fail(st_, #call, __FILE__, __LINE__);                                      \
-  } while (0)
-
-/* A planning step where "not supported" is an answer (the caller falls
- * back and says so once), not an error to print. */
-#define CHECK_PLAN(call)                                                                      \
-  do {                                                                                        \
-    cudnnStatus_t st_ = (call);                                                               \
-    if (unsupported(st_))                                                                     \
-      return DL_CUDNN_BASE + (int)st_;                                                        \
-    if (st_ != CUDNN_STATUS_SUCCESS)                                                          \
-      return cudnn_fail(st_, #call, __FILE__, __LINE__);                                      \
-  } while (0)
-
 #define CHECK(call)                                                                           \
   do {                                                                                        \
     int rc_ = (call);                                                                         \
     if (rc_ != 0)                                                                             \
       return rc_;                                                                             \
   } while (0)
+
+/* 0 for success; a planning step's "not supported" (quiet: an answer, the
+ * caller falls back and says so once) returned as it is; anything else
+ * printed by cudnn_fail. */
+static int cudnn_status(cudnnStatus_t status, bool quiet, const char *call, const char *file, int line)
+{
+  if (status == CUDNN_STATUS_SUCCESS)
+    return 0;
+  if (quiet && unsupported(status))
+    return DL_CUDNN_BASE + (int)status;
+  return cudnn_fail(status, call, file, line);
+}
+
+#define CHECK_CUDNN(call) CHECK(cudnn_status((call), false, #call, __FILE__, __LINE__))
+#define CHECK_PLAN(call) CHECK(cudnn_status((call), true, #call, __FILE__, __LINE__))
 
 enum { MAX_DESCS = 128, MAX_OPS = 24, SDPA_CACHE = 8, ALIGN = 256 };
 
@@ -144,6 +141,21 @@ static int tensor(sdpa_graph *g, cudnnBackendDescriptor_t *t, int64_t uid, cudnn
   if (by_value)
     CHECK_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value));
   CHECK_CUDNN(cudnnBackendFinalize(*t));
+  return 0;
+}
+
+typedef struct {
+  cudnnBackendDescriptor_t *desc;
+  int64_t uid; /* 0: virtual */
+  cudnnDataType_t type;
+  const layout4 *layout;
+  int kind;
+} tensor_spec;
+
+static int tensors(sdpa_graph *g, const tensor_spec *specs, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    CHECK(tensor(g, specs[i].desc, specs[i].uid, specs[i].type, specs[i].layout, specs[i].kind));
   return 0;
 }
 
@@ -250,12 +262,15 @@ static int build_fwd(sdpa_graph *g, const sdpa_shape *s)
   const cudnnDataType_t io = cudnn_type(s->act), f32 = CUDNN_DATA_FLOAT;
   const layout4 qkv = bshd(s), stats = contiguous(s, s->N, 1);
   cudnnBackendDescriptor_t q = NULL, k = NULL, v = NULL, o = NULL, st = NULL, scale = NULL, op = NULL;
-  CHECK(tensor(g, &q, UID_Q, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &k, UID_K, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &v, UID_V, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &o, UID_O, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &st, UID_STATS, f32, &stats, TENSOR_PLAIN));
-  CHECK(tensor(g, &scale, UID_SCALE, f32, &SCALAR, TENSOR_BY_VALUE));
+  const tensor_spec specs[] = {
+      {&q, UID_Q, io, &qkv, TENSOR_PLAIN},
+      {&k, UID_K, io, &qkv, TENSOR_PLAIN},
+      {&v, UID_V, io, &qkv, TENSOR_PLAIN},
+      {&o, UID_O, io, &qkv, TENSOR_PLAIN},
+      {&st, UID_STATS, f32, &stats, TENSOR_PLAIN},
+      {&scale, UID_SCALE, f32, &SCALAR, TENSOR_BY_VALUE},
+  };
+  CHECK(tensors(g, specs, sizeof specs / sizeof specs[0]));
   CHECK(new_desc(g, CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, &op));
   CHECK(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q));
   CHECK(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k));
@@ -278,32 +293,35 @@ static int build_bwd(sdpa_graph *g, const sdpa_shape *s)
     cudnnBackendDescriptor_t q, kt_in, vt_in, o, dout, stats, scale, one, dq, dk, dv, dsum, dqacc;
     cudnnBackendDescriptor_t t0, t1, sc, s1, s2, p, pt, dp, t2, t3, ds, dst, kn;
   } t = {};
-  CHECK(tensor(g, &t.q, UID_Q, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.kt_in, UID_K, io, &kt, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.vt_in, UID_V, io, &kt, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.o, UID_O, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.dout, UID_DO, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.stats, UID_STATS, f32, &rows, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.scale, UID_SCALE, f32, &SCALAR, TENSOR_BY_VALUE));
-  CHECK(tensor(g, &t.one, UID_ONE, f32, &SCALAR, TENSOR_BY_VALUE));
-  CHECK(tensor(g, &t.dq, UID_DQ, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.dk, UID_DK, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.dv, UID_DV, io, &qkv, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.dsum, UID_DSUM, f32, &rows, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.dqacc, UID_DQACC, f32, &hd, TENSOR_PLAIN));
-  CHECK(tensor(g, &t.t0, 0, f32, &hd, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.t1, 0, f32, &rows, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.sc, 0, f32, &ss, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.s1, 0, f32, &ss, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.s2, 0, f32, &ss, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.p, 0, f32, &ss, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.pt, 0, io, &sst, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.dp, 0, f32, &ss, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.t2, 0, f32, &ss, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.t3, 0, f32, &ss, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.ds, 0, f32, &ss, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.dst, 0, io, &sst, TENSOR_VIRTUAL));
-  CHECK(tensor(g, &t.kn, 0, io, &qkv, TENSOR_VIRTUAL));
+  const tensor_spec specs[] = {
+      {&t.q, UID_Q, io, &qkv, TENSOR_PLAIN},
+      {&t.kt_in, UID_K, io, &kt, TENSOR_PLAIN},
+      {&t.vt_in, UID_V, io, &kt, TENSOR_PLAIN},
+      {&t.o, UID_O, io, &qkv, TENSOR_PLAIN},
+      {&t.dout, UID_DO, io, &qkv, TENSOR_PLAIN},
+      {&t.stats, UID_STATS, f32, &rows, TENSOR_PLAIN},
+      {&t.scale, UID_SCALE, f32, &SCALAR, TENSOR_BY_VALUE},
+      {&t.one, UID_ONE, f32, &SCALAR, TENSOR_BY_VALUE},
+      {&t.dq, UID_DQ, io, &qkv, TENSOR_PLAIN},
+      {&t.dk, UID_DK, io, &qkv, TENSOR_PLAIN},
+      {&t.dv, UID_DV, io, &qkv, TENSOR_PLAIN},
+      {&t.dsum, UID_DSUM, f32, &rows, TENSOR_PLAIN},
+      {&t.dqacc, UID_DQACC, f32, &hd, TENSOR_PLAIN},
+      {&t.t0, 0, f32, &hd, TENSOR_VIRTUAL},
+      {&t.t1, 0, f32, &rows, TENSOR_VIRTUAL},
+      {&t.sc, 0, f32, &ss, TENSOR_VIRTUAL},
+      {&t.s1, 0, f32, &ss, TENSOR_VIRTUAL},
+      {&t.s2, 0, f32, &ss, TENSOR_VIRTUAL},
+      {&t.p, 0, f32, &ss, TENSOR_VIRTUAL},
+      {&t.pt, 0, io, &sst, TENSOR_VIRTUAL},
+      {&t.dp, 0, f32, &ss, TENSOR_VIRTUAL},
+      {&t.t2, 0, f32, &ss, TENSOR_VIRTUAL},
+      {&t.t3, 0, f32, &ss, TENSOR_VIRTUAL},
+      {&t.ds, 0, f32, &ss, TENSOR_VIRTUAL},
+      {&t.dst, 0, io, &sst, TENSOR_VIRTUAL},
+      {&t.kn, 0, io, &qkv, TENSOR_VIRTUAL},
+  };
+  CHECK(tensors(g, specs, sizeof specs / sizeof specs[0]));
   CHECK(pointwise(g, CUDNN_POINTWISE_MUL, t.dout, t.o, t.t0));
   CHECK(reduce_sum(g, t.t0, t.t1));
   CHECK(pointwise(g, CUDNN_POINTWISE_MUL, t.t1, t.one, t.dsum));

@@ -5,8 +5,10 @@
  * (a stand-in for the GPU this machine lacks), and cuDNN picks engines and
  * compiles their kernels with NVRTC; loading a kernel is where the stub
  * driver stops, which counts as compiled. Shapes: the ViT's (4050 tokens,
- * head 48 and 128, bf16 and fp16), an odd token count, and head 44, which
- * cuDNN must refuse (dlpar-train then falls back). */
+ * head 48 in bf16, head 128 in fp16), an odd token count, and head 44,
+ * which cuDNN must refuse (dlpar-train then falls back). Each plannable
+ * shape costs two NVRTC compiles, 2-11 s on a busy 2-core machine: three
+ * of them keep the test near 30 s. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <time.h>
 
@@ -69,7 +71,6 @@ int main(void)
       {2, 4050, 8, 48, DL_BF16, 1},  /* base */
       {2, 4050, 8, 128, DL_F16, 1},  /* mp: head 128 */
       {2, 1013, 8, 48, DL_F16, 1},   /* odd token count */
-      {2, 1013, 8, 128, DL_BF16, 1}, /* odd, head 128 */
       {2, 4050, 8, 44, DL_BF16, 0},  /* head not a multiple of 8: refused */
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
