@@ -14,6 +14,10 @@ noinst_LIBRARIES = kernels/libdlpar_kernels_cuda.a trainer/libdlpar_model_cuda.a
 kernels_libdlpar_kernels_cuda_a_SOURCES = kernels/cuda/ops.h kernels/cuda/common.cuh \
 	kernels/cuda/gemm.cu kernels/cuda/elementwise.cu kernels/cuda/layernorm.cu \
 	kernels/cuda/attention.cu kernels/cuda/loss.cu kernels/cuda/adam.cu
+# cuDNN's fused attention, where configure found cuDNN (HAVE_CUDNN)
+if HAVE_CUDNN
+kernels_libdlpar_kernels_cuda_a_SOURCES += kernels/cuda/attention_cudnn.cu
+endif
 endif
 SUFFIXES += .cu
 NVCC_FLAGS = $(NVCC_ARCHFLAGS) -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-Wall,-Wextra \
@@ -21,4 +25,4 @@ NVCC_FLAGS = $(NVCC_ARCHFLAGS) -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-Wall,-
 .cu.o:
 	@$(MKDIR_P) $(@D)
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
-EXTRA_DIST += kernels/cuda/ops.h kernels/cuda/common.cuh
+EXTRA_DIST += kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/attention_cudnn.cu

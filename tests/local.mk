@@ -20,6 +20,17 @@ tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
 
 TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing tests/unit/test_kernels
 
+# The cuDNN attention's plans for an H100, compiled without a GPU (the
+# script sets the libcuda stub up; it SKIPs in builds without cuDNN).
+if HAVE_CUDNN
+check_PROGRAMS += tests/unit/test_sdpa_plan
+tests_unit_test_sdpa_plan_SOURCES = tests/unit/test_sdpa_plan.c tests/unit/check.h
+tests_unit_test_sdpa_plan_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_unit_test_sdpa_plan_LDADD = kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
+endif
+dist_check_SCRIPTS += tests/unit/sdpa_plan.sh
+TESTS += tests/unit/sdpa_plan.sh
+
 EXTRA_DIST += tests/testbed/dlpar-bed tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
 	tests/topo/4gpu-interleaved.xml tests/topo/bed-node.xml
@@ -86,6 +97,12 @@ tests_gpu_test_fp32_gpu_LDADD = $(GPU_MODEL_LDADD)
 tests_gpu_test_graph_gpu_SOURCES = tests/gpu/test_graph_gpu.c tests/gpu/gpu_check.h tests/gpu/model_check.h
 tests_gpu_test_graph_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_test_graph_gpu_LDADD = $(GPU_MODEL_LDADD)
+if HAVE_CUDNN
+GPU_TESTS += tests/gpu/test_attention_gpu
+tests_gpu_test_attention_gpu_SOURCES = tests/gpu/test_attention_gpu.c tests/gpu/gpu_check.h
+tests_gpu_test_attention_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_gpu_test_attention_gpu_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
+endif
 endif
 # Only the GPU tests, from this build directory (wherever it is); each SKIPs
 # without a GPU.

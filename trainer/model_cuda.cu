@@ -76,6 +76,9 @@ typedef struct {
   size_t act_bytes;
   cudaStream_t compute, copy, dp;
   dl_blas *blas;
+  dl_sdpa *sdpa; /* cuDNN's attention (attention: cudnn); NULL: the reference kernels */
+  void *sdpa_ws;
+  size_t sdpa_ws_bytes;
   char *arena;
   size_t arena_bytes, arena_used;
   /* parameters, gradients, Adam (fp32 flat) and the act copy of the weights */
@@ -155,6 +158,62 @@ static int tp_sum(model_cuda *m, void *buf, size_t n)
   return DLPAR_OK;
 }
 
+/* ------------------------------------------------------------ attention */
+
+static int attention_fwd(model_cuda *m, block_acts *a)
+{
+  const float scale = 1.0f / sqrtf((float)m->HD);
+#ifdef HAVE_CUDNN
+  if (m->sdpa)
+    return dl_sdpa_fwd(m->sdpa, m->sdpa_ws, a->att, a->lse, a->q, a->k, a->v, m->B, m->N, m->heads, m->HD, scale,
+                       m->act, m->compute);
+#endif
+  return dl_attention_fwd(a->att, a->lse, a->q, a->k, a->v, m->B, m->N, m->heads, m->HD, scale, m->act, m->compute);
+}
+
+static int attention_bwd(model_cuda *m, block_acts *a)
+{
+  const float scale = 1.0f / sqrtf((float)m->HD);
+#ifdef HAVE_CUDNN
+  if (m->sdpa)
+    return dl_sdpa_bwd(m->sdpa, m->sdpa_ws, m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, m->B, m->N,
+                       m->heads, m->HD, scale, m->act, m->compute);
+#endif
+  return dl_attention_bwd(m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, m->delta, m->B, m->N,
+                          m->heads, m->HD, scale, m->act, m->compute);
+}
+
+/* attention: cudnn: cuDNN's plans for this shape, built once here (their
+ * workspace goes into the arena); where cuDNN has none (or the model runs
+ * in fp32), one notice and the reference kernels. */
+static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_info *info)
+{
+#ifdef HAVE_CUDNN
+  const char *why = "cuDNN's attention takes bf16 or fp16 (amp_mode), not fp32";
+  int rc;
+  if (strcmp(cfg->attention, "cudnn") != 0)
+    return DLPAR_OK;
+  if (m->act != DL_F32) {
+    CHECK_DL(m, dl_sdpa_create(&m->sdpa));
+    rc = dl_sdpa_plan(m->sdpa, m->B, m->N, m->heads, m->HD, m->act, &m->sdpa_ws_bytes);
+    if (rc == 0)
+      return DLPAR_OK;
+    if (!dl_sdpa_unsupported(rc))
+      return model_fail(&m->base, DLPAR_ERR_CUDA, "%s:%d: dl_sdpa_plan: %s", __FILE__, __LINE__, dl_status_string(rc));
+    why = dl_status_string(rc);
+    dl_sdpa_destroy(m->sdpa);
+    m->sdpa = NULL;
+  }
+  if (info->rank == 0)
+    printf("dlpar-train: attention: no cuDNN plan for %d heads of size %d over %d tokens (%s): using the reference "
+           "kernels (attention: reference)\n", m->heads, m->HD, m->N, why);
+  fflush(stdout);
+#else
+  (void)m, (void)cfg, (void)info;
+#endif
+  return DLPAR_OK;
+}
+
 /* ------------------------------------------------------------ forward */
 
 /* One block: its input's norm ln1 was made by the previous block's last
@@ -175,8 +234,7 @@ static int block_forward(model_cuda *m, int l)
   CHECK_DL(m, dl_matmul_fwd(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), BT, m->D, m->Dl, m->act, m->compute));
   CHECK_DL(m, dl_matmul_fwd(m->blas, a->k, a->ln1, weight(m, p->k_w), weight(m, p->k_b), BT, m->D, m->Dl, m->act, m->compute));
   CHECK_DL(m, dl_matmul_fwd(m->blas, a->v, a->ln1, weight(m, p->v_w), weight(m, p->v_b), BT, m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_attention_fwd(a->att, a->lse, a->q, a->k, a->v, m->B, m->N, m->heads, m->HD, 1.0f / sqrtf((float)m->HD),
-                               m->act, m->compute));
+  CHECK_DL(m, attention_fwd(m, a));
   /* row-parallel proj: partial sums, reduced over tp, then bias + residual + norm2 */
   CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->att, weight(m, p->proj_w), NULL, BT, m->Dl, m->D, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, (size_t)BT * m->D)) != DLPAR_OK)
@@ -248,8 +306,7 @@ static int block_backward(model_cuda *m, int l)
   /* attention branch */
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx, a->att,
                             weight(m, p->proj_w), BT, m->Dl, m->D, m->act, m->compute));
-  CHECK_DL(m, dl_attention_bwd(m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, m->delta, m->B, m->N,
-                               m->heads, m->HD, 1.0f / sqrtf((float)m->HD), m->act, m->compute));
+  CHECK_DL(m, attention_bwd(m, a));
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1, weight(m, p->q_w), BT,
                             m->D, m->Dl, m->act, m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 1, grad(m, p->k_w), grad(m, p->k_b), m->dk, a->ln1, weight(m, p->k_w), BT,
@@ -558,6 +615,7 @@ static void layout(model_cuda *m)
   m->dk = take(m, a * BT * Dl), m->dv = take(m, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
   m->dgelu = take(m, a * BT * Fl), m->dhead = take(m, a * head);
   m->dpred = (float *)take(m, 4 * scratch_floats), m->delta = (float *)take(m, 4 * (rows > 64 ? rows : 64));
+  m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;
 }
 
 static int create_device_state(model_cuda *m)
@@ -633,6 +691,9 @@ static void cuda_destroy(model *base)
   cudaFreeHost(m->host_scalars);
   cudaFreeHost(m->posted_sums);
   dl_blas_destroy(m->blas);
+#ifdef HAVE_CUDNN
+  dl_sdpa_destroy(m->sdpa);
+#endif
   cudaStreamDestroy(m->compute);
   cudaStreamDestroy(m->copy);
   cudaStreamDestroy(m->dp);
@@ -682,6 +743,8 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   if ((rc = create_streams(m)) != DLPAR_OK || (rc = reserve_kernel_stack(m)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
+  if ((rc = plan_attention(m, cfg, info)) != DLPAR_OK)
+    return rc;
   layout(m); /* measure */
   m->arena_bytes = m->arena_used;
   if (cudaMalloc((void **)&m->arena, m->arena_bytes) != cudaSuccess)

@@ -37,7 +37,14 @@ static const key_spec keys[] = {
     KEY(limit_nsamples_val, K_LIMIT, 1), KEY(wireup_info, K_STRING, 0), KEY(wireup_store, K_STRING, 0),
     KEY(seed, K_INT, 0), KEY(bucket_mb, K_FLOAT, 0), KEY(checkpoint_every, K_INT, 0),
     KEY(stop_after_iters, K_INT, 0), KEY(log_every, K_INT, 1), KEY(tf32, K_BOOL, 0), KEY(cuda_graph, K_BOOL, 0),
+    KEY(attention, K_STRING, 0),
 };
+#ifdef HAVE_CUDNN
+#define HAVE_CUDNN_ATTENTION 1
+#else
+#define HAVE_CUDNN_ATTENTION 0
+#endif
+
 #define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
 _Static_assert(NKEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
 
@@ -62,6 +69,7 @@ static void set_defaults(train_config *c)
   snprintf(c->wireup_info, sizeof(c->wireup_info), "env");
   snprintf(c->wireup_store, sizeof(c->wireup_store), "tcp");
   c->bucket_mb = 25, c->log_every = 1;
+  snprintf(c->attention, sizeof(c->attention), "%s", HAVE_CUDNN_ATTENTION ? "cudnn" : "reference");
 }
 
 static const char *type_name(key_type type)
@@ -287,6 +295,11 @@ int config_check(const config_set *set, int tp, int dp, char *err, size_t errlen
              c->lr_schedule);
   else if (c->lr <= 0)
     snprintf(err, errlen, "%s: lr=%g: the learning rate must be positive", source_of(set, "lr"), c->lr);
+  else if (strcmp(c->attention, "cudnn") && strcmp(c->attention, "reference"))
+    snprintf(err, errlen, "%s: attention=%s: expected cudnn or reference", source_of(set, "attention"), c->attention);
+  else if (!HAVE_CUDNN_ATTENTION && !strcmp(c->attention, "cudnn"))
+    snprintf(err, errlen, "%s: attention=cudnn: this dlpar-train was built without cuDNN (set attention: reference, "
+             "or rebuild where configure finds cuDNN 9.13.1 or later)", source_of(set, "attention"));
   else
     return DLPAR_OK;
   return DLPAR_ERR_INPUT;

@@ -42,6 +42,7 @@ typedef struct {
   int stop_after_iters;      /* stop (with a checkpoint) after this many steps in this run; 0: never */
   int log_every;             /* metrics line every N steps */
   bool tf32, cuda_graph;
+  char attention[16];        /* cudnn (cuDNN's fused attention) | reference (dlpar's kernels) */
 } train_config;
 
 #define CONFIG_MAX_KEYS 64

@@ -15,6 +15,9 @@
 
 #include <cublasLt.h>
 #include <stdint.h>
+#ifdef HAVE_CUDNN
+#include <cudnn.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +59,10 @@ extern "C" size_t dl_dtype_bytes(dl_dtype t)
 
 extern "C" const char *dl_status_string(int status)
 {
+#ifdef HAVE_CUDNN
+  if (status >= DL_CUDNN_BASE)
+    return cudnnGetErrorString((cudnnStatus_t)(status - DL_CUDNN_BASE));
+#endif
   if (status >= DL_CUBLAS_BASE)
     return cublasLtGetStatusString((cublasStatus_t)(status - DL_CUBLAS_BASE));
   return cudaGetErrorString((cudaError_t)status);

@@ -3,7 +3,8 @@
  * takes the stream it runs on and enqueues (no host synchronisation).
  * Activations may be fp32, bf16 or fp16 (`act`); parameters, gradients,
  * Adam state and reductions are fp32. Every function returns 0 on
- * success, a cudaError_t, or DL_CUBLAS_BASE + a cublasStatus_t;
+ * success, a cudaError_t, DL_CUBLAS_BASE + a cublasStatus_t or
+ * DL_CUDNN_BASE + a cudnnStatus_t;
  * dl_status_string() names it. */
 #ifndef DLPAR_KERNELS_CUDA_OPS_H
 #define DLPAR_KERNELS_CUDA_OPS_H
@@ -80,6 +81,37 @@ int dl_attention_fwd(void *o, float *lse, const void *q, const void *k, const vo
 int dl_attention_bwd(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v,
                      const void *o, const float *lse, float *delta, int B, int N, int NH, int HD, float scale,
                      dl_dtype act, cudaStream_t s);
+
+/* ---- attention through cuDNN's fused SDPA (builds with cuDNN only:
+ * HAVE_CUDNN), same math and layouts as dl_attention_*; lse is cuDNN's
+ * softmax statistics. Failures print file:line and cuDNN's messages and
+ * return DL_CUDNN_BASE + a cudnnStatus_t. */
+#define DL_CUDNN_BASE 20000
+typedef struct dl_sdpa dl_sdpa;
+int dl_sdpa_create(dl_sdpa **sdpa); /* a cuDNN handle on the current device, an empty plan cache */
+void dl_sdpa_destroy(dl_sdpa *sdpa);
+/* Builds (first call; then cached) the forward and backward plans of one shape and
+ * dtype, and gives the device workspace both directions need (dl_sdpa_fwd and _bwd
+ * build on first use too, so call this at set-up). A status for which
+ * dl_sdpa_unsupported() holds: cuDNN has no plan for the shape (e.g. HD not a
+ * multiple of 8): use dl_attention_*. */
+int dl_sdpa_plan(dl_sdpa *sdpa, int B, int N, int NH, int HD, dl_dtype act, size_t *workspace_bytes);
+int dl_sdpa_unsupported(int status);
+int dl_sdpa_fwd(dl_sdpa *sdpa, void *workspace, void *o, float *lse, const void *q, const void *k, const void *v,
+                int B, int N, int NH, int HD, float scale, dl_dtype act, cudaStream_t s);
+/* dq, dk, dv (act, overwritten) */
+int dl_sdpa_bwd(dl_sdpa *sdpa, void *workspace, void *dq, void *dk, void *dv, const void *dout, const void *q,
+                const void *k, const void *v, const void *o, const float *lse, int B, int N, int NH, int HD, float scale,
+                dl_dtype act, cudaStream_t s);
+/* Plans both directions, with the same graphs, for a device that need not be
+ * here, given as cuDNN's device-properties JSON (no GPU, no cuDNN handle):
+ * [0] forward, [1] backward: usable engine configs, whether a plan compiled
+ * (with the libcuda stub a compiled plan fails to load: that counts), and
+ * the last status. */
+typedef struct {
+  int configs[2], compiled[2], status[2];
+} dl_sdpa_check_result;
+int dl_sdpa_check(const char *props_json, int B, int N, int NH, int HD, dl_dtype act, dl_sdpa_check_result *out);
 
 /* ---- loss: per-sample ||p - t|| / ||t||; loss_sum (fp32, device) += mean over B; sums: 2*B floats scratch */
 int dl_l2_loss_fwd(float *loss_sum, float *sums, const float *pred, const float *target, int B, size_t n,
