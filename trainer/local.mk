@@ -14,7 +14,8 @@ bin_PROGRAMS += trainer/dlpar-train trainer/dlpar-gen-data
 trainer_dlpar_train_SOURCES = trainer/train.c
 trainer_dlpar_train_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(BLAS_CFLAGS) $(PTHREAD_CFLAGS)
 trainer_dlpar_train_LDADD =
-trainer_dlpar_gen_data_SOURCES = trainer/gen_data.c trainer/rng.c trainer/npy.c trainer/atomic_file.c trainer/h5util.c
+trainer_dlpar_gen_data_SOURCES = trainer/gen_data.c trainer/rng.c trainer/npy.c trainer/atomic_file.c trainer/h5util.c \
+	launcher/text.c
 trainer_dlpar_gen_data_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 trainer_dlpar_gen_data_LDADD = $(HDF5_LIBS) -lm
 if HAVE_CUDA
