@@ -25,78 +25,80 @@ static void run_steps(progress *p, long n, double loss)
   }
 }
 
+/* A progress line into memory, and what it wrote. */
+typedef struct {
+  char *text;
+  size_t len;
+  FILE *out;
+} capture;
+
+static progress *capture_start(capture *c, bool terminal, double seconds)
+{
+  char err[DLPAR_ERRLEN];
+  progress *p = NULL;
+  c->text = NULL, c->len = 0;
+  c->out = open_memstream(&c->text, &c->len);
+  CHECK_INT(progress_create(&p, c->out, terminal, seconds, err, sizeof(err)), DLPAR_OK);
+  return p;
+}
+
+static void capture_check(capture *c, progress *p, const char *want)
+{
+  progress_destroy(p);
+  fclose(c->out);
+  CHECK_STR(c->text, want);
+  free(c->text);
+}
+
 static void test_log(void)
 {
-  char *text = NULL, err[DLPAR_ERRLEN];
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  progress *p;
-  CHECK_INT(progress_create(&p, out, false, 30, err, sizeof(err)), DLPAR_OK);
+  capture c;
+  progress *p = capture_start(&c, false, 30);
   run_steps(p, 61, 0.5);
-  progress_destroy(p);
-  fclose(out);
   /* the rate counts from step 1: (31 - 1) steps x 8 samples in 30 s; 69 steps of 1 s left */
-  CHECK_STR(text, "  step 31/100 of epoch 2: 8.0 samples/s, loss so far 0.5000, 1:09 left in the epoch\n"
-                  "  step 61/100 of epoch 2: 8.0 samples/s, loss so far 0.5000, 0:39 left in the epoch\n");
-  free(text);
+  capture_check(&c, p, "  step 31/100 of epoch 2: 8.0 samples/s, loss so far 0.5000, 1:09 left in the epoch\n"
+                       "  step 61/100 of epoch 2: 8.0 samples/s, loss so far 0.5000, 0:39 left in the epoch\n");
 }
 
 static void test_terminal(void)
 {
-  char *text = NULL, err[DLPAR_ERRLEN];
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  progress *p;
+  capture c;
+  progress *p = capture_start(&c, true, 0); /* default: every 2 s */
   progress_point last = at(100, 0.25);
-  CHECK_INT(progress_create(&p, out, true, 0, err, sizeof(err)), DLPAR_OK); /* default: every 2 s */
   run_steps(p, 3, NAN);
   progress_step(p, 10.0 + 3599.0, &last); /* the epoch's last step: always shown on a terminal */
   progress_break(p);
   progress_break(p); /* nothing left open: no second newline */
-  progress_destroy(p);
-  fclose(out);
-  CHECK_STR(text, "\r  step 3/100 of epoch 2: 8.0 samples/s, loss so far not yet, 1:37 left in the epoch"
-                  "\r  step 100/100 of epoch 2: 0.2 samples/s, loss so far 0.2500, 0:00 left in the epoch"
-                  "\n");
-  free(text);
+  capture_check(&c, p, "\r  step 3/100 of epoch 2: 8.0 samples/s, loss so far not yet, 1:37 left in the epoch"
+                       "\r  step 100/100 of epoch 2: 0.2 samples/s, loss so far 0.2500, 0:00 left in the epoch"
+                       "\n");
 }
 
 /* A shorter line after a longer one blanks the rest of the longer one. */
 static void test_terminal_blanks(void)
 {
-  char *text = NULL, err[DLPAR_ERRLEN];
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  progress *p;
+  capture c;
+  progress *p = capture_start(&c, true, 1);
   progress_point first = at(1, 123.0), slow = at(2, 123.0), fast = at(3, 1.0);
-  CHECK_INT(progress_create(&p, out, true, 1, err, sizeof(err)), DLPAR_OK);
   progress_step(p, 0, &first);
   progress_step(p, 8000, &slow);  /* 98 steps at 8000 s each: 217:46:40 left */
   progress_step(p, 16000, &fast); /* 97 steps at 8000 s: 215:33:20 */
-  progress_destroy(p);
-  fclose(out);
-  CHECK_STR(text, "\r  step 2/100 of epoch 2: 0.0 samples/s, loss so far 123.0000, 217:46:40 left in the epoch"
-                  "\r  step 3/100 of epoch 2: 0.0 samples/s, loss so far 1.0000, 215:33:20 left in the epoch  "
-                  "\n");
-  free(text);
+  capture_check(&c, p, "\r  step 2/100 of epoch 2: 0.0 samples/s, loss so far 123.0000, 217:46:40 left in the epoch"
+                       "\r  step 3/100 of epoch 2: 0.0 samples/s, loss so far 1.0000, 215:33:20 left in the epoch  "
+                       "\n");
 }
 
 /* A new epoch starts a new rate; off creates nothing; --progress values. */
 static void test_epochs_and_flags(void)
 {
-  char *text = NULL, err[DLPAR_ERRLEN] = "";
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  progress *p;
+  capture c;
+  char err[DLPAR_ERRLEN] = "";
+  progress *p = capture_start(&c, false, 1);
   progress_point next = {.epoch = 3, .step = 1, .steps = 100, .samples_per_step = 8, .loss = NAN};
   double seconds = 99;
-  CHECK_INT(progress_create(&p, out, false, 1, err, sizeof(err)), DLPAR_OK);
   run_steps(p, 1, 1.0);
   progress_step(p, 500, &next); /* validation between: no line, the rate restarts */
-  progress_destroy(p);
-  fclose(out);
-  CHECK_STR(text, "");
-  free(text);
+  capture_check(&c, p, "");
   CHECK_INT(progress_create(&p, stdout, true, -1, err, sizeof(err)), DLPAR_OK);
   CHECK(p == NULL);
   progress_step(p, 1, &next);
