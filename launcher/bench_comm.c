@@ -17,6 +17,7 @@
 #include "launcher/clock.h"
 #include "launcher/devbuf.h"
 #include "launcher/dlpar.h"
+#include "launcher/text.h"
 
 typedef enum { OP_ALLREDUCE, OP_ALLGATHER, OP_REDUCE_SCATTER } bench_op;
 
@@ -154,8 +155,8 @@ int main(int argc, char **argv)
     return 1;
   }
   if (info->rank == 0) {
-    printf("# dlpar-bench-comm: %d ranks on %d nodes, grid %dx%d, backend %s, float32, %d iters\n",
-           info->size, info->nnodes, info->tp_size, info->dp_size, dlpar_backend_name(info->backend), a.iters);
+    printf("# dlpar-bench-comm: %d %s on %d %s, grid %dx%d, backend %s, float32, %d iters\n", info->size,
+           dlpar_plural(info->size, "rank", "ranks"), info->nnodes, dlpar_plural(info->nnodes, "node", "nodes"), info->tp_size, info->dp_size, dlpar_backend_name(info->backend), a.iters);
     printf("# busbw = algbw * 2(n-1)/n (allreduce), algbw * (n-1)/n (allgather, reduce_scatter)\n");
     printf("#%6s %6s %-15s %12s %10s %10s %11s %11s\n", "group", "n", "op", "size(B)", "count", "time(us)",
            "algbw(GB/s)", "busbw(GB/s)");

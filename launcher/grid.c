@@ -66,9 +66,9 @@ int dlpar_grid_resolve(const dlpar_grid_request *req, int ntasks, dlpar_grid *gr
   if (req->dp == 0) {
     if (ntasks % req->tp != 0) {
       snprintf(err, errlen,
-               "--dl-parallel=%s: %d tasks cannot form groups of %d (use a task count that is a "
+               "--dl-parallel=%s: %d %s cannot form groups of %d (use a task count that is a "
                "multiple of %d, or --dl-parallel=M with M dividing %d)",
-               req->text, ntasks, req->tp, req->tp, ntasks);
+               req->text, ntasks, dlpar_plural(ntasks, "task", "tasks"), req->tp, req->tp, ntasks);
       return DLPAR_ERR_INPUT;
     }
     grid->dp = ntasks / req->tp;
@@ -76,11 +76,11 @@ int dlpar_grid_resolve(const dlpar_grid_request *req, int ntasks, dlpar_grid *gr
   }
   if (needed != ntasks) {
     if (ntasks % req->tp == 0)
-      snprintf(err, errlen, "--dl-parallel=%s needs %ld tasks but the step has %d (use -n %ld or --dl-parallel=%dx%d)",
-               req->text, needed, ntasks, needed, req->tp, ntasks / req->tp);
+      snprintf(err, errlen, "--dl-parallel=%s needs %ld %s but the step has %d (use -n %ld or --dl-parallel=%dx%d)",
+               req->text, needed, dlpar_plural(needed, "task", "tasks"), ntasks, needed, req->tp, ntasks / req->tp);
     else
-      snprintf(err, errlen, "--dl-parallel=%s needs %ld tasks but the step has %d (use -n %ld)",
-               req->text, needed, ntasks, needed);
+      snprintf(err, errlen, "--dl-parallel=%s needs %ld %s but the step has %d (use -n %ld)",
+               req->text, needed, dlpar_plural(needed, "task", "tasks"), ntasks, needed);
     return DLPAR_ERR_INPUT;
   }
   grid->dp = req->dp;

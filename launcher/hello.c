@@ -13,6 +13,7 @@
 
 #include "launcher/devbuf.h"
 #include "launcher/dlpar.h"
+#include "launcher/text.h"
 
 #define MAX_GROUP 4096
 
@@ -126,7 +127,8 @@ int main(int argc, char **argv)
   }
   info = dlpar_get_info(h.ctx);
   if (info->size > MAX_GROUP || dlpar_devbuf_setup(&h.dev, info->backend == DLPAR_BACKEND_NCCL) != 0) {
-    fprintf(stderr, "dlpar-hello: cannot set up buffers for %d ranks\n", info->size);
+    fprintf(stderr, "dlpar-hello: cannot set up buffers for %d %s\n", info->size,
+            dlpar_plural(info->size, "rank", "ranks"));
     return 1;
   }
   dlpar_group_members(h.ctx, DLPAR_TP, tp);

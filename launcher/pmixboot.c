@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "launcher/internal.h"
+#include "launcher/text.h"
 
 #define CHECK_PMIX(ctx, call)                                                                  \
   do {                                                                                         \
@@ -87,7 +88,8 @@ static int alloc_ranks(dlpar_ctx *ctx)
   ctx->hosts = calloc((size_t)ctx->info.size, sizeof(*ctx->hosts));
   ctx->rank_node = calloc((size_t)ctx->info.size, sizeof(int));
   if (!ctx->hosts || !ctx->rank_node)
-    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory for %d ranks", ctx->info.size);
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory for %d %s", ctx->info.size,
+                      dlpar_plural(ctx->info.size, "rank", "ranks"));
   return DLPAR_OK;
 }
 

@@ -1,4 +1,4 @@
-/* launcher/text.c: defensive parsing and quoting of user text (see text.h). */
+/* launcher/text.c: defensive parsing and quoting of user text, and nouns that agree with their counts (see text.h). */
 #include "config.h"
 
 #include "text.h"
@@ -53,6 +53,11 @@ int dlpar_parse_seconds(const char *text, double *out)
     return -1;
   *out = value;
   return 0;
+}
+
+const char *dlpar_plural(long n, const char *one, const char *many)
+{
+  return n == 1 || n == -1 ? one : many;
 }
 
 const char *dlpar_quote(const char *text, char *buf, size_t buflen)

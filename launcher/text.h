@@ -36,6 +36,10 @@ int dlpar_rank_list_parse(const char *text, dlpar_rank_list *out);
 bool dlpar_rank_list_has(const dlpar_rank_list *list, long rank);
 long dlpar_rank_list_max(const dlpar_rank_list *list);
 
+/* The noun that agrees with the count n, for messages:
+ * "%d %s", n, dlpar_plural(n, "thread", "threads"). */
+const char *dlpar_plural(long n, const char *one, const char *many);
+
 /* snprintf into a fixed buffer; returns buf. */
 char *dlpar_fmt(char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -174,9 +174,9 @@ int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_g
     for (int i = 0; i < nstep_gpus && n < DLPAR_MAX_GPUS; i++) {
       if (step_gpus[i] < 0 || step_gpus[i] >= topo->ngpus) {
         snprintf(err, errlen,
-                 "GPU %d of the step is not in the node's topology (%d GPUs found; check the "
+                 "GPU %d of the step is not in the node's topology (%d %s found; check the "
                  "topology_xml key or gres.conf)",
-                 step_gpus[i], topo->ngpus);
+                 step_gpus[i], topo->ngpus, dlpar_plural(topo->ngpus, "GPU", "GPUs"));
         return DLPAR_ERR_INPUT;
       }
       visible[n++] = step_gpus[i];

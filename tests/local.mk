@@ -14,6 +14,11 @@ tests_unit_test_spank_parsing_SOURCES = tests/unit/test_spank_parsing.c tests/un
 	spank/admin.c spank/request.c
 tests_unit_test_spank_parsing_LDADD = launcher/libdlpar_core.la
 
+check_PROGRAMS += tests/unit/test_progress
+tests_unit_test_progress_SOURCES = tests/unit/test_progress.c tests/unit/check.h
+tests_unit_test_progress_LDADD = trainer/libdlpar_trainer.la
+TESTS += tests/unit/test_progress
+
 check_PROGRAMS += tests/unit/test_kernels
 tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check.h
 tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
@@ -57,6 +62,7 @@ INTEGRATION_TESTS = \
 	tests/integration/train_resume.sh \
 	tests/integration/train_inputs.sh \
 	tests/integration/train_metrics.sh \
+	tests/integration/train_progress.sh \
 	tests/integration/contrib_sbatch.sh \
 	tests/integration/demo.sh \
 	tests/integration/bundle.sh

@@ -13,6 +13,7 @@
 
 #include "launcher/clock.h"
 #include "launcher/status.h"
+#include "launcher/text.h"
 #include "trainer/h5util.h"
 #include "trainer/npy.h"
 #include "trainer/rng.h"
@@ -81,8 +82,8 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
   CHECK_H5(type = H5Dget_type((hid_t)d->fields_dset[i]), path);
   ndims = H5Sget_simple_extent_ndims(space);
   if (ndims != 4 || H5Tget_class(type) != H5T_FLOAT) {
-    snprintf(err, errlen, "%s: fields is %s with %d dimensions, expected floats [T, C, H, W]", path,
-             H5Tget_class(type) == H5T_FLOAT ? "float" : "not float", ndims);
+    snprintf(err, errlen, "%s: fields is %s with %d %s, expected floats [T, C, H, W]", path,
+             H5Tget_class(type) == H5T_FLOAT ? "float" : "not float", ndims, dlpar_plural(ndims, "dimension", "dimensions"));
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
@@ -98,9 +99,9 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
              (unsigned long long)dims[3], d->files[0], d->per_file, d->file_channels, d->file_height, d->file_width);
     rc = DLPAR_ERR_INPUT;
   } else if (d->file_channels < d->channels || d->file_height < d->height || d->file_width < d->width) {
-    snprintf(err, errlen, "%s: fields [%ld, %d, %d, %d] is smaller than %d channels of %dx%d (lower "
+    snprintf(err, errlen, "%s: fields [%ld, %d, %d, %d] is smaller than %d %s of %dx%d (lower "
              "n_in_channels/n_out_channels or img_size)", path, d->per_file, d->file_channels, d->file_height,
-             d->file_width, d->channels, d->height, d->width);
+             d->file_width, d->channels, dlpar_plural(d->channels, "channel", "channels"), d->height, d->width);
     rc = DLPAR_ERR_INPUT;
   } else if (d->per_file < 3L * d->dt) {
     snprintf(err, errlen, "%s: %ld time steps per file, fewer than 3*dt=%d (lower dt or add time steps)", path,
@@ -241,8 +242,8 @@ int era5_load_stats(const char *path, int channels, float **values, char *err, s
   if (rc != DLPAR_OK)
     return rc;
   if (a.count < channels) {
-    snprintf(err, errlen, "%s: %ld values, expected one per channel for %d channels (shape (1, C, 1, 1))", path,
-             a.count, channels);
+    snprintf(err, errlen, "%s: %ld %s, expected one per channel for %d %s (shape (1, C, 1, 1))", path,
+             a.count, dlpar_plural(a.count, "value", "values"), channels, dlpar_plural(channels, "channel", "channels"));
     npy_free(&a);
     return DLPAR_ERR_INPUT;
   }
@@ -352,8 +353,9 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   l->sample_floats = (size_t)data->channels * data->height * data->width;
   l->steps_per_epoch = data->nsamples / ((long)local_batch * dp_size);
   if (l->steps_per_epoch == 0) {
-    snprintf(err, errlen, "%ld samples make no batch of %d x %d ranks (raise limit_nsamples or lower "
-             "global_batch_size)", data->nsamples, local_batch, dp_size);
+    snprintf(err, errlen, "%ld %s no batch of %d x %d %s (raise limit_nsamples or lower "
+             "global_batch_size)", data->nsamples, dlpar_plural(data->nsamples, "sample makes", "samples make"),
+             local_batch, dp_size, dlpar_plural(dp_size, "rank", "ranks"));
     return DLPAR_ERR_INPUT;
   }
   l->inp = calloc((size_t)l->depth, sizeof(float *));
@@ -377,7 +379,8 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   }
   return DLPAR_OK;
 oom:
-  snprintf(err, errlen, "out of memory for %d batches of %d samples (lower num_data_workers)", depth, local_batch);
+  snprintf(err, errlen, "out of memory for %d %s of %d %s (lower num_data_workers)", depth,
+           dlpar_plural(depth, "batch", "batches"), local_batch, dlpar_plural(local_batch, "sample", "samples"));
   return DLPAR_ERR_SYSTEM;
 }
 

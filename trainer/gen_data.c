@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "launcher/status.h"
+#include "launcher/text.h"
 #include "trainer/atomic_file.h"
 #include "trainer/h5util.h"
 #include "trainer/npy.h"
@@ -223,8 +224,8 @@ int main(int argc, char **argv)
     fprintf(stderr, "dlpar-gen-data: %s\n", err);
     return 1;
   }
-  printf("dlpar-gen-data: %s: %d training years, 1 validation and 1 test year of fields[%d, %d, %d, %d], stats\n",
-         a.dir, a.years, a.steps, a.channels, a.height, a.width);
+  printf("dlpar-gen-data: %s: %d training %s, 1 validation and 1 test year of fields[%d, %d, %d, %d], stats\n",
+         a.dir, a.years, dlpar_plural(a.years, "year", "years"), a.steps, a.channels, a.height, a.width);
   free(sum);
   free(sum2);
   free(time_sum);

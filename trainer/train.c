@@ -17,15 +17,18 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "launcher/clock.h"
 #include "launcher/dlpar.h"
 #include "launcher/status.h"
+#include "launcher/text.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data.h"
 #include "trainer/h5util.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"
+#include "trainer/progress.h"
 #include "trainer/train_config.h"
 
 typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA } device_choice;
@@ -37,6 +40,7 @@ typedef struct {
   char data_overrides[6][PATH_MAX + 32]; /* --data=DIR, as the keys it stands for */
   bool resume, benchy;
   device_choice device;
+  double progress_seconds; /* --progress: < 0 off, 0 the default interval */
 } train_args;
 
 typedef struct {
@@ -51,6 +55,7 @@ typedef struct {
   loader *train, *valid;
   model *net;
   metrics_writer *metrics;
+  progress *progress; /* rank 0's progress line; NULL: none */
   float *inp_packed, *tgt_packed; /* when a sample holds more channels than in or out */
   checkpoint_position pos;
   long steps_this_run;
@@ -71,6 +76,7 @@ static void __attribute__((noreturn, format(printf, 3, 4))) die(trainer *t, bool
     snprintf(line, sizeof(line), "dlpar-train: rank %d: %s", t->info->rank, message);
   else
     snprintf(line, sizeof(line), "dlpar-train: %s", message);
+  progress_break(t->progress);
   if (every_rank) {
     fprintf(stderr, "%s\n", line);
     dlpar_abort(t->comm, 1, NULL);
@@ -84,6 +90,7 @@ static void say(const trainer *t, const char *fmt, ...)
   va_list ap;
   if (t->info->rank != 0)
     return;
+  progress_break(t->progress);
   va_start(ap, fmt);
   vprintf(fmt, ap);
   va_end(ap);
@@ -95,7 +102,7 @@ static void say(const trainer *t, const char *fmt, ...)
 static void usage(void)
 {
   fprintf(stderr, "usage: dlpar-train [--config=NAME] FILE.yaml [--data=DIR] [--KEY=VALUE ...] [--resume]\n"
-                  "                   [--run=TAG] [--device=auto|cpu|cuda] [--benchy]\n"
+                  "                   [--run=TAG] [--device=auto|cpu|cuda] [--benchy] [--progress=on|off|SECONDS]\n"
                   "Trains the tutorial's ViT weather model; launch it with srun --dl-parallel=MxD or dlpar-run.\n"
                   "Any config key can be overridden (--lr=1e-3, --img_size=[32,64]); see dlpar-train(1).\n");
 }
@@ -130,6 +137,10 @@ static int parse_args(int argc, char **argv, train_args *a, char *err, size_t er
       a->resume = true;
     else if (strcmp(arg, "--benchy") == 0)
       a->benchy = true;
+    else if (strncmp(arg, "--progress=", 11) == 0) {
+      if (progress_parse(arg + 11, &a->progress_seconds, err, errlen) != DLPAR_OK)
+        return DLPAR_ERR_INPUT;
+    }
     else if (strcmp(arg, "--device=cpu") == 0)
       a->device = DEVICE_CPU;
     else if (strcmp(arg, "--device=cuda") == 0)
@@ -390,6 +401,10 @@ static int train_step(trainer *t, epoch_progress *e)
   dlpar_range_pop(t->comm);
   t->pos.step++, t->pos.step_in_epoch++, t->steps_this_run++;
   log_window(t, e); /* the last step's: done on the device while this one was queued */
+  progress_step(t->progress, dlpar_now(),
+                &(progress_point){.epoch = t->pos.epoch + 1, .step = t->pos.step_in_epoch,
+                                  .steps = loader_steps_per_epoch(t->train), .samples_per_step = c->global_batch_size,
+                                  .loss = e->steps ? e->loss_sum / (double)e->steps : NAN});
   if (t->pos.step % c->log_every == 0)
     post_window(t, e);
   if (dlpar_stop_requested(t->comm, t->net->stream, &stop) != 0)
@@ -531,8 +546,9 @@ static void benchy(trainer *t)
   full = synchronize(t, dlpar_now() - start);
   flush_windows(t, &e);
   getrusage(RUSAGE_SELF, &usage);
-  say(t, "benchy: %ld steps of %d samples after %ld warm-up: IO %.2f samples/s, SYNTHETIC %.2f samples/s, FULL %.2f "
-      "samples/s, FULL/SYNTHETIC %.3f, model memory %.3f GB/rank, peak RSS %.1f MB\n", steps, c->global_batch_size,
+  say(t, "benchy: %ld %s of %d %s after %ld warm-up: IO %.2f samples/s, SYNTHETIC %.2f samples/s, FULL %.2f "
+      "samples/s, FULL/SYNTHETIC %.3f, model memory %.3f GB/rank, peak RSS %.1f MB\n", steps,
+      dlpar_plural(steps, "step", "steps"), c->global_batch_size, dlpar_plural(c->global_batch_size, "sample", "samples"),
       warmup, samples / io, samples / synthetic, samples / full, synthetic / full,
       (double)t->net->ops->peak_memory(t->net) / 1e9, usage.ru_maxrss / 1024.0);
 }
@@ -556,18 +572,21 @@ static void banner(const trainer *t)
 {
   const train_config *c = &t->config.cfg;
   const int N = (c->img_size[0] / c->patch_size) * (c->img_size[1] / c->patch_size);
-  say(t, "dlpar-train: config '%s' of %s: %dx%d images, patch %d (%d tokens), embed %d, depth %d, %d heads\n",
-      c->name, c->file, c->img_size[0], c->img_size[1], c->patch_size, N, c->embed_dim, c->depth, c->num_heads);
-  say(t, "dlpar-train: grid %dx%d (tensor x data parallel) on %d node(s), backend %s, global batch %d (%d per rank), "
-      "%ld steps of %ld per epoch, %d threads per rank\n", t->info->tp_size, t->info->dp_size, t->info->nnodes,
-      dlpar_backend_name(t->info->backend), c->global_batch_size, t->net->batch, (long)c->num_iters,
-      loader_steps_per_epoch(t->train), omp_get_max_threads());
+  say(t, "dlpar-train: config '%s' of %s: %dx%d images, patch %d (%d %s), embed %d, depth %d, %d %s\n", c->name,
+      c->file, c->img_size[0], c->img_size[1], c->patch_size, N, dlpar_plural(N, "token", "tokens"), c->embed_dim,
+      c->depth, c->num_heads, dlpar_plural(c->num_heads, "head", "heads"));
+  say(t, "dlpar-train: grid %dx%d (tensor x data parallel) on %d %s, backend %s, global batch %d (%d per rank), "
+      "%ld %s of %ld per epoch, %d %s per rank\n", t->info->tp_size, t->info->dp_size, t->info->nnodes,
+      dlpar_plural(t->info->nnodes, "node", "nodes"), dlpar_backend_name(t->info->backend), c->global_batch_size,
+      t->net->batch, (long)c->num_iters, dlpar_plural(c->num_iters, "step", "steps"), loader_steps_per_epoch(t->train),
+      omp_get_max_threads(), dlpar_plural(omp_get_max_threads(), "thread", "threads"));
   say(t, "dlpar-train: writing to %s\n", t->run_dir);
 }
 
 static void teardown(trainer *t)
 {
   metrics_close(t->metrics);
+  progress_destroy(t->progress);
   loader_destroy(t->train);
   loader_destroy(t->valid);
   era5_close(&t->train_data);
@@ -618,6 +637,9 @@ int main(int argc, char **argv)
   if (args.resume)
     resume(&t);
   if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, err, sizeof(err)) != DLPAR_OK)
+    die(&t, false, "%s", err);
+  if (t.info->rank == 0 && progress_create(&t.progress, stdout, isatty(STDOUT_FILENO), args.progress_seconds, err,
+                                           sizeof(err)) != DLPAR_OK)
     die(&t, false, "%s", err);
   banner(&t);
   if (args.benchy)

@@ -49,6 +49,13 @@ static void test_resolve(void)
   dlpar_grid_parse("3x3", &req, err, sizeof(err));
   CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
   CHECK_STR(err, "--dl-parallel=3x3 needs 9 tasks but the step has 8 (use -n 9)");
+  dlpar_grid_parse("1x1", &req, err, sizeof(err)); /* counts agree with their nouns */
+  CHECK_INT(dlpar_grid_resolve(&req, 2, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "--dl-parallel=1x1 needs 1 task but the step has 2 (use -n 1 or --dl-parallel=1x2)");
+  dlpar_grid_parse("2", &req, err, sizeof(err));
+  CHECK_INT(dlpar_grid_resolve(&req, 1, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "--dl-parallel=2: 1 task cannot form groups of 2 (use a task count that is a multiple of 2, or "
+                 "--dl-parallel=M with M dividing 1)");
   dlpar_grid_parse("3", &req, err, sizeof(err));
   CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
   dlpar_grid_parse("2", &req, err, sizeof(err));
@@ -134,6 +141,10 @@ static void test_text(void)
   for (int i = 0; i < 9; i++)
     CHECK_INT(dlpar_parse_seconds((const char *[]){"", "0", "-5", "abc", "12s", "1e3", " 5", "5.", "99999999"}[i],
                                   &seconds), -1);
+  CHECK_STR(dlpar_plural(1, "thread", "threads"), "thread");
+  CHECK_STR(dlpar_plural(-1, "degree", "degrees"), "degree");
+  CHECK_STR(dlpar_plural(0, "thread", "threads"), "threads");
+  CHECK_STR(dlpar_plural(2, "batch", "batches"), "batches");
   CHECK_STR(dlpar_quote("a\nb", buf, sizeof(buf)), "a\\x0ab");
   CHECK_STR(dlpar_quote("0123456789abcdefghij", buf, sizeof(buf)), "01234567...");
   CHECK_INT(dlpar_rank_list_parse("0,2,5-7", &list), 0);
