@@ -20,6 +20,11 @@ tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
 
 TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing tests/unit/test_kernels
 
+check_PROGRAMS += tests/unit/test_train_args
+tests_unit_test_train_args_SOURCES = tests/unit/test_train_args.c tests/unit/check.h
+tests_unit_test_train_args_LDADD = trainer/libdlpar_trainer.la
+TESTS += tests/unit/test_train_args
+
 EXTRA_DIST += tests/testbed/dlpar-bed tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
 	tests/topo/4gpu-interleaved.xml tests/topo/bed-node.xml
@@ -46,6 +51,7 @@ INTEGRATION_TESTS = \
 	tests/integration/train_resume.sh \
 	tests/integration/train_inputs.sh \
 	tests/integration/train_metrics.sh \
+	tests/integration/tutorial_commands.sh \
 	tests/integration/contrib_sbatch.sh \
 	tests/integration/demo.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
