@@ -6,6 +6,7 @@
 
 #include "trainer/args.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,8 @@ typedef int (*flag_handler)(train_args *a, const char *value, char *err, size_t 
 
 typedef struct {
   const char *name;
-  bool takes_value; /* false: a bare flag (a value of its own is refused) */
-  flag_handler handle;
+  flag_handler handle; /* NULL: a bare flag setting the bool at `set` (a value is refused) */
+  size_t set;
 } flag_spec;
 
 /* Adds one "--key=value" override (a copy). */
@@ -97,38 +98,18 @@ static int set_device(train_args *a, const char *value, char *err, size_t errlen
   return DLPAR_OK;
 }
 
-static int set_resume(train_args *a, const char *value, char *err, size_t errlen)
-{
-  (void)value, (void)err, (void)errlen;
-  a->resume = true;
-  return DLPAR_OK;
-}
-
-static int set_benchy(train_args *a, const char *value, char *err, size_t errlen)
-{
-  (void)value, (void)err, (void)errlen;
-  a->benchy = true;
-  return DLPAR_OK;
-}
-
-static int set_manual_profiling(train_args *a, const char *value, char *err, size_t errlen)
-{
-  (void)value, (void)err, (void)errlen;
-  a->manual_profiling = true;
-  return DLPAR_OK;
-}
-
+#define BARE(name, field) {name, NULL, offsetof(train_args, field)}
 static const flag_spec flags[] = {
-    {"config", true, set_config_name},
-    {"yaml_config", true, set_config_file}, /* train.py's name for the positional FILE.yaml */
-    {"run", true, set_run},
-    {"run_num", true, set_run}, /* train.py's */
-    {"data", true, set_data},
-    {"device", true, set_device},
-    {"resume", false, set_resume},
-    {"benchy", false, set_benchy},
-    {"enable_benchy", false, set_benchy}, /* SC22's */
-    {"enable_manual_profiling", false, set_manual_profiling},
+    {"config", set_config_name, 0},
+    {"yaml_config", set_config_file, 0}, /* train.py's name for the positional FILE.yaml */
+    {"run", set_run, 0},
+    {"run_num", set_run, 0}, /* train.py's */
+    {"data", set_data, 0},
+    {"device", set_device, 0},
+    BARE("resume", resume),
+    BARE("benchy", benchy),
+    BARE("enable_benchy", benchy), /* SC22's */
+    BARE("enable_manual_profiling", manual_profiling),
 };
 
 static const flag_spec *find_flag(const char *name, size_t len)
@@ -160,7 +141,7 @@ static int parse_option(train_args *a, int argc, char **argv, int *i, char *err,
     snprintf(err, errlen, "--%s: unknown flag or config key (see dlpar-train(1) for both)", key);
     return DLPAR_ERR_INPUT;
   }
-  takes_value = flag ? flag->takes_value : !config_key_is_bool(key);
+  takes_value = flag ? flag->handle != NULL : !config_key_is_bool(key);
   if (!takes_value && !value)
     value = "true";
   else if (!flag && !takes_value)
@@ -175,6 +156,10 @@ static int parse_option(train_args *a, int argc, char **argv, int *i, char *err,
       return DLPAR_ERR_INPUT;
     }
     value = argv[++*i];
+  }
+  if (flag && !flag->handle) {
+    *(bool *)((char *)a + flag->set) = true;
+    return DLPAR_OK;
   }
   return flag ? flag->handle(a, value, err, errlen) : add_override(a, key, value, err, errlen);
 }
