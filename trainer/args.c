@@ -110,6 +110,7 @@ static const flag_spec flags[] = {
     BARE("benchy", benchy),
     BARE("enable_benchy", benchy), /* SC22's */
     BARE("enable_manual_profiling", manual_profiling),
+    BARE("help", help),
 };
 
 static const flag_spec *find_flag(const char *name, size_t len)
@@ -175,11 +176,17 @@ int args_parse(int argc, char **argv, train_args *a, char *err, size_t errlen)
     return DLPAR_ERR_INPUT;
   }
   for (int i = 1; i < argc; i++) {
-    int rc = strncmp(argv[i], "--", 2) == 0 ? parse_option(a, argc, argv, &i, err, errlen)
-                                            : set_config_file(a, argv[i], err, errlen);
+    int rc = DLPAR_OK;
+    if (strcmp(argv[i], "-h") == 0)
+      a->help = true;
+    else
+      rc = strncmp(argv[i], "--", 2) == 0 ? parse_option(a, argc, argv, &i, err, errlen)
+                                          : set_config_file(a, argv[i], err, errlen);
     if (rc != DLPAR_OK)
       return rc;
   }
+  if (a->help)
+    return DLPAR_OK;
   if (!a->config_file) {
     snprintf(err, errlen, "no config file (e.g. dlpar-train --config=short etc/vit.yaml, or --yaml_config=FILE)");
     return DLPAR_ERR_INPUT;

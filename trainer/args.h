@@ -14,7 +14,7 @@ typedef struct {
   const char *config_name, *config_file, *run;
   char **overrides; /* "--key=value" for config_load, each owned */
   int noverrides;
-  bool resume, benchy, manual_profiling;
+  bool resume, benchy, manual_profiling, help;
   device_choice device;
 } train_args;
 

@@ -566,14 +566,13 @@ int main(int argc, char **argv)
   int threads;
   memset(&t, 0, sizeof(t));
   h5_quiet();
-  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-    args_usage();
-    return 0;
-  }
-  if (args_parse(argc, argv, &args, err, sizeof(err)) != DLPAR_OK) {
-    fprintf(stderr, "dlpar-train: %s\n", err);
+  if (args_parse(argc, argv, &args, err, sizeof(err)) != DLPAR_OK || args.help) {
+    if (!args.help)
+      fprintf(stderr, "dlpar-train: %s\n", err);
+    else
+      args_usage();
     args_free(&args);
-    return 2;
+    return args.help ? 0 : 2;
   }
   options.backend = args.device == DEVICE_CPU ? DLPAR_BACKEND_MPI : args.device == DEVICE_CUDA ? DLPAR_BACKEND_NCCL
                                                                                                : DLPAR_BACKEND_AUTO;

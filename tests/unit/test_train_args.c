@@ -56,6 +56,9 @@ static void test_forms(void)
   CHECK_STR(a.config_file, "c.yaml");
   CHECK_INT(a.noverrides, 1);
   args_free(&a);
+  CHECK_INT(parse(&a, err, sizeof(err), "--config=short", "--help", NULL), DLPAR_OK); /* no file needed */
+  CHECK(a.help);
+  args_free(&a);
 }
 
 /* --data twice: 12 overrides (the old fixed slots overflowed), the last wins. */
