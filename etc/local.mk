@@ -4,3 +4,8 @@ plugstackdir = $(sysconfdir)/slurm/plugstack.conf.d
 nodist_plugstack_DATA = etc/plugstack.conf.d/dlpar.conf
 dlparconfdir = $(sysconfdir)/dlpar
 dist_dlparconf_DATA = etc/vit.yaml
+# the tutorials' own config/ViT.yaml, verbatim (etc/README.md)
+sc23dir = $(sysconfdir)/dlpar/tutorial/sc23
+dist_sc23_DATA = etc/tutorial/sc23/ViT.yaml
+sc24dir = $(sysconfdir)/dlpar/tutorial/sc24
+dist_sc24_DATA = etc/tutorial/sc24/ViT.yaml

@@ -36,6 +36,11 @@ endif
 dist_check_SCRIPTS += tests/unit/sdpa_plan.sh
 TESTS += tests/unit/sdpa_plan.sh
 
+check_PROGRAMS += tests/unit/test_train_args
+tests_unit_test_train_args_SOURCES = tests/unit/test_train_args.c tests/unit/check.h
+tests_unit_test_train_args_LDADD = trainer/libdlpar_trainer.la
+TESTS += tests/unit/test_train_args
+
 EXTRA_DIST += tests/testbed/dlpar-bed tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
 	tests/topo/4gpu-interleaved.xml tests/topo/bed-node.xml
@@ -63,6 +68,7 @@ INTEGRATION_TESTS = \
 	tests/integration/train_inputs.sh \
 	tests/integration/train_metrics.sh \
 	tests/integration/train_progress.sh \
+	tests/integration/tutorial_commands.sh \
 	tests/integration/contrib_sbatch.sh \
 	tests/integration/demo.sh \
 	tests/integration/bundle.sh

@@ -6,7 +6,8 @@ trainer_libdlpar_trainer_la_SOURCES = \
 	trainer/rng.c trainer/rng.h trainer/npy.c trainer/npy.h trainer/atomic_file.c trainer/atomic_file.h \
 	trainer/h5util.c trainer/h5util.h trainer/data.c trainer/data.h trainer/params.c trainer/params.h \
 	trainer/model.h trainer/model_common.c trainer/model_cpu.c trainer/checkpoint.c trainer/checkpoint.h \
-	trainer/metrics.c trainer/metrics.h trainer/progress.c trainer/progress.h
+	trainer/metrics.c trainer/metrics.h trainer/progress.c trainer/progress.h \
+	trainer/args.c trainer/args.h
 trainer_libdlpar_trainer_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(YAML_CFLAGS) $(PTHREAD_CFLAGS) -O3
 trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la launcher/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
 

@@ -167,6 +167,20 @@ int metrics_step(metrics_writer *w, long step, double loss, double lr)
   return DLPAR_OK;
 }
 
+/* The tutorial's three loss tags, at step 0 and at each epoch's end. */
+static int losses(metrics_writer *w, long step, double train_loss, double val_loss, double val_rmse_u10m)
+{
+  int rc = scalar(w, "Loss/train", step, train_loss) != DLPAR_OK;
+  rc |= scalar(w, "Loss/valid", step, val_loss) != DLPAR_OK;
+  rc |= scalar(w, "RMSE(u10m)/valid", step, val_rmse_u10m) != DLPAR_OK;
+  return rc ? DLPAR_ERR_SYSTEM : DLPAR_OK;
+}
+
+int metrics_initial(metrics_writer *w, double train_loss, double val_loss, double val_rmse_u10m)
+{
+  return losses(w, 0, train_loss, val_loss, val_rmse_u10m);
+}
+
 int metrics_epoch(metrics_writer *w, const epoch_summary *s)
 {
   int rc = fprintf(w->json,
@@ -176,10 +190,9 @@ int metrics_epoch(metrics_writer *w, const epoch_summary *s)
                    s->epoch, s->step, s->train_loss, s->val_loss, s->val_rmse_u10m, s->lr, s->epoch_seconds,
                    s->samples_per_sec, s->data_wait_seconds, s->validation_seconds, s->peak_memory_gb) < 0 ||
            fflush(w->json) != 0;
-  rc |= scalar(w, "Loss/train", s->step, s->train_loss) != DLPAR_OK;
-  rc |= scalar(w, "Loss/valid", s->step, s->val_loss) != DLPAR_OK;
-  rc |= scalar(w, "RMSE(u10m)/valid", s->step, s->val_rmse_u10m) != DLPAR_OK;
+  rc |= losses(w, s->step, s->train_loss, s->val_loss, s->val_rmse_u10m) != DLPAR_OK;
   rc |= scalar(w, "Learning Rate", s->step, s->lr) != DLPAR_OK;
+  rc |= scalar(w, "Avg iters per sec", s->step, s->iters_per_sec) != DLPAR_OK;
   rc |= scalar(w, "Avg samples per sec", s->step, s->samples_per_sec) != DLPAR_OK;
   return rc ? DLPAR_ERR_SYSTEM : DLPAR_OK;
 }

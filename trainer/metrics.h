@@ -1,8 +1,9 @@
 /* trainer/metrics.h: where users look. Rank 0 appends one JSON object per
  * line to <run dir>/metrics.jsonl (steps and epochs) and writes TensorBoard
  * event files (logs/events.out.tfevents.*) with the tutorial's tags:
- * Loss/train, Loss/valid, RMSE(u10m)/valid, Learning Rate, Avg samples per
- * sec. Each line and record is flushed as it is written. */
+ * Loss/train, Loss/valid, RMSE(u10m)/valid (also at step 0, before
+ * training), Learning Rate, Avg iters per sec, Avg samples per sec. Each
+ * line and record is flushed as it is written. */
 #ifndef DLPAR_METRICS_H
 #define DLPAR_METRICS_H
 
@@ -13,13 +14,15 @@ typedef struct metrics_writer metrics_writer;
 typedef struct {
   long epoch, step;
   double train_loss, val_loss, val_rmse_u10m, lr;
-  double epoch_seconds, samples_per_sec, data_wait_seconds, validation_seconds;
+  double epoch_seconds, iters_per_sec, samples_per_sec, data_wait_seconds, validation_seconds;
   double peak_memory_gb;
 } epoch_summary;
 
 int metrics_open(metrics_writer **w, const char *run_dir, char *err, size_t errlen);
 int metrics_step(metrics_writer *w, long step, double loss, double lr);
 int metrics_epoch(metrics_writer *w, const epoch_summary *s);
+/* The tutorial's step-0 values (TensorBoard only). */
+int metrics_initial(metrics_writer *w, double train_loss, double val_loss, double val_rmse_u10m);
 void metrics_close(metrics_writer *w);
 
 /* TensorBoard's record framing and Event/Summary messages, for tests too. */

@@ -23,6 +23,7 @@
 #include "launcher/dlpar.h"
 #include "launcher/status.h"
 #include "launcher/text.h"
+#include "trainer/args.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data.h"
 #include "trainer/h5util.h"
@@ -30,18 +31,6 @@
 #include "trainer/model.h"
 #include "trainer/progress.h"
 #include "trainer/train_config.h"
-
-typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA } device_choice;
-
-typedef struct {
-  const char *config_name, *config_file, *run;
-  char **overrides;
-  int noverrides;
-  char data_overrides[6][PATH_MAX + 32]; /* --data=DIR, as the keys it stands for */
-  bool resume, benchy;
-  device_choice device;
-  double progress_seconds; /* --progress: < 0 off, 0 the default interval */
-} train_args;
 
 typedef struct {
   dlpar_ctx *comm;
@@ -58,6 +47,8 @@ typedef struct {
   progress *progress; /* rank 0's progress line; NULL: none */
   float *inp_packed, *tgt_packed; /* when a sample holds more channels than in or out */
   checkpoint_position pos;
+  long epochs, total_steps;  /* the tutorial's whole epochs, and their steps */
+  long schedule_steps;       /* the cosine schedule's length, as the tutorial computes it */
   long steps_this_run;
   bool on_gpu;
 } trainer;
@@ -95,79 +86,6 @@ static void say(const trainer *t, const char *fmt, ...)
   vprintf(fmt, ap);
   va_end(ap);
   fflush(stdout);
-}
-
-/* ------------------------------------------------------------ arguments */
-
-static void usage(void)
-{
-  fprintf(stderr, "usage: dlpar-train [--config=NAME] FILE.yaml [--data=DIR] [--KEY=VALUE ...] [--resume]\n"
-                  "                   [--run=TAG] [--device=auto|cpu|cuda] [--benchy] [--progress=on|off|SECONDS]\n"
-                  "Trains the tutorial's ViT weather model; launch it with srun --dl-parallel=MxD or dlpar-run.\n"
-                  "Any config key can be overridden (--lr=1e-3, --img_size=[32,64]); see dlpar-train(1).\n");
-}
-
-/* --data=DIR: the tutorial's layout under DIR, as overrides of the path keys. */
-static void add_data_overrides(train_args *a, const char *dir)
-{
-  static const char *const keys[6][2] = {
-      {"train_data_path", "train"}, {"valid_data_path", "valid"}, {"inf_data_path", "test"},
-      {"global_means_path", "stats/global_means.npy"}, {"global_stds_path", "stats/global_stds.npy"},
-      {"time_means_path", "stats/time_means.npy"}};
-  for (int k = 0; k < 6; k++) {
-    snprintf(a->data_overrides[k], sizeof(a->data_overrides[k]), "--%s=%s/%s", keys[k][0], dir, keys[k][1]);
-    a->overrides[a->noverrides++] = a->data_overrides[k];
-  }
-}
-
-static int parse_args(int argc, char **argv, train_args *a, char *err, size_t errlen)
-{
-  memset(a, 0, sizeof(*a));
-  a->config_name = "base", a->run = "00";
-  a->overrides = calloc((size_t)argc + 6, sizeof(char *));
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (strncmp(arg, "--data=", 7) == 0 && arg[7])
-      add_data_overrides(a, arg + 7);
-    else if (strncmp(arg, "--config=", 9) == 0)
-      a->config_name = arg + 9;
-    else if (strncmp(arg, "--run=", 6) == 0)
-      a->run = arg + 6;
-    else if (strcmp(arg, "--resume") == 0)
-      a->resume = true;
-    else if (strcmp(arg, "--benchy") == 0)
-      a->benchy = true;
-    else if (strncmp(arg, "--progress=", 11) == 0) {
-      if (progress_parse(arg + 11, &a->progress_seconds, err, errlen) != DLPAR_OK)
-        return DLPAR_ERR_INPUT;
-    }
-    else if (strcmp(arg, "--device=cpu") == 0)
-      a->device = DEVICE_CPU;
-    else if (strcmp(arg, "--device=cuda") == 0)
-      a->device = DEVICE_CUDA;
-    else if (strcmp(arg, "--device=auto") == 0)
-      a->device = DEVICE_AUTO;
-    else if (strncmp(arg, "--device=", 9) == 0) {
-      snprintf(err, errlen, "%s: expected --device=cpu, cuda or auto", arg);
-      return DLPAR_ERR_INPUT;
-    } else if (strncmp(arg, "--", 2) == 0)
-      a->overrides[a->noverrides++] = argv[i];
-    else if (!a->config_file)
-      a->config_file = arg;
-    else {
-      snprintf(err, errlen, "%s: one config file only (already %s)", arg, a->config_file);
-      return DLPAR_ERR_INPUT;
-    }
-  }
-  if (!a->config_file) {
-    snprintf(err, errlen, "no config file (e.g. dlpar-train --config=short etc/vit.yaml)");
-    return DLPAR_ERR_INPUT;
-  }
-  if (!*a->run || strchr(a->run, '/')) {
-    snprintf(err, errlen, "--run=%s: a name without '/' (e.g. --run=01)", a->run);
-    return DLPAR_ERR_INPUT;
-  }
-  return DLPAR_OK;
 }
 
 /* ------------------------------------------------------------ set-up */
@@ -286,9 +204,11 @@ static void setup_model(trainer *t)
 
 /* ------------------------------------------------------------ the loop */
 
-static double learning_rate(const train_config *c, long i)
+/* The tutorial's schedule: the rate of step i (0-based) over schedule_steps. */
+static double learning_rate(const trainer *t, long i)
 {
-  const double cosine = 0.5 * (1.0 + cos(M_PI * (double)i / c->num_iters));
+  const train_config *c = &t->config.cfg;
+  const double cosine = 0.5 * (1.0 + cos(M_PI * (double)i / t->schedule_steps));
   if (strcmp(c->lr_schedule, "cosine") != 0)
     return c->lr;
   if (c->warmup > 0)
@@ -363,7 +283,7 @@ static void log_window(trainer *t, epoch_progress *e)
   e->loss_sum += m.train_loss_sum, e->steps += m.train_steps;
   if (t->metrics && m.train_steps > 0 &&
       metrics_step(t->metrics, e->posted_step, m.train_loss_sum / (double)m.train_steps,
-                   learning_rate(&t->config.cfg, e->posted_step - 1)) != 0)
+                   learning_rate(t, e->posted_step - 1)) != 0)
     die(t, false, "%s: cannot append to metrics.jsonl (disk full?)", t->run_dir);
   e->posted_step = 0;
 }
@@ -396,7 +316,7 @@ static int train_step(trainer *t, epoch_progress *e)
   dlpar_range_pop(t->comm);
   loader_release(t->train);
   dlpar_range_push(t->comm, "optimizer");
-  check(t, t->net->ops->optimizer_step(t->net, learning_rate(c, t->pos.step), t->pos.step + 1), "optimizer");
+  check(t, t->net->ops->optimizer_step(t->net, learning_rate(t, t->pos.step), t->pos.step + 1), "optimizer");
   dlpar_range_pop(t->comm);
   dlpar_range_pop(t->comm);
   t->pos.step++, t->pos.step_in_epoch++, t->steps_this_run++;
@@ -443,39 +363,91 @@ static void validate(trainer *t, double *val_loss, double *val_rmse)
 static void end_epoch(trainer *t, epoch_progress *e, long steps_done)
 {
   const train_config *c = &t->config.cfg;
-  epoch_summary s = {.epoch = t->pos.epoch + 1, .step = t->pos.step, .lr = learning_rate(c, t->pos.step - 1)};
+  /* 'Learning Rate' as the tutorial logs it: after the scheduler's step */
+  epoch_summary s = {.epoch = t->pos.epoch + 1, .step = t->pos.step, .lr = learning_rate(t, t->pos.step)};
   double val_start;
   flush_windows(t, e); /* the steps since the last line */
   s.epoch_seconds = dlpar_now() - e->start;
   s.train_loss = e->loss_sum / (double)e->steps;
-  s.samples_per_sec = (double)steps_done * c->global_batch_size / s.epoch_seconds;
+  s.iters_per_sec = (double)steps_done / s.epoch_seconds;
+  s.samples_per_sec = s.iters_per_sec * c->global_batch_size;
   s.data_wait_seconds = loader_wait_seconds(t->train);
   s.peak_memory_gb = (double)t->net->ops->peak_memory(t->net) / 1e9;
   val_start = dlpar_now();
   validate(t, &s.val_loss, &s.val_rmse_u10m);
   s.validation_seconds = dlpar_now() - val_start;
-  say(t, "Time taken for epoch %ld is %.3f sec, avg %.2f samples/sec, peak memory %.3f GB/rank\n", s.epoch,
-      s.epoch_seconds, s.samples_per_sec, s.peak_memory_gb);
+  say(t, "Time taken for epoch %ld is %f sec, avg %f samples/sec\n", s.epoch, s.epoch_seconds, s.samples_per_sec);
   say(t, "  Avg train loss=%f\n", s.train_loss);
   say(t, "  Avg val loss=%f\n", s.val_loss);
   say(t, "  Avg val RMSE(u10m)=%f\n", s.val_rmse_u10m);
-  say(t, "  Total validation time: %.3f sec\n", s.validation_seconds);
+  say(t, "  Total validation time: %f sec\n", s.validation_seconds);
+  say(t, "  Peak memory: %.3f GB/rank\n", s.peak_memory_gb);
   if (t->metrics && metrics_epoch(t->metrics, &s) != 0)
     die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
 }
 
-/* Until num_iters steps, a stop request or stop_after_iters. */
+/* The tutorial's training length: whole epochs, --num_epochs (SC22) or
+ * num_iters // steps per epoch (SC23/SC24: train.py's num_epochs); the
+ * cosine schedule runs over num_epochs x steps per epoch (SC22's tot_steps)
+ * or num_iters (SC23/SC24's T_max). The PyTorch-only keys get their line. */
+static void plan_epochs(trainer *t, bool manual_profiling)
+{
+  const train_config *c = &t->config.cfg;
+  const long steps_per_epoch = loader_steps_per_epoch(t->train);
+  const char *notes[16];
+  const int nnotes = config_notes(c, notes, 16);
+  t->epochs = c->num_epochs > 0 ? c->num_epochs : c->num_iters / steps_per_epoch;
+  t->schedule_steps = c->num_epochs > 0 ? c->num_epochs * steps_per_epoch : c->num_iters;
+  if (t->epochs == 0) {
+    say(t, "dlpar-train: num_iters=%d is less than one epoch (%ld steps): training 1 epoch (the tutorial would "
+        "train none; give --num_epochs N to choose)\n", c->num_iters, steps_per_epoch);
+    t->epochs = 1;
+  }
+  t->total_steps = t->epochs * steps_per_epoch;
+  for (int i = 0; i < nnotes; i++)
+    say(t, "dlpar-train: %s\n", notes[i]);
+  if (manual_profiling)
+    say(t, "dlpar-train: enable_manual_profiling: dlpar's NVTX ranges and profiler window come from the launcher; "
+        "the tutorial's window (epoch 4) is --dl-profile=nsys --dl-profile-steps=%ld-%ld\n", 3 * steps_per_epoch,
+        4 * steps_per_epoch - 1);
+}
+
+/* The tutorial's step-0 losses: the model before training on the first
+ * training batch and the first validation batch (averaged over dp). */
+static void initial_losses(trainer *t)
+{
+  const float *inp, *tgt;
+  char err[DLPAR_ERRLEN];
+  model_metrics train_m, valid_m;
+  loader *loaders[2] = {t->train, t->valid};
+  model_metrics *sums[2] = {&train_m, &valid_m};
+  for (int k = 0; k < 2; k++) {
+    loader_start(loaders[k], 0, 0, 1);
+    if (loader_next(loaders[k], &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
+      die(t, true, "%s", err);
+    pack_batch(t, &inp, &tgt);
+    check(t, t->net->ops->evaluate(t->net, inp, tgt), "step-0 losses");
+    loader_release(loaders[k]);
+    metrics_now(t, sums[k]);
+  }
+  if (t->metrics && metrics_initial(t->metrics, train_m.val_loss_sum / (double)train_m.val_samples,
+                                    valid_m.val_loss_sum / (double)valid_m.val_samples,
+                                    valid_m.val_rmse_sum / (double)valid_m.val_samples) != 0)
+    die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
+}
+
+/* Until the tutorial's whole epochs are done, a stop request or stop_after_iters. */
 static void train(trainer *t)
 {
   const train_config *c = &t->config.cfg;
   const long steps_per_epoch = loader_steps_per_epoch(t->train);
   bool saved = false;
-  loader_start(t->train, t->pos.epoch, t->pos.step_in_epoch, c->num_iters - t->pos.step);
-  while (t->pos.step < c->num_iters) {
+  loader_start(t->train, t->pos.epoch, t->pos.step_in_epoch, t->total_steps - t->pos.step);
+  while (t->pos.step < t->total_steps) {
     epoch_progress e = {.start = dlpar_now()};
     const long first = t->pos.step_in_epoch;
     int stop = 0;
-    while (!stop && t->pos.step_in_epoch < steps_per_epoch && t->pos.step < c->num_iters)
+    while (!stop && t->pos.step_in_epoch < steps_per_epoch && t->pos.step < t->total_steps)
       stop = train_step(t, &e);
     if (stop) {
       saved = true;
@@ -576,10 +548,12 @@ static void banner(const trainer *t)
       c->file, c->img_size[0], c->img_size[1], c->patch_size, N, dlpar_plural(N, "token", "tokens"), c->embed_dim,
       c->depth, c->num_heads, dlpar_plural(c->num_heads, "head", "heads"));
   say(t, "dlpar-train: grid %dx%d (tensor x data parallel) on %d %s, backend %s, global batch %d (%d per rank), "
-      "%ld %s of %ld per epoch, %d %s per rank\n", t->info->tp_size, t->info->dp_size, t->info->nnodes,
+      "%ld %s of %ld %s (%ld %s), %d %s per rank\n", t->info->tp_size, t->info->dp_size, t->info->nnodes,
       dlpar_plural(t->info->nnodes, "node", "nodes"), dlpar_backend_name(t->info->backend), c->global_batch_size,
-      t->net->batch, (long)c->num_iters, dlpar_plural(c->num_iters, "step", "steps"), loader_steps_per_epoch(t->train),
-      omp_get_max_threads(), dlpar_plural(omp_get_max_threads(), "thread", "threads"));
+      t->net->batch, t->epochs, dlpar_plural(t->epochs, "epoch", "epochs"), loader_steps_per_epoch(t->train),
+      dlpar_plural(loader_steps_per_epoch(t->train), "step", "steps"), t->total_steps,
+      dlpar_plural(t->total_steps, "step", "steps"), omp_get_max_threads(),
+      dlpar_plural(omp_get_max_threads(), "thread", "threads"));
   say(t, "dlpar-train: writing to %s\n", t->run_dir);
 }
 
@@ -608,13 +582,13 @@ int main(int argc, char **argv)
   int threads;
   memset(&t, 0, sizeof(t));
   h5_quiet();
-  if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-    usage();
-    return 0;
-  }
-  if (parse_args(argc, argv, &args, err, sizeof(err)) != DLPAR_OK) {
-    fprintf(stderr, "dlpar-train: %s\n", err);
-    return 2;
+  if (args_parse(argc, argv, &args, err, sizeof(err)) != DLPAR_OK || args.help) {
+    if (!args.help)
+      fprintf(stderr, "dlpar-train: %s\n", err);
+    else
+      args_usage();
+    args_free(&args);
+    return args.help ? 0 : 2;
   }
   options.backend = args.device == DEVICE_CPU ? DLPAR_BACKEND_MPI : args.device == DEVICE_CUDA ? DLPAR_BACKEND_NCCL
                                                                                                : DLPAR_BACKEND_AUTO;
@@ -634,6 +608,7 @@ int main(int argc, char **argv)
   setup_config(&t, &args);
   setup_data(&t);
   setup_model(&t);
+  plan_epochs(&t, args.manual_profiling);
   if (args.resume)
     resume(&t);
   if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, err, sizeof(err)) != DLPAR_OK)
@@ -644,10 +619,13 @@ int main(int argc, char **argv)
   banner(&t);
   if (args.benchy)
     benchy(&t);
-  else
+  else {
+    if (t.pos.step == 0)
+      initial_losses(&t);
     train(&t);
+  }
   say(&t, "dlpar-train: done at step %ld\n", t.pos.step);
   teardown(&t);
-  free(args.overrides);
+  args_free(&args);
   return dlpar_finalize(t.comm) == DLPAR_OK ? 0 : 1;
 }

@@ -28,9 +28,12 @@ static const key_spec keys[] = {
     KEY(embed_dim, K_INT, 1), KEY(depth, K_INT, 1), KEY(num_heads, K_INT, 1), KEY(patch_size, K_INT, 1),
     KEY(dropout, K_FLOAT, 0), KEY(img_size, K_PAIR, 1), KEY(n_in_channels, K_INT, 1),
     KEY(n_out_channels, K_INT, 1), KEY(dt, K_INT, 1), KEY(global_batch_size, K_INT, 1),
-    KEY(num_iters, K_INT, 1), KEY(warmup, K_INT, 0), KEY(lr, K_FLOAT, 0), KEY(lr_schedule, K_STRING, 0),
+    KEY(num_iters, K_INT, 1), KEY(num_epochs, K_INT, 0), KEY(local_batch_size, K_INT, 0), KEY(warmup, K_INT, 0), KEY(lr, K_FLOAT, 0), KEY(lr_schedule, K_STRING, 0),
     KEY(optimizer, K_STRING, 0), {"amp_mode", K_AMP, offsetof(train_config, amp), sizeof(amp_mode), 0},
-    KEY(enable_fused, K_BOOL, 0), KEY(enable_jit, K_BOOL, 0), KEY(expdir, K_STRING, 0),
+    KEY(enable_fused, K_BOOL, 0), KEY(enable_jit, K_BOOL, 0), KEY(enable_apex, K_BOOL, 0),
+    KEY(disable_broadcast_buffers, K_BOOL, 0), KEY(noddp, K_BOOL, 0), KEY(row_parallel_size, K_INT, 0),
+    KEY(col_parallel_size, K_INT, 1), KEY(context_parallel, K_INT, 1), KEY(parallel_order, K_STRING, 0),
+    KEY(expdir, K_STRING, 0),
     KEY(data_loader_config, K_STRING, 0), KEY(num_data_workers, K_INT, 0), KEY(train_data_path, K_STRING, 0),
     KEY(valid_data_path, K_STRING, 0), KEY(inf_data_path, K_STRING, 0), KEY(time_means_path, K_STRING, 0),
     KEY(global_means_path, K_STRING, 0), KEY(global_stds_path, K_STRING, 0), KEY(limit_nsamples, K_LIMIT, 1),
@@ -46,6 +49,11 @@ static const key_spec keys[] = {
 #endif
 
 #define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
+
+/* Other names the tutorials give a key (train.py's flags). */
+static const struct {
+  const char *alias, *key;
+} aliases[] = {{"bucket_cap_mb", "bucket_mb"}, {"tensor_parallel", "row_parallel_size"}};
 _Static_assert(NKEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
 
 /* The tutorial's base config, and dlpar's defaults for its own keys. */
@@ -68,6 +76,8 @@ static void set_defaults(train_config *c)
   c->limit_nsamples = c->limit_nsamples_val = -1;
   snprintf(c->wireup_info, sizeof(c->wireup_info), "env");
   snprintf(c->wireup_store, sizeof(c->wireup_store), "tcp");
+  c->col_parallel_size = c->context_parallel = 1;
+  snprintf(c->parallel_order, sizeof(c->parallel_order), "tp-cp-dp");
   c->bucket_mb = 25, c->log_every = 1;
   snprintf(c->attention, sizeof(c->attention), "%s", HAVE_CUDNN_ATTENTION ? "cudnn" : "reference");
 }
@@ -169,6 +179,10 @@ static int store(const key_spec *k, const ynode *v, train_config *c)
 
 static int find_key(const char *name)
 {
+  for (size_t a = 0; a < sizeof(aliases) / sizeof(aliases[0]); a++) {
+    if (strcmp(aliases[a].alias, name) == 0)
+      name = aliases[a].key;
+  }
   for (int i = 0; i < NKEYS; i++) {
     if (strcmp(keys[i].name, name) == 0)
       return i;
@@ -179,6 +193,37 @@ static int find_key(const char *name)
 bool config_is_key(const char *key)
 {
   return find_key(key) >= 0;
+}
+
+bool config_key_is_bool(const char *key)
+{
+  const int index = find_key(key);
+  return index >= 0 && keys[index].type == K_BOOL;
+}
+
+int config_notes(const train_config *c, const char **notes, int max)
+{
+  const struct {
+    bool set;
+    const char *note;
+  } table[] = {
+      {c->enable_apex, "enable_apex: dlpar's Adam is already one fused pass per parameter bucket (no apex)"},
+      {c->enable_fused, "enable_fused: dlpar's Adam is always fused; nothing to switch on"},
+      {c->enable_jit, "enable_jit: dlpar's kernels are compiled ahead of time (fused layernorm, GELU, attention); "
+                      "there is no JIT step"},
+      {strcmp(c->data_loader_config, "dali") == 0, "data_loader_config=dali: dlpar reads the HDF5 files with its own "
+                                                   "prefetching loader (num_data_workers batches ahead), not DALI"},
+      {c->disable_broadcast_buffers, "disable_broadcast_buffers: dlpar's ViT has no buffers to broadcast; "
+                                     "gradients are all-reduced in bucket_mb buckets"},
+      {c->noddp, "noddp: dlpar always all-reduces the gradients over the data-parallel group; the flag changes "
+                 "nothing"},
+  };
+  int n = 0;
+  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]) && n < max; i++) {
+    if (table[i].set)
+      notes[n++] = table[i].note;
+  }
+  return n;
 }
 
 static int apply_value(config_set *set, int key, const ynode *value, const char *source, char *err, size_t errlen)
@@ -269,9 +314,47 @@ static const char *source_of(const config_set *set, const char *key)
   return set->source[find_key(key)];
 }
 
-int config_check(const config_set *set, int tp, int dp, char *err, size_t errlen)
+/* The tutorial's --local_batch_size: global = local x data-parallel size. */
+static void resolve_batch(config_set *set, int dp)
+{
+  train_config *c = &set->cfg;
+  char local_source[sizeof(set->source[0])];
+  if (c->local_batch_size <= 0)
+    return;
+  c->global_batch_size = c->local_batch_size * dp;
+  snprintf(local_source, sizeof(local_source), "%s", source_of(set, "local_batch_size"));
+  snprintf(set->source[find_key("global_batch_size")], sizeof(set->source[0]), "%.*s (local_batch_size x %d)",
+           PATH_MAX, local_source, dp);
+}
+
+/* The tutorial's model-parallel flags name the grid dlpar got from the launcher. */
+static int check_parallel(const config_set *set, int tp, char *err, size_t errlen)
 {
   const train_config *c = &set->cfg;
+  if (c->row_parallel_size > 0 && c->row_parallel_size != tp)
+    snprintf(err, errlen, "%s: row_parallel_size=%d, but the grid has %d tensor-parallel rank(s) (launch with "
+             "--dl-parallel=%dxD, or drop the flag)", source_of(set, "row_parallel_size"), c->row_parallel_size, tp,
+             c->row_parallel_size);
+  else if (c->col_parallel_size != 1)
+    snprintf(err, errlen, "%s: col_parallel_size=%d: dlpar-train splits over rows only, as the tutorial's "
+             "train_mp.py does (set it to 1)", source_of(set, "col_parallel_size"), c->col_parallel_size);
+  else if (c->context_parallel != 1)
+    snprintf(err, errlen, "%s: context_parallel=%d: dlpar-train has no context parallelism (set it to 1; "
+             "--dl-parallel=MxD gives tensor x data)", source_of(set, "context_parallel"), c->context_parallel);
+  else if (strcmp(c->parallel_order, "tp-cp-dp") && strcmp(c->parallel_order, "tp-dp"))
+    snprintf(err, errlen, "%s: parallel_order=%s: dlpar's grid puts tensor-parallel ranks next to each other "
+             "(tp-cp-dp or tp-dp)", source_of(set, "parallel_order"), c->parallel_order);
+  else
+    return DLPAR_OK;
+  return DLPAR_ERR_INPUT;
+}
+
+int config_check(config_set *set, int tp, int dp, char *err, size_t errlen)
+{
+  const train_config *c = &set->cfg;
+  resolve_batch(set, dp);
+  if (check_parallel(set, tp, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
   if (c->embed_dim % c->num_heads)
     snprintf(err, errlen, "%s: embed_dim=%d is not a multiple of num_heads=%d (choose num_heads dividing embed_dim)",
              source_of(set, "num_heads"), c->embed_dim, c->num_heads);

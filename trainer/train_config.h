@@ -22,11 +22,18 @@ typedef struct {
   int n_in_channels, n_out_channels;
   /* training */
   int dt, global_batch_size, num_iters, warmup;
+  int num_epochs;            /* SC22's: whole epochs to train; 0: num_iters // steps per epoch (SC23/SC24) */
+  int local_batch_size;      /* 0: global_batch_size / dp; else global = local x dp (config_check) */
   double lr;
   char lr_schedule[16];      /* cosine | constant */
   char optimizer[16];        /* Adam */
   amp_mode amp;
-  bool enable_fused, enable_jit; /* accepted (the tutorial's); dlpar always fuses */
+  bool enable_fused, enable_jit, enable_apex; /* accepted (the tutorial's); dlpar always fuses */
+  bool disable_broadcast_buffers, noddp;        /* accepted (PyTorch DDP's); see config_notes */
+  /* the tutorial's model-parallel flags, checked against the grid */
+  int row_parallel_size;     /* = tensor_parallel (SC24); 0: the grid's */
+  int col_parallel_size, context_parallel; /* 1 only */
+  char parallel_order[16];   /* tp-cp-dp or tp-dp: dlpar's grid is tensor-parallel fastest */
   char expdir[PATH_MAX];
   /* data */
   char data_loader_config[16];
@@ -54,10 +61,16 @@ typedef struct {
 /* Loads config `name` from `path`, then applies "--key=value" overrides. */
 int config_load(config_set *set, const char *path, const char *name, char *const *overrides, int noverrides,
                 char *err, size_t errlen);
-/* Impossible combinations for a grid of tp x dp ranks, naming key and source. */
-int config_check(const config_set *set, int tp, int dp, char *err, size_t errlen);
+/* Impossible combinations for a grid of tp x dp ranks, naming key and source;
+ * resolves local_batch_size into global_batch_size (local x dp). */
+int config_check(config_set *set, int tp, int dp, char *err, size_t errlen);
+/* The keys set that only name a PyTorch mechanism, each as one line saying
+ * what dlpar does instead; returns how many (at most max). */
+int config_notes(const train_config *cfg, const char **notes, int max);
 /* The resolved config as YAML text (checkpoints, logs). */
 int config_to_yaml(const train_config *cfg, char *out, size_t len);
 bool config_is_key(const char *key);
+/* A key given on the command line without a value means true (--enable_jit). */
+bool config_key_is_bool(const char *key);
 
 #endif

@@ -30,7 +30,7 @@ for template in "$DLPAR_SRCDIR"/contrib/sbatch/*.sbatch; do
   scaled="-N2 --ntasks-per-node=2 --gpus-per-node=2 --dl-parallel=$(( m > 2 ? 2 : m ))x$(( 4 / (m > 2 ? 2 : m) ))"
   [ "$name" = short ] && scaled=
   out=$(sbatch -W $scaled -o "$TEST_TMP/$name.out" \
-          --export=ALL,CONFIG=test,CONFIG_FILE=$DLPAR_SRCDIR/etc/vit.yaml,DATA=$TEST_TMP/data,EXTRA="--expdir=$TEST_TMP/runs --num_iters=6 --run=$name" \
+          --export=ALL,CONFIG=test,CONFIG_FILE=$DLPAR_SRCDIR/etc/vit.yaml,DATA=$TEST_TMP/data,EXTRA="--expdir=$TEST_TMP/runs --num_iters=12 --run=$name" \
           "$template" 2>&1)
   expect_rc "$name: sbatch -W" $? 0
   log=$(cat "$TEST_TMP/$name.out" 2>/dev/null)
@@ -39,7 +39,7 @@ for template in "$DLPAR_SRCDIR"/contrib/sbatch/*.sbatch; do
   if [ "$name" = benchy ]; then
     expect_contains "$name: benchy" "$log" "benchy: "
   else
-    expect_contains "$name: ran" "$log" "dlpar-train: done at step 6"
+    expect_contains "$name: ran" "$log" "dlpar-train: done at step 12"
   fi
 done
 expect_eq "profile: nsys wrapped rank 0 only" "$(grep -c 'rank0 ' "$DLPAR_NSYS_RECORD" 2>/dev/null)" 1

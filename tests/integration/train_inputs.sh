@@ -48,7 +48,7 @@ while IFS='|' read -r args message; do
   expect_rc "$args" $? nonzero
   expect_eq "$args" "$out" "dlpar-train: $message"
 done <<EOF2
---config=test|no config file (e.g. dlpar-train --config=short etc/vit.yaml)
+--config=test|no config file (e.g. dlpar-train --config=short etc/vit.yaml, or --yaml_config=FILE)
 --config=test $yaml --device=tpu $ok|--device=tpu: expected --device=cpu, cuda or auto
 --config=test /nonexistent.yaml|/nonexistent.yaml: cannot open the config file (check the path)
 --config=nope $yaml $ok|$yaml: no config named 'nope' (give --config=NAME with a top-level mapping of the file)
@@ -59,8 +59,8 @@ done <<EOF2
 --config=heads $TEST_TMP/bad.yaml|$TEST_TMP/bad.yaml:15: embed_dim=32 is not a multiple of num_heads=5 (choose num_heads dividing embed_dim)
 --config=orphan $TEST_TMP/orphan.yaml|$TEST_TMP/orphan.yaml:4: unknown alias *nowhere (define the &anchor before using it)
 --config=test $yaml $ok --lr=abc|command line: lr: expected a number, got 'abc'
---config=test $yaml $ok --lrate=1|--lrate: unknown key (see dlpar-train(1) for the keys)
---config=test $yaml $ok --lr|--lr: expected --key=value (e.g. --lr=1e-3)
+--config=test $yaml $ok --lrate=1|--lrate: unknown flag or config key (see dlpar-train(1) for both)
+--config=test $yaml $ok --lr|--lr: missing its value (--lr=VALUE or --lr VALUE)
 --config=test $yaml $ok --img_size=[30,32]|command line: img_size=[30, 32] is not a multiple of patch_size=4 (crop it to a multiple)
 --config=test $yaml $ok --dropout=0.1|command line: dropout=0.1: dlpar-train has no dropout (set dropout: 0.0)
 --config=test $yaml $ok --attention=flash|command line: attention=flash: expected cudnn or reference

@@ -1,8 +1,10 @@
 #!/bin/bash
 # tests/integration/train_metrics.sh: where users look at a run. The
 # TensorBoard event file decodes (with an independent reader) into the
-# tutorial's tags, each epoch's values equal to metrics.jsonl's; the epoch
-# lines are the tutorial's; contrib/dlpar-plot draws a PNG of the run.
+# tutorial's tags (the losses also at step 0, 'Learning Rate' after the
+# scheduler's step), each epoch's values equal to metrics.jsonl's; the epoch
+# lines are the tutorial's; num_iters gives whole epochs (train.py's
+# num_iters // steps per epoch); contrib/dlpar-plot draws a PNG of the run.
 # Step lines are written a step late (the window's sums travel while the
 # next step runs): every window still gets exactly one line, in order, the
 # epoch ends and a stop flush theirs, and each epoch's train loss is the
@@ -21,9 +23,16 @@ events=$(ls "$run"/logs/events.out.tfevents.* 2>/dev/null | head -n 1)
 decoded=$(/usr/bin/python3 "$DLPAR_SRCDIR/tests/numerics/read_tfevents.py" "$events" 2>&1)
 expect_rc "event file decodes" $? 0
 expect_contains "event file" "$decoded" "version brain.Event:2"
-for tag in "Loss/train" "Loss/valid" "RMSE(u10m)/valid" "Learning Rate" "Avg samples per sec"; do
+for tag in "Loss/train" "Loss/valid" "RMSE(u10m)/valid"; do
+  expect_eq "tag $tag at step 0 and epochs 1 and 2" "$(grep -c " $tag " <<<"$decoded")" 3
+  expect_eq "tag $tag at step 0" "$(grep -c "^0 $tag " <<<"$decoded")" 1
+done
+for tag in "Learning Rate" "Avg iters per sec" "Avg samples per sec"; do
   expect_eq "tag $tag at epochs 1 and 2" "$(grep -c " $tag " <<<"$decoded")" 2
 done
+# after the scheduler's step: epoch 1 ends at step 12 of a 24-step cosine, the rate 1e-3 x 0.5 x (1 + cos(pi/2))
+expect_eq "Learning Rate after epoch 1" "$(grep "^12 Learning Rate " <<<"$decoded" | cut -d' ' -f4)" 0.000500000024
+expect_eq "Learning Rate after the last epoch" "$(grep "^24 Learning Rate " <<<"$decoded" | cut -d' ' -f4)" 0
 # epoch 2 (step 24): the event values are metrics.jsonl's, as float32
 json=$(grep '"epoch": 2,' "$run/metrics.jsonl")
 for pair in "Loss/train train_loss" "Loss/valid val_loss" "RMSE(u10m)/valid val_rmse_u10m"; do
@@ -51,9 +60,10 @@ out=$("$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train"
         "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=30 --log_every=5 --run=w 2>&1)
 expect_rc "2x2, log_every 5" $? 0
 jsonl=$TEST_TMP/runs/test/2x2/w/metrics.jsonl
-expect_eq "log_every 5: windows and epoch ends" "$(step_losses "$jsonl" | cut -d' ' -f1 | tr '\n' ' ')" \
-  "5 10 12 15 20 24 25 30 "
-for epoch in 1 2 3; do
+expect_eq "log_every 5, num_iters 30: 2 whole epochs, windows and epoch ends" \
+  "$(step_losses "$jsonl" | cut -d' ' -f1 | tr '\n' ' ')" "5 10 12 15 20 24 "
+expect_contains "num_iters 30: 2 epochs of 12 steps" "$out" "2 epoch(s) of 12 steps (24 steps)"
+for epoch in 1 2; do
   TEST_CHECKS=$((TEST_CHECKS + 1))
   epoch_check "$jsonl" $epoch || fail "log_every 5: epoch $epoch's train_loss is not its windows' weighted mean"
 done

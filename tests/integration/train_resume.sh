@@ -8,10 +8,10 @@
 #    with metrics.jsonl's step lines up to the checkpoint's step.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 make_data
-# run ARGS: a 2x2 training, 20 steps; in a subshell it becomes dlpar-run (exec), so
+# run ARGS: a 2x2 training, 2 epochs of 12 steps; in a subshell it becomes dlpar-run (exec), so
 # `run ... &` gives dlpar-run's pid
 run() { exec "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train" --config=test \
-          "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=20 "$@"; }
+          "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=24 "$@"; }
 export OMP_NUM_THREADS=1
 losses() { step_losses "$TEST_TMP/runs/test/2x2/$1/metrics.jsonl"; }
 ckpt_step() { h5dump -a step "$TEST_TMP/runs/test/2x2/$1/checkpoint.h5" 2>/dev/null | sed -n 's/^ *(0): \([0-9]*\)/\1/p'; }

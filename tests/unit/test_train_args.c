@@ -1,0 +1,144 @@
+/* tests/unit/test_train_args.c: dlpar-train's command line (trainer/args.c)
+ * and the tutorial's keys it feeds (trainer/train_config.c): both value
+ * forms, bare booleans, aliases, --data given twice, one-line refusals, and
+ * the tutorials' verbatim YAML files (etc/tutorial) loading with the flags. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launcher/status.h"
+#include "tests/unit/check.h"
+#include "trainer/args.h"
+#include "trainer/train_config.h"
+
+/* Parses a NULL-terminated argument list (argv[0] added). */
+static int parse(train_args *a, char *err, size_t errlen, ...)
+{
+  char *argv[64] = {"dlpar-train"};
+  int argc = 1;
+  va_list ap;
+  va_start(ap, errlen);
+  for (char *arg; (arg = va_arg(ap, char *)) != NULL && argc < 63;)
+    argv[argc++] = arg;
+  va_end(ap);
+  err[0] = '\0';
+  return args_parse(argc, argv, a, err, errlen);
+}
+
+static void test_forms(void)
+{
+  train_args a;
+  char err[256];
+  CHECK_INT(parse(&a, err, sizeof(err), "--yaml_config", "c.yaml", "--config=short", "--num_epochs", "4",
+                  "--num_data_workers=8", "--amp_mode=fp16", "--enable_apex", "--enable_jit", "--run_num", "07",
+                  "--enable_fused=false", "--resume", NULL),
+            DLPAR_OK);
+  CHECK_STR(a.config_file, "c.yaml");
+  CHECK_STR(a.config_name, "short");
+  CHECK_STR(a.run, "07");
+  CHECK(a.resume && !a.benchy);
+  CHECK_INT(a.noverrides, 6);
+  if (a.noverrides == 6) {
+    CHECK_STR(a.overrides[0], "--num_epochs=4");
+    CHECK_STR(a.overrides[1], "--num_data_workers=8");
+    CHECK_STR(a.overrides[2], "--amp_mode=fp16");
+    CHECK_STR(a.overrides[3], "--enable_apex=true");
+    CHECK_STR(a.overrides[4], "--enable_jit=true");
+    CHECK_STR(a.overrides[5], "--enable_fused=false");
+  }
+  args_free(&a);
+  /* the bare boolean does not swallow the positional file after it */
+  CHECK_INT(parse(&a, err, sizeof(err), "--enable_benchy", "--noddp", "c.yaml", "--device", "cpu", NULL), DLPAR_OK);
+  CHECK(a.benchy && a.device == DEVICE_CPU);
+  CHECK_STR(a.config_file, "c.yaml");
+  CHECK_INT(a.noverrides, 1);
+  args_free(&a);
+  CHECK_INT(parse(&a, err, sizeof(err), "--config=short", "--help", NULL), DLPAR_OK); /* no file needed */
+  CHECK(a.help);
+  args_free(&a);
+}
+
+/* --data twice: 12 overrides (the old fixed slots overflowed), the last wins. */
+static void test_data_twice(void)
+{
+  train_args a;
+  char err[256];
+  CHECK_INT(parse(&a, err, sizeof(err), "c.yaml", "--data=one", "--data", "two", NULL), DLPAR_OK);
+  CHECK_INT(a.noverrides, 12);
+  if (a.noverrides == 12) {
+    CHECK_STR(a.overrides[0], "--train_data_path=one/train");
+    CHECK_STR(a.overrides[9], "--global_means_path=two/stats/global_means.npy");
+  }
+  args_free(&a);
+}
+
+static void refused(const char *want, ...)
+{
+  char *argv[16] = {"dlpar-train"};
+  int argc = 1;
+  train_args a;
+  char err[256] = "";
+  va_list ap;
+  va_start(ap, want);
+  for (char *arg; (arg = va_arg(ap, char *)) != NULL && argc < 15;)
+    argv[argc++] = arg;
+  va_end(ap);
+  CHECK_INT(args_parse(argc, argv, &a, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK(strchr(err, '\n') == NULL);
+  if (!strstr(err, want)) {
+    check_failures++;
+    fprintf(stderr, "FAILED: '%s' does not say '%s'\n", err, want);
+  }
+  args_free(&a);
+}
+
+static void test_refusals(void)
+{
+  refused("--nosuch: unknown flag or config key", "c.yaml", "--nosuch=1", NULL);
+  refused("--num_epochs: missing its value", "c.yaml", "--num_epochs", NULL);
+  refused("--resume takes no value", "c.yaml", "--resume=yes", NULL);
+  refused("one config file only", "--yaml_config=a.yaml", "b.yaml", NULL);
+  refused("no config file", "--config=short", NULL);
+  refused("--run=a/b: a name without '/'", "c.yaml", "--run_num=a/b", NULL);
+  refused("expected --device=cpu, cuda or auto", "c.yaml", "--device=tpu", NULL);
+  refused("one of them", "c.yaml", "--enable_benchy", "--enable_manual_profiling", NULL);
+}
+
+/* The SC23 file, verbatim, with the tutorial's flags: keys, aliases, notes, checks. */
+static void test_tutorial_yaml(void)
+{
+  const char *srcdir = getenv("DLPAR_SRCDIR") ? getenv("DLPAR_SRCDIR") : ".";
+  char path[4096], err[512];
+  char *overrides[] = {"--local_batch_size=3", "--bucket_cap_mb=100", "--tensor_parallel=2", "--noddp=true"};
+  const char *notes[16];
+  config_set set;
+  snprintf(path, sizeof(path), "%s/etc/tutorial/sc23/ViT.yaml", srcdir);
+  CHECK_INT(config_load(&set, path, "bs64_opt", overrides, 4, err, sizeof(err)), DLPAR_OK);
+  CHECK(set.cfg.enable_apex && set.cfg.enable_fused && set.cfg.noddp);
+  CHECK_INT(set.cfg.global_batch_size, 64);
+  CHECK(set.cfg.bucket_mb == 100);
+  CHECK_INT(config_notes(&set.cfg, notes, 16), 4); /* apex, fused, dali, noddp */
+  CHECK_INT(config_check(&set, 2, 4, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(set.cfg.global_batch_size, 12); /* local 3 x dp 4 */
+  CHECK_INT(config_check(&set, 1, 4, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK(strstr(err, "row_parallel_size=2, but the grid has 1 tensor-parallel rank") != NULL);
+  snprintf(path, sizeof(path), "%s/etc/tutorial/sc24/ViT.yaml", srcdir);
+  overrides[0] = "--context_parallel=4";
+  CHECK_INT(config_load(&set, path, "mp", overrides, 1, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(config_check(&set, 1, 1, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK(strstr(err, "no context parallelism") != NULL);
+  CHECK(config_key_is_bool("enable_jit") && config_key_is_bool("disable_broadcast_buffers") &&
+        !config_key_is_bool("num_epochs") && config_is_key("bucket_cap_mb"));
+}
+
+int main(void)
+{
+  test_forms();
+  test_data_twice();
+  test_refusals();
+  test_tutorial_yaml();
+  return check_report("test_train_args");
+}

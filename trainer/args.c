@@ -1,0 +1,225 @@
+/* trainer/args.c: dlpar-train's command line (see args.h). A flag of the
+ * trainer is one row of `flags`; anything else of the form --key is a
+ * config key (train_config.c's table), turned into a "--key=value"
+ * override: --key=value, --key value, or a bare --key for a boolean. */
+#include "config.h"
+
+#include "trainer/args.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launcher/status.h"
+#include "trainer/progress.h"
+#include "trainer/train_config.h"
+
+typedef int (*flag_handler)(train_args *a, const char *value, char *err, size_t errlen);
+
+typedef struct {
+  const char *name;
+  flag_handler handle; /* NULL: a bare flag setting the bool at `set` (a value is refused) */
+  size_t set;
+} flag_spec;
+
+/* Adds one "--key=value" override (a copy). */
+static int add_override(train_args *a, const char *key, const char *value, char *err, size_t errlen)
+{
+  const size_t len = strlen(key) + strlen(value) + 4;
+  char *text = malloc(len);
+  if (!text) {
+    snprintf(err, errlen, "out of memory for the command line");
+    return DLPAR_ERR_INPUT;
+  }
+  snprintf(text, len, "--%s=%s", key, value);
+  a->overrides[a->noverrides++] = text;
+  return DLPAR_OK;
+}
+
+static int set_config_name(train_args *a, const char *value, char *err, size_t errlen)
+{
+  (void)err, (void)errlen;
+  a->config_name = value;
+  return DLPAR_OK;
+}
+
+static int set_config_file(train_args *a, const char *value, char *err, size_t errlen)
+{
+  if (a->config_file) {
+    snprintf(err, errlen, "%s: one config file only (already %s)", value, a->config_file);
+    return DLPAR_ERR_INPUT;
+  }
+  a->config_file = value;
+  return DLPAR_OK;
+}
+
+static int set_run(train_args *a, const char *value, char *err, size_t errlen)
+{
+  if (!*value || strchr(value, '/')) {
+    snprintf(err, errlen, "--run=%s: a name without '/' (e.g. --run=01)", value);
+    return DLPAR_ERR_INPUT;
+  }
+  a->run = value;
+  return DLPAR_OK;
+}
+
+/* --data=DIR: the tutorial's layout under DIR, as overrides of the path keys. */
+static int set_data(train_args *a, const char *dir, char *err, size_t errlen)
+{
+  static const char *const layout[][2] = {
+      {"train_data_path", "train"}, {"valid_data_path", "valid"}, {"inf_data_path", "test"},
+      {"global_means_path", "stats/global_means.npy"}, {"global_stds_path", "stats/global_stds.npy"},
+      {"time_means_path", "stats/time_means.npy"}};
+  char path[8192];
+  if (!*dir) {
+    snprintf(err, errlen, "--data: give the dataset's directory (e.g. --data=./data)");
+    return DLPAR_ERR_INPUT;
+  }
+  for (size_t k = 0; k < sizeof(layout) / sizeof(layout[0]); k++) {
+    snprintf(path, sizeof(path), "%s/%s", dir, layout[k][1]);
+    if (add_override(a, layout[k][0], path, err, errlen) != DLPAR_OK)
+      return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
+static int set_device(train_args *a, const char *value, char *err, size_t errlen)
+{
+  if (strcmp(value, "cpu") == 0)
+    a->device = DEVICE_CPU;
+  else if (strcmp(value, "cuda") == 0)
+    a->device = DEVICE_CUDA;
+  else if (strcmp(value, "auto") == 0)
+    a->device = DEVICE_AUTO;
+  else {
+    snprintf(err, errlen, "--device=%s: expected --device=cpu, cuda or auto", value);
+    return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
+static int set_progress(train_args *a, const char *value, char *err, size_t errlen)
+{
+  return progress_parse(value, &a->progress_seconds, err, errlen);
+}
+
+#define BARE(name, field) {name, NULL, offsetof(train_args, field)}
+static const flag_spec flags[] = {
+    {"config", set_config_name, 0},
+    {"yaml_config", set_config_file, 0}, /* train.py's name for the positional FILE.yaml */
+    {"run", set_run, 0},
+    {"run_num", set_run, 0}, /* train.py's */
+    {"data", set_data, 0},
+    {"device", set_device, 0},
+    {"progress", set_progress, 0},
+    BARE("resume", resume),
+    BARE("benchy", benchy),
+    BARE("enable_benchy", benchy), /* SC22's */
+    BARE("enable_manual_profiling", manual_profiling),
+    BARE("help", help),
+};
+
+static const flag_spec *find_flag(const char *name, size_t len)
+{
+  for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+    if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
+      return &flags[i];
+  }
+  return NULL;
+}
+
+/* --name[=value] at argv[*i]; a value-taking flag without '=' takes the next
+ * argument (*i moves past it). */
+static int parse_option(train_args *a, int argc, char **argv, int *i, char *err, size_t errlen)
+{
+  const char *arg = argv[*i] + 2, *eq = strchr(arg, '=');
+  const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+  const flag_spec *flag = find_flag(arg, len);
+  char key[64];
+  const char *value = eq ? eq + 1 : NULL;
+  bool takes_value, is_key;
+  if (len == 0 || len >= sizeof(key)) {
+    snprintf(err, errlen, "%.64s: expected --key=value or --key value (e.g. --lr=1e-3)", argv[*i]);
+    return DLPAR_ERR_INPUT;
+  }
+  snprintf(key, sizeof(key), "%.*s", (int)len, arg);
+  is_key = !flag && config_is_key(key);
+  if (!flag && !is_key) {
+    snprintf(err, errlen, "--%s: unknown flag or config key (see dlpar-train(1) for both)", key);
+    return DLPAR_ERR_INPUT;
+  }
+  takes_value = flag ? flag->handle != NULL : !config_key_is_bool(key);
+  if (!takes_value && !value)
+    value = "true";
+  else if (!flag && !takes_value)
+    ; /* --enable_jit=false: as given */
+  else if (!takes_value) {
+    snprintf(err, errlen, "--%s=%s: --%s takes no value (give it alone)", key, value, key);
+    return DLPAR_ERR_INPUT;
+  }
+  if (!value) {
+    if (*i + 1 >= argc) {
+      snprintf(err, errlen, "--%s: missing its value (--%s=VALUE or --%s VALUE)", key, key, key);
+      return DLPAR_ERR_INPUT;
+    }
+    value = argv[++*i];
+  }
+  if (flag && !flag->handle) {
+    *(bool *)((char *)a + flag->set) = true;
+    return DLPAR_OK;
+  }
+  return flag ? flag->handle(a, value, err, errlen) : add_override(a, key, value, err, errlen);
+}
+
+int args_parse(int argc, char **argv, train_args *a, char *err, size_t errlen)
+{
+  memset(a, 0, sizeof(*a));
+  a->config_name = "base", a->run = "00";
+  /* at most one override per argument, but --data gives 6 */
+  a->overrides = calloc((size_t)argc * 6 + 1, sizeof(char *));
+  if (!a->overrides) {
+    snprintf(err, errlen, "out of memory for the command line");
+    return DLPAR_ERR_INPUT;
+  }
+  for (int i = 1; i < argc; i++) {
+    int rc = DLPAR_OK;
+    if (strcmp(argv[i], "-h") == 0)
+      a->help = true;
+    else
+      rc = strncmp(argv[i], "--", 2) == 0 ? parse_option(a, argc, argv, &i, err, errlen)
+                                          : set_config_file(a, argv[i], err, errlen);
+    if (rc != DLPAR_OK)
+      return rc;
+  }
+  if (a->help)
+    return DLPAR_OK;
+  if (!a->config_file) {
+    snprintf(err, errlen, "no config file (e.g. dlpar-train --config=short etc/vit.yaml, or --yaml_config=FILE)");
+    return DLPAR_ERR_INPUT;
+  }
+  if (a->benchy && a->manual_profiling) {
+    snprintf(err, errlen, "--enable_benchy and --enable_manual_profiling: one of them (as in the tutorial)");
+    return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
+void args_free(train_args *a)
+{
+  for (int i = 0; a->overrides && i < a->noverrides; i++)
+    free(a->overrides[i]);
+  free(a->overrides);
+  a->overrides = NULL, a->noverrides = 0;
+}
+
+void args_usage(void)
+{
+  fprintf(stderr, "usage: dlpar-train [--config=NAME] FILE.yaml [--data=DIR] [--KEY=VALUE | --KEY VALUE ...]\n"
+                  "                   [--resume] [--run=TAG] [--device=auto|cpu|cuda] [--benchy]\n"
+                  "                   [--progress=on|off|SECONDS]\n"
+                  "       (the tutorial's train.py flags too: --yaml_config FILE, --run_num, --num_epochs N,\n"
+                  "        --local_batch_size N, --enable_jit, ...)\n"
+                  "Trains the tutorial's ViT weather model; launch it with srun --dl-parallel=MxD or dlpar-run.\n"
+                  "Any config key can be overridden (--lr=1e-3, --img_size=[32,64]); see dlpar-train(1).\n");
+}
