@@ -311,8 +311,10 @@ static void check(trainer *t, int rc, const char *what)
 static void save_checkpoint(trainer *t)
 {
   char path[PATH_MAX + 16], err[DLPAR_ERRLEN];
+  checkpoint_position pos = t->pos; /* at an epoch's last step: the next epoch's first, as the loader counts */
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
-  if (checkpoint_save(t->net, &t->pos, t->config_yaml, path, err, sizeof(err)) != DLPAR_OK)
+  loader_position(t->train, &pos.epoch, &pos.step_in_epoch, NULL, 0);
+  if (checkpoint_save(t->net, &pos, t->config_yaml, path, err, sizeof(err)) != DLPAR_OK)
     die(t, true, "checkpoint: %s", err);
   say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, path);
 }
@@ -467,10 +469,7 @@ static void train(trainer *t)
       break;
     }
     end_epoch(t, &e, t->pos.step_in_epoch - first);
-    if (t->pos.step_in_epoch == steps_per_epoch) {
-      t->pos.epoch++;
-      t->pos.step_in_epoch = 0;
-    }
+    loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, NULL, 0);
   }
   if (!saved && !(c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0))
     save_checkpoint(t);
@@ -545,6 +544,8 @@ static void resume(trainer *t)
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
   if (checkpoint_load(t->net, &t->pos, path, err, sizeof(err)) != DLPAR_OK)
     die(t, true, "--resume: %s", err);
+  if (loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, err, sizeof(err)) != DLPAR_OK)
+    die(t, false, "--resume: %s: %s (the data or limit_nsamples changed since; resume with the same)", path, err);
   if (t->pos.seed != t->config.cfg.seed)
     die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)", path,
         t->pos.seed, t->config.cfg.seed);
