@@ -226,7 +226,7 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
     dlpar_spank_error(err);
   bind_cpus(sp, &env.binding);
   if (!dlpar_spank.admin.bind_nic)
-    env.binding.nic[0] = '\0';
+    env.binding.nic[0] = env.binding.node_nics[0] = '\0';
   env.rank = (int)facts.rank;
   env.local_rank = facts.local_rank;
   env.local_size = (int)facts.local_count;
