@@ -259,8 +259,9 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
   ctx->info.device = -1;
   if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 120,
                            &ctx->rendezvous_timeout)) == DLPAR_OK &&
-      (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 600,
-                           &ctx->collective_timeout)) == DLPAR_OK)
+      (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 300,
+                           &ctx->collective_timeout)) == DLPAR_OK &&
+      (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, &ctx->stopped_timeout)) == DLPAR_OK)
     rc = init_steps(ctx, argc, argv, options, start);
   ctx->info.init_seconds = dlpar_now() - start;
   return rc;

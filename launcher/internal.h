@@ -41,6 +41,9 @@ struct dlpar_ctx {
   char (*hosts)[256];          /* host of every world rank */
   int *rank_node;              /* node index of every world rank */
   double rendezvous_timeout, collective_timeout;
+  double stopped_timeout;      /* a rank of this node stopped this long ends the step */
+  long *peer_pid;              /* pid of every world rank on this node (0: elsewhere, or this rank) */
+  int *peer_stopped_polls;     /* consecutive watchdog polls that found that rank stopped */
   dlpar_nccl_ids nccl_ids;     /* tp and dp ids only when !nccl_split */
   bool nccl_split;             /* DLPAR_NCCL_GROUPS=split: tp, dp = ncclCommSplit(world) */
   const dlpar_backend_ops *backend;
@@ -105,6 +108,8 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids);
 /* A fence without data: every rank got to `where` ("the end of MPI_Init");
  * past the rendezvous timeout the step ends with a message. */
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where);
+/* The pid of every rank on this node but this one into ctx->peer_pid (after the rendezvous). */
+int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
 /* Ends the whole step (PMIx_Abort; _exit outside PMIx). Prints nothing. */
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
 void dlpar_pmix_finalize(dlpar_ctx *ctx);
