@@ -54,6 +54,8 @@ typedef struct {
   float *inp_packed, *tgt_packed; /* when a sample holds more channels than in or out */
   checkpoint_position pos;
   long steps_this_run;
+  long skipped_steps;  /* this run's steps with a non-finite loss or gradients */
+  long saved_step;     /* the last checkpoint's step, -1: none yet */
   bool on_gpu;
 } trainer;
 
@@ -316,6 +318,7 @@ static void save_checkpoint(trainer *t)
   loader_position(t->train, &pos.epoch, &pos.step_in_epoch, NULL, 0);
   if (checkpoint_save(t->net, &pos, t->config_yaml, path, err, sizeof(err)) != DLPAR_OK)
     die(t, true, "checkpoint: %s", err);
+  t->saved_step = t->pos.step;
   say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, path);
 }
 
@@ -343,6 +346,38 @@ static void post_window(trainer *t, epoch_progress *e)
   e->posted_step = t->pos.step;
 }
 
+/* A window with a non-finite loss or skipped updates (the same on every
+ * rank: its sums are over dp, the loss is the tp group's, the skips agreed
+ * over tp): within max_skipped_steps a line, else the end of the run, with
+ * the last checkpoint left as it is (nothing is saved after this window). */
+static bool nonfinite_window(trainer *t, const epoch_progress *e, const model_metrics *m)
+{
+  const train_config *c = &t->config.cfg;
+  const long skipped = m->skipped_steps / t->info->dp_size, steps = m->train_steps / t->info->dp_size;
+  char steps_text[64], last_good[PATH_MAX + 64];
+  double loss;
+  if (isfinite(m->train_loss_sum) && skipped == 0)
+    return false;
+  t->skipped_steps += skipped > 0 ? skipped : 1;
+  if (steps > 1)
+    snprintf(steps_text, sizeof(steps_text), "in steps %ld-%ld", e->posted_step - steps + 1, e->posted_step);
+  else
+    snprintf(steps_text, sizeof(steps_text), "at step %ld", e->posted_step);
+  if (t->skipped_steps <= c->max_skipped_steps) {
+    say(t, "dlpar-train: non-finite loss or gradients %s: update skipped (%ld of max_skipped_steps=%d)\n", steps_text,
+        t->skipped_steps, c->max_skipped_steps);
+    return true;
+  }
+  if (t->saved_step >= 0)
+    snprintf(last_good, sizeof(last_good), "%s/checkpoint.h5 (step %ld) is the last good checkpoint", t->run_dir,
+             t->saved_step);
+  else
+    snprintf(last_good, sizeof(last_good), "no checkpoint was written");
+  loss = m->train_loss_sum / (double)(steps > 0 ? steps : 1);
+  die(t, false, "the run diverged: loss %g, non-finite loss or gradients %s; stopping, %s (lower lr or raise warmup; "
+      "max_skipped_steps=N skips up to N such steps)", isnan(loss) ? NAN : loss, steps_text, last_good);
+}
+
 /* The posted window, if any: into the epoch's sums, and its step line
  * (loss averaged over the window's steps and over dp). */
 static void log_window(trainer *t, epoch_progress *e)
@@ -351,6 +386,10 @@ static void log_window(trainer *t, epoch_progress *e)
   if (!e->posted_step)
     return;
   check(t, t->net->ops->take_metrics(t->net, &m), "metrics");
+  if (nonfinite_window(t, e, &m)) {
+    e->posted_step = 0;
+    return;
+  }
   e->loss_sum += m.train_loss_sum, e->steps += m.train_steps;
   if (t->metrics && m.train_steps > 0 &&
       metrics_step(t->metrics, e->posted_step, m.train_loss_sum / (double)m.train_steps,
@@ -549,6 +588,7 @@ static void resume(trainer *t)
   if (t->pos.seed != t->config.cfg.seed)
     die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)", path,
         t->pos.seed, t->config.cfg.seed);
+  t->saved_step = t->pos.step;
   say(t, "dlpar-train: resumed from %s at step %ld (epoch %ld, step %ld of it)\n", path, t->pos.step,
       t->pos.epoch + 1, t->pos.step_in_epoch);
 }
@@ -616,6 +656,7 @@ int main(int argc, char **argv)
   setup_config(&t, &args);
   setup_data(&t);
   setup_model(&t);
+  t.saved_step = -1;
   if (args.resume)
     resume(&t);
   if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, err, sizeof(err)) != DLPAR_OK)

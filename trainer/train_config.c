@@ -37,6 +37,7 @@ static const key_spec keys[] = {
     KEY(limit_nsamples_val, K_LIMIT, 1), KEY(wireup_info, K_STRING, 0), KEY(wireup_store, K_STRING, 0),
     KEY(seed, K_INT, 0), KEY(bucket_mb, K_FLOAT, 0), KEY(checkpoint_every, K_INT, 0),
     KEY(stop_after_iters, K_INT, 0), KEY(log_every, K_INT, 1), KEY(tf32, K_BOOL, 0), KEY(cuda_graph, K_BOOL, 0),
+    KEY(max_skipped_steps, K_INT, 0),
 };
 #define NKEYS ((int)(sizeof(keys) / sizeof(keys[0])))
 _Static_assert(NKEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
