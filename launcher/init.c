@@ -61,11 +61,12 @@ void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, si
 void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
                            char *err, size_t errlen)
 {
-  char name[128];
+  char name[128], suspects[256];
   dlpar_describe_group(ctx, group, name, sizeof(name));
-  snprintf(err, errlen, "rank %d on %s: %s on the %s has not completed after %.0f s: a rank of the group "
-           "died or is stuck (see its output; raise DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)",
-           ctx->info.rank, ctx->info.host, op, name, waited);
+  dlpar_watchdog_suspects(ctx, group, suspects, sizeof(suspects));
+  snprintf(err, errlen, "rank %d on %s: %s on the %s has not completed after %.0f s: %s (see that rank's output; raise "
+           "DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)", ctx->info.rank, ctx->info.host, op, name, waited,
+           suspects);
 }
 
 const char *dlpar_backend_name(dlpar_backend backend)

@@ -120,6 +120,9 @@ int dlpar_watchdog_start(dlpar_ctx *ctx);
 void dlpar_watchdog_stop(dlpar_ctx *ctx);
 void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op);
 void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group);
+/* For a stalled collective of `group` (on the watchdog thread): a rank of
+ * this node found stopped, else the group's ranks on other hosts. */
+void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
 /* Waits for a posted stop agreement (before the watchdog stops, at finalize). */
 int dlpar_stop_drain(dlpar_ctx *ctx);
 

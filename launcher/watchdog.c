@@ -26,6 +26,9 @@
 
 #include "launcher/internal.h"
 
+/* Groups up to this size get their suspects listed by rank. */
+#define DLPAR_SUSPECTS_MAX 16
+
 static volatile sig_atomic_t stray_signal;
 
 static void catch_stray_signal(int sig)
@@ -129,6 +132,33 @@ static void check_stopped_peers(dlpar_ctx *ctx)
            "SIGTSTP): ending the step (send it SIGCONT sooner; DLPAR_STOPPED_TIMEOUT=%g s)", culprit,
            ctx->peer_pid[culprit], ctx->info.host, ctx->peer_stopped_polls[culprit] - 1, ctx->stopped_timeout);
   dlpar_abort(ctx, 1, message);
+}
+
+void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len)
+{
+  const int me = ctx->info.rank;
+  const int n = group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp : ctx->info.size;
+  int ranks[DLPAR_SUSPECTS_MAX], remote = 0;
+  size_t used;
+  if (n > DLPAR_SUSPECTS_MAX || !ctx->peer_pid) {
+    snprintf(out, len, "a rank of the group died or is stuck");
+    return;
+  }
+  dlpar_grid_members(&ctx->grid, group, me, ranks);
+  for (int i = 0; i < n; i++) {
+    if (ctx->peer_stopped_polls[ranks[i]] > 0) {
+      snprintf(out, len, "rank %d (pid %ld) on this host is stopped", ranks[i], ctx->peer_pid[ranks[i]]);
+      return;
+    }
+  }
+  used = (size_t)snprintf(out, len, "the group's ranks on this host are running; look at");
+  for (int i = 0; i < n && used < len; i++) {
+    if (ctx->rank_node[ranks[i]] != ctx->rank_node[me])
+      used += (size_t)snprintf(out + used, len - used, "%s rank %d (%s)", remote++ ? "," : "", ranks[i],
+                               ctx->hosts[ranks[i]]);
+  }
+  if (!remote)
+    snprintf(out, len, "every rank of the group runs on this host and one of them is stuck");
 }
 
 static void *watchdog_main(void *arg)
