@@ -6,7 +6,8 @@
 #  - a rank that stalls (SIGSTOP) in a collective: the watchdog names the
 #    group and where to look (the stopped rank on its own node, the group's
 #    ranks on other hosts elsewhere), and ends the step within the
-#    collective timeout + 10 s; with the
+#    collective timeout + 17 s (dlpar-run SIGKILLs a stopped rank 5 s after
+#    the abort; startup under load); with the
 #    default collective timeout, the rank's node names the stopped rank and
 #    host within DLPAR_STOPPED_TIMEOUT;
 #  - a rank killed mid-run: the step ends, no hang;
@@ -39,11 +40,11 @@ run_timed "dlpar-run: late rank" 13 "$run" -n 4 -- "$probe" --sleep-rank=3 --sle
 expect_rc "dlpar-run: late rank" $rc nonzero
 expect_eq "dlpar-run: ranks naming rank 3" "$(grep -c "rendezvous timed out after 3 s: rank 3 ($here) did not arrive" <<<"$out")" 3
 
-run_timed "srun: stalled rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --stall-rank=2
+run_timed "srun: stalled rank" 20 srun -N2 -n4 --ntasks-per-node=2 "$probe" --stall-rank=2
 expect_rc "srun: stalled rank" $rc nonzero
 expect_contains "srun: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: the group's ranks on this host are running; look at rank 2 (n2), rank 3 (n2) (see that rank's output"
 
-run_timed "dlpar-run: stalled rank" 13 "$run" -n 4 -- "$probe" --stall-rank=2
+run_timed "dlpar-run: stalled rank" 20 "$run" -n 4 -- "$probe" --stall-rank=2
 expect_rc "dlpar-run: stalled rank" $rc nonzero
 expect_contains "dlpar-run: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: rank 2 (pid"
 
