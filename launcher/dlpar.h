@@ -36,7 +36,7 @@ typedef enum { DLPAR_SUM = 0, DLPAR_AVG, DLPAR_MAX, DLPAR_MIN } dlpar_op;
 typedef struct {
   dlpar_backend backend;       /* AUTO: NCCL when a GPU is there, else MPI (env DLPAR_BACKEND) */
   double rendezvous_timeout_s; /* 0: env DLPAR_RENDEZVOUS_TIMEOUT, else 120 s */
-  double collective_timeout_s; /* 0: env DLPAR_COLLECTIVE_TIMEOUT, else 600 s */
+  double collective_timeout_s; /* 0: env DLPAR_COLLECTIVE_TIMEOUT, else 300 s */
   int exchange_nccl_ids;       /* exchange NCCL ids even on the MPI backend (tests) */
 } dlpar_options;
 

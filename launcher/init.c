@@ -65,11 +65,12 @@ void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, si
 void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
                            char *err, size_t errlen)
 {
-  char name[128];
+  char name[128], suspects[256];
   dlpar_describe_group(ctx, group, name, sizeof(name));
-  snprintf(err, errlen, "rank %d on %s: %s on the %s has not completed after %.0f s: a rank of the group "
-           "died or is stuck (see its output; raise DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)",
-           ctx->info.rank, ctx->info.host, op, name, waited);
+  dlpar_watchdog_suspects(ctx, group, suspects, sizeof(suspects));
+  snprintf(err, errlen, "rank %d on %s: %s on the %s has not completed after %.0f s: %s (see that rank's output; raise "
+           "DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)", ctx->info.rank, ctx->info.host, op, name, waited,
+           suspects);
 }
 
 const char *dlpar_backend_name(dlpar_backend backend)
@@ -263,8 +264,9 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
   ctx->info.device = -1;
   if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 120,
                            &ctx->rendezvous_timeout)) == DLPAR_OK &&
-      (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 600,
-                           &ctx->collective_timeout)) == DLPAR_OK)
+      (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 300,
+                           &ctx->collective_timeout)) == DLPAR_OK &&
+      (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, &ctx->stopped_timeout)) == DLPAR_OK)
     rc = init_steps(ctx, argc, argv, options, start);
   ctx->info.init_seconds = dlpar_now() - start;
   return rc;

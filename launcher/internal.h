@@ -41,6 +41,9 @@ struct dlpar_ctx {
   char (*hosts)[256];          /* host of every world rank */
   int *rank_node;              /* node index of every world rank */
   double rendezvous_timeout, collective_timeout;
+  double stopped_timeout;      /* a rank of this node stopped this long ends the step */
+  long *peer_pid;              /* pid of every world rank on this node (0: elsewhere, or this rank) */
+  int *peer_stopped_polls;     /* consecutive watchdog polls that found that rank stopped */
   dlpar_nccl_ids nccl_ids;     /* tp and dp ids only when !nccl_split */
   bool nccl_split;             /* DLPAR_NCCL_GROUPS=split: tp, dp = ncclCommSplit(world) */
   const dlpar_backend_ops *backend;
@@ -109,6 +112,8 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids);
 /* A fence without data: every rank got to `where` ("the end of MPI_Init");
  * past the rendezvous timeout the step ends with a message. */
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where);
+/* The pid of every rank on this node but this one into ctx->peer_pid (after the rendezvous). */
+int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
 /* Ends the whole step (PMIx_Abort; _exit outside PMIx). Prints nothing. */
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
 void dlpar_pmix_finalize(dlpar_ctx *ctx);
@@ -119,6 +124,9 @@ int dlpar_watchdog_start(dlpar_ctx *ctx);
 void dlpar_watchdog_stop(dlpar_ctx *ctx);
 void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op);
 void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group);
+/* For a stalled collective of `group` (on the watchdog thread): a rank of
+ * this node found stopped, else the group's ranks on other hosts. */
+void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
 /* Waits for a posted stop agreement (before the watchdog stops, at finalize). */
 int dlpar_stop_drain(dlpar_ctx *ctx);
 

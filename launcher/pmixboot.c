@@ -358,6 +358,26 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
   return exchange_nccl_ids ? get_nccl_ids(ctx) : DLPAR_OK;
 }
 
+int dlpar_pmix_peer_pids(dlpar_ctx *ctx)
+{
+  const int me = ctx->info.rank;
+  for (int rank = 0; ctx->pmix && rank < ctx->info.size; rank++) {
+    pmix_value_t *value = NULL;
+    char alive[320];
+    const char *colon;
+    int rc;
+    if (rank == me || ctx->rank_node[rank] != ctx->rank_node[me])
+      continue;
+    if ((rc = get_value(ctx, (pmix_rank_t)rank, "dlpar.host", PMIX_BYTE_OBJECT, &value)) != DLPAR_OK)
+      return rc;
+    snprintf(alive, sizeof(alive), "%.*s", (int)value->data.bo.size, value->data.bo.bytes);
+    PMIX_VALUE_RELEASE(value);
+    colon = strrchr(alive, ':');
+    ctx->peer_pid[rank] = colon ? strtol(colon + 1, NULL, 10) : 0;
+  }
+  return DLPAR_OK;
+}
+
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where)
 {
   char message[DLPAR_ERRLEN];

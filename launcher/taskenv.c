@@ -60,8 +60,10 @@ void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
     add(list, "CUDA_VISIBLE_DEVICES", "%s", env->binding.visible);
     add(list, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
   }
+  if (env->binding.node_nics[0])
+    add(list, "NCCL_IB_HCA", "=%s", env->binding.node_nics);
   if (env->binding.nic[0])
-    add(list, "NCCL_IB_HCA", "=%s", env->binding.nic);
+    add(list, "UCX_NET_DEVICES", "%s:1", env->binding.nic);
 }
 
 /* Reads an integer variable in [lo, hi]; names the variable on error. */

@@ -67,6 +67,18 @@ static void closest_hca(hwloc_topology_t topology, hwloc_obj_t gpu, char *out, s
   }
 }
 
+/* Every HCA of the node, in hwloc's (PCI bus) order, comma-separated. */
+static void list_hcas(hwloc_topology_t topology, char *out, size_t len)
+{
+  size_t used = 0;
+  out[0] = '\0';
+  for (hwloc_obj_t dev = NULL; (dev = hwloc_get_next_pcidev(topology, dev)) && used < len;) {
+    const char *name = hca_name(dev);
+    if (name)
+      used += (size_t)snprintf(out + used, len - used, "%s%s", used ? "," : "", name);
+  }
+}
+
 /* The PCI bridge right above the GPU's switch: groups GPUs behind one switch. */
 static unsigned long switch_id(hwloc_obj_t gpu)
 {
@@ -134,6 +146,7 @@ int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, char *err, s
     describe_gpu(topology, dev, &topo->gpu[topo->ngpus++]);
   }
   qsort(topo->gpu, (size_t)topo->ngpus, sizeof(topo->gpu[0]), by_bus);
+  list_hcas(topology, topo->all_nics, sizeof(topo->all_nics));
 out:
   hwloc_topology_destroy(topology);
   return rc;
@@ -170,6 +183,7 @@ int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_g
   int visible[DLPAR_MAX_GPUS], ordered[DLPAR_MAX_GPUS], n = 0;
   memset(out, 0, sizeof(*out));
   out->gpu = out->device = -1;
+  snprintf(out->node_nics, sizeof(out->node_nics), "%s", topo->all_nics);
   if (step_gpus && nstep_gpus > 0) {
     for (int i = 0; i < nstep_gpus && n < DLPAR_MAX_GPUS; i++) {
       if (step_gpus[i] < 0 || step_gpus[i] >= topo->ngpus) {

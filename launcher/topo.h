@@ -27,6 +27,7 @@ typedef struct {
   int ngpus;
   dlpar_gpu gpu[DLPAR_MAX_GPUS];
   char all_cpus[DLPAR_LIST_LEN];
+  char all_nics[DLPAR_LIST_LEN];  /* every InfiniBand/RoCE HCA of the node, in bus order ("mlx5_0,mlx5_1") */
 } dlpar_topology;
 
 /* xml_path NULL: this machine. */
@@ -37,7 +38,9 @@ typedef struct {
   int device;                     /* its index in `visible`, -1 none */
   char visible[DLPAR_LIST_LEN];   /* CUDA_VISIBLE_DEVICES: all of the step's GPUs on the node */
   char cpus[DLPAR_LIST_LEN];      /* CPUs to bind to, "" for no binding */
-  char nic[64];                   /* NCCL_IB_HCA, "" for none */
+  char nic[64];                   /* the HCA nearest the GPU (UCX_NET_DEVICES), "" for none */
+  char node_nics[DLPAR_LIST_LEN]; /* NCCL_IB_HCA: the node's HCAs, the same for every rank of the
+                                   * node (NCCL needs one list and picks each GPU's nearest itself) */
 } dlpar_binding;
 
 /* step_gpus: the step's GPUs on this node (gres indices, any order), or

@@ -10,18 +10,24 @@
  * signal handler can only talk through one. The first signal asks the
  * program to stop (dlpar_stop_requested); a second one ends it at once.
  * A rank that is ending the step (dlpar_abort, dlpar_abort_shared) exits
- * at the first, silently. */
+ * at the first, silently. Once a second it also looks at the other ranks of
+ * its node (/proc): one that stays stopped ends the step, by name. */
 #include "config.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "launcher/internal.h"
+
+/* Groups up to this size get their suspects listed by rank. */
+#define DLPAR_SUSPECTS_MAX 16
 
 static volatile sig_atomic_t stray_signal;
 
@@ -84,22 +90,101 @@ static void read_signals(dlpar_ctx *ctx)
   }
 }
 
+/* Whether process pid is stopped (SIGSTOP, SIGTSTP: state T in /proc). */
+static bool process_stopped(long pid)
+{
+  char path[64], stat[512];
+  const char *state;
+  FILE *f;
+  size_t n;
+  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+  if (!(f = fopen(path, "r")))
+    return false;
+  n = fread(stat, 1, sizeof(stat) - 1, f);
+  fclose(f);
+  stat[n] = '\0';
+  state = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold anything */
+  return state && state[1] == ' ' && state[2] == 'T';
+}
+
+/* Once a second: the ranks of this node that stay stopped (SIGSTOP,
+ * SIGTSTP; not a debugger's ptrace stop) past stopped_timeout end the step, named by the lowest
+ * running rank of the node, so one line tells which. Polls, not wall time,
+ * are counted: when the whole node is suspended (scontrol suspend) this
+ * thread is stopped too and counts nothing. Stopped ranks elsewhere (a hung
+ * node) are found by the collective timeout. */
+static void check_stopped_peers(dlpar_ctx *ctx)
+{
+  char message[DLPAR_ERRLEN];
+  int reporter = ctx->info.rank, culprit = -1;
+  for (int rank = 0; rank < ctx->info.size; rank++) {
+    if (!ctx->peer_pid[rank])
+      continue;
+    ctx->peer_stopped_polls[rank] = process_stopped(ctx->peer_pid[rank]) ? ctx->peer_stopped_polls[rank] + 1 : 0;
+    if (ctx->peer_stopped_polls[rank] == 0 && rank < reporter)
+      reporter = rank;
+    if (culprit < 0 && ctx->peer_stopped_polls[rank] > ctx->stopped_timeout)
+      culprit = rank;
+  }
+  if (culprit < 0 || reporter != ctx->info.rank)
+    return;
+  snprintf(message, sizeof(message), "rank %d (pid %ld) on %s has been stopped for %d s (SIGSTOP, "
+           "SIGTSTP): ending the step (send it SIGCONT sooner; DLPAR_STOPPED_TIMEOUT=%g s)", culprit,
+           ctx->peer_pid[culprit], ctx->info.host, ctx->peer_stopped_polls[culprit] - 1, ctx->stopped_timeout);
+  dlpar_abort(ctx, 1, message);
+}
+
+void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len)
+{
+  const int me = ctx->info.rank;
+  const int n = group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp : ctx->info.size;
+  int ranks[DLPAR_SUSPECTS_MAX], remote = 0;
+  size_t used;
+  if (n > DLPAR_SUSPECTS_MAX || !ctx->peer_pid) {
+    snprintf(out, len, "a rank of the group died or is stuck");
+    return;
+  }
+  dlpar_grid_members(&ctx->grid, group, me, ranks);
+  for (int i = 0; i < n; i++) {
+    if (ctx->peer_stopped_polls[ranks[i]] > 0) {
+      snprintf(out, len, "rank %d (pid %ld) on this host is stopped", ranks[i], ctx->peer_pid[ranks[i]]);
+      return;
+    }
+  }
+  used = (size_t)snprintf(out, len, "the group's ranks on this host are running; look at");
+  for (int i = 0; i < n && used < len; i++) {
+    if (ctx->rank_node[ranks[i]] != ctx->rank_node[me])
+      used += (size_t)snprintf(out + used, len - used, "%s rank %d (%s)", remote++ ? "," : "", ranks[i],
+                               ctx->hosts[ranks[i]]);
+  }
+  if (!remote)
+    snprintf(out, len, "every rank of the group runs on this host and one of them is stuck");
+}
+
 static void *watchdog_main(void *arg)
 {
   dlpar_ctx *ctx = arg;
   char err[DLPAR_ERRLEN];
   struct pollfd fd = {.fd = ctx->signal_fd, .events = POLLIN};
-  while (!atomic_load(&ctx->watchdog_stop)) {
+  for (long polls = 1; !atomic_load(&ctx->watchdog_stop); polls++) {
     poll(&fd, 1, 100);
     read_signals(ctx);
     if (ctx->backend->poll(ctx, dlpar_now(), err, sizeof(err)) != DLPAR_OK)
       dlpar_abort(ctx, 1, err);
+    if (polls % 10 == 0)
+      check_stopped_peers(ctx);
   }
   return NULL;
 }
 
 int dlpar_watchdog_start(dlpar_ctx *ctx)
 {
+  ctx->peer_pid = calloc((size_t)ctx->info.size, sizeof(long));
+  ctx->peer_stopped_polls = calloc((size_t)ctx->info.size, sizeof(int));
+  if (!ctx->peer_pid || !ctx->peer_stopped_polls)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory for the watchdog");
+  if (dlpar_pmix_peer_pids(ctx) != DLPAR_OK)
+    return DLPAR_ERR_PMIX;
   if (pthread_create(&ctx->watchdog, NULL, watchdog_main, ctx) != 0)
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot start the watchdog thread");
   ctx->watchdog_running = true;
@@ -116,6 +201,10 @@ void dlpar_watchdog_stop(dlpar_ctx *ctx)
   if (ctx->signal_fd >= 0)
     close(ctx->signal_fd);
   ctx->signal_fd = -1;
+  free(ctx->peer_pid);
+  free(ctx->peer_stopped_polls);
+  ctx->peer_pid = NULL;
+  ctx->peer_stopped_polls = NULL;
 }
 
 void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op)

@@ -44,6 +44,15 @@ int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *g
   return dlpar_profile_check(profile, 0, err, errlen);
 }
 
+int dlpar_nsys_find(const char *path, const char *whose, char *nsys, size_t len, char *err, size_t errlen)
+{
+  if (path && dlpar_find_on_path("nsys", path, nsys, len) == DLPAR_OK)
+    return DLPAR_OK;
+  snprintf(err, errlen, "--dl-profile=nsys: nsys is not on the PATH of %s (load Nsight Systems, e.g. module load "
+           "nsight-systems, or use --dl-profile=nvtx)", whose);
+  return DLPAR_ERR_INPUT;
+}
+
 int dlpar_parse_tasks_per_node(const char *text, int *counts, int max_nodes)
 {
   int nodes = 0;

@@ -31,6 +31,10 @@ bool dlpar_user_options_active(const dlpar_user_options *options);
 int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *grid,
                         dlpar_profile_request *profile, char *err, size_t errlen);
 
+/* --dl-profile=nsys: nsys on `path` (the PATH the tasks get) into nsys; else
+ * DLPAR_ERR_INPUT, err naming `whose` PATH ("srun's", "rank 3 on n1"). */
+int dlpar_nsys_find(const char *path, const char *whose, char *nsys, size_t len, char *err, size_t errlen);
+
 /* Slurm's compressed tasks-per-node list, e.g. "2(x3),1" -> 2,2,2,1.
  * Returns the node count, or -1. */
 int dlpar_parse_tasks_per_node(const char *text, int *counts, int max_nodes);

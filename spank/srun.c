@@ -71,6 +71,22 @@ static int check_mpi(void)
   return -1;
 }
 
+/* --dl-profile=nsys: nsys must be on the tasks' PATH, which is srun's own
+ * unless --export narrows it (then slurmstepd checks each task). Checked
+ * here, the whole step fails at once; on the nodes, the ranks that lack it
+ * fail and the others wait out the PMIx rendezvous. */
+static int check_nsys(void)
+{
+  const char *export = getenv("SLURM_EXPORT_ENV");
+  char nsys[4096], err[DLPAR_ERRLEN];
+  if (dlpar_spank.profile.tool != DLPAR_PROFILE_NSYS || (export && strncmp(export, "ALL", 3) != 0))
+    return 0;
+  if (dlpar_nsys_find(getenv("PATH"), "srun", nsys, sizeof(nsys), err, sizeof(err)) == DLPAR_OK)
+    return 0;
+  dlpar_spank_error(err);
+  return -1;
+}
+
 int dlpar_srun_local_user_init(spank_t sp)
 {
   char err[DLPAR_ERRLEN];
@@ -86,7 +102,7 @@ int dlpar_srun_local_user_init(spank_t sp)
     dlpar_spank_error(err);
     return -1;
   }
-  if (check_mpi() != 0)
+  if (check_mpi() != 0 || check_nsys() != 0)
     return -1;
   return check_span(&grid, (int)ntasks, (int)nnodes);
 }

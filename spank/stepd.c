@@ -53,6 +53,26 @@ static int check_pmix(spank_t sp, char *err, size_t errlen)
   return DLPAR_ERR_INPUT;
 }
 
+/* A heterogeneous step (srun A : B, --het-group=0,1): Slurm 22.05 tells
+ * SPANK nothing about step components, and S_JOB_TOTAL_TASK_COUNT is this
+ * component's count while SLURM_STEP_NUM_TASKS counts every component's
+ * tasks (one PMIx namespace). SLURM_HET_SIZE alone is not enough: a
+ * one-component step of a heterogeneous job inherits it. Every task of
+ * every component refuses, so the step ends at once. */
+static int check_not_heterogeneous(spank_t sp, const task_facts *facts, char *err, size_t errlen)
+{
+  char components[16], step_tasks[16];
+  long all_tasks;
+  if (spank_getenv(sp, "SLURM_HET_SIZE", components, sizeof(components)) != ESPANK_SUCCESS ||
+      spank_getenv(sp, "SLURM_STEP_NUM_TASKS", step_tasks, sizeof(step_tasks)) != ESPANK_SUCCESS ||
+      dlpar_parse_int(step_tasks, 1, 1L << 30, &all_tasks) != 0 || all_tasks == (long)facts->ntasks)
+    return DLPAR_OK;
+  snprintf(err, errlen, "--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here %ld "
+           "tasks in %s components): run the parallel program as a step of one component (srun --het-group=N)",
+           all_tasks, components);
+  return DLPAR_ERR_INPUT;
+}
+
 /* Every tensor-parallel group with a rank on this node must be whole on
  * this node, whatever srun predicted: ranks elsewhere count as "another node".
  * Under tp_span=warn, DLPAR_WARN only on the node of the first spanning
@@ -121,7 +141,7 @@ static void bind_cpus(spank_t sp, dlpar_binding *binding)
 static int prepare_profile(spank_t sp, const task_facts *facts, dlpar_task_env *env, char *err,
                            size_t errlen)
 {
-  char job[16], step[16], path[4096], nsys[4096];
+  char job[16], step[16], path[4096], nsys[4096], whose[128];
   const char *dir = dlpar_spank.admin.profile_dir[0] ? dlpar_spank.admin.profile_dir : ".";
   env->profile = dlpar_spank.profile.tool;
   env->profile_first_step = dlpar_spank.profile.first_step;
@@ -133,13 +153,10 @@ static int prepare_profile(spank_t sp, const task_facts *facts, dlpar_task_env *
                             sizeof(env->profile_output));
   if (env->profile != DLPAR_PROFILE_NSYS || !env->profile_this_rank)
     return DLPAR_OK;
-  if (spank_getenv(sp, "PATH", path, sizeof(path)) != ESPANK_SUCCESS ||
-      dlpar_find_on_path("nsys", path, nsys, sizeof(nsys)) != DLPAR_OK) {
-    snprintf(err, errlen, "--dl-profile=nsys: nsys is not on the PATH of rank %u on %s (load Nsight "
-             "Systems, e.g. module load nsight-systems, or use --dl-profile=nvtx)",
-             facts->rank, facts->node);
+  snprintf(whose, sizeof(whose), "rank %u on %s", facts->rank, facts->node);
+  if (dlpar_nsys_find(spank_getenv(sp, "PATH", path, sizeof(path)) == ESPANK_SUCCESS ? path : NULL, whose, nsys,
+                      sizeof(nsys), err, errlen) != DLPAR_OK)
     return DLPAR_ERR_INPUT;
-  }
 #if HAVE_DECL_SPANK_PREPEND_TASK_ARGV
   {
     const char *argv[DLPAR_NSYS_ARGC];
@@ -203,7 +220,8 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
     snprintf(err, errlen, "cannot read the task's rank and step from slurmstepd");
     return DLPAR_ERR_SYSTEM;
   }
-  if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
+  if (check_not_heterogeneous(sp, &facts, err, errlen) != DLPAR_OK ||
+      dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
                           err, errlen) != DLPAR_OK ||
       dlpar_grid_resolve(&dlpar_spank.grid_request, (int)facts.ntasks, &env.grid, err, errlen) != DLPAR_OK ||
       dlpar_profile_check(&dlpar_spank.profile, (int)facts.ntasks, err, errlen) != DLPAR_OK ||
@@ -226,7 +244,7 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
     dlpar_spank_error(err);
   bind_cpus(sp, &env.binding);
   if (!dlpar_spank.admin.bind_nic)
-    env.binding.nic[0] = '\0';
+    env.binding.nic[0] = env.binding.node_nics[0] = '\0';
   env.rank = (int)facts.rank;
   env.local_rank = facts.local_rank;
   env.local_size = (int)facts.local_count;

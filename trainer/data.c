@@ -328,10 +328,8 @@ static void *loader_main(void *arg)
       continue;
     l->state[slot] = rc == DLPAR_OK ? SLOT_READY : SLOT_FAILED;
     l->filled++;
-    if (++l->step == l->steps_per_epoch) {
-      l->step = 0;
-      l->epoch++;
-    }
+    l->step++;
+    loader_position(l, &l->epoch, &l->step, NULL, 0);
     if (l->remaining > 0)
       l->remaining--;
     pthread_cond_broadcast(&l->changed);
@@ -389,8 +387,23 @@ long loader_steps_per_epoch(const loader *l)
   return l->steps_per_epoch;
 }
 
+int loader_position(const loader *l, long *epoch, long *step, char *err, size_t errlen)
+{
+  if (*step < 0 || *step > l->steps_per_epoch || *epoch < 0) {
+    snprintf(err, errlen, "epoch %ld, step %ld of it: outside the %ld steps of an epoch", *epoch, *step,
+             l->steps_per_epoch);
+    return DLPAR_ERR_INPUT;
+  }
+  if (*step == l->steps_per_epoch) {
+    (*epoch)++;
+    *step = 0;
+  }
+  return DLPAR_OK;
+}
+
 void loader_start(loader *l, long epoch, long step, long count)
 {
+  loader_position(l, &epoch, &step, NULL, 0);
   pthread_mutex_lock(&l->lock);
   l->generation++;
   l->epoch = epoch, l->step = step, l->remaining = count;

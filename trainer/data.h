@@ -53,7 +53,13 @@ typedef struct loader loader;
 int loader_create(loader **l, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
                   int depth, const loader_memory *memory, char *err, size_t errlen);
 long loader_steps_per_epoch(const loader *l);
-/* Produce `count` batches (-1: no end) from (epoch, step) on. */
+/* The one definition of an epoch's end, for the loader and the trainer's
+ * saved position alike: step steps_per_epoch of an epoch (all its steps
+ * done) is step 0 of the next. Returns DLPAR_ERR_INPUT, with err naming the
+ * position, when step is outside 0..steps_per_epoch. */
+int loader_position(const loader *l, long *epoch, long *step, char *err, size_t errlen);
+/* Produce `count` batches (-1: no end) from (epoch, step) on; the position
+ * as loader_position leaves it. */
 void loader_start(loader *l, long epoch, long step, long count);
 /* The next batch in order (blocks); valid until loader_release. */
 int loader_next(loader *l, const float **inp, const float **tgt, char *err, size_t errlen);

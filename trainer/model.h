@@ -25,6 +25,7 @@ typedef enum { TENSOR_PARAMS = 0, TENSOR_GRADS, TENSOR_ADAM_M, TENSOR_ADAM_V } m
 typedef struct {
   double train_loss_sum;  /* sum over steps of the step's mean loss */
   long train_steps;
+  long skipped_steps;     /* steps whose gradients were not finite: the optimizer left the weights alone */
   double val_loss_sum;    /* sum over samples */
   double val_rmse_sum;    /* latitude-weighted RMSE of channel 0, sum over samples */
   long val_samples;
@@ -37,6 +38,9 @@ typedef struct {
    * group. inp and tgt NULL: the previous batch again, where it already is
    * (--benchy's SYNTHETIC: on a GPU the batch stays in device memory) */
   int (*forward_backward)(model *m, const float *inp, const float *tgt);
+  /* Adam; a step whose gradients are not finite on any rank of the tp group
+   * changes nothing and counts in skipped_steps (fp16 on a GPU: the loss
+   * scale's overflow steps too) */
   int (*optimizer_step)(model *m, double lr, long t);
   /* validation: loss and weighted RMSE of one local batch */
   int (*evaluate)(model *m, const float *inp, const float *tgt);

@@ -210,10 +210,29 @@ static int cpu_forward_backward(model *base, const float *inp, const float *tgt)
   return backward(m, tgt);
 }
 
+static int cpu_host_allreduce(model *base, dlpar_group_id group, double *values, int n);
+
+/* Whether any rank of the tp group holds a non-finite gradient (dp ranks
+ * hold the same averaged ones). */
+static int grads_nonfinite(model_cpu *m, double *found)
+{
+  *found = 0;
+  for (size_t i = 0; i < m->base.table.total && !*found; i++)
+    *found = !isfinite(m->grads[i]);
+  return cpu_host_allreduce(&m->base, DLPAR_TP, found, 1);
+}
+
 static int cpu_optimizer_step(model *base, double lr, long t)
 {
   model_cpu *m = (model_cpu *)base;
-  adam_update_f32(m->params, m->adam_m, m->adam_v, m->grads, base->table.total, (float)lr, 0.9f, 0.95f, 1e-8f, t);
+  double nonfinite;
+  int rc = grads_nonfinite(m, &nonfinite);
+  if (rc != DLPAR_OK)
+    return rc;
+  if (nonfinite > 0)
+    m->metrics.skipped_steps++;
+  else
+    adam_update_f32(m->params, m->adam_m, m->adam_v, m->grads, base->table.total, (float)lr, 0.9f, 0.95f, 1e-8f, t);
   return DLPAR_OK;
 }
 
@@ -240,12 +259,12 @@ static int cpu_post_metrics(model *base)
 {
   model_cpu *m = (model_cpu *)base;
   const model_metrics *local = &m->metrics;
-  double sums[5] = {local->train_loss_sum, (double)local->train_steps, local->val_loss_sum, local->val_rmse_sum,
-                    (double)local->val_samples};
-  int rc = cpu_host_allreduce(base, DLPAR_DP, sums, 5);
+  double sums[6] = {local->train_loss_sum, (double)local->train_steps, (double)local->skipped_steps,
+                    local->val_loss_sum, local->val_rmse_sum, (double)local->val_samples};
+  int rc = cpu_host_allreduce(base, DLPAR_DP, sums, 6);
   if (rc != DLPAR_OK)
     return rc;
-  m->posted = (model_metrics){sums[0], (long)sums[1], sums[2], sums[3], (long)sums[4]};
+  m->posted = (model_metrics){sums[0], (long)sums[1], (long)sums[2], sums[3], sums[4], (long)sums[5]};
   memset(&m->metrics, 0, sizeof(m->metrics));
   return DLPAR_OK;
 }

@@ -115,7 +115,7 @@ typedef struct {
   captured_work graph_step[2], graph_adam;
 } model_cuda;
 
-enum { SUM_TRAIN_LOSS = 0, SUM_VAL_LOSS, SUM_VAL_RMSE, N_SUMS };
+enum { SUM_TRAIN_LOSS = 0, SUM_VAL_LOSS, SUM_VAL_RMSE, SUM_SKIPPED, N_SUMS };
 
 static const float LN_EPS = 1e-6f;
 static const float FP16_INITIAL_SCALE = 65536.0f;
@@ -428,13 +428,17 @@ static int adam_body(model_cuda *m, int unused)
 {
   const bool fp16 = m->act == DL_F16;
   (void)unused;
-  if (fp16)
-    CHECK_DL(m, dl_check_finite(m->found_inf, m->grads, m->base.table.total, m->compute));
+  /* non-finite gradients anywhere in the tp group: no update (the loss scale's
+   * overflow steps under fp16; skipped_steps otherwise) */
+  CHECK_DL(m, dl_check_finite(m->found_inf, m->grads, m->base.table.total, m->compute));
+  if (dlpar_get_info(m->base.comm)->tp_size > 1)
+    CHECK_COMM(m, dlpar_allreduce(m->base.comm, DLPAR_TP, m->found_inf, 1, DLPAR_INT32, DLPAR_MAX, m->compute));
   CHECK_DL(m, dl_adam(m->params, m->act == DL_F32 ? NULL : m->params_act, m->act, m->adam_m, m->adam_v, m->grads,
-                      m->base.table.total, m->lr_t, 0.9f, 0.95f, 1e-8f, m->loss_scale, fp16 ? m->found_inf : NULL,
-                      m->compute));
+                      m->base.table.total, m->lr_t, 0.9f, 0.95f, 1e-8f, m->loss_scale, m->found_inf, m->compute));
   if (fp16)
     CHECK_DL(m, dl_update_loss_scale(m->loss_scale, m->clean_steps, m->found_inf, FP16_SCALE_INTERVAL, m->compute));
+  else
+    CHECK_DL(m, dl_count_flag(m->metric_sums + SUM_SKIPPED, m->found_inf, m->compute));
   return DLPAR_OK;
 }
 
@@ -500,6 +504,7 @@ static int cuda_take_metrics(model *base, model_metrics *out)
   CHECK_DL(m, cudaEventSynchronize(m->metrics_posted));
   out->train_loss_sum = m->posted_sums[SUM_TRAIN_LOSS];
   out->train_steps = m->posted_train_steps;
+  out->skipped_steps = (long)m->posted_sums[SUM_SKIPPED];
   out->val_loss_sum = (double)m->posted_sums[SUM_VAL_LOSS] * m->B; /* the kernel adds batch means */
   out->val_rmse_sum = m->posted_sums[SUM_VAL_RMSE];
   out->val_samples = m->posted_val_samples;

@@ -50,6 +50,8 @@ typedef struct {
   long epochs, total_steps;  /* the tutorial's whole epochs, and their steps */
   long schedule_steps;       /* the cosine schedule's length, as the tutorial computes it */
   long steps_this_run;
+  long skipped_steps;  /* this run's steps with a non-finite loss or gradients */
+  long saved_step;     /* the last checkpoint's step, -1: none yet */
   bool on_gpu;
 } trainer;
 
@@ -242,9 +244,12 @@ static void check(trainer *t, int rc, const char *what)
 static void save_checkpoint(trainer *t)
 {
   char path[PATH_MAX + 16], err[DLPAR_ERRLEN];
+  checkpoint_position pos = t->pos; /* at an epoch's last step: the next epoch's first, as the loader counts */
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
-  if (checkpoint_save(t->net, &t->pos, t->config_yaml, path, err, sizeof(err)) != DLPAR_OK)
+  loader_position(t->train, &pos.epoch, &pos.step_in_epoch, NULL, 0);
+  if (checkpoint_save(t->net, &pos, t->config_yaml, path, err, sizeof(err)) != DLPAR_OK)
     die(t, true, "checkpoint: %s", err);
+  t->saved_step = t->pos.step;
   say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, path);
 }
 
@@ -272,6 +277,38 @@ static void post_window(trainer *t, epoch_progress *e)
   e->posted_step = t->pos.step;
 }
 
+/* A window with a non-finite loss or skipped updates (the same on every
+ * rank: its sums are over dp, the loss is the tp group's, the skips agreed
+ * over tp): within max_skipped_steps a line, else the end of the run, with
+ * the last checkpoint left as it is (nothing is saved after this window). */
+static bool nonfinite_window(trainer *t, const epoch_progress *e, const model_metrics *m)
+{
+  const train_config *c = &t->config.cfg;
+  const long skipped = m->skipped_steps / t->info->dp_size, steps = m->train_steps / t->info->dp_size;
+  char steps_text[64], last_good[PATH_MAX + 64];
+  double loss;
+  if (isfinite(m->train_loss_sum) && skipped == 0)
+    return false;
+  t->skipped_steps += skipped > 0 ? skipped : 1;
+  if (steps > 1)
+    snprintf(steps_text, sizeof(steps_text), "in steps %ld-%ld", e->posted_step - steps + 1, e->posted_step);
+  else
+    snprintf(steps_text, sizeof(steps_text), "at step %ld", e->posted_step);
+  if (t->skipped_steps <= c->max_skipped_steps) {
+    say(t, "dlpar-train: non-finite loss or gradients %s: update skipped (%ld of max_skipped_steps=%d)\n", steps_text,
+        t->skipped_steps, c->max_skipped_steps);
+    return true;
+  }
+  if (t->saved_step >= 0)
+    snprintf(last_good, sizeof(last_good), "%s/checkpoint.h5 (step %ld) is the last good checkpoint", t->run_dir,
+             t->saved_step);
+  else
+    snprintf(last_good, sizeof(last_good), "no checkpoint was written");
+  loss = m->train_loss_sum / (double)(steps > 0 ? steps : 1);
+  die(t, false, "the run diverged: loss %g, non-finite loss or gradients %s; stopping, %s (lower lr or raise warmup; "
+      "max_skipped_steps=N skips up to N such steps)", isnan(loss) ? NAN : loss, steps_text, last_good);
+}
+
 /* The posted window, if any: into the epoch's sums, and its step line
  * (loss averaged over the window's steps and over dp). */
 static void log_window(trainer *t, epoch_progress *e)
@@ -280,6 +317,10 @@ static void log_window(trainer *t, epoch_progress *e)
   if (!e->posted_step)
     return;
   check(t, t->net->ops->take_metrics(t->net, &m), "metrics");
+  if (nonfinite_window(t, e, &m)) {
+    e->posted_step = 0;
+    return;
+  }
   e->loss_sum += m.train_loss_sum, e->steps += m.train_steps;
   if (t->metrics && m.train_steps > 0 &&
       metrics_step(t->metrics, e->posted_step, m.train_loss_sum / (double)m.train_steps,
@@ -454,10 +495,7 @@ static void train(trainer *t)
       break;
     }
     end_epoch(t, &e, t->pos.step_in_epoch - first);
-    if (t->pos.step_in_epoch == steps_per_epoch) {
-      t->pos.epoch++;
-      t->pos.step_in_epoch = 0;
-    }
+    loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, NULL, 0);
   }
   if (!saved && !(c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0))
     save_checkpoint(t);
@@ -533,9 +571,12 @@ static void resume(trainer *t)
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
   if (checkpoint_load(t->net, &t->pos, path, err, sizeof(err)) != DLPAR_OK)
     die(t, true, "--resume: %s", err);
+  if (loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, err, sizeof(err)) != DLPAR_OK)
+    die(t, false, "--resume: %s: %s (the data or limit_nsamples changed since; resume with the same)", path, err);
   if (t->pos.seed != t->config.cfg.seed)
     die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)", path,
         t->pos.seed, t->config.cfg.seed);
+  t->saved_step = t->pos.step;
   say(t, "dlpar-train: resumed from %s at step %ld (epoch %ld, step %ld of it)\n", path, t->pos.step,
       t->pos.epoch + 1, t->pos.step_in_epoch);
 }
@@ -609,6 +650,7 @@ int main(int argc, char **argv)
   setup_data(&t);
   setup_model(&t);
   plan_epochs(&t, args.manual_profiling);
+  t.saved_step = -1;
   if (args.resume)
     resume(&t);
   if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, err, sizeof(err)) != DLPAR_OK)

@@ -41,6 +41,7 @@ static const key_spec keys[] = {
     KEY(seed, K_INT, 0), KEY(bucket_mb, K_FLOAT, 0), KEY(checkpoint_every, K_INT, 0),
     KEY(stop_after_iters, K_INT, 0), KEY(log_every, K_INT, 1), KEY(tf32, K_BOOL, 0), KEY(cuda_graph, K_BOOL, 0),
     KEY(attention, K_STRING, 0),
+    KEY(max_skipped_steps, K_INT, 0),
 };
 #ifdef HAVE_CUDNN
 #define HAVE_CUDNN_ATTENTION 1

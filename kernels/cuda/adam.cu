@@ -74,6 +74,18 @@ __global__ void update_loss_scale_kernel(float *scale, int *clean_steps, const i
   }
 }
 
+__global__ void count_flag_kernel(float *count, const int *flag)
+{
+  *count += (float)*flag;
+}
+
+extern "C" int dl_count_flag(float *count, const int *flag, cudaStream_t s)
+{
+  count_flag_kernel<<<1, 1, 0, s>>>(count, flag);
+  CHECK_LAUNCH();
+  return 0;
+}
+
 extern "C" int dl_update_loss_scale(float *scale, int *clean_steps, const int *found_inf, int interval, cudaStream_t s)
 {
   update_loss_scale_kernel<<<1, 1, 0, s>>>(scale, clean_steps, found_inf, interval);

@@ -136,6 +136,8 @@ int dl_check_finite(int *found_inf, const float *x, size_t n, cudaStream_t s);
 /* dynamic loss scaling (fp16): on inf halve the scale and reset the count;
  * after `interval` clean steps double it */
 int dl_update_loss_scale(float *scale, int *clean_steps, const int *found_inf, int interval, cudaStream_t s);
+/* *count += *flag (a device counter of flagged steps) */
+int dl_count_flag(float *count, const int *flag, cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,12 @@
 #  - a rank that sleeps past the rendezvous timeout: every waiting rank
 #    names it and its host, and the whole step ends within timeout + 10 s;
 #  - a rank that stalls (SIGSTOP) in a collective: the watchdog names the
-#    group and ends the step within the collective timeout + 10 s;
+#    group and where to look (the stopped rank on its own node, the group's
+#    ranks on other hosts elsewhere), and ends the step within the
+#    collective timeout + 17 s (dlpar-run SIGKILLs a stopped rank 5 s after
+#    the abort; startup under load); with the
+#    default collective timeout, the rank's node names the stopped rank and
+#    host within DLPAR_STOPPED_TIMEOUT;
 #  - a rank killed mid-run: the step ends, no hang;
 #  - a tensor-parallel group across two nodes (grid exported by hand):
 #    refused by the library, naming both hosts;
@@ -35,13 +40,26 @@ run_timed "dlpar-run: late rank" 13 "$run" -n 4 -- "$probe" --sleep-rank=3 --sle
 expect_rc "dlpar-run: late rank" $rc nonzero
 expect_eq "dlpar-run: ranks naming rank 3" "$(grep -c "rendezvous timed out after 3 s: rank 3 ($here) did not arrive" <<<"$out")" 3
 
-run_timed "srun: stalled rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --stall-rank=2
+run_timed "srun: stalled rank" 20 srun -N2 -n4 --ntasks-per-node=2 "$probe" --stall-rank=2
 expect_rc "srun: stalled rank" $rc nonzero
-expect_contains "srun: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: a rank of the group died or is stuck"
+expect_contains "srun: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: the group's ranks on this host are running; look at rank 2 (n2), rank 3 (n2) (see that rank's output"
 
-run_timed "dlpar-run: stalled rank" 13 "$run" -n 4 -- "$probe" --stall-rank=2
+run_timed "dlpar-run: stalled rank" 20 "$run" -n 4 -- "$probe" --stall-rank=2
 expect_rc "dlpar-run: stalled rank" $rc nonzero
-expect_contains "dlpar-run: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s"
+expect_contains "dlpar-run: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: rank 2 (pid"
+
+# SIGSTOP under the default collective timeout: the stopped rank's node
+# names it within DLPAR_STOPPED_TIMEOUT, in one line
+for launcher in srun dlpar-run; do
+  if [ $launcher = srun ]; then
+    cmd=(srun -N2 -n4 --ntasks-per-node=2 "$probe" --stall-rank=2) host=n2
+  else
+    cmd=("$run" -n 4 -- "$probe" --stall-rank=2) host=$here
+  fi
+  DLPAR_COLLECTIVE_TIMEOUT= DLPAR_STOPPED_TIMEOUT=2 run_timed "$launcher: SIGSTOPped rank" 20 "${cmd[@]}"
+  expect_rc "$launcher: SIGSTOPped rank" $rc nonzero
+  expect_eq "$launcher: SIGSTOPped rank named once" "$(grep -c "dlpar: rank 2 (pid [0-9]*) on $host has been stopped for 2 s (SIGSTOP, SIGTSTP): ending the step" <<<"$out")" 1
+done
 
 run_timed "srun: killed rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --kill-rank=1
 expect_rc "srun: killed rank" $rc nonzero

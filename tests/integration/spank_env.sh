@@ -4,14 +4,15 @@
 # variables for grids 2x2 and 1x4 on 2 nodes x 2 tasks, 4x1 on one node
 # (on 2 x 2 it is refused: its group would span nodes), the GPU/CPU/NIC
 # mapping of the bed's topology (2 sockets x 1 core, 2 GPUs + 1 HCA each)
-# with real CPU binding, --gpus-per-task not narrowing the GPUs, the user's
+# with real CPU binding (NCCL_IB_HCA: the node's HCAs, the same list on
+# every rank; UCX_NET_DEVICES: the rank's nearest HCA), --gpus-per-task not narrowing the GPUs, the user's
 # --cpu-bind respected, --dl-verbose, sbatch passing the grid to its steps,
 # the node-side check when srun cannot predict the layout, and no flag: no
 # variables and no binding.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
 
-show='echo "$SLURM_PROCID|$DLPAR_VERSION|$DLPAR_TP_SIZE|$DLPAR_DP_SIZE|$DLPAR_TP_RANK|$DLPAR_DP_RANK|$DLPAR_RANK|$DLPAR_LOCAL_RANK|$DLPAR_LOCAL_SIZE|$DLPAR_DEVICE|$CUDA_VISIBLE_DEVICES|$CUDA_DEVICE_ORDER|$DLPAR_CPUS|$(grep Cpus_allowed_list /proc/self/status | cut -f2)|$DLPAR_NIC|$NCCL_IB_HCA|$RANK|$LOCAL_RANK|$WORLD_SIZE|$LOCAL_WORLD_SIZE"'
+show='echo "$SLURM_PROCID|$DLPAR_VERSION|$DLPAR_TP_SIZE|$DLPAR_DP_SIZE|$DLPAR_TP_RANK|$DLPAR_DP_RANK|$DLPAR_RANK|$DLPAR_LOCAL_RANK|$DLPAR_LOCAL_SIZE|$DLPAR_DEVICE|$CUDA_VISIBLE_DEVICES|$CUDA_DEVICE_ORDER|$DLPAR_CPUS|$(grep Cpus_allowed_list /proc/self/status | cut -f2)|$DLPAR_NIC|$NCCL_IB_HCA|$UCX_NET_DEVICES|$RANK|$LOCAL_RANK|$WORLD_SIZE|$LOCAL_WORLD_SIZE"'
 
 # expect_grid "SRUN ARGS" M D TASKS_PER_NODE
 expect_grid() {
@@ -22,7 +23,7 @@ expect_grid() {
     local=$(( r % per_node ))
     cpus=$(( local / 2 ))       # GPUs 0,1 on socket 0 (cpu 0), 2,3 on socket 1 (cpu 1)
     nic=mlx5_$cpus
-    want="$r|1|$m|$d|$(( r % m ))|$(( r / m ))|$r|$local|$per_node|$local|0,1,2,3|PCI_BUS_ID|$cpus|$cpus|$nic|=$nic|$r|$local|$(( m * d ))|$per_node"
+    want="$r|1|$m|$d|$(( r % m ))|$(( r / m ))|$r|$local|$per_node|$local|0,1,2,3|PCI_BUS_ID|$cpus|$cpus|$nic|=mlx5_0,mlx5_1|$nic:1|$r|$local|$(( m * d ))|$per_node"
     expect_eq "srun $args: rank $r" "$(grep "^$r|" <<<"$out")" "$want"
   done
 }

@@ -2,7 +2,8 @@
 # tests/integration/spank_options.sh: the plugin's options through a real
 # srun/sbatch on the 2-node bed: srun --help lists them, and every bad
 # input is refused with its exact one-line message and a non-zero exit
-# (srun: before launch; slurmstepd: per task; sbatch: at submission).
+# (srun: before launch; slurmstepd: per task; sbatch: at submission),
+# heterogeneous steps by name.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
 
@@ -49,8 +50,20 @@ done <<EOF2
 -n4 --dl-profile=nvtx --dl-profile-ranks=4|--dl-profile-ranks: rank 4 does not exist in a step of 4 tasks (use ranks 0-3)
 -n4 --dl-profile-steps=1-2|--dl-profile-steps needs a profiler (add --dl-profile=nsys or --dl-profile=nvtx)
 -n4 --dl-profile-ranks=0|--dl-profile-ranks needs a profiler (add --dl-profile=nsys or --dl-profile=nvtx)
--N1 -n2 --dl-parallel=1x2 --dl-profile=nsys|--dl-profile=nsys: nsys is not on the PATH of rank 0 on n1 (load Nsight Systems, e.g. module load nsight-systems, or use --dl-profile=nvtx)
+-N1 -n2 --dl-parallel=1x2 --dl-profile=nsys|--dl-profile=nsys: nsys is not on the PATH of srun (load Nsight Systems, e.g. module load nsight-systems, or use --dl-profile=nvtx)
+-n2 --dl-parallel=2x1 true : -n1|--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here 3 tasks in 2 components): run the parallel program as a step of one component (srun --het-group=N)
+-n1 --dl-verbose true : -n1|--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here 2 tasks in 2 components): run the parallel program as a step of one component (srun --het-group=N)
 EOF2
+
+# --export narrows the tasks' PATH: srun cannot tell, each task checks its own
+out=$(PATH=/usr/bin:/bin SLURM_EXPORT_ENV=NONE srun -N1 -n2 --dl-parallel=1x2 --dl-profile=nsys /bin/true 2>&1)
+expect_rc "nsys missing, --export=NONE" $? nonzero
+expect_contains "nsys missing, --export=NONE" "$out" "dlpar: --dl-profile=nsys: nsys is not on the PATH of rank 0 on n1 (load"
+
+# a one-component step of a heterogeneous job is an ordinary step
+out=$(salloc -n1 : -n1 srun -n1 --dl-parallel=1 printenv DLPAR_TP_SIZE 2>&1)
+expect_rc "one component of a heterogeneous job" $? 0
+expect_eq "one component of a heterogeneous job" "$(grep -v '^salloc:' <<<"$out")" 1
 
 # sbatch checks the syntax at submission and refuses a bad grid
 out=$(sbatch --wrap=true --dl-parallel=2y 2>&1)

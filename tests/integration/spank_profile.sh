@@ -5,8 +5,8 @@
 # program; the real nsys is exercised on the GPU machine. Checked: the
 # profiling request each rank gets, that exactly the selected ranks are
 # re-executed under `nsys profile -t cuda,nvtx,cublas -c cudaProfilerApi
-# --capture-range-end=stop -o <dir>/dlpar-<job>.<step>.rank<r>`, and nvtx
-# mode (no wrapping).
+# --capture-range-end=stop -o <dir>/dlpar-<job>.<step>.rank<r>`, nvtx
+# mode (no wrapping), and nsys missing refused by srun at once.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
 export PATH=$DLPAR_SRCDIR/tests/stand-ins:$PATH
@@ -35,6 +35,16 @@ for r in 1 2; do
   # the program nsys runs is the executable itself (/proc/self/exe; libtool's .libs in a build tree)
   expect_eq "nsys argv rank $r program" "$(grep -c "\.rank$r /[^ ]*dlpar-hello\$" "$DLPAR_NSYS_RECORD")" 1
 done
+
+# nsys missing: srun refuses before launch, in one line, instead of the
+# ranks that have no nsys failing and the others waiting out the rendezvous
+start=$(date +%s.%N)
+out=$(PATH=/usr/bin:/bin srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-profile=nsys "$hello" 2>&1)
+expect_rc "nsys missing" $? nonzero
+expect_eq "nsys missing: one dlpar line" "$(grep -c 'dlpar:' <<<"$out")" 1
+expect_contains "nsys missing" "$out" "srun: error: dlpar: --dl-profile=nsys: nsys is not on the PATH of srun"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ "$(elapsed_since "$start")" -le 30 ] || fail "nsys missing: took $(elapsed_since "$start") s (the rendezvous waits 120 s)"
 
 # nvtx: no wrapping, the request is exported
 rm -f "$DLPAR_NSYS_RECORD"

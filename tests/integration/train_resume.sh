@@ -5,7 +5,9 @@
 #  - a rank killed in the middle of writing a checkpoint leaves the previous
 #    checkpoint loadable, and the resumed run still matches;
 #  - SIGTERM (Slurm's time limit, scancel) writes a checkpoint and exits 0,
-#    with metrics.jsonl's step lines up to the checkpoint's step.
+#    with metrics.jsonl's step lines up to the checkpoint's step;
+#  - a checkpoint saved at an epoch's last step resumes at the next epoch's
+#    first (it crashed the loader once), under dlpar-run and srun on the bed.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 make_data
 # run ARGS: a 2x2 training, 2 epochs of 12 steps; in a subshell it becomes dlpar-run (exec), so
@@ -18,6 +20,7 @@ ckpt_step() { h5dump -a step "$TEST_TMP/runs/test/2x2/$1/checkpoint.h5" 2>/dev/n
 
 out=$(run --run=whole 2>&1)
 expect_rc "uninterrupted run" $? 0
+spe=$(sed -n 's/.* steps of \([0-9]*\) per epoch.*/\1/p' <<<"$out")
 
 out=$(run --run=split --stop_after_iters=10 2>&1)
 expect_rc "first half" $? 0
@@ -28,6 +31,23 @@ expect_contains "resumed" "$out" "resumed from"
 expect_eq "losses bit for bit" "$(losses split | sort -n | uniq)" "$(losses whole)"
 out=$(h5diff "$TEST_TMP/runs/test/2x2/whole/checkpoint.h5" "$TEST_TMP/runs/test/2x2/split/checkpoint.h5" params 2>&1)
 expect_rc "final weights identical (h5diff)" $? 0
+
+# saved at the last step of epoch 1: resumes at epoch 2, step 0
+expect_eq "steps per epoch of the test data" "$spe" 12
+out=$(run --run=epoch --stop_after_iters=$spe 2>&1)
+expect_rc "stopped at an epoch's end" $? 0
+out=$(run --run=epoch --resume 2>&1)
+expect_rc "resumed at an epoch's end" $? 0
+expect_contains "resumed at the next epoch" "$out" "at step $spe (epoch 2, step 0 of it)"
+expect_eq "losses after an epoch's end" "$(losses epoch | sort -n | uniq)" "$(losses whole)"
+use_bed
+srun_train() { srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$B/trainer/dlpar-train" --config=test \
+                 "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=20 --run=bed "$@"; }
+out=$(srun_train --stop_after_iters=$spe 2>&1)
+expect_rc "srun: stopped at an epoch's end" $? 0
+out=$(srun_train --resume 2>&1)
+expect_rc "srun: resumed at an epoch's end" $? 0
+expect_eq "srun: losses after an epoch's end" "$(losses bed | sort -n | uniq)" "$(losses whole)"
 
 # killed while writing the checkpoint of step 15: the one of step 10 stays
 out=$(run --run=crash --stop_after_iters=10 2>&1)

@@ -37,6 +37,7 @@ static void expect_map(const dlpar_topology *topo, const int *step_gpus, int nst
     CHECK_STR(b.cpus, want[rank].cpus);
     CHECK_STR(b.nic, want[rank].nic);
     CHECK_STR(b.visible, visible);
+    CHECK_STR(b.node_nics, topo->all_nics); /* NCCL_IB_HCA: one list for every rank of the node */
   }
 }
 
@@ -56,6 +57,7 @@ static void test_dgx_like(void)
   CHECK_STR(topo.gpu[0].busid, "0000:11:00.0");
   CHECK_STR(topo.gpu[7].busid, "0000:b2:00.0");
   CHECK_INT(topo.gpu[5].numa, 1);
+  CHECK_STR(topo.all_nics, "mlx5_0,mlx5_1,mlx5_2,mlx5_3");
   expect_map(&topo, NULL, 0, 8, want, "0,1,2,3,4,5,6,7");
   /* a step given GPUs 4-7 (in any order): devices index the visible list */
   expect_map(&topo, second_half, 4, 4, want_half, "4,5,6,7");
@@ -69,6 +71,7 @@ static void test_one_socket(void)
       {0, 0, "0-7", "mlx5_0"}, {1, 1, "0-7", "mlx5_0"}, {2, 2, "0-7", "mlx5_0"}, {3, 3, "0-7", "mlx5_0"}};
   load("4gpu-1socket.xml", &topo);
   CHECK_INT(topo.ngpus, 4);
+  CHECK_STR(topo.all_nics, "mlx5_0");
   expect_map(&topo, NULL, 0, 4, want, "0,1,2,3");
 }
 
@@ -80,6 +83,7 @@ static void test_interleaved(void)
   static const expected_binding want[4] = {
       {0, 0, "0-3", ""}, {2, 2, "0-3", ""}, {1, 1, "4-7", ""}, {3, 3, "4-7", ""}};
   load("4gpu-interleaved.xml", &topo);
+  CHECK_STR(topo.all_nics, "");
   expect_map(&topo, NULL, 0, 4, want, "0,1,2,3");
 }
 
@@ -125,6 +129,7 @@ static void test_env_roundtrip(void)
   out.binding.device = 1;
   snprintf(out.binding.visible, sizeof(out.binding.visible), "2,3");
   snprintf(out.binding.nic, sizeof(out.binding.nic), "mlx5_1");
+  snprintf(out.binding.node_nics, sizeof(out.binding.node_nics), "mlx5_0,mlx5_1");
   out.profile = DLPAR_PROFILE_NSYS;
   out.profile_this_rank = true;
   out.profile_first_step = 30;
@@ -138,7 +143,8 @@ static void test_env_roundtrip(void)
   CHECK_STR(getenv("WORLD_SIZE"), "6");
   CHECK_STR(getenv("CUDA_VISIBLE_DEVICES"), "2,3");
   CHECK_STR(getenv("CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
-  CHECK_STR(getenv("NCCL_IB_HCA"), "=mlx5_1");
+  CHECK_STR(getenv("NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
+  CHECK_STR(getenv("UCX_NET_DEVICES"), "mlx5_1:1");
   CHECK_INT(dlpar_task_env_import(&in, &present, err, sizeof(err)), DLPAR_OK);
   CHECK(present);
   CHECK(in.grid.tp == 2 && in.grid.dp == 3 && in.rank == 5 && in.local_rank == 1);
