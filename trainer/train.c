@@ -545,6 +545,9 @@ static void resume(trainer *t)
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
   if (checkpoint_load(t->net, &t->pos, path, err, sizeof(err)) != DLPAR_OK)
     die(t, true, "--resume: %s", err);
+  if (checkpoint_check_position(&t->pos, t->config.cfg.num_iters, loader_steps_per_epoch(t->train), path, err,
+                                sizeof(err)) != DLPAR_OK)
+    die(t, false, "--resume: %s", err);
   if (t->pos.seed != t->config.cfg.seed)
     die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)", path,
         t->pos.seed, t->config.cfg.seed);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "launcher/status.h"
+#include "trainer/input_file.h"
 #include "trainer/yamltree.h"
 
 typedef enum { K_INT, K_FLOAT, K_STRING, K_BOOL, K_PAIR, K_LIMIT, K_AMP } key_type;
@@ -175,9 +176,11 @@ bool config_is_key(const char *key)
 
 static int apply_value(config_set *set, int key, const ynode *value, const char *source, char *err, size_t errlen)
 {
+  char shown[72];
   if (store(&keys[key], value, &set->cfg) != 0) {
-    snprintf(err, errlen, "%s: %s: expected %s, got '%.64s'", source, keys[key].name, type_name(keys[key].type),
-             value->kind == YNODE_SCALAR ? value->text : value->kind == YNODE_SEQUENCE ? "a list" : "a mapping");
+    snprintf(err, errlen, "%s: %s: expected %s, got '%s'", source, keys[key].name, type_name(keys[key].type),
+             value->kind == YNODE_SCALAR ? input_printable(value->text, shown, sizeof(shown))
+             : value->kind == YNODE_SEQUENCE ? "a list" : "a mapping");
     return DLPAR_ERR_INPUT;
   }
   snprintf(set->source[key], sizeof(set->source[key]), "%s", source);
@@ -188,13 +191,13 @@ static int apply_mapping(config_set *set, const ynode *map, const char *file, ch
 {
   for (int i = 0; i + 1 < map->n; i += 2) {
     const ynode *key = map->items[i];
-    char source[PATH_MAX + 32];
+    char source[PATH_MAX + 32], shown[72];
     int index;
     snprintf(source, sizeof(source), "%s:%d", file, key->line);
     index = key->kind == YNODE_SCALAR ? find_key(key->text) : -1;
     if (index < 0) {
-      snprintf(err, errlen, "%s: unknown key '%.64s' in config '%s' (see dlpar-train(1) for the keys)", source,
-               key->kind == YNODE_SCALAR ? key->text : "?", set->cfg.name);
+      snprintf(err, errlen, "%s: unknown key '%s' in config '%s' (see dlpar-train(1) for the keys)", source,
+               key->kind == YNODE_SCALAR ? input_printable(key->text, shown, sizeof(shown)) : "?", set->cfg.name);
       return DLPAR_ERR_INPUT;
     }
     if (apply_value(set, index, map->items[i + 1], source, err, errlen) != DLPAR_OK)
@@ -207,19 +210,20 @@ static int apply_mapping(config_set *set, const ynode *map, const char *file, ch
 static int apply_override(config_set *set, const char *arg, char *err, size_t errlen)
 {
   const char *eq = strchr(arg, '=');
-  char key[64];
+  char key[64], shown[72];
   ytree *tree = NULL;
   int index, rc;
   if (strncmp(arg, "--", 2) != 0 || !eq || eq - arg - 2 <= 0 || eq - arg - 2 >= (long)sizeof(key)) {
-    snprintf(err, errlen, "%.64s: expected --key=value (e.g. --lr=1e-3)", arg);
+    snprintf(err, errlen, "%s: expected --key=value (e.g. --lr=1e-3)", input_printable(arg, shown, sizeof(shown)));
     return DLPAR_ERR_INPUT;
   }
   snprintf(key, sizeof(key), "%.*s", (int)(eq - arg - 2), arg + 2);
   if ((index = find_key(key)) < 0) {
-    snprintf(err, errlen, "--%s: unknown key (see dlpar-train(1) for the keys)", key);
+    snprintf(err, errlen, "--%s: unknown key (see dlpar-train(1) for the keys)",
+             input_printable(key, shown, sizeof(shown)));
     return DLPAR_ERR_INPUT;
   }
-  rc = ytree_parse_string(*(eq + 1) ? eq + 1 : "~", arg, &tree, err, errlen);
+  rc = ytree_parse_string(*(eq + 1) ? eq + 1 : "~", input_printable(arg, shown, sizeof(shown)), &tree, err, errlen);
   if (rc == DLPAR_OK)
     rc = apply_value(set, index, ytree_root(tree), "command line", err, errlen);
   ytree_free(tree);
@@ -242,8 +246,9 @@ int config_load(config_set *set, const char *path, const char *name, char *const
     goto out;
   config = ynode_get(ytree_root(tree), name);
   if (!config || config->kind != YNODE_MAPPING) {
+    char shown[72];
     snprintf(err, errlen, "%s: no config named '%s' (give --config=NAME with a top-level mapping of the file)",
-             path, name);
+             path, input_printable(name, shown, sizeof(shown)));
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
@@ -259,6 +264,17 @@ out:
 static const char *source_of(const config_set *set, const char *key)
 {
   return set->source[find_key(key)];
+}
+
+/* The model's sizes within the kernels' int dimensions: rows of tokens
+ * (local batch x tokens), the MLP's 4 x embed_dim, a patch's values, the
+ * tensor count (16 per block). After the divisibility checks. */
+static bool sizes_fit(const train_config *c, int dp)
+{
+  const long tokens = (long)(c->img_size[0] / c->patch_size) * (c->img_size[1] / c->patch_size);
+  const long channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
+  return tokens <= INT_MAX / (c->global_batch_size / dp) && 4L * c->embed_dim <= INT_MAX &&
+         (long)c->patch_size * c->patch_size <= INT_MAX / channels && c->depth <= (INT_MAX - 6) / 16;
 }
 
 int config_check(const config_set *set, int tp, int dp, char *err, size_t errlen)
@@ -285,6 +301,10 @@ int config_check(const config_set *set, int tp, int dp, char *err, size_t errlen
   else if (strcmp(c->lr_schedule, "cosine") && strcmp(c->lr_schedule, "constant") && strcmp(c->lr_schedule, "none"))
     snprintf(err, errlen, "%s: lr_schedule=%s: expected cosine, constant or none", source_of(set, "lr_schedule"),
              c->lr_schedule);
+  else if (!sizes_fit(c, dp))
+    snprintf(err, errlen, "%s: img_size=[%d, %d], patch_size=%d, embed_dim=%d, depth=%d with %d samples per rank make "
+             "tensors beyond 32-bit sizes (lower them)", source_of(set, "img_size"), c->img_size[0], c->img_size[1],
+             c->patch_size, c->embed_dim, c->depth, c->global_batch_size / dp);
   else if (c->lr <= 0)
     snprintf(err, errlen, "%s: lr=%g: the learning rate must be positive", source_of(set, "lr"), c->lr);
   else
