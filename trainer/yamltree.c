@@ -133,12 +133,13 @@ static ynode *find_anchor(const ytree *t, const char *name)
   return NULL;
 }
 
+/* "NAME:LINE: " and the message; arg (input text, or NULL) is shown printable. */
 static int fail(ytree *t, int line, const char *fmt, const char *arg)
 {
   char name[PATH_MAX + 8], shown[72];
   int n = snprintf(t->err, t->errlen, "%s:%d: ", input_printable(t->name, name, sizeof(name)), line);
   if (n > 0 && (size_t)n < t->errlen)
-    snprintf(t->err + n, t->errlen - (size_t)n, fmt, input_printable(arg, shown, sizeof(shown)));
+    snprintf(t->err + n, t->errlen - (size_t)n, fmt, arg ? input_printable(arg, shown, sizeof(shown)) : "");
   return DLPAR_ERR_INPUT;
 }
 
@@ -153,10 +154,10 @@ static int next_event(ytree *t, yaml_event_t *event)
 static int parse_node(ytree *t, yaml_event_t *event, ynode **out);
 
 /* One mapping merged (`<<: *base`): its entries whose keys are not set yet. */
-static int merge_mapping(ytree *t, ynode *map, key_set *keys, const ynode *source)
+static int merge_mapping(ytree *t, ynode *map, key_set *keys, const ynode *source, int line)
 {
   if (source->kind != YNODE_MAPPING)
-    return fail(t, source->line, "%s", "the merge key << needs a mapping or a list of mappings (e.g. <<: *base)");
+    return fail(t, line, "the merge key << needs a mapping or a list of mappings (e.g. <<: *base)", NULL);
   for (int i = 0; i + 1 < source->n; i += 2) {
     const ynode *key = source->items[i];
     const int seen = key->kind == YNODE_SCALAR ? key_set_add(keys, key->text) : 0;
@@ -166,26 +167,26 @@ static int merge_mapping(ytree *t, ynode *map, key_set *keys, const ynode *sourc
       return fail(t, map->line, "merge keys copy more than %s entries (merge smaller mappings, or fewer times)",
                   "1048576");
     if (seen < 0 || add_item(map, source->items[i]) != 0 || add_item(map, source->items[i + 1]) != 0)
-      return fail(t, map->line, "%s", "out of memory");
+      return fail(t, map->line, "out of memory", NULL);
   }
   return DLPAR_OK;
 }
 
 /* `<<: *base` or `<<: [*a, *b]`: keys the mapping sets itself win, then
  * the merged mappings in order. */
-static int apply_merge(ytree *t, ynode *map, key_set *keys, const ynode *source)
+static int apply_merge(ytree *t, ynode *map, key_set *keys, const ynode *merge_key, const ynode *source)
 {
   int rc = DLPAR_OK;
   if (source->kind != YNODE_SEQUENCE)
-    return merge_mapping(t, map, keys, source);
+    return merge_mapping(t, map, keys, source, merge_key->line);
   for (int i = 0; i < source->n && rc == DLPAR_OK; i++)
-    rc = merge_mapping(t, map, keys, source->items[i]);
+    rc = merge_mapping(t, map, keys, source->items[i], merge_key->line);
   return rc;
 }
 
 static int parse_mapping(ytree *t, ynode *map)
 {
-  const ynode **merges = NULL;
+  const ynode **merges = NULL; /* each << key, then its value */
   key_set keys = {NULL, 0, 0};
   int nmerges = 0, cap_merges = 0, rc = DLPAR_OK;
   for (;;) {
@@ -207,26 +208,27 @@ static int parse_mapping(ytree *t, ynode *map)
     if (rc != DLPAR_OK)
       break;
     if (key->kind == YNODE_SCALAR && !key->quoted && strcmp(key->text, "<<") == 0) {
-      if (!(more = grow(merges, &cap_merges, nmerges + 1, sizeof(*merges)))) {
-        rc = fail(t, key->line, "%s", "out of memory");
+      if (!(more = grow(merges, &cap_merges, nmerges + 2, sizeof(*merges)))) {
+        rc = fail(t, key->line, "out of memory", NULL);
         break;
       }
       merges = more;
+      merges[nmerges++] = key;
       merges[nmerges++] = value;
       continue;
     }
     if (key->kind == YNODE_SCALAR && (rc = key_set_add(&keys, key->text)) != 0) {
       rc = rc > 0 ? fail(t, key->line, "duplicate key '%s' (each key once per mapping)", key->text)
-                  : fail(t, key->line, "%s", "out of memory");
+                  : fail(t, key->line, "out of memory", NULL);
       break;
     }
     if (add_item(map, key) != 0 || add_item(map, value) != 0) {
-      rc = fail(t, key->line, "%s", "out of memory");
+      rc = fail(t, key->line, "out of memory", NULL);
       break;
     }
   }
-  for (int i = 0; rc == DLPAR_OK && i < nmerges; i++)
-    rc = apply_merge(t, map, &keys, merges[i]);
+  for (int i = 0; rc == DLPAR_OK && i < nmerges; i += 2)
+    rc = apply_merge(t, map, &keys, merges[i], merges[i + 1]);
   free(merges);
   free(keys.slots);
   return rc;
@@ -249,7 +251,7 @@ static int parse_sequence(ytree *t, ynode *seq)
     if (rc != DLPAR_OK)
       return rc;
     if (add_item(seq, item) != 0)
-      return fail(t, seq->line, "%s", "out of memory");
+      return fail(t, seq->line, "out of memory", NULL);
   }
 }
 
@@ -273,7 +275,7 @@ static int parse_collection(ytree *t, ynode_kind kind, const yaml_char_t *anchor
   if (t->depth == YTREE_MAX_DEPTH)
     return fail(t, line, "nesting deeper than %s levels (a config is a few levels deep: flatten it)", "64");
   if (!(*out = new_node(t, kind, line)) || record_anchor(t, anchor_name, *out) != 0)
-    return fail(t, line, "%s", "out of memory");
+    return fail(t, line, "out of memory", NULL);
   t->open[t->depth++] = *out;
   rc = kind == YNODE_SEQUENCE ? parse_sequence(t, *out) : parse_mapping(t, *out);
   t->depth--;
@@ -289,17 +291,17 @@ static int parse_node(ytree *t, yaml_event_t *event, ynode **out)
     return resolve_alias(t, (const char *)event->data.alias.anchor, line, out);
   case YAML_SCALAR_EVENT:
     if (!(node = new_node(t, YNODE_SCALAR, line)) || !(node->text = strdup((const char *)event->data.scalar.value)))
-      return fail(t, line, "%s", "out of memory");
+      return fail(t, line, "out of memory", NULL);
     node->quoted = event->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
                    event->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     *out = node;
-    return record_anchor(t, event->data.scalar.anchor, node) == 0 ? DLPAR_OK : fail(t, line, "%s", "out of memory");
+    return record_anchor(t, event->data.scalar.anchor, node) == 0 ? DLPAR_OK : fail(t, line, "out of memory", NULL);
   case YAML_SEQUENCE_START_EVENT:
     return parse_collection(t, YNODE_SEQUENCE, event->data.sequence_start.anchor, line, out);
   case YAML_MAPPING_START_EVENT:
     return parse_collection(t, YNODE_MAPPING, event->data.mapping_start.anchor, line, out);
   default:
-    return fail(t, line, "%s", "unexpected YAML structure");
+    return fail(t, line, "unexpected YAML structure", NULL);
   }
 }
 
@@ -312,7 +314,7 @@ static int parse_document(ytree *t)
       return rc;
     if (event.type == YAML_STREAM_END_EVENT) {
       yaml_event_delete(&event);
-      return fail(t, 1, "%s", "the document is empty");
+      return fail(t, 1, "the document is empty", NULL);
     }
     if (event.type == YAML_STREAM_START_EVENT || event.type == YAML_DOCUMENT_START_EVENT) {
       yaml_event_delete(&event);

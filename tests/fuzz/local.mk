@@ -13,7 +13,8 @@ tests_fuzz_fuzz_config_SOURCES = tests/fuzz/fuzz_config.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_config_LDADD = trainer/libdlpar_trainer.la
 tests_fuzz_fuzz_npy_SOURCES = tests/fuzz/fuzz_npy.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_npy_LDADD = trainer/libdlpar_trainer.la
-tests_fuzz_fuzz_checkpoint_SOURCES = tests/fuzz/fuzz_checkpoint.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_checkpoint_SOURCES = tests/fuzz/fuzz_checkpoint.c tests/fuzz/checkpoint_edits.c \
+	tests/fuzz/checkpoint_edits.h $(FUZZ_DRIVER)
 tests_fuzz_fuzz_checkpoint_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 tests_fuzz_fuzz_checkpoint_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
 
@@ -31,10 +32,11 @@ LIBFUZZER_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-reco
 LIBFUZZER_READERS = $(top_srcdir)/trainer/yamltree.c $(top_srcdir)/trainer/input_file.c \
 	$(top_srcdir)/trainer/train_config.c $(top_srcdir)/trainer/npy.c $(top_srcdir)/trainer/atomic_file.c \
 	$(top_srcdir)/trainer/checkpoint.c $(top_srcdir)/trainer/h5util.c $(top_srcdir)/trainer/params.c \
-	$(top_srcdir)/trainer/rng.c $(top_srcdir)/tests/fuzz/fuzz_common.c
+	$(top_srcdir)/trainer/rng.c $(top_srcdir)/tests/fuzz/fuzz_common.c $(top_srcdir)/tests/fuzz/checkpoint_edits.c
 LIBFUZZER_TARGETS = tests/fuzz/libfuzzer/fuzz_yaml tests/fuzz/libfuzzer/fuzz_config tests/fuzz/libfuzzer/fuzz_npy \
 	tests/fuzz/libfuzzer/fuzz_checkpoint
-$(LIBFUZZER_TARGETS): $(LIBFUZZER_READERS) $(top_srcdir)/tests/fuzz/fuzz.h launcher/libdlpar.la
+$(LIBFUZZER_TARGETS): $(LIBFUZZER_READERS) $(top_srcdir)/tests/fuzz/fuzz.h $(top_srcdir)/tests/fuzz/checkpoint_edits.h \
+		launcher/libdlpar.la
 	@$(MKDIR_P) tests/fuzz/libfuzzer
 	$(AM_V_CCLD)$(LIBTOOL) --quiet --tag=CC --mode=link $(FUZZ_CC) $(LIBFUZZER_CFLAGS) -o $@ \
 	  $(top_srcdir)/tests/fuzz/`basename $@`.c $(LIBFUZZER_READERS) launcher/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
