@@ -210,7 +210,7 @@ static int apply_mapping(config_set *set, const ynode *map, const char *file, ch
 static int apply_override(config_set *set, const char *arg, char *err, size_t errlen)
 {
   const char *eq = strchr(arg, '=');
-  char key[64], shown[72];
+  char key[64], name[80], shown[72];
   ytree *tree = NULL;
   int index, rc;
   if (strncmp(arg, "--", 2) != 0 || !eq || eq - arg - 2 <= 0 || eq - arg - 2 >= (long)sizeof(key)) {
@@ -223,7 +223,8 @@ static int apply_override(config_set *set, const char *arg, char *err, size_t er
              input_printable(key, shown, sizeof(shown)));
     return DLPAR_ERR_INPUT;
   }
-  rc = ytree_parse_string(*(eq + 1) ? eq + 1 : "~", input_printable(arg, shown, sizeof(shown)), &tree, err, errlen);
+  snprintf(name, sizeof(name), "--%s", key);
+  rc = ytree_parse_string(*(eq + 1) ? eq + 1 : "~", name, &tree, err, errlen);
   if (rc == DLPAR_OK)
     rc = apply_value(set, index, ytree_root(tree), "command line", err, errlen);
   ytree_free(tree);
@@ -266,15 +267,20 @@ static const char *source_of(const config_set *set, const char *key)
   return set->source[find_key(key)];
 }
 
-/* The model's sizes within the kernels' int dimensions: rows of tokens
- * (local batch x tokens), the MLP's 4 x embed_dim, a patch's values, the
- * tensor count (16 per block). After the divisibility checks. */
-static bool sizes_fit(const train_config *c, int dp)
+/* The key whose value makes a size beyond the kernels' int dimensions (the
+ * MLP's 4 x embed_dim, 16 tensors per block, a patch's values, rows of
+ * local batch x tokens), or NULL. After the divisibility checks. */
+static const char *too_large(const train_config *c, int dp)
 {
   const long tokens = (long)(c->img_size[0] / c->patch_size) * (c->img_size[1] / c->patch_size);
   const long channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
-  return tokens <= INT_MAX / (c->global_batch_size / dp) && 4L * c->embed_dim <= INT_MAX &&
-         (long)c->patch_size * c->patch_size <= INT_MAX / channels && c->depth <= (INT_MAX - 6) / 16;
+  if (4L * c->embed_dim > INT_MAX)
+    return "embed_dim";
+  if (c->depth > (INT_MAX - 6) / 16)
+    return "depth";
+  if ((long)c->patch_size * c->patch_size > INT_MAX / channels)
+    return "patch_size";
+  return tokens > INT_MAX / (c->global_batch_size / dp) ? "img_size" : NULL;
 }
 
 int config_check(const config_set *set, int tp, int dp, char *err, size_t errlen)
@@ -301,10 +307,10 @@ int config_check(const config_set *set, int tp, int dp, char *err, size_t errlen
   else if (strcmp(c->lr_schedule, "cosine") && strcmp(c->lr_schedule, "constant") && strcmp(c->lr_schedule, "none"))
     snprintf(err, errlen, "%s: lr_schedule=%s: expected cosine, constant or none", source_of(set, "lr_schedule"),
              c->lr_schedule);
-  else if (!sizes_fit(c, dp))
-    snprintf(err, errlen, "%s: img_size=[%d, %d], patch_size=%d, embed_dim=%d, depth=%d with %d samples per rank make "
-             "tensors beyond 32-bit sizes (lower them)", source_of(set, "img_size"), c->img_size[0], c->img_size[1],
-             c->patch_size, c->embed_dim, c->depth, c->global_batch_size / dp);
+  else if (too_large(c, dp))
+    snprintf(err, errlen, "%s: %s makes tensors beyond 32-bit sizes (img_size=[%d, %d], patch_size=%d, embed_dim=%d, "
+             "depth=%d, %d samples per rank: lower it)", source_of(set, too_large(c, dp)), too_large(c, dp),
+             c->img_size[0], c->img_size[1], c->patch_size, c->embed_dim, c->depth, c->global_batch_size / dp);
   else if (c->lr <= 0)
     snprintf(err, errlen, "%s: lr=%g: the learning rate must be positive", source_of(set, "lr"), c->lr);
   else
