@@ -274,8 +274,8 @@ static int check_tensor(hid_t dset, const param_info *p, const char *path, char 
   CHECK_H5(type = H5Dget_type(dset), p->name);
   if ((ndim = H5Sget_simple_extent_ndims(space)) != p->ndim || H5Tget_class(type) != H5T_FLOAT) {
     snprintf(err, errlen, "%s: %s is %s with %d dimensions, the config makes floats with %d (resume with the config "
-             "the checkpoint was written with)", path, p->name, H5Tget_class(type) == H5T_FLOAT ? "floats" : "not floats",
-             ndim, p->ndim);
+             "the checkpoint was written with)", path, p->name,
+             H5Tget_class(type) == H5T_FLOAT ? "floats" : "not floats", ndim, p->ndim);
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
@@ -283,7 +283,8 @@ static int check_tensor(hid_t dset, const param_info *p, const char *path, char 
   for (int d = 0; d < p->ndim && rc == DLPAR_OK; d++) {
     if (dims[d] != (hsize_t)p->shape[d]) {
       snprintf(err, errlen, "%s: %s has another shape than the config makes (dimension %d: %llu vs %ld; resume with "
-               "the config the checkpoint was written with)", path, p->name, d, (unsigned long long)dims[d], p->shape[d]);
+               "the config the checkpoint was written with)", path, p->name, d, (unsigned long long)dims[d],
+               p->shape[d]);
       rc = DLPAR_ERR_INPUT;
     }
   }
@@ -309,8 +310,8 @@ static int read_tensor(hid_t group, const param_info *p, float *full, const char
   CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), p->name);
   for (long i = 0; i < n; i++) {
     if (!isfinite(full[i])) {
-      snprintf(err, errlen, "%s: %s[%ld] is %g (a diverged run's checkpoint: resume from an earlier one)", path, p->name,
-               i, (double)full[i]);
+      snprintf(err, errlen, "%s: %s[%ld] is %g (a diverged run's checkpoint: resume from an earlier one)", path,
+               p->name, i, (double)full[i]);
       rc = DLPAR_ERR_INPUT;
       break;
     }

@@ -67,8 +67,9 @@ static void test_depth(void)
   char text[512];
   ytree *tree;
   for (int depth = 63; depth <= 65; depth++) {
-    snprintf(text, sizeof(text), "%.*s%.*s", depth, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
-             depth, "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+    memset(text, '[', (size_t)depth);
+    memset(text + depth, ']', (size_t)depth);
+    text[2 * depth] = '\0';
     CHECK_INT(parse(text, &tree) == DLPAR_OK, depth <= YTREE_MAX_DEPTH);
     ytree_free(tree);
   }
