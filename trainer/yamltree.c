@@ -14,17 +14,23 @@
 #include "launcher/status.h"
 #include "trainer/input_file.h"
 
+/* Names to nodes, for a mapping's keys (node unused) and the anchors: an
+ * open-addressing hash table, so any number of them costs linear time. */
 typedef struct {
-  char *name;
+  const char *name;
   ynode *node;
-} anchor;
+} entry;
+
+typedef struct {
+  entry *slots;
+  size_t cap, used;
+} name_table;
 
 struct ytree {
   ynode *root;
   ynode **nodes; /* every node, for freeing */
   int nnodes, cap_nodes;
-  anchor *anchors;
-  int nanchors, cap_anchors;
+  name_table anchors; /* names owned (strdup) */
   const ynode *open[YTREE_MAX_DEPTH + 1]; /* the nodes being parsed, outermost first */
   int depth;
   long merged;   /* entries copied by merge keys so far */
@@ -33,12 +39,6 @@ struct ytree {
   char *err;
   size_t errlen;
 };
-
-/* The keys of one mapping: an open-addressing hash set of their texts. */
-typedef struct {
-  const char **slots;
-  size_t cap, used;
-} key_set;
 
 static void *grow(void *array, int *cap, int need, size_t size)
 {
@@ -84,53 +84,72 @@ static unsigned long hash_text(const char *text)
   return h;
 }
 
-/* Adds key: 1 when it was there already, 0 when added, -1 out of memory. */
-static int key_set_add(key_set *set, const char *key)
+static int grow_table(name_table *table)
+{
+  name_table bigger = {calloc(table->cap ? 2 * table->cap : 16, sizeof(entry)), table->cap ? 2 * table->cap : 16,
+                       table->used};
+  if (!bigger.slots)
+    return -1;
+  for (size_t j = 0; j < table->cap; j++) {
+    size_t i;
+    if (!table->slots[j].name)
+      continue;
+    for (i = hash_text(table->slots[j].name) & (bigger.cap - 1); bigger.slots[i].name; i = (i + 1) & (bigger.cap - 1))
+      continue;
+    bigger.slots[i] = table->slots[j];
+  }
+  free(table->slots);
+  *table = bigger;
+  return 0;
+}
+
+/* The entry of name, or the empty one where it goes (NULL: out of memory). */
+static entry *table_slot(name_table *table, const char *name)
 {
   size_t i;
-  if (2 * (set->used + 1) > set->cap) {
-    key_set bigger = {calloc(set->cap ? 2 * set->cap : 16, sizeof(char *)), set->cap ? 2 * set->cap : 16, 0};
-    if (!bigger.slots)
-      return -1;
-    for (size_t j = 0; j < set->cap; j++) {
-      if (set->slots[j])
-        key_set_add(&bigger, set->slots[j]);
-    }
-    free(set->slots);
-    *set = bigger;
+  if (2 * (table->used + 1) > table->cap && grow_table(table) != 0)
+    return NULL;
+  for (i = hash_text(name) & (table->cap - 1); table->slots[i].name; i = (i + 1) & (table->cap - 1)) {
+    if (strcmp(table->slots[i].name, name) == 0)
+      break;
   }
-  for (i = hash_text(key) & (set->cap - 1); set->slots[i]; i = (i + 1) & (set->cap - 1)) {
-    if (strcmp(set->slots[i], key) == 0)
-      return 1;
-  }
-  set->slots[i] = key;
-  set->used++;
+  return &table->slots[i];
+}
+
+/* Adds a mapping's key: 1 when it was there already, 0 when added, -1 out of memory. */
+static int add_key(name_table *keys, const char *key)
+{
+  entry *slot = table_slot(keys, key);
+  if (!slot)
+    return -1;
+  if (slot->name)
+    return 1;
+  slot->name = key;
+  keys->used++;
   return 0;
 }
 
+/* YAML lets a later anchor of a name replace an earlier one. */
 static int record_anchor(ytree *t, const yaml_char_t *name, ynode *node)
 {
-  anchor *anchors;
+  entry *slot;
   if (!name)
     return 0;
-  anchors = grow(t->anchors, &t->cap_anchors, t->nanchors + 1, sizeof(anchor));
-  if (!anchors)
+  if (!(slot = table_slot(&t->anchors, (const char *)name)))
     return -1;
-  t->anchors = anchors;
-  if (!(t->anchors[t->nanchors].name = strdup((const char *)name)))
-    return -1;
-  t->anchors[t->nanchors++].node = node;
+  if (!slot->name) {
+    if (!(slot->name = strdup((const char *)name)))
+      return -1;
+    t->anchors.used++;
+  }
+  slot->node = node;
   return 0;
 }
 
-/* The latest anchor of that name (YAML lets a later one replace it). */
-static ynode *find_anchor(const ytree *t, const char *name)
+static ynode *find_anchor(ytree *t, const char *name)
 {
-  for (int i = t->nanchors - 1; i >= 0; i--) {
-    if (strcmp(t->anchors[i].name, name) == 0)
-      return t->anchors[i].node;
-  }
-  return NULL;
+  entry *slot = table_slot(&t->anchors, name);
+  return slot && slot->name ? slot->node : NULL;
 }
 
 /* "NAME:LINE: " and the message; arg (input text, or NULL) is shown printable. */
@@ -154,13 +173,13 @@ static int next_event(ytree *t, yaml_event_t *event)
 static int parse_node(ytree *t, yaml_event_t *event, ynode **out);
 
 /* One mapping merged (`<<: *base`): its entries whose keys are not set yet. */
-static int merge_mapping(ytree *t, ynode *map, key_set *keys, const ynode *source, int line)
+static int merge_mapping(ytree *t, ynode *map, name_table *keys, const ynode *source, int line)
 {
   if (source->kind != YNODE_MAPPING)
     return fail(t, line, "the merge key << needs a mapping or a list of mappings (e.g. <<: *base)", NULL);
   for (int i = 0; i + 1 < source->n; i += 2) {
     const ynode *key = source->items[i];
-    const int seen = key->kind == YNODE_SCALAR ? key_set_add(keys, key->text) : 0;
+    const int seen = key->kind == YNODE_SCALAR ? add_key(keys, key->text) : 0;
     if (seen == 1)
       continue;
     if (++t->merged > YTREE_MAX_MERGED)
@@ -174,7 +193,7 @@ static int merge_mapping(ytree *t, ynode *map, key_set *keys, const ynode *sourc
 
 /* `<<: *base` or `<<: [*a, *b]`: keys the mapping sets itself win, then
  * the merged mappings in order. */
-static int apply_merge(ytree *t, ynode *map, key_set *keys, const ynode *merge_key, const ynode *source)
+static int apply_merge(ytree *t, ynode *map, name_table *keys, const ynode *merge_key, const ynode *source)
 {
   int rc = DLPAR_OK;
   if (source->kind != YNODE_SEQUENCE)
@@ -187,7 +206,7 @@ static int apply_merge(ytree *t, ynode *map, key_set *keys, const ynode *merge_k
 static int parse_mapping(ytree *t, ynode *map)
 {
   const ynode **merges = NULL; /* each << key, then its value */
-  key_set keys = {NULL, 0, 0};
+  name_table keys = {NULL, 0, 0};
   int nmerges = 0, cap_merges = 0, rc = DLPAR_OK;
   for (;;) {
     yaml_event_t event;
@@ -217,7 +236,7 @@ static int parse_mapping(ytree *t, ynode *map)
       merges[nmerges++] = value;
       continue;
     }
-    if (key->kind == YNODE_SCALAR && (rc = key_set_add(&keys, key->text)) != 0) {
+    if (key->kind == YNODE_SCALAR && (rc = add_key(&keys, key->text)) != 0) {
       rc = rc > 0 ? fail(t, key->line, "duplicate key '%s' (each key once per mapping)", key->text)
                   : fail(t, key->line, "out of memory", NULL);
       break;
@@ -395,10 +414,10 @@ void ytree_free(ytree *t)
     free(t->nodes[i]->items);
     free(t->nodes[i]);
   }
-  for (int i = 0; i < t->nanchors; i++)
-    free(t->anchors[i].name);
+  for (size_t i = 0; i < t->anchors.cap; i++)
+    free((char *)t->anchors.slots[i].name);
   free(t->nodes);
-  free(t->anchors);
+  free(t->anchors.slots);
   free(t);
 }
 

@@ -122,6 +122,36 @@ static void test_duplicates(void)
   CHECK(refused_with("\"a\\nb\": 1\n\"a\\nb\": 2\n", "duplicate key 'a\\nb'"));
 }
 
+/* 40k anchors, each used once: the lookups are hashed (a list made this quadratic). */
+static void test_many_anchors(void)
+{
+  const int anchors = 40000;
+  size_t cap = (size_t)anchors * 40 + 64, used = 0;
+  char *text = malloc(cap);
+  struct timespec start, end;
+  ytree *tree;
+  double seconds;
+  used += (size_t)snprintf(text + used, cap - used, "a: [");
+  for (int i = 0; i < anchors; i++)
+    used += (size_t)snprintf(text + used, cap - used, "&a%d %d, ", i, i);
+  used += (size_t)snprintf(text + used, cap - used, "0]\nb: [");
+  for (int i = 0; i < anchors; i++)
+    used += (size_t)snprintf(text + used, cap - used, "*a%d, ", anchors - 1 - i);
+  snprintf(text + used, cap - used, "*a7]\n");
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  CHECK_INT(parse(text, &tree), DLPAR_OK);
+  clock_gettime(CLOCK_MONOTONIC, &end);
+  seconds = (double)(end.tv_sec - start.tv_sec) + 1e-9 * (double)(end.tv_nsec - start.tv_nsec);
+  printf("%d anchors and aliases: %.3f s\n", anchors, seconds);
+  CHECK(seconds < 10);
+  CHECK_INT(ynode_get(ytree_root(tree), "b")->n, anchors + 1);
+  CHECK_STR(ynode_get(ytree_root(tree), "b")->items[anchors]->text, "7");
+  ytree_free(tree);
+  CHECK_INT(parse("a: &x 1\nb: &x 2\nc: *x\n", &tree), DLPAR_OK); /* a later anchor replaces an earlier one */
+  CHECK_STR(ynode_get(ytree_root(tree), "c")->text, "2");
+  ytree_free(tree);
+}
+
 static void test_size(void)
 {
   const size_t n = YTREE_MAX_BYTES + 16;
@@ -174,6 +204,7 @@ int main(void)
   test_recursion();
   test_merge_limit();
   test_duplicates();
+  test_many_anchors();
   test_size();
   test_files();
   test_printable();
