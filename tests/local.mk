@@ -126,3 +126,17 @@ check-gpu:
 # docs.sh installs from the build tree: it runs after the other tests that use it.
 tests/integration/docs.log: $(INTEGRATION_TESTS:.sh=.log)
 CLEANFILES += tests/.bed tests/.bed.lock  # the test bed record (the bed stops with make check)
+
+# The readers of user input (issue 15): YAML tree, .npy, checkpoints, params.
+check_PROGRAMS += tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_checkpoint tests/unit/test_params
+tests_unit_test_yamltree_SOURCES = tests/unit/test_yamltree.c tests/unit/check.h
+tests_unit_test_yamltree_LDADD = trainer/libdlpar_trainer.la
+tests_unit_test_npy_SOURCES = tests/unit/test_npy.c tests/unit/check.h
+tests_unit_test_npy_LDADD = trainer/libdlpar_trainer.la
+tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c tests/unit/check.h tests/fuzz/checkpoint_edits.c \
+	tests/fuzz/checkpoint_edits.h
+tests_unit_test_checkpoint_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
+tests_unit_test_checkpoint_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
+tests_unit_test_params_SOURCES = tests/unit/test_params.c tests/unit/check.h
+tests_unit_test_params_LDADD = trainer/libdlpar_trainer.la
+TESTS += tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_checkpoint tests/unit/test_params

@@ -5,6 +5,7 @@
 
 #include <glob.h>
 #include <hdf5.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,17 +52,6 @@ static int write_attr(hid_t file, const char *name, long value, char *err, size_
 out:
   h5_close(attr);
   h5_close(space);
-  return rc;
-}
-
-static int read_attr(hid_t file, const char *name, long *value, char *err, size_t errlen)
-{
-  hid_t attr = -1;
-  int rc = DLPAR_OK;
-  CHECK_H5(attr = H5Aopen(file, name, H5P_DEFAULT), name);
-  CHECK_H5(H5Aread(attr, H5T_NATIVE_LONG, value), name);
-out:
-  h5_close(attr);
   return rc;
 }
 
@@ -244,78 +234,169 @@ out:
   return rc;
 }
 
+/* ------------------------------------------------------------ reading */
+
+/* What a reader says of a file that is not what dlpar-train writes. */
+#define NOT_OURS "not written by dlpar-train, or damaged: resume from another checkpoint or start without --resume"
+
+/* One whole-number attribute, checked to be one before it is read. */
+static int read_attr(hid_t file, const char *path, const char *name, long *value, char *err, size_t errlen)
+{
+  hid_t attr = -1, space = -1, type = -1;
+  int rc = DLPAR_OK;
+  if (H5Aexists(file, name) <= 0) {
+    snprintf(err, errlen, "%s: no attribute '%s' (%s)", path, name, NOT_OURS);
+    return DLPAR_ERR_INPUT;
+  }
+  CHECK_H5(attr = H5Aopen(file, name, H5P_DEFAULT), name);
+  CHECK_H5(space = H5Aget_space(attr), name);
+  CHECK_H5(type = H5Aget_type(attr), name);
+  if (H5Sget_simple_extent_npoints(space) != 1 || H5Tget_class(type) != H5T_INTEGER) {
+    snprintf(err, errlen, "%s: attribute '%s' is not one whole number (%s)", path, name, NOT_OURS);
+    rc = DLPAR_ERR_INPUT;
+    goto out;
+  }
+  CHECK_H5(H5Aread(attr, H5T_NATIVE_LONG, value), name);
+out:
+  h5_close(type);
+  h5_close(space);
+  h5_close(attr);
+  return rc;
+}
+
+/* A tensor's rank, shape and type against the table's, then its values. */
+static int check_tensor(hid_t dset, const param_info *p, const char *path, char *err, size_t errlen)
+{
+  hsize_t dims[4];
+  hid_t space = -1, type = -1;
+  int rc = DLPAR_OK, ndim;
+  CHECK_H5(space = H5Dget_space(dset), p->name);
+  CHECK_H5(type = H5Dget_type(dset), p->name);
+  if ((ndim = H5Sget_simple_extent_ndims(space)) != p->ndim || H5Tget_class(type) != H5T_FLOAT) {
+    snprintf(err, errlen, "%s: %s is %s with %d dimensions, the config makes floats with %d (resume with the config "
+             "the checkpoint was written with)", path, p->name,
+             H5Tget_class(type) == H5T_FLOAT ? "floats" : "not floats", ndim, p->ndim);
+    rc = DLPAR_ERR_INPUT;
+    goto out;
+  }
+  H5Sget_simple_extent_dims(space, dims, NULL); /* ndim == p->ndim <= 4 */
+  for (int d = 0; d < p->ndim && rc == DLPAR_OK; d++) {
+    if (dims[d] != (hsize_t)p->shape[d]) {
+      snprintf(err, errlen, "%s: %s has another shape than the config makes (dimension %d: %llu vs %ld; resume with "
+               "the config the checkpoint was written with)", path, p->name, d, (unsigned long long)dims[d],
+               p->shape[d]);
+      rc = DLPAR_ERR_INPUT;
+    }
+  }
+out:
+  h5_close(type);
+  h5_close(space);
+  return rc;
+}
+
 static int read_tensor(hid_t group, const param_info *p, float *full, const char *path, char *err, size_t errlen)
 {
-  hsize_t dims[4] = {0, 0, 0, 0};
-  hid_t dset = -1, space = -1;
-  int rc = DLPAR_OK, ndim;
-  char context[PATH_MAX + 80];
-  snprintf(context, sizeof(context), "%s: %s", path, p->name);
+  const long n = params_full_count(p);
+  hid_t dset = -1;
+  int rc = DLPAR_OK;
   if (H5Lexists(group, p->name, H5P_DEFAULT) <= 0) {
     snprintf(err, errlen, "%s: no tensor %s (this checkpoint is of another model; resume with its config)", path,
              p->name);
     return DLPAR_ERR_INPUT;
   }
-  CHECK_H5(dset = H5Dopen2(group, p->name, H5P_DEFAULT), context);
-  CHECK_H5(space = H5Dget_space(dset), context);
-  ndim = H5Sget_simple_extent_ndims(space);
-  H5Sget_simple_extent_dims(space, dims, NULL);
-  for (int d = 0; d < p->ndim; d++) {
-    if (ndim != p->ndim || (long)dims[d] != p->shape[d]) {
-      snprintf(err, errlen, "%s: %s has another shape than the config makes (dimension %d: %llu vs %ld; resume with "
-               "the config the checkpoint was written with)", path, p->name, d, (unsigned long long)dims[d], p->shape[d]);
+  CHECK_H5(dset = H5Dopen2(group, p->name, H5P_DEFAULT), p->name);
+  if ((rc = check_tensor(dset, p, path, err, errlen)) != DLPAR_OK)
+    goto out;
+  CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), p->name);
+  for (long i = 0; i < n; i++) {
+    if (!isfinite(full[i])) {
+      snprintf(err, errlen, "%s: %s[%ld] is %g (a diverged run's checkpoint: resume from an earlier one)", path,
+               p->name, i, (double)full[i]);
       rc = DLPAR_ERR_INPUT;
-      goto out;
+      break;
     }
   }
-  CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), context);
 out:
-  h5_close(space);
   h5_close(dset);
   return rc;
 }
 
-static int load_group(model *m, hid_t file, int which, buffers *b, const char *path, char *err, size_t errlen)
+/* One group's tensors, this rank's pieces in the flat host buffer. */
+static int read_group(const param_table *t, hid_t file, int which, buffers *b, const char *path, char *err,
+                      size_t errlen)
 {
-  const param_table *t = &m->table;
   hid_t group = -1;
   int rc = DLPAR_OK;
-  CHECK_H5(group = H5Gopen2(file, groups[which], H5P_DEFAULT), path);
+  if (H5Lexists(file, groups[which], H5P_DEFAULT) <= 0) {
+    snprintf(err, errlen, "%s: no group '%s' (%s)", path, groups[which], NOT_OURS);
+    return DLPAR_ERR_INPUT;
+  }
+  CHECK_H5(group = H5Gopen2(file, groups[which], H5P_DEFAULT), groups[which]);
   for (int i = 0; i < t->n && rc == DLPAR_OK; i++) {
     if ((rc = read_tensor(group, &t->p[i], b->full, path, err, errlen)) == DLPAR_OK)
       params_slice(&t->p[i], t->tp, t->tp_rank, b->full, b->host + t->p[i].offset);
   }
-  if (rc == DLPAR_OK && (rc = m->ops->write_tensor(m, tensors[which], b->host)) != DLPAR_OK)
-    snprintf(err, errlen, "%s", m->error);
 out:
   h5_close(group);
   return rc;
 }
 
-int checkpoint_load(model *m, checkpoint_position *pos, const char *path, char *err, size_t errlen)
+int checkpoint_read(const param_table *t, const char *path, checkpoint_position *pos, checkpoint_take take,
+                    void *ctx, char *err, size_t errlen)
 {
   buffers b;
   hid_t file = -1;
-  int rc = make_buffers(&m->table, &b);
+  int rc = make_buffers(t, &b);
   if (rc != DLPAR_OK) {
     snprintf(err, errlen, "out of memory to load a checkpoint");
     goto out;
   }
-  if (access(path, R_OK) != 0) {
-    snprintf(err, errlen, "%s: no checkpoint to resume from (run without --resume first)", path);
-    rc = DLPAR_ERR_INPUT;
+  if ((rc = h5_open_read(path, "no checkpoint to resume from (run without --resume first)", &file, err, errlen)) !=
+          DLPAR_OK ||
+      (rc = read_attr(file, path, "step", &pos->step, err, errlen)) != DLPAR_OK ||
+      (rc = read_attr(file, path, "epoch", &pos->epoch, err, errlen)) != DLPAR_OK ||
+      (rc = read_attr(file, path, "step_in_epoch", &pos->step_in_epoch, err, errlen)) != DLPAR_OK ||
+      (rc = read_attr(file, path, "seed", &pos->seed, err, errlen)) != DLPAR_OK)
     goto out;
+  for (int which = 0; which < 3 && rc == DLPAR_OK; which++) {
+    if ((rc = read_group(t, file, which, &b, path, err, errlen)) == DLPAR_OK)
+      rc = take(ctx, tensors[which], b.host, err, errlen);
   }
-  CHECK_H5(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
-  if ((rc = read_attr(file, "step", &pos->step, err, errlen)) != DLPAR_OK ||
-      (rc = read_attr(file, "epoch", &pos->epoch, err, errlen)) != DLPAR_OK ||
-      (rc = read_attr(file, "step_in_epoch", &pos->step_in_epoch, err, errlen)) != DLPAR_OK ||
-      (rc = read_attr(file, "seed", &pos->seed, err, errlen)) != DLPAR_OK)
-    goto out;
-  for (int which = 0; which < 3 && rc == DLPAR_OK; which++)
-    rc = load_group(m, file, which, &b, path, err, errlen);
 out:
   h5_close(file);
   free_buffers(&b);
   return rc;
+}
+
+static int take_into_model(void *ctx, model_tensor which, const float *host, char *err, size_t errlen)
+{
+  model *m = ctx;
+  if (m->ops->write_tensor(m, which, host) == DLPAR_OK)
+    return DLPAR_OK;
+  snprintf(err, errlen, "%s", m->error);
+  return DLPAR_ERR_SYSTEM;
+}
+
+int checkpoint_load(model *m, checkpoint_position *pos, const char *path, char *err, size_t errlen)
+{
+  return checkpoint_read(&m->table, path, pos, take_into_model, m, err, errlen);
+}
+
+int checkpoint_check_position(const checkpoint_position *pos, long total_steps, long steps_per_epoch,
+                              const char *path, char *err, size_t errlen)
+{
+  if (pos->step < 0 || pos->epoch < 0 || pos->step_in_epoch < 0)
+    snprintf(err, errlen, "%s: negative position (step %ld, epoch %ld, step %ld in it; %s)", path, pos->step,
+             pos->epoch, pos->step_in_epoch, NOT_OURS);
+  else if (steps_per_epoch <= 0 || pos->step_in_epoch > steps_per_epoch || pos->epoch > pos->step / steps_per_epoch ||
+           pos->epoch * steps_per_epoch + pos->step_in_epoch != pos->step)
+    snprintf(err, errlen, "%s: step %ld (epoch %ld, step %ld in it) does not fit %ld steps per epoch (were "
+             "limit_nsamples, global_batch_size or the data changed? resume with the checkpoint's)", path, pos->step,
+             pos->epoch, pos->step_in_epoch, steps_per_epoch);
+  else if (pos->step > total_steps)
+    snprintf(err, errlen, "%s: written at step %ld, past this run's %ld steps (raise num_iters or num_epochs to train "
+             "on)", path, pos->step, total_steps);
+  else
+    return DLPAR_OK;
+  return DLPAR_ERR_INPUT;
 }

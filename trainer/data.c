@@ -56,7 +56,8 @@ static int open_fields(era5_data *d, int i, char *err, size_t errlen)
   int rc = DLPAR_OK;
   if (d->fields_dset[i] >= 0)
     return DLPAR_OK;
-  CHECK_H5(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
+  if ((rc = h5_open_read(path, "cannot open (check the data path in the config)", &file, err, errlen)) != DLPAR_OK)
+    goto out;
   if (H5Lexists(file, "fields", H5P_DEFAULT) <= 0) {
     snprintf(err, errlen, "%s: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])", path);
     rc = DLPAR_ERR_INPUT;
@@ -210,7 +211,8 @@ static int read_h5_stats(const char *path, npy_array *a, char *err, size_t errle
   int rc = DLPAR_OK;
   snprintf(name, sizeof(name), "%.*s", (int)(strcspn(base, ".")), base);
   memset(a, 0, sizeof(*a));
-  CHECK_H5(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
+  if ((rc = h5_open_read(path, "cannot open (check the stats path in the config)", &file, err, errlen)) != DLPAR_OK)
+    goto out;
   if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
     snprintf(err, errlen, "%s: no such dataset '%s' (give a .npy file, or an HDF5 file with a dataset named after it)",
              path, name);

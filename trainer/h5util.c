@@ -1,9 +1,13 @@
-/* trainer/h5util.c: HDF5 error strings and closing any object (see h5util.h). */
+/* trainer/h5util.c: opening input files, HDF5 error strings and closing any
+ * object (see h5util.h). */
 #include "config.h"
 
 #include "trainer/h5util.h"
 
 #include <stdio.h>
+
+#include "launcher/status.h"
+#include "trainer/input_file.h"
 
 void h5_quiet(void)
 {
@@ -63,4 +67,15 @@ void h5_close(hid_t id)
   default:
     break;
   }
+}
+
+int h5_open_read(const char *path, const char *cannot_open, hid_t *file, char *err, size_t errlen)
+{
+  int rc = input_file_check(path, cannot_open, err, errlen);
+  *file = -1;
+  if (rc != DLPAR_OK)
+    return rc;
+  CHECK_H5(*file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
+out:
+  return rc;
 }

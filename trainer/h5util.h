@@ -1,6 +1,6 @@
-/* trainer/h5util.h: HDF5 helpers: the library's own error string for
- * messages (HDF5's automatic stack printing is turned off), and the CHECK
- * macro every HDF5 call goes through. */
+/* trainer/h5util.h: HDF5 helpers: opening input files, the library's own
+ * error string for messages (HDF5's automatic stack printing is turned
+ * off), and the CHECK macro every HDF5 call goes through. */
 #ifndef DLPAR_H5UTIL_H
 #define DLPAR_H5UTIL_H
 
@@ -13,6 +13,10 @@ void h5_quiet(void);
  * datatype, attribute, property list); ids < 0 (never opened) are ignored.
  * A file being written closes with H5Fclose, whose result matters. */
 void h5_close(hid_t id);
+/* H5Fopen read-only of a regular file only (a FIFO named *.h5 would hang
+ * HDF5): status, with "PATH: CANNOT_OPEN", "PATH: not a regular file (...)"
+ * or "PATH: HDF5's error" in err. */
+int h5_open_read(const char *path, const char *cannot_open, hid_t *file, char *err, size_t errlen);
 /* The innermost description on HDF5's error stack, e.g. "unable to open file". */
 const char *h5_error_string(char *buf, size_t len);
 

@@ -3,7 +3,8 @@
 noinst_LTLIBRARIES += trainer/libdlpar_trainer.la
 trainer_libdlpar_trainer_la_SOURCES = \
 	trainer/yamltree.c trainer/yamltree.h trainer/train_config.c trainer/train_config.h \
-	trainer/rng.c trainer/rng.h trainer/npy.c trainer/npy.h trainer/atomic_file.c trainer/atomic_file.h \
+	trainer/rng.c trainer/rng.h trainer/input_file.c trainer/input_file.h trainer/npy.c trainer/npy.h \
+	trainer/atomic_file.c trainer/atomic_file.h \
 	trainer/h5util.c trainer/h5util.h trainer/data.c trainer/data.h trainer/params.c trainer/params.h \
 	trainer/model.h trainer/model_common.c trainer/model_cpu.c trainer/checkpoint.c trainer/checkpoint.h \
 	trainer/metrics.c trainer/metrics.h trainer/progress.c trainer/progress.h \
@@ -16,7 +17,7 @@ trainer_dlpar_train_SOURCES = trainer/train.c
 trainer_dlpar_train_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(BLAS_CFLAGS) $(PTHREAD_CFLAGS)
 trainer_dlpar_train_LDADD =
 trainer_dlpar_gen_data_SOURCES = trainer/gen_data.c trainer/rng.c trainer/npy.c trainer/atomic_file.c trainer/h5util.c \
-	launcher/text.c
+	launcher/text.c trainer/input_file.c
 trainer_dlpar_gen_data_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 trainer_dlpar_gen_data_LDADD = $(HDF5_LIBS) -lm
 if HAVE_CUDA

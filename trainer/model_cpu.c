@@ -410,7 +410,7 @@ int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int 
   m->B = local_batch, m->P = cfg->patch_size, m->H = cfg->img_size[0], m->W = cfg->img_size[1];
   m->N = (m->H / m->P) * (m->W / m->P), m->BT = (long)m->B * m->N, m->depth = cfg->depth;
   m->D = cfg->embed_dim, m->Dl = m->D / info->tp_size, m->heads = cfg->num_heads / info->tp_size;
-  m->HD = m->D / cfg->num_heads, m->Fl = 4 * m->D / info->tp_size;
+  m->HD = m->D / cfg->num_heads, m->Fl = (int)(4L * m->D / info->tp_size);
   m->Cin = cfg->n_in_channels, m->Cout = cfg->n_out_channels;
   if (params_build(&m->base.table, cfg, info->tp_size, info->tp_rank) != DLPAR_OK || allocate(m) != DLPAR_OK ||
       params_init(&m->base.table, cfg->seed, m->params) != DLPAR_OK ||

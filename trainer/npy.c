@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "launcher/status.h"
 #include "trainer/atomic_file.h"
+#include "trainer/input_file.h"
 
 static int parse_shape(const char *header, npy_array *a)
 {
@@ -26,10 +28,9 @@ static int parse_shape(const char *header, npy_array *a)
       p++;
       continue;
     }
-    if (a->ndim == NPY_MAX_DIMS || dim < 0)
+    if (a->ndim == NPY_MAX_DIMS || dim < 0 || __builtin_mul_overflow(a->count, dim, &a->count))
       return -1;
     a->shape[a->ndim++] = dim;
-    a->count *= dim;
     p = end;
   }
   return *p == ')' ? 0 : -1;
@@ -61,28 +62,33 @@ truncated:
   return DLPAR_ERR_INPUT;
 }
 
-int npy_read(const char *path, npy_array *a, char *err, size_t errlen)
+int npy_read_stream(FILE *f, long size, const char *path, npy_array *a, char *err, size_t errlen)
 {
   char header[4096];
-  FILE *f = fopen(path, "rb");
-  int is_f8, rc = DLPAR_ERR_INPUT;
+  long values_in_file;
+  int is_f8, rc;
   memset(a, 0, sizeof(*a));
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot open (check the stats path in the config)", path);
-    return DLPAR_ERR_INPUT;
-  }
   if ((rc = read_header(f, path, header, sizeof(header), err, errlen)) != DLPAR_OK)
     goto out;
   rc = DLPAR_ERR_INPUT;
   is_f8 = strstr(header, "'<f8'") != NULL;
   if ((!is_f8 && !strstr(header, "'<f4'")) || strstr(header, "'fortran_order': True") || parse_shape(header, a)) {
-    snprintf(err, errlen, "%s: expected a C-ordered little-endian float32 or float64 array, header %.120s", path,
-             header);
+    char shown[128];
+    snprintf(err, errlen, "%s: expected a C-ordered little-endian float32 or float64 array, header %s", path,
+             input_printable(header, shown, sizeof(shown)));
     goto out;
   }
-  a->data = malloc(sizeof(float) * (size_t)(a->count ? a->count : 1));
-  if (!a->data)
+  values_in_file = (size - ftell(f)) / (is_f8 ? 8 : 4);
+  if (a->count > values_in_file) {
+    snprintf(err, errlen, "%s: the header says %ld values, the file holds %ld (regenerate it)", path, a->count,
+             values_in_file);
     goto out;
+  }
+  if (!(a->data = malloc(sizeof(float) * (size_t)(a->count ? a->count : 1)))) {
+    snprintf(err, errlen, "%s: out of memory for %ld values", path, a->count);
+    rc = DLPAR_ERR_SYSTEM;
+    goto out;
+  }
   for (long i = 0; i < a->count; i++) {
     double d;
     float s;
@@ -94,9 +100,26 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errlen)
   }
   rc = DLPAR_OK;
 out:
-  fclose(f);
   if (rc != DLPAR_OK)
     npy_free(a);
+  return rc;
+}
+
+int npy_read(const char *path, npy_array *a, char *err, size_t errlen)
+{
+  off_t size;
+  FILE *f = NULL;
+  int fd, rc = input_file_open(path, "cannot open (check the stats path in the config)", &fd, &size, err, errlen);
+  memset(a, 0, sizeof(*a));
+  if (rc != DLPAR_OK)
+    return rc;
+  if (!(f = fdopen(fd, "rb"))) {
+    close(fd);
+    snprintf(err, errlen, "%s: cannot open (check the stats path in the config)", path);
+    return DLPAR_ERR_SYSTEM;
+  }
+  rc = npy_read_stream(f, (long)size, path, a, err, errlen);
+  fclose(f);
   return rc;
 }
 

@@ -4,6 +4,7 @@
 #define DLPAR_NPY_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define NPY_MAX_DIMS 8
 
@@ -14,7 +15,10 @@ typedef struct {
   float *data; /* converted to float */
 } npy_array;
 
+/* A regular file only; every header field and the data's length checked. */
 int npy_read(const char *path, npy_array *out, char *err, size_t errlen);
+/* The same from an open stream of size bytes (path names it in messages). */
+int npy_read_stream(FILE *f, long size, const char *path, npy_array *out, char *err, size_t errlen);
 /* Writes float32 data of the given shape atomically (temp, fsync, rename). */
 int npy_write(const char *path, const float *data, const long *shape, int ndim, char *err, size_t errlen);
 void npy_free(npy_array *a);

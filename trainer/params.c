@@ -77,7 +77,7 @@ int params_build(param_table *t, const train_config *cfg, int tp, int tp_rank)
   const long conv_shape[4] = {D, C, P, P}, conv_bias_shape[1] = {D}, pos_shape[3] = {1, N, D};
   memset(t, 0, sizeof(*t));
   t->tp = tp, t->tp_rank = tp_rank, t->depth = cfg->depth;
-  t->p = calloc((size_t)(6 + 16 * cfg->depth), sizeof(param_info));
+  t->p = calloc(6 + 16 * (size_t)cfg->depth, sizeof(param_info));
   t->blocks = calloc((size_t)cfg->depth, sizeof(block_params));
   if (!t->p || !t->blocks)
     return DLPAR_ERR_SYSTEM;

@@ -42,6 +42,7 @@ typedef struct {
   int depth;
 } param_table;
 
+/* cfg has passed config_check, so every size fits the kernels' int dimensions. */
 int params_build(param_table *t, const train_config *cfg, int tp, int tp_rank);
 void params_free(param_table *t);
 /* Fills the flat local buffer with the initial values (seed from the config). */

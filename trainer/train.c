@@ -571,6 +571,9 @@ static void resume(trainer *t)
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
   if (checkpoint_load(t->net, &t->pos, path, err, sizeof(err)) != DLPAR_OK)
     die(t, true, "--resume: %s", err);
+  if (checkpoint_check_position(&t->pos, t->total_steps, loader_steps_per_epoch(t->train), path, err,
+                                sizeof(err)) != DLPAR_OK)
+    die(t, false, "--resume: %s", err);
   if (loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, err, sizeof(err)) != DLPAR_OK)
     die(t, false, "--resume: %s: %s (the data or limit_nsamples changed since; resume with the same)", path, err);
   if (t->pos.seed != t->config.cfg.seed)

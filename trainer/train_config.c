@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "launcher/status.h"
+#include "trainer/input_file.h"
 #include "trainer/yamltree.h"
 
 typedef enum { K_INT, K_FLOAT, K_STRING, K_BOOL, K_PAIR, K_LIMIT, K_AMP } key_type;
@@ -229,9 +230,11 @@ int config_notes(const train_config *c, const char **notes, int max)
 
 static int apply_value(config_set *set, int key, const ynode *value, const char *source, char *err, size_t errlen)
 {
+  char shown[72];
   if (store(&keys[key], value, &set->cfg) != 0) {
-    snprintf(err, errlen, "%s: %s: expected %s, got '%.64s'", source, keys[key].name, type_name(keys[key].type),
-             value->kind == YNODE_SCALAR ? value->text : value->kind == YNODE_SEQUENCE ? "a list" : "a mapping");
+    snprintf(err, errlen, "%s: %s: expected %s, got '%s'", source, keys[key].name, type_name(keys[key].type),
+             value->kind == YNODE_SCALAR ? input_printable(value->text, shown, sizeof(shown))
+             : value->kind == YNODE_SEQUENCE ? "a list" : "a mapping");
     return DLPAR_ERR_INPUT;
   }
   snprintf(set->source[key], sizeof(set->source[key]), "%s", source);
@@ -242,13 +245,13 @@ static int apply_mapping(config_set *set, const ynode *map, const char *file, ch
 {
   for (int i = 0; i + 1 < map->n; i += 2) {
     const ynode *key = map->items[i];
-    char source[PATH_MAX + 32];
+    char source[PATH_MAX + 32], shown[72];
     int index;
     snprintf(source, sizeof(source), "%s:%d", file, key->line);
     index = key->kind == YNODE_SCALAR ? find_key(key->text) : -1;
     if (index < 0) {
-      snprintf(err, errlen, "%s: unknown key '%.64s' in config '%s' (see dlpar-train(1) for the keys)", source,
-               key->kind == YNODE_SCALAR ? key->text : "?", set->cfg.name);
+      snprintf(err, errlen, "%s: unknown key '%s' in config '%s' (see dlpar-train(1) for the keys)", source,
+               key->kind == YNODE_SCALAR ? input_printable(key->text, shown, sizeof(shown)) : "?", set->cfg.name);
       return DLPAR_ERR_INPUT;
     }
     if (apply_value(set, index, map->items[i + 1], source, err, errlen) != DLPAR_OK)
@@ -261,19 +264,21 @@ static int apply_mapping(config_set *set, const ynode *map, const char *file, ch
 static int apply_override(config_set *set, const char *arg, char *err, size_t errlen)
 {
   const char *eq = strchr(arg, '=');
-  char key[64];
+  char key[64], name[80], shown[72];
   ytree *tree = NULL;
   int index, rc;
   if (strncmp(arg, "--", 2) != 0 || !eq || eq - arg - 2 <= 0 || eq - arg - 2 >= (long)sizeof(key)) {
-    snprintf(err, errlen, "%.64s: expected --key=value (e.g. --lr=1e-3)", arg);
+    snprintf(err, errlen, "%s: expected --key=value (e.g. --lr=1e-3)", input_printable(arg, shown, sizeof(shown)));
     return DLPAR_ERR_INPUT;
   }
   snprintf(key, sizeof(key), "%.*s", (int)(eq - arg - 2), arg + 2);
   if ((index = find_key(key)) < 0) {
-    snprintf(err, errlen, "--%s: unknown key (see dlpar-train(1) for the keys)", key);
+    snprintf(err, errlen, "--%s: unknown key (see dlpar-train(1) for the keys)",
+             input_printable(key, shown, sizeof(shown)));
     return DLPAR_ERR_INPUT;
   }
-  rc = ytree_parse_string(*(eq + 1) ? eq + 1 : "~", arg, &tree, err, errlen);
+  snprintf(name, sizeof(name), "--%s", key);
+  rc = ytree_parse_string(*(eq + 1) ? eq + 1 : "~", name, &tree, err, errlen);
   if (rc == DLPAR_OK)
     rc = apply_value(set, index, ytree_root(tree), "command line", err, errlen);
   ytree_free(tree);
@@ -296,8 +301,9 @@ int config_load(config_set *set, const char *path, const char *name, char *const
     goto out;
   config = ynode_get(ytree_root(tree), name);
   if (!config || config->kind != YNODE_MAPPING) {
+    char shown[72];
     snprintf(err, errlen, "%s: no config named '%s' (give --config=NAME with a top-level mapping of the file)",
-             path, name);
+             path, input_printable(name, shown, sizeof(shown)));
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
@@ -313,6 +319,22 @@ out:
 static const char *source_of(const config_set *set, const char *key)
 {
   return set->source[find_key(key)];
+}
+
+/* The key whose value makes a size beyond the kernels' int dimensions (the
+ * MLP's 4 x embed_dim, 16 tensors per block, a patch's values, rows of
+ * local batch x tokens), or NULL. After the divisibility checks. */
+static const char *too_large(const train_config *c, int dp)
+{
+  const long tokens = (long)(c->img_size[0] / c->patch_size) * (c->img_size[1] / c->patch_size);
+  const long channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
+  if (4L * c->embed_dim > INT_MAX)
+    return "embed_dim";
+  if (c->depth > (INT_MAX - 6) / 16)
+    return "depth";
+  if ((long)c->patch_size * c->patch_size > INT_MAX / channels)
+    return "patch_size";
+  return tokens > INT_MAX / (c->global_batch_size / dp) ? "img_size" : NULL;
 }
 
 /* The tutorial's --local_batch_size: global = local x data-parallel size. */
@@ -377,6 +399,10 @@ int config_check(config_set *set, int tp, int dp, char *err, size_t errlen)
   else if (strcmp(c->lr_schedule, "cosine") && strcmp(c->lr_schedule, "constant") && strcmp(c->lr_schedule, "none"))
     snprintf(err, errlen, "%s: lr_schedule=%s: expected cosine, constant or none", source_of(set, "lr_schedule"),
              c->lr_schedule);
+  else if (too_large(c, dp))
+    snprintf(err, errlen, "%s: %s makes tensors beyond 32-bit sizes (img_size=[%d, %d], patch_size=%d, embed_dim=%d, "
+             "depth=%d, %d samples per rank: lower it)", source_of(set, too_large(c, dp)), too_large(c, dp),
+             c->img_size[0], c->img_size[1], c->patch_size, c->embed_dim, c->depth, c->global_batch_size / dp);
   else if (c->lr <= 0)
     snprintf(err, errlen, "%s: lr=%g: the learning rate must be positive", source_of(set, "lr"), c->lr);
   else if (strcmp(c->attention, "cudnn") && strcmp(c->attention, "reference"))

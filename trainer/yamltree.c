@@ -4,24 +4,36 @@
 
 #include "trainer/yamltree.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #include "launcher/status.h"
+#include "trainer/input_file.h"
+
+/* Names to nodes, for a mapping's keys (node unused) and the anchors: an
+ * open-addressing hash table, so any number of them costs linear time. */
+typedef struct {
+  const char *name;
+  ynode *node;
+} entry;
 
 typedef struct {
-  char *name;
-  ynode *node;
-} anchor;
+  entry *slots;
+  size_t cap, used;
+} name_table;
 
 struct ytree {
   ynode *root;
   ynode **nodes; /* every node, for freeing */
   int nnodes, cap_nodes;
-  anchor *anchors;
-  int nanchors, cap_anchors;
+  name_table anchors; /* names owned (strdup) */
+  const ynode *open[YTREE_MAX_DEPTH + 1]; /* the nodes being parsed, outermost first */
+  int depth;
+  long merged;   /* entries copied by merge keys so far */
   yaml_parser_t parser;
   const char *name;
   char *err;
@@ -42,11 +54,12 @@ static ynode *new_node(ytree *t, ynode_kind kind, int line)
 {
   ynode *node = calloc(1, sizeof(*node));
   ynode **nodes = grow(t->nodes, &t->cap_nodes, t->nnodes + 1, sizeof(ynode *));
+  if (nodes)
+    t->nodes = nodes;
   if (!node || !nodes) {
     free(node);
     return NULL;
   }
-  t->nodes = nodes;
   t->nodes[t->nnodes++] = node;
   node->kind = kind;
   node->line = line;
@@ -55,7 +68,7 @@ static ynode *new_node(ytree *t, ynode_kind kind, int line)
 
 static int add_item(ynode *parent, ynode *item)
 {
-  ynode **items = realloc(parent->items, sizeof(ynode *) * (size_t)(parent->n + 1));
+  ynode **items = grow(parent->items, &parent->cap, parent->n + 1, sizeof(ynode *));
   if (!items)
     return -1;
   parent->items = items;
@@ -63,34 +76,89 @@ static int add_item(ynode *parent, ynode *item)
   return 0;
 }
 
-static int record_anchor(ytree *t, const yaml_char_t *name, ynode *node)
+static unsigned long hash_text(const char *text)
 {
-  anchor *anchors;
-  if (!name)
-    return 0;
-  anchors = grow(t->anchors, &t->cap_anchors, t->nanchors + 1, sizeof(anchor));
-  if (!anchors)
+  unsigned long h = 1469598103934665603UL; /* FNV-1a */
+  for (; *text; text++)
+    h = (h ^ (unsigned char)*text) * 1099511628211UL;
+  return h;
+}
+
+static int grow_table(name_table *table)
+{
+  name_table bigger = {calloc(table->cap ? 2 * table->cap : 16, sizeof(entry)), table->cap ? 2 * table->cap : 16,
+                       table->used};
+  if (!bigger.slots)
     return -1;
-  t->anchors = anchors;
-  t->anchors[t->nanchors].name = strdup((const char *)name);
-  t->anchors[t->nanchors++].node = node;
+  for (size_t j = 0; j < table->cap; j++) {
+    size_t i;
+    if (!table->slots[j].name)
+      continue;
+    for (i = hash_text(table->slots[j].name) & (bigger.cap - 1); bigger.slots[i].name; i = (i + 1) & (bigger.cap - 1))
+      continue;
+    bigger.slots[i] = table->slots[j];
+  }
+  free(table->slots);
+  *table = bigger;
   return 0;
 }
 
-static ynode *find_anchor(const ytree *t, const char *name)
+/* The entry of name, or the empty one where it goes (NULL: out of memory). */
+static entry *table_slot(name_table *table, const char *name)
 {
-  for (int i = t->nanchors - 1; i >= 0; i--) {
-    if (strcmp(t->anchors[i].name, name) == 0)
-      return t->anchors[i].node;
+  size_t i;
+  if (2 * (table->used + 1) > table->cap && grow_table(table) != 0)
+    return NULL;
+  for (i = hash_text(name) & (table->cap - 1); table->slots[i].name; i = (i + 1) & (table->cap - 1)) {
+    if (strcmp(table->slots[i].name, name) == 0)
+      break;
   }
-  return NULL;
+  return &table->slots[i];
 }
 
+/* Adds a mapping's key: 1 when it was there already, 0 when added, -1 out of memory. */
+static int add_key(name_table *keys, const char *key)
+{
+  entry *slot = table_slot(keys, key);
+  if (!slot)
+    return -1;
+  if (slot->name)
+    return 1;
+  slot->name = key;
+  keys->used++;
+  return 0;
+}
+
+/* YAML lets a later anchor of a name replace an earlier one. */
+static int record_anchor(ytree *t, const yaml_char_t *name, ynode *node)
+{
+  entry *slot;
+  if (!name)
+    return 0;
+  if (!(slot = table_slot(&t->anchors, (const char *)name)))
+    return -1;
+  if (!slot->name) {
+    if (!(slot->name = strdup((const char *)name)))
+      return -1;
+    t->anchors.used++;
+  }
+  slot->node = node;
+  return 0;
+}
+
+static ynode *find_anchor(ytree *t, const char *name)
+{
+  entry *slot = table_slot(&t->anchors, name);
+  return slot && slot->name ? slot->node : NULL;
+}
+
+/* "NAME:LINE: " and the message; arg (input text, or NULL) is shown printable. */
 static int fail(ytree *t, int line, const char *fmt, const char *arg)
 {
-  int n = snprintf(t->err, t->errlen, "%s:%d: ", t->name, line);
+  char name[PATH_MAX + 8], shown[72];
+  int n = snprintf(t->err, t->errlen, "%s:%d: ", input_printable(t->name, name, sizeof(name)), line);
   if (n > 0 && (size_t)n < t->errlen)
-    snprintf(t->err + n, t->errlen - (size_t)n, fmt, arg);
+    snprintf(t->err + n, t->errlen - (size_t)n, fmt, arg ? input_printable(arg, shown, sizeof(shown)) : "");
   return DLPAR_ERR_INPUT;
 }
 
@@ -104,45 +172,46 @@ static int next_event(ytree *t, yaml_event_t *event)
 
 static int parse_node(ytree *t, yaml_event_t *event, ynode **out);
 
-static bool has_key(const ynode *map, const char *key)
+/* One mapping merged (`<<: *base`): its entries whose keys are not set yet. */
+static int merge_mapping(ytree *t, ynode *map, name_table *keys, const ynode *source, int line)
 {
-  for (int i = 0; i + 1 < map->n; i += 2) {
-    if (map->items[i]->kind == YNODE_SCALAR && strcmp(map->items[i]->text, key) == 0)
-      return true;
-  }
-  return false;
-}
-
-/* `<<: *base` (or a sequence of them): copy the merged mappings' entries
- * whose keys the mapping does not set itself. */
-static int apply_merge(ytree *t, ynode *map, const ynode *source)
-{
-  if (source->kind == YNODE_SEQUENCE) {
-    for (int i = 0; i < source->n; i++) {
-      int rc = apply_merge(t, map, source->items[i]);
-      if (rc != DLPAR_OK)
-        return rc;
-    }
-    return DLPAR_OK;
-  }
   if (source->kind != YNODE_MAPPING)
-    return fail(t, source->line, "%s", "the merge key << needs a mapping or a list of mappings (e.g. <<: *base)");
+    return fail(t, line, "the merge key << needs a mapping or a list of mappings (e.g. <<: *base)", NULL);
   for (int i = 0; i + 1 < source->n; i += 2) {
-    if (source->items[i]->kind == YNODE_SCALAR && has_key(map, source->items[i]->text))
+    const ynode *key = source->items[i];
+    const int seen = key->kind == YNODE_SCALAR ? add_key(keys, key->text) : 0;
+    if (seen == 1)
       continue;
-    if (add_item(map, source->items[i]) != 0 || add_item(map, source->items[i + 1]) != 0)
-      return fail(t, map->line, "%s", "out of memory");
+    if (++t->merged > YTREE_MAX_MERGED)
+      return fail(t, map->line, "merge keys copy more than %s entries (merge smaller mappings, or fewer times)",
+                  "1048576");
+    if (seen < 0 || add_item(map, source->items[i]) != 0 || add_item(map, source->items[i + 1]) != 0)
+      return fail(t, map->line, "out of memory", NULL);
   }
   return DLPAR_OK;
 }
 
+/* `<<: *base` or `<<: [*a, *b]`: keys the mapping sets itself win, then
+ * the merged mappings in order. */
+static int apply_merge(ytree *t, ynode *map, name_table *keys, const ynode *merge_key, const ynode *source)
+{
+  int rc = DLPAR_OK;
+  if (source->kind != YNODE_SEQUENCE)
+    return merge_mapping(t, map, keys, source, merge_key->line);
+  for (int i = 0; i < source->n && rc == DLPAR_OK; i++)
+    rc = merge_mapping(t, map, keys, source->items[i], merge_key->line);
+  return rc;
+}
+
 static int parse_mapping(ytree *t, ynode *map)
 {
-  const ynode **merges = NULL;
-  int nmerges = 0, rc = DLPAR_OK;
+  const ynode **merges = NULL; /* each << key, then its value */
+  name_table keys = {NULL, 0, 0};
+  int nmerges = 0, cap_merges = 0, rc = DLPAR_OK;
   for (;;) {
     yaml_event_t event;
     ynode *key = NULL, *value = NULL;
+    const ynode **more;
     if ((rc = next_event(t, &event)) != DLPAR_OK)
       break;
     if (event.type == YAML_MAPPING_END_EVENT) {
@@ -158,27 +227,29 @@ static int parse_mapping(ytree *t, ynode *map)
     if (rc != DLPAR_OK)
       break;
     if (key->kind == YNODE_SCALAR && !key->quoted && strcmp(key->text, "<<") == 0) {
-      const ynode **more = realloc(merges, sizeof(*merges) * (size_t)(nmerges + 1));
-      if (!more) {
-        rc = fail(t, key->line, "%s", "out of memory");
+      if (!(more = grow(merges, &cap_merges, nmerges + 2, sizeof(*merges)))) {
+        rc = fail(t, key->line, "out of memory", NULL);
         break;
       }
       merges = more;
+      merges[nmerges++] = key;
       merges[nmerges++] = value;
       continue;
     }
-    if (key->kind == YNODE_SCALAR && has_key(map, key->text)) {
-      rc = fail(t, key->line, "duplicate key '%s' (each key once per mapping)", key->text);
+    if (key->kind == YNODE_SCALAR && (rc = add_key(&keys, key->text)) != 0) {
+      rc = rc > 0 ? fail(t, key->line, "duplicate key '%s' (each key once per mapping)", key->text)
+                  : fail(t, key->line, "out of memory", NULL);
       break;
     }
     if (add_item(map, key) != 0 || add_item(map, value) != 0) {
-      rc = fail(t, key->line, "%s", "out of memory");
+      rc = fail(t, key->line, "out of memory", NULL);
       break;
     }
   }
-  for (int i = 0; rc == DLPAR_OK && i < nmerges; i++)
-    rc = apply_merge(t, map, merges[i]);
+  for (int i = 0; rc == DLPAR_OK && i < nmerges; i += 2)
+    rc = apply_merge(t, map, &keys, merges[i], merges[i + 1]);
   free(merges);
+  free(keys.slots);
   return rc;
 }
 
@@ -199,8 +270,35 @@ static int parse_sequence(ytree *t, ynode *seq)
     if (rc != DLPAR_OK)
       return rc;
     if (add_item(seq, item) != 0)
-      return fail(t, seq->line, "%s", "out of memory");
+      return fail(t, seq->line, "out of memory", NULL);
   }
+}
+
+/* An alias shares its anchor's node; one inside that node would make a cycle. */
+static int resolve_alias(ytree *t, const char *name, int line, ynode **out)
+{
+  if (!(*out = find_anchor(t, name)))
+    return fail(t, line, "unknown alias *%s (define the &anchor before using it)", name);
+  for (int d = 0; d < t->depth; d++) {
+    if (t->open[d] == *out)
+      return fail(t, line, "alias *%s is inside its own anchor (a node cannot contain itself: copy the part you need)",
+                  name);
+  }
+  return DLPAR_OK;
+}
+
+/* A sequence or a mapping: parsed one level deeper. */
+static int parse_collection(ytree *t, ynode_kind kind, const yaml_char_t *anchor_name, int line, ynode **out)
+{
+  int rc;
+  if (t->depth == YTREE_MAX_DEPTH)
+    return fail(t, line, "nesting deeper than %s levels (a config is a few levels deep: flatten it)", "64");
+  if (!(*out = new_node(t, kind, line)) || record_anchor(t, anchor_name, *out) != 0)
+    return fail(t, line, "out of memory", NULL);
+  t->open[t->depth++] = *out;
+  rc = kind == YNODE_SEQUENCE ? parse_sequence(t, *out) : parse_mapping(t, *out);
+  t->depth--;
+  return rc;
 }
 
 static int parse_node(ytree *t, yaml_event_t *event, ynode **out)
@@ -209,28 +307,20 @@ static int parse_node(ytree *t, yaml_event_t *event, ynode **out)
   ynode *node;
   switch (event->type) {
   case YAML_ALIAS_EVENT:
-    *out = find_anchor(t, (const char *)event->data.alias.anchor);
-    return *out ? DLPAR_OK : fail(t, line, "unknown alias *%s (define the &anchor before using it)",
-                                  (const char *)event->data.alias.anchor);
+    return resolve_alias(t, (const char *)event->data.alias.anchor, line, out);
   case YAML_SCALAR_EVENT:
     if (!(node = new_node(t, YNODE_SCALAR, line)) || !(node->text = strdup((const char *)event->data.scalar.value)))
-      return fail(t, line, "%s", "out of memory");
+      return fail(t, line, "out of memory", NULL);
     node->quoted = event->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
                    event->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     *out = node;
-    return record_anchor(t, event->data.scalar.anchor, node) == 0 ? DLPAR_OK : fail(t, line, "%s", "out of memory");
+    return record_anchor(t, event->data.scalar.anchor, node) == 0 ? DLPAR_OK : fail(t, line, "out of memory", NULL);
   case YAML_SEQUENCE_START_EVENT:
-    if (!(node = new_node(t, YNODE_SEQUENCE, line)) || record_anchor(t, event->data.sequence_start.anchor, node) != 0)
-      return fail(t, line, "%s", "out of memory");
-    *out = node;
-    return parse_sequence(t, node);
+    return parse_collection(t, YNODE_SEQUENCE, event->data.sequence_start.anchor, line, out);
   case YAML_MAPPING_START_EVENT:
-    if (!(node = new_node(t, YNODE_MAPPING, line)) || record_anchor(t, event->data.mapping_start.anchor, node) != 0)
-      return fail(t, line, "%s", "out of memory");
-    *out = node;
-    return parse_mapping(t, node);
+    return parse_collection(t, YNODE_MAPPING, event->data.mapping_start.anchor, line, out);
   default:
-    return fail(t, line, "%s", "unexpected YAML structure");
+    return fail(t, line, "unexpected YAML structure", NULL);
   }
 }
 
@@ -243,7 +333,7 @@ static int parse_document(ytree *t)
       return rc;
     if (event.type == YAML_STREAM_END_EVENT) {
       yaml_event_delete(&event);
-      return fail(t, 1, "%s", "the document is empty");
+      return fail(t, 1, "the document is empty", NULL);
     }
     if (event.type == YAML_STREAM_START_EVENT || event.type == YAML_DOCUMENT_START_EVENT) {
       yaml_event_delete(&event);
@@ -256,41 +346,9 @@ static int parse_document(ytree *t)
   return rc;
 }
 
-static int parse_with(ytree *t, char *err, size_t errlen)
-{
-  t->err = err;
-  t->errlen = errlen;
-  return parse_document(t);
-}
-
-int ytree_parse_file(const char *path, ytree **out, char *err, size_t errlen)
-{
-  FILE *f = fopen(path, "rb");
-  ytree *t;
-  int rc;
-  *out = NULL;
-  if (!f) {
-    snprintf(err, errlen, "%s: cannot open the config file (check the path)", path);
-    return DLPAR_ERR_INPUT;
-  }
-  t = calloc(1, sizeof(*t));
-  if (!t || !yaml_parser_initialize(&t->parser)) {
-    fclose(f);
-    free(t);
-    snprintf(err, errlen, "out of memory");
-    return DLPAR_ERR_SYSTEM;
-  }
-  t->name = path;
-  yaml_parser_set_input_file(&t->parser, f);
-  rc = parse_with(t, err, errlen);
-  yaml_parser_delete(&t->parser);
-  fclose(f);
-  *out = t;
-  return rc;
-}
-
 int ytree_parse_string(const char *text, const char *name, ytree **out, char *err, size_t errlen)
 {
+  const size_t len = strlen(text);
   ytree *t = calloc(1, sizeof(*t));
   int rc;
   *out = t;
@@ -298,10 +356,52 @@ int ytree_parse_string(const char *text, const char *name, ytree **out, char *er
     snprintf(err, errlen, "out of memory");
     return DLPAR_ERR_SYSTEM;
   }
-  t->name = name;
-  yaml_parser_set_input_string(&t->parser, (const unsigned char *)text, strlen(text));
-  rc = parse_with(t, err, errlen);
+  t->name = name, t->err = err, t->errlen = errlen;
+  if (len > YTREE_MAX_BYTES)
+    rc = fail(t, 1, "the document is larger than %s bytes (a config is a few KB: check what you gave)", "1048576");
+  else {
+    yaml_parser_set_input_string(&t->parser, (const unsigned char *)text, len);
+    rc = parse_document(t);
+  }
   yaml_parser_delete(&t->parser);
+  return rc;
+}
+
+/* The whole file, if it is a regular file of at most YTREE_MAX_BYTES. */
+static int read_document(const char *path, char **text, char *err, size_t errlen)
+{
+  off_t size;
+  ssize_t got = 0;
+  int fd, rc = input_file_open(path, "cannot open the config file (check the path)", &fd, &size, err, errlen);
+  *text = NULL;
+  if (rc != DLPAR_OK)
+    return rc;
+  rc = DLPAR_ERR_INPUT;
+  if (size > YTREE_MAX_BYTES)
+    snprintf(err, errlen, "%s: %lld bytes, more than the %d a config may have (check the path)", path,
+             (long long)size, YTREE_MAX_BYTES);
+  else if (!(*text = malloc((size_t)size + 1)))
+    snprintf(err, errlen, "%s: out of memory", path), rc = DLPAR_ERR_SYSTEM;
+  else if ((got = read(fd, *text, (size_t)size)) != (ssize_t)size)
+    snprintf(err, errlen, "%s: cannot read the config file (check the path)", path);
+  else if (memchr(*text, '\0', (size_t)got))
+    snprintf(err, errlen, "%s: holds a NUL byte, so it is not YAML text (check the path)", path);
+  else {
+    (*text)[got] = '\0';
+    rc = DLPAR_OK;
+  }
+  close(fd);
+  return rc;
+}
+
+int ytree_parse_file(const char *path, ytree **out, char *err, size_t errlen)
+{
+  char *text;
+  int rc = read_document(path, &text, err, errlen);
+  *out = NULL;
+  if (rc == DLPAR_OK)
+    rc = ytree_parse_string(text, path, out, err, errlen);
+  free(text);
   return rc;
 }
 
@@ -314,10 +414,10 @@ void ytree_free(ytree *t)
     free(t->nodes[i]->items);
     free(t->nodes[i]);
   }
-  for (int i = 0; i < t->nanchors; i++)
-    free(t->anchors[i].name);
+  for (size_t i = 0; i < t->anchors.cap; i++)
+    free((char *)t->anchors.slots[i].name);
   free(t->nodes);
-  free(t->anchors);
+  free(t->anchors.slots);
   free(t);
 }
 

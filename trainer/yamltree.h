@@ -3,12 +3,20 @@
  * aliases are resolved (an alias shares its anchor's node) and merge keys
  * (`<<: *base`, `<<: [*a, *b]`) are applied: keys written in a mapping
  * override merged ones, as in YAML's merge-key spec, the format of the
- * Deep Learning at Scale tutorial's config/ViT.yaml. */
+ * Deep Learning at Scale tutorial's config/ViT.yaml. Any input costs
+ * bounded time and memory: a document of at most YTREE_MAX_BYTES, nesting
+ * of at most YTREE_MAX_DEPTH, at most YTREE_MAX_MERGED entries copied by
+ * merge keys, no alias inside its own anchor; duplicate keys are found in
+ * linear time. Each limit exceeded is one error line naming it. */
 #ifndef DLPAR_YAMLTREE_H
 #define DLPAR_YAMLTREE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#define YTREE_MAX_BYTES (1 << 20)    /* a config is a few KB */
+#define YTREE_MAX_DEPTH 64           /* sequences and mappings inside each other */
+#define YTREE_MAX_MERGED (1 << 20)   /* entries merge keys copy, in all */
 
 typedef enum { YNODE_SCALAR, YNODE_SEQUENCE, YNODE_MAPPING } ynode_kind;
 
@@ -20,11 +28,12 @@ struct ynode {
   bool quoted;       /* scalar: written in quotes (always a string) */
   ynode **items;     /* sequence: n items; mapping: n keys and n values, key i at 2i */
   int n;
+  int cap;           /* items allocated */
 };
 
 typedef struct ytree ytree;
 
-/* Parses a file or a string (name is used in messages). */
+/* Parses a file (a regular file) or a string (name is used in messages). */
 int ytree_parse_file(const char *path, ytree **tree, char *err, size_t errlen);
 int ytree_parse_string(const char *text, const char *name, ytree **tree, char *err, size_t errlen);
 void ytree_free(ytree *tree);

@@ -4,7 +4,13 @@
 # and a non-zero exit: command line, YAML syntax and keys, types, impossible
 # combinations for the grid, overrides, data directories and files (wrong
 # dataset, too small, NaN), statistics, and --resume without a checkpoint.
-# An error every rank finds is reported once, by rank 0.
+# An error every rank finds is reported once, by rank 0. Input built to
+# crash or exhaust the trainer gets one line too, at once (issue 15): YAML
+# nested deeper than the limit (file or --key=[[[...), aliases inside their
+# own anchor, duplicate keys by the ten thousand, values with newlines, a
+# FIFO named like a config, an HDF5 file or statistics, and checkpoints
+# edited to lie (negative or huge step, an array for a number, a NaN, a
+# position that no longer fits the data or num_iters).
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 make_data
 train=$B/trainer/dlpar-train
@@ -73,6 +79,65 @@ done <<EOF2
 --config=test $yaml $ok --global_means_path=$d/train/2016.h5|$d/train/2016.h5: no such dataset '2016' (give a .npy file, or an HDF5 file with a dataset named after it)
 --config=test $yaml $ok --resume|--resume: $TEST_TMP/runs/test/1x1/00/checkpoint.h5: no checkpoint to resume from (run without --resume first)
 EOF2
+
+# input built to crash or exhaust: one line, at once (timeout: a hang fails)
+python3 -c "print('base:\n  lr: ' + '['*100000 + ']'*100000)" >"$TEST_TMP/deep.yaml"
+printf 'base: &b\n  <<: *b\n  lr: 1\n' >"$TEST_TMP/selfmerge.yaml"
+python3 -c "print('base:\n' + ''.join('  k%d: 1\n' % i for i in range(60000)) + '  k7: 2')" >"$TEST_TMP/dup.yaml"
+mkdir -p "$TEST_TMP/fifo"
+mkfifo "$TEST_TMP/fifo/2016.h5" "$TEST_TMP/fifo.yaml" "$TEST_TMP/fifo/means.h5"
+deep=$(printf '[%.0s' $(seq 100))
+while IFS='|' read -r args message; do
+  [ -n "$args" ] || continue
+  out=$(env -u PMIX_NAMESPACE timeout 60 $train $args 2>&1 >/dev/null)
+  rc=$?
+  expect_rc "$args" $rc nonzero
+  [ $rc = 124 ] && fail "$args: still running after 60 s"
+  expect_eq "$args" "$out" "dlpar-train: $message"
+done <<EOF2
+--config=base $TEST_TMP/deep.yaml|$TEST_TMP/deep.yaml:2: nesting deeper than 64 levels (a config is a few levels deep: flatten it)
+--config=base $TEST_TMP/selfmerge.yaml|$TEST_TMP/selfmerge.yaml:2: alias *b is inside its own anchor (a node cannot contain itself: copy the part you need)
+--config=base $TEST_TMP/dup.yaml|$TEST_TMP/dup.yaml:60002: duplicate key 'k7' (each key once per mapping)
+--config=base $TEST_TMP/fifo.yaml|$TEST_TMP/fifo.yaml: a FIFO, not a regular file (put the file itself there)
+--config=test $yaml $ok --img_size=$deep|--img_size:1: nesting deeper than 64 levels (a config is a few levels deep: flatten it)
+--config=test $yaml $ok --train_data_path=$TEST_TMP/fifo|$TEST_TMP/fifo/2016.h5: a FIFO, not a regular file (put the file itself there)
+--config=test $yaml $ok --global_means_path=$TEST_TMP/fifo/means.h5|$TEST_TMP/fifo/means.h5: a FIFO, not a regular file (put the file itself there)
+--config=test $yaml $ok --embed_dim=1073741824|command line: embed_dim makes tensors beyond 32-bit sizes (img_size=[16, 32], patch_size=4, embed_dim=1073741824, depth=2, 4 samples per rank: lower it)
+EOF2
+out=$(env -u PMIX_NAMESPACE $train --config=test $yaml $ok '--lr="fast\nslow"' 2>&1 >/dev/null)
+expect_eq "a value with a newline" "$out" "dlpar-train: command line: lr: expected a number, got 'fast\nslow'"
+
+# checkpoints are checked, not trusted: one written by a short run, then edited
+out=$(env -u PMIX_NAMESPACE $train --config=test $yaml $ok --num_iters=4 --run=good 2>&1)
+expect_rc "a run to checkpoint" $? 0
+runs=$TEST_TMP/runs/test/1x1
+# edit NAME PYTHON: a copy of the checkpoint as run NAME, edited by PYTHON on f (h5py.File)
+edit() {
+  mkdir -p "$runs/$1" && cp "$runs/good/checkpoint.h5" "$runs/$1/" &&
+  /usr/bin/python3 -c "import h5py, numpy as np; f = h5py.File('$runs/$1/checkpoint.h5', 'r+'); $2"
+}
+edit negative "f.attrs['step'] = np.int64(-5)"
+edit huge "f.attrs['step'] = np.int64(1 << 62)"
+edit array "del f.attrs['step']; f.attrs['step'] = np.arange(3, dtype=np.int64)"
+edit nan "f['params/pos_embed'][0, 3, 1] = np.nan"
+cp -r "$runs/good" "$runs/fewer"
+while IFS='|' read -r args message; do
+  [ -n "$args" ] || continue
+  out=$(env -u PMIX_NAMESPACE timeout 60 $train --config=test $yaml $ok --resume $args 2>&1 >/dev/null)
+  expect_rc "--resume $args" $? 1
+  expect_contains "--resume $args" "$out" "$message"
+  expect_eq "--resume $args: one line" "$(wc -l <<<"$out")" 1
+done <<EOF2
+--run=negative|--resume: $runs/negative/checkpoint.h5: negative position (step -5, epoch 0, step 4 in it; not written by dlpar-train, or damaged: resume from another checkpoint or start without --resume)
+--run=huge|--resume: $runs/huge/checkpoint.h5: step 4611686018427387904 (epoch 0, step 4 in it) does not fit
+--run=array|--resume: $runs/array/checkpoint.h5: attribute 'step' is not one whole number
+--run=nan|--resume: $runs/nan/checkpoint.h5: pos_embed[97] is nan (a diverged run's checkpoint: resume from an earlier one)
+--run=fewer --limit_nsamples=8|--resume: $runs/fewer/checkpoint.h5: step 4 (epoch 0, step 4 in it) does not fit 2 steps per epoch (were limit_nsamples, global_batch_size or the data changed? resume with the checkpoint's)
+--run=fewer --num_iters=3|--resume: $runs/fewer/checkpoint.h5: written at step 4, past this run's 3 steps (raise num_iters or num_epochs to train on)
+EOF2
+out=$(env -u PMIX_NAMESPACE $train --config=test $yaml $ok --resume --run=good --num_iters=6 2>&1)
+expect_rc "the unedited checkpoint resumes" $? 0
+expect_contains "the unedited checkpoint resumes" "$out" "resumed from $runs/good/checkpoint.h5 at step 4"
 
 # the grid: tensor parallelism needs heads to split, data parallelism the batch
 out=$("$B/launcher/dlpar-run" -n 3 --dl-parallel=3x1 -- $train --config=test $yaml $ok 2>&1)

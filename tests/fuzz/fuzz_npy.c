@@ -1,0 +1,26 @@
+/* tests/fuzz/fuzz_npy.c: the .npy reader (trainer/npy.c) on any bytes, from
+ * memory through the stream it reads files with. */
+#include "config.h"
+
+#include "tests/fuzz/fuzz.h"
+#include "trainer/npy.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  char err[DLPAR_ERRLEN] = "";
+  npy_array array;
+  FILE *f = fmemopen(size ? (void *)data : (void *)"", size ? size : 1, "rb");
+  int rc;
+  if (!f)
+    abort();
+  rc = npy_read_stream(f, size ? (long)size : 0, "fuzz.npy", &array, err, sizeof(err));
+  fuzz_expect_one_line(rc, err);
+  if (rc == DLPAR_OK) {
+    volatile float sum = 0; /* every value read is there */
+    for (long i = 0; i < array.count; i++)
+      sum += array.data[i];
+    npy_free(&array);
+  }
+  fclose(f);
+  return 0;
+}

@@ -1,0 +1,53 @@
+# tests/fuzz/: fuzz targets over the readers of user input (YAML tree,
+# config + overrides, .npy, checkpoint), run by tests/fuzz/TARGET.sh for a
+# bounded time in make check (tests/fuzz/run.sh). Each target is built
+# twice: with the seeded mutation driver (driver.c) by CC, always; and where
+# configure found clang with libFuzzer, with -fsanitize=fuzzer,address,
+# undefined from the same sources (tests/fuzz/libfuzzer/fuzz_TARGET).
+FUZZ_NAMES = yaml config npy checkpoint
+FUZZ_DRIVER = tests/fuzz/driver.c tests/fuzz/fuzz_common.c tests/fuzz/fuzz.h
+check_PROGRAMS += tests/fuzz/fuzz_yaml tests/fuzz/fuzz_config tests/fuzz/fuzz_npy tests/fuzz/fuzz_checkpoint
+tests_fuzz_fuzz_yaml_SOURCES = tests/fuzz/fuzz_yaml.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_yaml_LDADD = trainer/libdlpar_trainer.la
+tests_fuzz_fuzz_config_SOURCES = tests/fuzz/fuzz_config.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_config_LDADD = trainer/libdlpar_trainer.la
+tests_fuzz_fuzz_npy_SOURCES = tests/fuzz/fuzz_npy.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_npy_LDADD = trainer/libdlpar_trainer.la
+tests_fuzz_fuzz_checkpoint_SOURCES = tests/fuzz/fuzz_checkpoint.c tests/fuzz/checkpoint_edits.c \
+	tests/fuzz/checkpoint_edits.h $(FUZZ_DRIVER)
+tests_fuzz_fuzz_checkpoint_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
+tests_fuzz_fuzz_checkpoint_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
+
+FUZZ_TESTS = tests/fuzz/yaml.sh tests/fuzz/config.sh tests/fuzz/npy.sh tests/fuzz/checkpoint.sh
+dist_check_SCRIPTS += $(FUZZ_TESTS)
+TESTS += $(FUZZ_TESTS)
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/fuzz_yaml.c tests/fuzz/fuzz_config.c tests/fuzz/fuzz_npy.c \
+	tests/fuzz/fuzz_checkpoint.c tests/fuzz/seeds
+
+if HAVE_LIBFUZZER
+# The readers compiled again by clang with the sanitizers, linked through
+# libtool against libdlpar (checkpoint.c's collective save needs it).
+LIBFUZZER_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DHAVE_CONFIG_H \
+	-I$(top_srcdir) -I$(top_builddir) $(HDF5_CFLAGS) $(YAML_CFLAGS)
+LIBFUZZER_READERS = $(top_srcdir)/trainer/yamltree.c $(top_srcdir)/trainer/input_file.c \
+	$(top_srcdir)/trainer/train_config.c $(top_srcdir)/trainer/npy.c $(top_srcdir)/trainer/atomic_file.c \
+	$(top_srcdir)/trainer/checkpoint.c $(top_srcdir)/trainer/h5util.c $(top_srcdir)/trainer/params.c \
+	$(top_srcdir)/trainer/rng.c $(top_srcdir)/tests/fuzz/fuzz_common.c $(top_srcdir)/tests/fuzz/checkpoint_edits.c
+LIBFUZZER_TARGETS = tests/fuzz/libfuzzer/fuzz_yaml tests/fuzz/libfuzzer/fuzz_config tests/fuzz/libfuzzer/fuzz_npy \
+	tests/fuzz/libfuzzer/fuzz_checkpoint
+$(LIBFUZZER_TARGETS): $(LIBFUZZER_READERS) $(top_srcdir)/tests/fuzz/fuzz.h $(top_srcdir)/tests/fuzz/checkpoint_edits.h \
+		launcher/libdlpar.la
+	@$(MKDIR_P) tests/fuzz/libfuzzer
+	$(AM_V_CCLD)$(LIBTOOL) --quiet --tag=CC --mode=link $(FUZZ_CC) $(LIBFUZZER_CFLAGS) -o $@ \
+	  $(top_srcdir)/tests/fuzz/`basename $@`.c $(LIBFUZZER_READERS) launcher/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
+tests/fuzz/libfuzzer/fuzz_yaml: $(top_srcdir)/tests/fuzz/fuzz_yaml.c
+tests/fuzz/libfuzzer/fuzz_config: $(top_srcdir)/tests/fuzz/fuzz_config.c
+tests/fuzz/libfuzzer/fuzz_npy: $(top_srcdir)/tests/fuzz/fuzz_npy.c
+tests/fuzz/libfuzzer/fuzz_checkpoint: $(top_srcdir)/tests/fuzz/fuzz_checkpoint.c
+tests/fuzz/yaml.log: tests/fuzz/libfuzzer/fuzz_yaml
+tests/fuzz/config.log: tests/fuzz/libfuzzer/fuzz_config
+tests/fuzz/npy.log: tests/fuzz/libfuzzer/fuzz_npy
+tests/fuzz/checkpoint.log: tests/fuzz/libfuzzer/fuzz_checkpoint
+endif
+clean-local:
+	-rm -rf tests/fuzz/libfuzzer

@@ -1,0 +1,99 @@
+/* tests/unit/test_checkpoint.c: the checkpoint reader (trainer/checkpoint.c)
+ * never trusts the file: every attribute one whole number, every tensor the
+ * table's rank (checked before its dimensions are read), shape and float
+ * type with finite values, the groups present, and the position consistent
+ * with the run (not negative, on the data's epochs, not past the run's steps).
+ * Files are the checkpoint layout with edits (tests/fuzz/checkpoint_edits.h). */
+#include "config.h"
+
+#include <unistd.h>
+
+#include "launcher/status.h"
+#include "tests/fuzz/checkpoint_edits.h"
+#include "tests/unit/check.h"
+#include "trainer/checkpoint.h"
+#include "trainer/h5util.h"
+
+static char err[DLPAR_ERRLEN], path[64];
+static param_table table;
+static float scratch[4096];
+
+static int count_groups(void *ctx, model_tensor which, const float *host, char *e, size_t len)
+{
+  (void)which, (void)host, (void)e, (void)len;
+  ++*(int *)ctx;
+  return DLPAR_OK;
+}
+
+/* Writes the edited checkpoint, reads it: the status, err one line. */
+static int read_edited(const char *bytes, size_t n, checkpoint_position *pos)
+{
+  checkpoint_edits e = {(const uint8_t *)bytes, n};
+  int groups = 0, rc;
+  checkpoint_edits_write(path, &table, scratch, &e);
+  err[0] = '\0';
+  rc = checkpoint_read(&table, path, pos, count_groups, &groups, err, sizeof(err));
+  CHECK(rc == DLPAR_OK ? groups == 3 : err[0] && !strchr(err, '\n'));
+  return rc;
+}
+
+static void expect_refused(const char *bytes, size_t n, const char *message)
+{
+  checkpoint_position pos;
+  CHECK_INT(read_edited(bytes, n, &pos), DLPAR_ERR_INPUT);
+  if (!strstr(err, message))
+    fprintf(stderr, "expected '%s' in '%s'\n", message, err);
+  CHECK(strstr(err, message) != NULL);
+}
+
+static void test_reader(void)
+{
+  checkpoint_position pos;
+  CHECK_INT(read_edited("", 0, &pos), DLPAR_OK);
+  CHECK_INT(pos.step * 100 + pos.epoch * 10 + pos.step_in_epoch, 712);
+  expect_refused("\x05\x01\x01", 3, "attribute 'step' is not one whole number (not written by dlpar-train, or damaged");
+  expect_refused("\x00\x06", 2, "attribute 'epoch' is not one whole number");
+  expect_refused("\x00\x00\x03", 3, "no attribute 'step_in_epoch'");
+  expect_refused("\x00\x00\x00\x00\x00\x06", 6, "no group 'params'");
+  /* attributes kept, group kept, first tensor (patch_embed.proj.weight, rank 4) of rank 6 */
+  expect_refused("\x00\x00\x00\x00\x00\x00\x0b\x06\x01\x01\x01\x01\x01\x01", 14,
+                 "patch_embed.proj.weight is floats with 6 dimensions, the config makes floats with 4");
+  expect_refused("\x00\x00\x00\x00\x00\x00\x0c\x02\x01", 9,
+                 "patch_embed.proj.weight has another shape than the config makes (dimension 2: 6 vs 4");
+  expect_refused("\x00\x00\x00\x00\x00\x00\x0d", 7, "patch_embed.proj.weight is not floats with 4 dimensions");
+  expect_refused("\x00\x00\x00\x00\x00\x00\x01\x05\x01", 9, "patch_embed.proj.weight[5] is nan (a diverged run's");
+  expect_refused("\x00\x00\x00\x00\x00\x00\x0a", 7, "no tensor patch_embed.proj.weight");
+}
+
+static void test_position(void)
+{
+  const checkpoint_position ok = {7, 1, 2, 0}, end = {10, 1, 5, 0}, negative = {-3, 0, -3, 0};
+  const checkpoint_position huge = {1L << 62, 0, 1L << 62, 0}, moved = {7, 0, 7, 0};
+  CHECK_INT(checkpoint_check_position(&ok, 20, 5, "c.h5", err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(checkpoint_check_position(&end, 20, 5, "c.h5", err, sizeof(err)), DLPAR_OK); /* an epoch's last step */
+  CHECK_INT(checkpoint_check_position(&negative, 20, 5, "c.h5", err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "c.h5: negative position (step -3, epoch 0, step -3 in it; not written by dlpar-train, or damaged: "
+                 "resume from another checkpoint or start without --resume)");
+  CHECK_INT(checkpoint_check_position(&huge, 20, 5, "c.h5", err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK(strstr(err, "does not fit 5 steps per epoch") != NULL);
+  CHECK_INT(checkpoint_check_position(&moved, 20, 5, "c.h5", err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "c.h5: step 7 (epoch 0, step 7 in it) does not fit 5 steps per epoch (were limit_nsamples, "
+                 "global_batch_size or the data changed? resume with the checkpoint's)");
+  CHECK_INT(checkpoint_check_position(&ok, 6, 5, "c.h5", err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "c.h5: written at step 7, past this run's 6 steps (raise num_iters or num_epochs to train on)");
+}
+
+int main(void)
+{
+  int fd;
+  h5_quiet();
+  snprintf(path, sizeof(path), "/tmp/test_checkpoint.XXXXXX");
+  if ((fd = mkstemp(path)) < 0 || checkpoint_edits_table(&table) != DLPAR_OK)
+    SKIP("no temporary file or no memory");
+  close(fd);
+  test_reader();
+  test_position();
+  unlink(path);
+  params_free(&table);
+  return check_report("test_checkpoint");
+}

@@ -1,0 +1,23 @@
+/* trainer/input_file.h: what every reader of user input shares: opening a
+ * file the user named (config, statistics, data, checkpoint) only if it is a
+ * regular file, without blocking (a FIFO, a directory or a device named like
+ * one gets one line instead of a hang in open() or in the library that reads
+ * it), and showing input text in a one-line message. */
+#ifndef DLPAR_INPUT_FILE_H
+#define DLPAR_INPUT_FILE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* A read-only descriptor of path and its size. On failure err holds
+ * "PATH: CANNOT_OPEN" (the caller's words for a missing file) or
+ * "PATH: not a regular file (...)". */
+int input_file_open(const char *path, const char *cannot_open, int *fd, off_t *size, char *err, size_t errlen);
+/* The same check alone, for libraries that open by name (HDF5). */
+int input_file_check(const char *path, const char *cannot_open, char *err, size_t errlen);
+
+/* text for a one-line message in buf: control characters escaped (\n,
+ * \x01), cut with "..." where buf is full; returns buf. */
+const char *input_printable(const char *text, char *buf, size_t len);
+
+#endif
