@@ -108,7 +108,7 @@ out=$(env -u PMIX_NAMESPACE $train --config=test $yaml $ok '--lr="fast\nslow"' 2
 expect_eq "a value with a newline" "$out" "dlpar-train: command line: lr: expected a number, got 'fast\nslow'"
 
 # checkpoints are checked, not trusted: one written by a short run, then edited
-out=$(env -u PMIX_NAMESPACE $train --config=test $yaml $ok --num_iters=4 --run=good 2>&1)
+out=$(env -u PMIX_NAMESPACE $train --config=test $yaml $ok --num_iters=12 --stop_after_iters=4 --run=good 2>&1)
 expect_rc "a run to checkpoint" $? 0
 runs=$TEST_TMP/runs/test/1x1
 # edit NAME PYTHON: a copy of the checkpoint as run NAME, edited by PYTHON on f (h5py.File)
@@ -120,6 +120,7 @@ edit negative "f.attrs['step'] = np.int64(-5)"
 edit huge "f.attrs['step'] = np.int64(1 << 62)"
 edit array "del f.attrs['step']; f.attrs['step'] = np.arange(3, dtype=np.int64)"
 edit nan "f['params/pos_embed'][0, 3, 1] = np.nan"
+edit later "f.attrs['step'] = np.int64(24); f.attrs['epoch'] = np.int64(2); f.attrs['step_in_epoch'] = np.int64(0)"
 cp -r "$runs/good" "$runs/fewer"
 while IFS='|' read -r args message; do
   [ -n "$args" ] || continue
@@ -133,9 +134,9 @@ done <<EOF2
 --run=array|--resume: $runs/array/checkpoint.h5: attribute 'step' is not one whole number
 --run=nan|--resume: $runs/nan/checkpoint.h5: pos_embed[97] is nan (a diverged run's checkpoint: resume from an earlier one)
 --run=fewer --limit_nsamples=8|--resume: $runs/fewer/checkpoint.h5: step 4 (epoch 0, step 4 in it) does not fit 2 steps per epoch (were limit_nsamples, global_batch_size or the data changed? resume with the checkpoint's)
---run=fewer --num_iters=3|--resume: $runs/fewer/checkpoint.h5: written at step 4, past this run's 3 steps (raise num_iters or num_epochs to train on)
+--run=later --num_iters=12|--resume: $runs/later/checkpoint.h5: written at step 24, past this run's 12 steps (raise num_iters or num_epochs to train on)
 EOF2
-out=$(env -u PMIX_NAMESPACE $train --config=test $yaml $ok --resume --run=good --num_iters=6 2>&1)
+out=$(env -u PMIX_NAMESPACE $train --config=test $yaml $ok --resume --run=good --num_iters=12 2>&1)
 expect_rc "the unedited checkpoint resumes" $? 0
 expect_contains "the unedited checkpoint resumes" "$out" "resumed from $runs/good/checkpoint.h5 at step 4"
 
