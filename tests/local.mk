@@ -20,7 +20,7 @@ tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
 
 TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing tests/unit/test_kernels
 
-EXTRA_DIST += tests/testbed/dlpar-bed tests/topo/make-topologies \
+EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
 	tests/topo/4gpu-interleaved.xml tests/topo/bed-node.xml
 
