@@ -41,7 +41,7 @@ tests_unit_test_train_args_SOURCES = tests/unit/test_train_args.c tests/unit/che
 tests_unit_test_train_args_LDADD = trainer/libdlpar_trainer.la
 TESTS += tests/unit/test_train_args
 
-EXTRA_DIST += tests/testbed/dlpar-bed tests/topo/make-topologies \
+EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
 	tests/topo/4gpu-interleaved.xml tests/topo/bed-node.xml
 
