@@ -62,7 +62,7 @@ expect_rc "2x2, log_every 5" $? 0
 jsonl=$TEST_TMP/runs/test/2x2/w/metrics.jsonl
 expect_eq "log_every 5, num_iters 30: 2 whole epochs, windows and epoch ends" \
   "$(step_losses "$jsonl" | cut -d' ' -f1 | tr '\n' ' ')" "5 10 12 15 20 24 "
-expect_contains "num_iters 30: 2 epochs of 12 steps" "$out" "2 epoch(s) of 12 steps (24 steps)"
+expect_contains "num_iters 30: 2 epochs of 12 steps" "$out" "2 epochs of 12 steps (24 steps)"
 for epoch in 1 2; do
   TEST_CHECKS=$((TEST_CHECKS + 1))
   epoch_check "$jsonl" $epoch || fail "log_every 5: epoch $epoch's train_loss is not its windows' weighted mean"

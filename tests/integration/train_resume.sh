@@ -20,7 +20,7 @@ ckpt_step() { h5dump -a step "$TEST_TMP/runs/test/2x2/$1/checkpoint.h5" 2>/dev/n
 
 out=$(run --run=whole 2>&1)
 expect_rc "uninterrupted run" $? 0
-spe=$(sed -n 's/.* steps of \([0-9]*\) per epoch.*/\1/p' <<<"$out")
+spe=$(sed -n 's/.* epochs\{0,1\} of \([0-9]*\) steps\{0,1\} (.*/\1/p' <<<"$out")
 
 out=$(run --run=split --stop_after_iters=10 2>&1)
 expect_rc "first half" $? 0
@@ -42,7 +42,7 @@ expect_contains "resumed at the next epoch" "$out" "at step $spe (epoch 2, step 
 expect_eq "losses after an epoch's end" "$(losses epoch | sort -n | uniq)" "$(losses whole)"
 use_bed
 srun_train() { srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$B/trainer/dlpar-train" --config=test \
-                 "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=20 --run=bed "$@"; }
+                 "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=24 --run=bed "$@"; }
 out=$(srun_train --stop_after_iters=$spe 2>&1)
 expect_rc "srun: stopped at an epoch's end" $? 0
 out=$(srun_train --resume 2>&1)

@@ -28,7 +28,7 @@ ranks() {
      "$train" --yaml_config=./config/ViT.yaml "$@" $shrink 2>&1)
 }
 # epochs OUT: "EPOCHS STEPS_PER_EPOCH" from the banner
-epochs() { sed -n 's/.* \([0-9]*\) epoch(s) of \([0-9]*\) steps .*/\1 \2/p' <<<"$1"; }
+epochs() { sed -n 's/.* \([0-9]*\) epochs\{0,1\} of \([0-9]*\) steps\{0,1\} (.*/\1 \2/p' <<<"$1"; }
 # note WHAT OUT TEXT: TEXT printed exactly once
 note() { expect_eq "$1: once: $3" "$(grep -cF -- "$3" <<<"$2")" 1; }
 # tag RUN_DIR STEP TAG: the TensorBoard value
