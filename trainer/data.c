@@ -3,6 +3,8 @@
 
 #include "trainer/data.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <hdf5.h>
 #include <math.h>
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "launcher/clock.h"
 #include "launcher/status.h"
@@ -40,9 +43,17 @@ static int list_files(era5_data *d, const char *dir, char *err, size_t errlen)
   d->files = calloc((size_t)d->nfiles, sizeof(char *));
   d->fields_dset = malloc(sizeof(long) * (size_t)d->nfiles);
   d->file_handle = malloc(sizeof(long) * (size_t)d->nfiles);
-  for (int i = 0; d->files && i < d->nfiles; i++) {
+  d->step_offset = calloc((size_t)d->nfiles, sizeof(long long *));
+  d->fds = malloc(sizeof(int) * (size_t)d->nfiles);
+  if (!d->files || !d->fields_dset || !d->file_handle || !d->step_offset || !d->fds) {
+    snprintf(err, errlen, "out of memory for the list of %d data files", d->nfiles);
+    globfree(&found);
+    return DLPAR_ERR_SYSTEM;
+  }
+  for (int i = 0; i < d->nfiles; i++) {
     d->files[i] = strdup(found.gl_pathv[i]); /* glob sorts by name */
     d->fields_dset[i] = d->file_handle[i] = -1;
+    d->fds[i] = -1;
   }
   globfree(&found);
   return DLPAR_OK;
@@ -115,6 +126,59 @@ out:
   return rc;
 }
 
+/* Where every time step of file i lies whole (contiguous layout, or one
+ * unfiltered chunk per step) in native floats: the byte offset of each
+ * step, resolved once, for pread. Other layouts keep the HDF5 path
+ * (step_offset[i] stays NULL). */
+static int resolve_offsets(era5_data *d, int i, char *err, size_t errlen)
+{
+  const char *path = d->files[i];
+  const hid_t dset = (hid_t)d->fields_dset[i];
+  const hsize_t step_dims[4] = {1, (hsize_t)d->file_channels, (hsize_t)d->file_height, (hsize_t)d->file_width};
+  const long long step_bytes = (long long)sizeof(float) * d->file_channels * d->file_height * d->file_width;
+  long long *offset = NULL;
+  hsize_t chunk[4];
+  hid_t plist = -1, type = -1;
+  H5D_layout_t layout;
+  int rc = DLPAR_OK;
+  CHECK_H5(plist = H5Dget_create_plist(dset), path);
+  CHECK_H5(type = H5Dget_type(dset), path);
+  CHECK_H5(layout = H5Pget_layout(plist), path);
+  if (H5Tequal(type, H5T_NATIVE_FLOAT) <= 0 || H5Pget_nfilters(plist) != 0 || H5Pget_external_count(plist) != 0)
+    goto out;
+  if (layout == H5D_CHUNKED && (H5Pget_chunk(plist, 4, chunk) != 4 || memcmp(chunk, step_dims, sizeof(chunk)) != 0))
+    goto out;
+  if ((layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED) || !(offset = malloc(sizeof(long long) * d->per_file)))
+    goto out;
+  for (long t = 0; t < d->per_file; t++) {
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = (hsize_t)step_bytes;
+    if (layout == H5D_CONTIGUOUS) {
+      addr = H5Dget_offset(dset);
+      addr = addr == HADDR_UNDEF ? addr : addr + (haddr_t)(t * step_bytes);
+    } else {
+      const hsize_t at[4] = {(hsize_t)t, 0, 0, 0};
+      unsigned filter_mask = 0;
+      CHECK_H5(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path);
+    }
+    if (addr == HADDR_UNDEF || size != (hsize_t)step_bytes) /* never written: HDF5 supplies the fill value */
+      goto out;
+    offset[t] = (long long)addr;
+  }
+  if ((d->fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+    snprintf(err, errlen, "%s: %s (check the file's permissions)", path, strerror(errno));
+    rc = DLPAR_ERR_SYSTEM;
+    goto out;
+  }
+  d->step_offset[i] = offset;
+  offset = NULL;
+out:
+  free(offset);
+  h5_close(type);
+  h5_close(plist);
+  return rc;
+}
+
 int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit, const float *means,
               const float *stds, pthread_mutex_t *hdf5_lock, char *err, size_t errlen)
 {
@@ -127,8 +191,8 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
     return rc;
   pthread_mutex_lock(hdf5_lock);
   for (int i = 0; i < d->nfiles && rc == DLPAR_OK; i++) {
-    if ((rc = open_fields(d, i, err, errlen)) == DLPAR_OK)
-      rc = check_shape(d, i, err, errlen);
+    if ((rc = open_fields(d, i, err, errlen)) == DLPAR_OK && (rc = check_shape(d, i, err, errlen)) == DLPAR_OK)
+      rc = resolve_offsets(d, i, err, errlen);
   }
   pthread_mutex_unlock(hdf5_lock);
   d->nsamples = (long)d->nfiles * d->per_file;
@@ -137,12 +201,29 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
   return rc;
 }
 
-/* One time step [channels, height, width] of file `year`, normalised and checked. */
-static int read_step(era5_data *d, int year, long t, float *out, char *err, size_t errlen)
+/* Normalises one time step [channels, height, width] in place; NaN/inf are errors. */
+static int normalise_step(const era5_data *d, int year, long t, float *out, char *err, size_t errlen)
+{
+  const size_t plane = (size_t)d->height * d->width;
+  for (int c = 0; c < d->channels; c++) {
+    float *x = out + (size_t)c * plane;
+    for (size_t i = 0; i < plane; i++) {
+      if (!isfinite(x[i])) {
+        snprintf(err, errlen, "%s: fields[%ld, %d, %zu, %zu] is %s (clean the data or regenerate it)", d->files[year],
+                 t, c, i / (size_t)d->width, i % (size_t)d->width, isnan(x[i]) ? "NaN" : "infinite");
+        return DLPAR_ERR_INPUT;
+      }
+      x[i] = (x[i] - d->means[c]) / d->stds[c];
+    }
+  }
+  return DLPAR_OK;
+}
+
+/* One time step of file `year` through HDF5 (caller holds the HDF5 lock). */
+static int hdf5_read_step(era5_data *d, int year, long t, float *out, char *err, size_t errlen)
 {
   const hsize_t start[4] = {(hsize_t)t, 0, 0, 0};
   const hsize_t count[4] = {1, (hsize_t)d->channels, (hsize_t)d->height, (hsize_t)d->width};
-  const size_t plane = (size_t)d->height * d->width;
   hid_t file_space = -1, mem_space = -1;
   int rc = DLPAR_OK;
   char context[PATH_MAX + 64];
@@ -151,22 +232,61 @@ static int read_step(era5_data *d, int year, long t, float *out, char *err, size
   CHECK_H5(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context);
   CHECK_H5(mem_space = H5Screate_simple(4, count, NULL), context);
   CHECK_H5(H5Dread((hid_t)d->fields_dset[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out), context);
-  for (int c = 0; c < d->channels; c++) {
-    float *x = out + (size_t)c * plane;
-    for (size_t i = 0; i < plane; i++) {
-      if (!isfinite(x[i])) {
-        snprintf(err, errlen, "%s: fields[%ld, %d, %zu, %zu] is %s (clean the data or regenerate it)", d->files[year],
-                 t, c, i / (size_t)d->width, i % (size_t)d->width, isnan(x[i]) ? "NaN" : "infinite");
-        rc = DLPAR_ERR_INPUT;
-        goto out;
-      }
-      x[i] = (x[i] - d->means[c]) / d->stds[c];
-    }
-  }
 out:
   h5_close(mem_space);
   h5_close(file_space);
   return rc;
+}
+
+/* bytes at offset of fd, whole (retrying short reads) */
+static int pread_whole(int fd, void *buf, size_t bytes, long long offset)
+{
+  char *at = buf;
+  while (bytes > 0) {
+    const ssize_t got = pread(fd, at, bytes, (off_t)offset);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      if (got == 0)
+        errno = EIO; /* the file ends early */
+      return -1;
+    }
+    at += got, bytes -= (size_t)got, offset += got;
+  }
+  return 0;
+}
+
+/* One time step of file `year` by pread: one read per channel, or per row when
+ * the width is cropped. Thread-safe. */
+static int pread_step(const era5_data *d, int year, long t, float *out, char *err, size_t errlen)
+{
+  const bool whole_rows = d->width == d->file_width;
+  const size_t row_floats = whole_rows ? (size_t)d->height * d->width : (size_t)d->width;
+  const int rows = whole_rows ? 1 : d->height;
+  for (int c = 0; c < d->channels; c++)
+    for (int h = 0; h < rows; h++) {
+      const long long offset = d->step_offset[year][t] +
+                               (long long)sizeof(float) * (((long long)c * d->file_height + h) * d->file_width);
+      if (pread_whole(d->fds[year], out + ((size_t)c * rows + h) * row_floats, sizeof(float) * row_floats, offset)) {
+        snprintf(err, errlen, "%s: reading fields[%ld]: %s (the file is truncated or unreadable: copy or "
+                 "regenerate it)", d->files[year], t, strerror(errno));
+        return DLPAR_ERR_SYSTEM;
+      }
+    }
+  return DLPAR_OK;
+}
+
+static int read_step(era5_data *d, int year, long t, float *out, char *err, size_t errlen)
+{
+  int rc;
+  if (d->step_offset[year]) {
+    rc = pread_step(d, year, t, out, err, errlen);
+  } else {
+    pthread_mutex_lock(d->hdf5_lock);
+    rc = hdf5_read_step(d, year, t, out, err, errlen);
+    pthread_mutex_unlock(d->hdf5_lock);
+  }
+  return rc == DLPAR_OK ? normalise_step(d, year, t, out, err, errlen) : rc;
 }
 
 int era5_read(era5_data *d, long idx, float *inp, float *tgt, char *err, size_t errlen)
@@ -176,28 +296,27 @@ int era5_read(era5_data *d, long idx, float *inp, float *tgt, char *err, size_t 
   int rc;
   if (l < d->dt)
     l += d->dt;
-  pthread_mutex_lock(d->hdf5_lock);
   rc = read_step(d, year, l, inp, err, errlen);
-  if (rc == DLPAR_OK)
-    rc = read_step(d, year, l + d->dt, tgt, err, errlen);
-  pthread_mutex_unlock(d->hdf5_lock);
-  return rc;
+  return rc == DLPAR_OK ? read_step(d, year, l + d->dt, tgt, err, errlen) : rc;
 }
 
 void era5_close(era5_data *d)
 {
   pthread_mutex_lock(d->hdf5_lock);
-  for (int i = 0; i < d->nfiles; i++) {
-    if (d->fields_dset)
-      h5_close((hid_t)d->fields_dset[i]);
-    if (d->file_handle)
-      h5_close((hid_t)d->file_handle[i]);
+  for (int i = 0; d->files && d->fields_dset && d->file_handle && d->step_offset && d->fds && i < d->nfiles; i++) {
+    h5_close((hid_t)d->fields_dset[i]);
+    h5_close((hid_t)d->file_handle[i]);
+    if (d->fds[i] >= 0)
+      close(d->fds[i]);
+    free(d->step_offset[i]);
     free(d->files[i]);
   }
   pthread_mutex_unlock(d->hdf5_lock);
   free(d->files);
   free(d->fields_dset);
   free(d->file_handle);
+  free(d->step_offset);
+  free(d->fds);
   memset(d, 0, sizeof(*d));
 }
 
@@ -264,9 +383,21 @@ int era5_load_stats(const char *path, int channels, float **values, char *err, s
 
 enum { SLOT_EMPTY = 0, SLOT_READY, SLOT_FAILED };
 
+/* One reader thread's share of a batch: samples first, first + readers, ... */
+typedef struct {
+  struct loader *l;
+  int slot, first;
+  long step;
+  int failed_at; /* the sample that failed, or batch when none */
+  char error[DLPAR_ERRLEN];
+  pthread_t thread;
+  bool started;
+} batch_reader;
+
 struct loader {
   era5_data *data;
-  int batch, dp_rank, dp_size, depth;
+  int batch, dp_rank, dp_size, depth, nreaders;
+  batch_reader *readers;
   bool shuffle;
   long seed, steps_per_epoch;
   size_t sample_floats;
@@ -290,24 +421,53 @@ static void *default_alloc(size_t bytes)
   return malloc(bytes);
 }
 
-/* Fills one slot with the batch at (epoch, step); runs on the loader thread. */
+static void *read_share(void *arg)
+{
+  batch_reader *r = arg;
+  loader *l = r->l;
+  r->failed_at = l->batch;
+  for (int j = r->first; j < l->batch; j += l->nreaders) {
+    const long position = (r->step * l->batch + j) * l->dp_size + l->dp_rank;
+    const long idx = l->shuffle ? l->perm[position] : position;
+    if (era5_read(l->data, idx, l->inp[r->slot] + (size_t)j * l->sample_floats,
+                  l->tgt[r->slot] + (size_t)j * l->sample_floats, r->error, sizeof(r->error)) != DLPAR_OK) {
+      r->failed_at = j;
+      break;
+    }
+  }
+  return NULL;
+}
+
+/* Fills one slot with the batch at (epoch, step), its samples read by the
+ * readers in parallel (reader 0 on the loader thread itself; a reader whose
+ * thread cannot start runs there too); runs on the loader thread. The error
+ * kept is that of the first failing sample, as a serial read would give. */
 static int fill_slot(loader *l, int slot, long epoch, long step, char *err, size_t errlen)
 {
+  int failed_at = l->batch;
   if (l->shuffle && l->perm_epoch != epoch) {
     dlpar_rng rng;
     rng_init(&rng, (uint64_t)l->seed, 1000000u + (uint64_t)epoch);
     rng_permutation(&rng, l->perm, l->data->nsamples);
     l->perm_epoch = epoch;
   }
-  for (int j = 0; j < l->batch; j++) {
-    const long position = (step * l->batch + j) * l->dp_size + l->dp_rank;
-    const long idx = l->shuffle ? l->perm[position] : position;
-    int rc = era5_read(l->data, idx, l->inp[slot] + (size_t)j * l->sample_floats,
-                       l->tgt[slot] + (size_t)j * l->sample_floats, err, errlen);
-    if (rc != DLPAR_OK)
-      return rc;
+  for (int w = 0; w < l->nreaders; w++) {
+    batch_reader *r = &l->readers[w];
+    r->l = l, r->slot = slot, r->first = w, r->step = step;
+    r->started = w > 0 && pthread_create(&r->thread, NULL, read_share, r) == 0;
   }
-  return DLPAR_OK;
+  for (int w = 0; w < l->nreaders; w++) {
+    batch_reader *r = &l->readers[w];
+    if (r->started)
+      pthread_join(r->thread, NULL);
+    else
+      read_share(r);
+    if (r->failed_at < failed_at) {
+      failed_at = r->failed_at;
+      snprintf(err, errlen, "%s", r->error);
+    }
+  }
+  return failed_at == l->batch ? DLPAR_OK : DLPAR_ERR_INPUT;
 }
 
 static void *loader_main(void *arg)
@@ -341,14 +501,15 @@ static void *loader_main(void *arg)
 }
 
 int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
-                  int depth, const loader_memory *memory, char *err, size_t errlen)
+                  int workers, const loader_memory *memory, char *err, size_t errlen)
 {
   loader *l = calloc(1, sizeof(*l));
   *out = l;
   if (!l)
     goto oom;
   l->data = data, l->batch = local_batch, l->dp_rank = dp_rank, l->dp_size = dp_size;
-  l->shuffle = shuffle, l->seed = seed, l->depth = depth > 1 ? depth : 2, l->perm_epoch = -1;
+  l->shuffle = shuffle, l->seed = seed, l->depth = workers > 1 ? workers : 2, l->perm_epoch = -1;
+  l->nreaders = workers > 1 ? workers : 1;
   l->memory = memory ? *memory : (loader_memory){default_alloc, free};
   l->sample_floats = (size_t)data->channels * data->height * data->width;
   l->steps_per_epoch = data->nsamples / ((long)local_batch * dp_size);
@@ -363,7 +524,8 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   l->state = calloc((size_t)l->depth, sizeof(int));
   l->errors = calloc((size_t)l->depth, sizeof(*l->errors));
   l->perm = malloc(sizeof(long) * (size_t)data->nsamples);
-  if (!l->inp || !l->tgt || !l->state || !l->errors || !l->perm)
+  l->readers = calloc((size_t)l->nreaders, sizeof(batch_reader));
+  if (!l->inp || !l->tgt || !l->state || !l->errors || !l->perm || !l->readers)
     goto oom;
   for (int s = 0; s < l->depth; s++) {
     l->inp[s] = l->memory.alloc(sizeof(float) * l->sample_floats * (size_t)local_batch);
@@ -379,8 +541,9 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   }
   return DLPAR_OK;
 oom:
-  snprintf(err, errlen, "out of memory for %d %s of %d %s (lower num_data_workers)", depth,
-           dlpar_plural(depth, "batch", "batches"), local_batch, dlpar_plural(local_batch, "sample", "samples"));
+  snprintf(err, errlen, "out of memory for %d %s of %d %s (lower num_data_workers)", l ? l->depth : 2,
+           dlpar_plural(l ? l->depth : 2, "batch", "batches"), local_batch,
+           dlpar_plural(local_batch, "sample", "samples"));
   return DLPAR_ERR_SYSTEM;
 }
 
@@ -467,5 +630,6 @@ void loader_destroy(loader *l)
   free(l->state);
   free(l->errors);
   free(l->perm);
+  free(l->readers);
   free(l);
 }

@@ -4,10 +4,16 @@
  * `fields` [T, C, H', W'] cropped to [:, :C, :H, :W]; sample idx is year
  * idx / T, l = (idx % T) % (T - dt), l += dt if l < dt; input fields[l],
  * target fields[l + dt]; both normalised by the global means and stds.
- * Samples are read one at a time by hyperslab (never a whole file).
+ * Samples are read one at a time (never a whole file): where a file's
+ * `fields` is native floats, unfiltered, and each time step lies whole in
+ * one place (contiguous layout, or one chunk per step as dlpar-gen-data
+ * writes), the byte offset of every step is resolved once at open and
+ * samples are read with pread(), from any thread at once; other files
+ * (compressed, other chunkings) go through serialised HDF5 hyperslab reads.
  *
  * The loader: a thread that prefetches whole local batches into a ring of
- * `depth` slots. Data-parallel rank k of D takes, at step s, the samples at
+ * slots, each batch read by `workers` threads in parallel (sample j by
+ * reader j % workers). Data-parallel rank k of D takes, at step s, the samples at
  * positions (s*B + j)*D + k of the epoch's order (a permutation seeded by
  * (seed, epoch), or the identity for validation), as PyTorch's
  * DistributedSampler; all tensor-parallel ranks of a group read the same. */
@@ -31,6 +37,8 @@ typedef struct {
   pthread_mutex_t *hdf5_lock; /* libhdf5 is not thread-safe: one lock for all readers */
   long *fields_dset; /* per file: hid_t of its `fields` dataset, or -1 (hid_t kept out of this header) */
   long *file_handle; /* per file: hid_t of the open file, or -1 */
+  long long **step_offset; /* per file: byte offset of each time step for pread, or NULL (HDF5 reads) */
+  int *fds;                /* per file: descriptor for pread, or -1 */
 } era5_data;
 
 int era5_open(era5_data *data, const char *dir, const train_config *cfg, long limit, const float *means,
@@ -50,8 +58,10 @@ typedef struct {
 
 typedef struct loader loader;
 
+/* workers: reader threads per batch (num_data_workers; < 1: 1); the ring
+ * holds max(workers, 2) batches. */
 int loader_create(loader **l, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
-                  int depth, const loader_memory *memory, char *err, size_t errlen);
+                  int workers, const loader_memory *memory, char *err, size_t errlen);
 long loader_steps_per_epoch(const loader *l);
 /* The one definition of an epoch's end, for the loader and the trainer's
  * saved position alike: step steps_per_epoch of an epoch (all its steps

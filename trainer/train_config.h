@@ -37,7 +37,7 @@ typedef struct {
   char expdir[PATH_MAX];
   /* data */
   char data_loader_config[16];
-  int num_data_workers;      /* prefetch depth of the loader thread (0: 2) */
+  int num_data_workers;      /* reader threads per batch (0, 1: one) and prefetch depth in batches (at least 2) */
   char train_data_path[PATH_MAX], valid_data_path[PATH_MAX], inf_data_path[PATH_MAX];
   char time_means_path[PATH_MAX], global_means_path[PATH_MAX], global_stds_path[PATH_MAX];
   long limit_nsamples, limit_nsamples_val; /* -1: no limit (None) */
