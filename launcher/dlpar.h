@@ -91,6 +91,13 @@ void dlpar_graph_launched(dlpar_ctx *ctx);
  * requested steps on the selected ranks. Ranges are NVTX ranges, emitted
  * only when profiling was requested. */
 int dlpar_profile_step(dlpar_ctx *ctx, long step);
+/* The program's own profiling window (the tutorial's
+ * --enable_manual_profiling), for when the launcher asked for none: this
+ * rank then emits the NVTX ranges and opens the CUDA profiler range (what
+ * `nsys profile -c cudaProfilerApi` captures) at first_step and closes it
+ * after last_step. Returns 1 when the window was taken, 0 when the
+ * launcher's --dl-profile request stands instead. */
+int dlpar_profile_window(dlpar_ctx *ctx, long first_step, long last_step);
 void dlpar_range_push(const dlpar_ctx *ctx, const char *name);
 void dlpar_range_pop(const dlpar_ctx *ctx);
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "launcher/clock.h"
 #include "launcher/dlpar.h"
@@ -60,6 +61,7 @@ struct dlpar_ctx {
   /* profiling */
   bool profiling;              /* this rank emits ranges / drives the profiler */
   bool profiler_on, profiler_done;
+  uint64_t profiler_range;     /* the NVTX range over the profiled steps */
   char error[DLPAR_ERRLEN];
 };
 

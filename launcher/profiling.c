@@ -65,11 +65,31 @@ void dlpar_profiling_setup(dlpar_ctx *ctx)
   ctx->profiling = ctx->env.profile != DLPAR_PROFILE_OFF && ctx->env.profile_this_rank;
 }
 
+int dlpar_profile_window(dlpar_ctx *ctx, long first_step, long last_step)
+{
+  if (ctx->env.profile != DLPAR_PROFILE_OFF)
+    return 0;
+  ctx->profiling = true;
+  ctx->env.profile_first_step = first_step;
+  ctx->env.profile_last_step = last_step;
+  return 1;
+}
+
+/* The profiler range, and an NVTX range over it naming the profiled steps
+ * (on a timeline, and on a CPU run the window's only trace). */
 static void profiler(dlpar_ctx *ctx, bool on)
 {
 #ifdef HAVE_CUDA
+  char name[64] = "profiled steps (all)";
+  if (on && ctx->env.profile_first_step >= 0)
+    snprintf(name, sizeof(name), "profiled steps %ld-%ld", ctx->env.profile_first_step,
+             ctx->env.profile_last_step);
   if (ctx->info.backend == DLPAR_BACKEND_NCCL)
     (void)(on ? cudaProfilerStart() : cudaProfilerStop());
+  if (on)
+    ctx->profiler_range = nvtxRangeStartA(name);
+  else
+    nvtxRangeEnd(ctx->profiler_range);
 #endif
   ctx->profiler_on = on;
   ctx->profiler_done = !on;

@@ -91,6 +91,12 @@ EXTRA_DIST += tests/numerics/torch_reference.py tests/numerics/torch_vit.py test
 # make check, where they SKIP without a GPU. They find etc/vit.yaml through
 # DLPAR_SRCDIR or, run by hand from anywhere, the source tree built in.
 if HAVE_CUDA
+# An NVTX tool recording range names (NVTX_INJECTION64_PATH): the ranges
+# and the profiled-steps window seen without nsys.
+check_LTLIBRARIES += tests/lib/libnvtx_record.la
+tests_lib_libnvtx_record_la_SOURCES = tests/lib/nvtx_record.c
+tests_lib_libnvtx_record_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_lib_libnvtx_record_la_LDFLAGS = -module -avoid-version -rpath /nowhere
 GPU_TESTS = tests/gpu/test_kernels_gpu tests/gpu/test_step_gpu tests/gpu/test_fp32_gpu tests/gpu/test_graph_gpu
 check_PROGRAMS += $(GPU_TESTS)
 TESTS += $(GPU_TESTS)

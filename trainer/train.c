@@ -431,7 +431,7 @@ static void end_epoch(trainer *t, epoch_progress *e, long steps_done)
  * num_iters // steps per epoch (SC23/SC24: train.py's num_epochs); the
  * cosine schedule runs over num_epochs x steps per epoch (SC22's tot_steps)
  * or num_iters (SC23/SC24's T_max). The PyTorch-only keys get their line. */
-static void plan_epochs(trainer *t, bool manual_profiling)
+static void plan_epochs(trainer *t)
 {
   const train_config *c = &t->config.cfg;
   const long steps_per_epoch = loader_steps_per_epoch(t->train);
@@ -447,10 +447,27 @@ static void plan_epochs(trainer *t, bool manual_profiling)
   t->total_steps = t->epochs * steps_per_epoch;
   for (int i = 0; i < nnotes; i++)
     say(t, "dlpar-train: %s\n", notes[i]);
-  if (manual_profiling)
-    say(t, "dlpar-train: enable_manual_profiling: dlpar's NVTX ranges and profiler window come from the launcher; "
-        "the tutorial's window (epoch 4) is --dl-profile=nsys --dl-profile-steps=%ld-%ld\n", 3 * steps_per_epoch,
-        4 * steps_per_epoch - 1);
+}
+
+/* --enable_manual_profiling as in the tutorial: rank 0 opens the CUDA
+ * profiler range over the fourth epoch (epoch index 3), with NVTX ranges
+ * around each step's phases, for `nsys profile -c cudaProfilerApi`. A
+ * launcher --dl-profile request takes precedence. */
+static void manual_profiling(trainer *t)
+{
+  const long steps_per_epoch = loader_steps_per_epoch(t->train);
+  const long first = 3 * steps_per_epoch, last = 4 * steps_per_epoch - 1;
+  if (t->info->rank == 0 && !dlpar_profile_window(t->comm, first, last)) {
+    say(t, "dlpar-train: enable_manual_profiling: the launcher's --dl-profile request is used instead\n");
+    return;
+  }
+  if (t->epochs < 4)
+    say(t, "dlpar-train: enable_manual_profiling: the tutorial profiles epoch 4 (steps %ld-%ld) and this run "
+        "trains %ld %s: nothing is profiled (train 4 epochs or more, or use --dl-profile-steps)\n", first, last,
+        t->epochs, dlpar_plural(t->epochs, "epoch", "epochs"));
+  else
+    say(t, "dlpar-train: enable_manual_profiling: rank 0 profiles epoch 4 (steps %ld-%ld) as the tutorial does: "
+        "run it under nsys profile -c cudaProfilerApi\n", first, last);
 }
 
 /* The tutorial's step-0 losses: the model before training on the first
@@ -652,7 +669,9 @@ int main(int argc, char **argv)
   setup_config(&t, &args);
   setup_data(&t);
   setup_model(&t);
-  plan_epochs(&t, args.manual_profiling);
+  plan_epochs(&t);
+  if (args.manual_profiling)
+    manual_profiling(&t);
   t.saved_step = -1;
   if (args.resume)
     resume(&t);
