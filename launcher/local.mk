@@ -2,7 +2,7 @@
 # topology mapping, the environment contract) is shared with spank/.
 noinst_LTLIBRARIES += launcher/libdlpar_core.la
 launcher_libdlpar_core_la_SOURCES = \
-	launcher/status.c launcher/status.h \
+	launcher/status.h \
 	launcher/clock.c launcher/clock.h \
 	launcher/text.c launcher/text.h \
 	launcher/grid.c launcher/grid.h \

@@ -96,15 +96,6 @@ const char *dlpar_profile_tool_name(dlpar_profile_tool tool)
   return tool == DLPAR_PROFILE_NSYS ? "nsys" : tool == DLPAR_PROFILE_NVTX ? "nvtx" : "off";
 }
 
-const char *dlpar_profile_steps_text(const dlpar_profile_request *req, char *buf, size_t len)
-{
-  if (req->first_step < 0)
-    snprintf(buf, len, "all");
-  else
-    snprintf(buf, len, "%ld-%ld", req->first_step, req->last_step);
-  return buf;
-}
-
 int dlpar_profile_output_name(const char *dir, const char *job, const char *step, int rank,
                               char *out, size_t len)
 {

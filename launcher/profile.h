@@ -27,9 +27,6 @@ int dlpar_profile_check(const dlpar_profile_request *req, int ntasks, char *err,
 bool dlpar_profile_selects(const dlpar_profile_request *req, int rank);
 
 const char *dlpar_profile_tool_name(dlpar_profile_tool tool);
-/* "A-B", or "all" for the whole run */
-const char *dlpar_profile_steps_text(const dlpar_profile_request *req, char *buf, size_t len);
-
 /* <dir>/dlpar-<job>.<step>.rank<rank> (nsys adds .nsys-rep) */
 int dlpar_profile_output_name(const char *dir, const char *job, const char *step, int rank,
                               char *out, size_t len);

@@ -23,6 +23,4 @@ typedef enum {
 /* One error message: fixed size, always NUL-terminated. */
 #define DLPAR_ERRLEN 512
 
-const char *dlpar_status_name(int status);
-
 #endif

@@ -3,7 +3,6 @@
 
 #include "text.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,11 +142,3 @@ long dlpar_rank_list_max(const dlpar_rank_list *list)
   return max;
 }
 
-char *dlpar_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, len, fmt, ap);
-  va_end(ap);
-  return buf;
-}

@@ -40,8 +40,4 @@ long dlpar_rank_list_max(const dlpar_rank_list *list);
  * "%d %s", n, dlpar_plural(n, "thread", "threads"). */
 const char *dlpar_plural(long n, const char *one, const char *many);
 
-/* snprintf into a fixed buffer; returns buf. */
-char *dlpar_fmt(char *buf, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 #endif

@@ -53,8 +53,6 @@ typedef struct {
   /* the whole local flat buffer (params.h's layout), to and from the host */
   int (*read_tensor)(model *m, model_tensor which, float *host);
   int (*write_tensor)(model *m, model_tensor which, const float *host);
-  /* the last batch's prediction (local batch, C_out x H x W each), to the host */
-  int (*read_prediction)(model *m, float *host);
   /* collectives on host values, whatever memory the backend wants:
    * sum of n doubles over a group; gather of count floats over the tp group */
   int (*host_allreduce)(model *m, dlpar_group_id group, double *values, int n);

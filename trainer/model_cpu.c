@@ -295,13 +295,6 @@ static int cpu_write_tensor(model *base, model_tensor which, const float *host)
   return DLPAR_OK;
 }
 
-static int cpu_read_prediction(model *base, float *host)
-{
-  model_cpu *m = (model_cpu *)base;
-  memcpy(host, m->pred, sizeof(float) * (size_t)m->B * m->Cout * m->H * m->W);
-  return DLPAR_OK;
-}
-
 static int cpu_host_tp_allgather(model *base, const float *local, float *pieces, size_t count)
 {
   if (dlpar_allgather(base->comm, DLPAR_TP, local, pieces, count, DLPAR_FLOAT32, NULL) != 0)
@@ -390,7 +383,6 @@ static const model_ops cpu_ops = {
     .take_metrics = cpu_take_metrics,
     .read_tensor = cpu_read_tensor,
     .write_tensor = cpu_write_tensor,
-    .read_prediction = cpu_read_prediction,
     .host_allreduce = cpu_host_allreduce,
     .host_tp_allgather = cpu_host_tp_allgather,
     .peak_memory = cpu_peak_memory,

@@ -536,14 +536,6 @@ static int cuda_write_tensor(model *base, model_tensor which, const float *host)
   return DLPAR_OK;
 }
 
-static int cuda_read_prediction(model *base, float *host)
-{
-  model_cuda *m = (model_cuda *)base;
-  CHECK_DL(m, cudaStreamSynchronize(m->compute));
-  CHECK_DL(m, cudaMemcpy(host, m->pred, sizeof(float) * (size_t)m->B * m->Cout * m->H * m->W, cudaMemcpyDeviceToHost));
-  return DLPAR_OK;
-}
-
 /* Host values through the device scratch at the arena's end (NCCL wants device memory). */
 static int cuda_host_allreduce(model *base, dlpar_group_id group, double *values, int n)
 {
@@ -710,9 +702,9 @@ static void cuda_destroy(model *base)
 }
 
 static const model_ops cuda_ops = {
-    cuda_forward_backward, cuda_optimizer_step,    cuda_evaluate,          cuda_post_metrics,
-    cuda_take_metrics,     cuda_read_tensor,       cuda_write_tensor,      cuda_read_prediction,
-    cuda_host_allreduce,   cuda_host_tp_allgather, cuda_peak_memory,       cuda_destroy,
+    cuda_forward_backward, cuda_optimizer_step, cuda_evaluate,          cuda_post_metrics, cuda_take_metrics,
+    cuda_read_tensor,      cuda_write_tensor,   cuda_host_allreduce,    cuda_host_tp_allgather,
+    cuda_peak_memory,      cuda_destroy,
 };
 
 /* The per-thread stack the attention kernels need, set before any graph

@@ -1,5 +1,5 @@
 /* kernels/cuda/elementwise.cu: the pointwise and data-movement ops: casts,
- * residual add, position embedding and its gradient, exact GELU, column
+ * position embedding and its gradient, exact GELU, column
  * sums (bias gradients), patchify / unpatchify. Grid-stride loops; the
  * column sums are deterministic (one block per 32 columns, fixed order). */
 #include "config.h"
@@ -31,24 +31,6 @@ extern "C" int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype s
   if (dst_type == DL_BF16)
     return cast_from((__nv_bfloat16 *)dst, src, src_type, n, s);
   return cast_from((__half *)dst, src, src_type, n, s);
-}
-
-template <typename T> __global__ void add_kernel(T *out, const T *x, const T *y, size_t n)
-{
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    out[i] = from_float<T>(to_float(x[i]) + to_float(y[i]));
-}
-
-template <typename T> static int add(void *out, const void *x, const void *y, size_t n, cudaStream_t s)
-{
-  add_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)out, (const T *)x, (const T *)y, n);
-  CHECK_LAUNCH();
-  return 0;
-}
-
-extern "C" int dl_add(void *out, const void *x, const void *y, size_t n, dl_dtype act, cudaStream_t s)
-{
-  return DL_DISPATCH(act, add, out, x, y, n, s);
 }
 
 template <typename T> __global__ void add_pos_kernel(T *x, const float *pos, size_t rows, int N, int D)

@@ -45,8 +45,6 @@ int dl_column_sum(float *sum, const void *x, int rows, int cols, dl_dtype act, c
 
 /* ---- elementwise */
 int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype src_type, size_t n, cudaStream_t s);
-/* out = x + y (residual), act */
-int dl_add(void *out, const void *x, const void *y, size_t n, dl_dtype act, cudaStream_t s);
 /* x[b*N + n, :] += pos[n, :] (pos fp32) */
 int dl_add_pos_embed(void *x, const float *pos, int B, int N, int D, dl_dtype act, cudaStream_t s);
 /* dpos[n, :] += sum_b dx[b*N + n, :] */
