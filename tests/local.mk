@@ -36,6 +36,11 @@ endif
 dist_check_SCRIPTS += tests/unit/sdpa_plan.sh
 TESTS += tests/unit/sdpa_plan.sh
 
+check_PROGRAMS += tests/unit/test_metrics
+tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c tests/unit/check.h
+tests_unit_test_metrics_LDADD = trainer/libdlpar_trainer.la
+TESTS += tests/unit/test_metrics
+
 check_PROGRAMS += tests/unit/test_train_args
 tests_unit_test_train_args_SOURCES = tests/unit/test_train_args.c tests/unit/check.h
 tests_unit_test_train_args_LDADD = trainer/libdlpar_trainer.la

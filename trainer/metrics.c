@@ -85,6 +85,8 @@ size_t tfevent_encode_scalar(unsigned char *out, size_t cap, double wall_time, l
   pb_bytes(&v, 1, tag, strlen(tag));
   pb_key(&v, 2, 5);
   pb_fixed(&v, &value, 4);
+  if (v.len > v.cap)
+    return SIZE_MAX; /* a tag too long for one record */
   pb_bytes(&s, 1, value_buf, v.len);
   pb_key(&e, 1, 1);
   pb_fixed(&e, &wall_time, 8);

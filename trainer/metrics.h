@@ -27,7 +27,8 @@ void metrics_close(metrics_writer *w);
 
 /* TensorBoard's record framing and Event/Summary messages, for tests too. */
 unsigned int tfrecord_masked_crc32c(const unsigned char *data, size_t len);
-/* Encodes Event{wall_time, step, summary{value{tag, simple_value}}} into out; returns its length. */
+/* Encodes Event{wall_time, step, summary{value{tag, simple_value}}} into out; returns its length
+ * (more than cap: it did not fit; SIZE_MAX: a tag over ~500 bytes). */
 size_t tfevent_encode_scalar(unsigned char *out, size_t cap, double wall_time, long step, const char *tag, float value);
 
 #endif
