@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,20 +89,6 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, char *err
 
 /* ------------------------------------------------------------ spawning */
 
-static void bind_cpus(const char *cpus)
-{
-  unsigned char wanted[CPU_SETSIZE];
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (!cpus[0] || dlpar_parse_cpu_list(cpus, wanted, CPU_SETSIZE) <= 0)
-    return;
-  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-    if (wanted[cpu])
-      CPU_SET(cpu, &set);
-  }
-  sched_setaffinity(0, sizeof(set), &set); /* CPUs we may not use: keep the inherited set */
-}
-
 /* In the child: the environment, the binding, then exec. Never returns. */
 static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_env, const int out[2],
                       const int errp[2])
@@ -132,7 +117,7 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   dlpar_task_env_export(env, &list);
   for (int i = 0; i < list.count; i++)
     setenv(list.var[i].name, list.var[i].value, 1);
-  bind_cpus(env->binding.cpus);
+  dlpar_bind_cpus(env->binding.cpus); /* none allowed: the inherited set */
   execvp(l->args.program[0], l->args.program);
   fprintf(stderr, "dlpar-run: cannot run %s: %s (check the path and that it is executable)\n",
           l->args.program[0], strerror(errno));

@@ -4,6 +4,7 @@
 #include "topo.h"
 
 #include <hwloc.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,4 +250,22 @@ int dlpar_parse_cpu_list(const char *text, unsigned char *mask, int ncpus)
     }
   }
   return count;
+}
+
+int dlpar_bind_cpus(const char *cpus)
+{
+  unsigned char wanted[CPU_SETSIZE];
+  cpu_set_t allowed, chosen;
+  int count = 0;
+  if (!cpus[0] || dlpar_parse_cpu_list(cpus, wanted, CPU_SETSIZE) <= 0 ||
+      sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+    return 0;
+  CPU_ZERO(&chosen);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (wanted[cpu] && CPU_ISSET(cpu, &allowed)) {
+      CPU_SET(cpu, &chosen);
+      count++;
+    }
+  }
+  return count > 0 && sched_setaffinity(0, sizeof(chosen), &chosen) == 0 ? count : 0;
 }

@@ -56,4 +56,9 @@ int dlpar_parse_id_list(const char *text, int *ids, int max_ids);
 /* Parses a CPU list "0-3,8" into a bit mask of up to ncpus CPUs; returns count or -1. */
 int dlpar_parse_cpu_list(const char *text, unsigned char *mask, int ncpus);
 
+/* Binds the calling process to the CPUs of the list it may use (its
+ * current affinity); returns how many, 0 (binding left as it was) when the
+ * list is empty or bad or none of its CPUs is allowed. */
+int dlpar_bind_cpus(const char *cpus);
+
 #endif

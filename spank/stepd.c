@@ -7,7 +7,6 @@
  * typed is executed or used as a path here. */
 #include "config.h"
 
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 
 #include "launcher/status.h"
 #include "launcher/taskenv.h"
+#include "launcher/topo.h"
 #include "spank/plugin.h"
 
 typedef struct {
@@ -117,24 +117,9 @@ static int read_step_gpus(spank_t sp, int *gpus)
 static void bind_cpus(spank_t sp, dlpar_binding *binding)
 {
   char user_bind[64];
-  unsigned char wanted[CPU_SETSIZE];
-  cpu_set_t allowed, chosen;
-  int count = 0;
-  if (!dlpar_spank.admin.bind_cpus || !binding->cpus[0] ||
+  if (!dlpar_spank.admin.bind_cpus ||
       spank_getenv(sp, "SLURM_CPU_BIND_TYPE", user_bind, sizeof(user_bind)) == ESPANK_SUCCESS ||
-      dlpar_parse_cpu_list(binding->cpus, wanted, CPU_SETSIZE) <= 0 ||
-      sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
-    binding->cpus[0] = '\0';
-    return;
-  }
-  CPU_ZERO(&chosen);
-  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-    if (wanted[cpu] && CPU_ISSET(cpu, &allowed)) {
-      CPU_SET(cpu, &chosen);
-      count++;
-    }
-  }
-  if (count == 0 || sched_setaffinity(0, sizeof(chosen), &chosen) != 0)
+      dlpar_bind_cpus(binding->cpus) == 0)
     binding->cpus[0] = '\0';
 }
 
