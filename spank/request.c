@@ -79,3 +79,9 @@ int dlpar_parse_tasks_per_node(const char *text, int *counts, int max_nodes)
   }
   return nodes > 0 ? nodes : -1;
 }
+
+void dlpar_pmix_refusal(const char *mpi, char *err, size_t errlen)
+{
+  snprintf(err, errlen, "--dl-parallel needs PMIx but the step uses --mpi=%.32s (use --mpi=pmix, or ask the admin "
+           "for MpiDefault=pmix)", mpi);
+}

@@ -35,6 +35,10 @@ int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *g
  * DLPAR_ERR_INPUT, err naming `whose` PATH ("srun's", "rank 3 on n1"). */
 int dlpar_nsys_find(const char *path, const char *whose, char *nsys, size_t len, char *err, size_t errlen);
 
+/* The refusal of a step whose MPI plugin (SLURM_MPI_TYPE, "none" when
+ * unset) is not PMIx: libdlpar bootstraps from PMIx. */
+void dlpar_pmix_refusal(const char *mpi, char *err, size_t errlen);
+
 /* Slurm's compressed tasks-per-node list, e.g. "2(x3),1" -> 2,2,2,1.
  * Returns the node count, or -1. */
 int dlpar_parse_tasks_per_node(const char *text, int *counts, int max_nodes);

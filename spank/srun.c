@@ -65,8 +65,7 @@ static int check_mpi(void)
   char err[DLPAR_ERRLEN];
   if (!mpi || strncmp(mpi, "pmix", 4) == 0)
     return 0;
-  snprintf(err, sizeof(err), "--dl-parallel needs PMIx but the step uses --mpi=%.32s (use --mpi=pmix, "
-           "or ask the admin for MpiDefault=pmix)", mpi);
+  dlpar_pmix_refusal(mpi, err, sizeof(err));
   dlpar_spank_error(err);
   return -1;
 }

@@ -48,8 +48,7 @@ static int check_pmix(spank_t sp, char *err, size_t errlen)
     return DLPAR_OK;
   if (spank_getenv(sp, "SLURM_MPI_TYPE", mpi, sizeof(mpi)) != ESPANK_SUCCESS)
     snprintf(mpi, sizeof(mpi), "none");
-  snprintf(err, errlen, "--dl-parallel needs PMIx but the step uses --mpi=%s (use --mpi=pmix, or ask "
-           "the admin for MpiDefault=pmix)", mpi);
+  dlpar_pmix_refusal(mpi, err, errlen);
   return DLPAR_ERR_INPUT;
 }
 
