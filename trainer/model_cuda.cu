@@ -106,6 +106,7 @@ typedef struct {
   /* backward */
   void *dx, *dln, *datt, *dq, *dk, *dv, *dfc1, *dgelu, *dhead;
   float *dpred, *delta;
+  float *reduce_ws; /* the LayerNorm gradients' column-sum partials */
   cudaEvent_t *grads_ready; /* per block, and the head */
   cudaEvent_t dp_done, dp_enqueued;
   bool dp_unordered;        /* dp buckets were enqueued since the last tp allreduce */
@@ -302,7 +303,7 @@ static int block_backward(model_cuda *m, int l)
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid, param(m, p->norm2_w),
-                               a->ln2_mean, a->ln2_rstd, BT, m->D, m->act, m->compute));
+                               a->ln2_mean, a->ln2_rstd, BT, m->D, m->reduce_ws, m->act, m->compute));
   /* attention branch */
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx, a->att,
                             weight(m, p->proj_w), BT, m->Dl, m->D, m->act, m->compute));
@@ -316,7 +317,7 @@ static int block_backward(model_cuda *m, int l)
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in, param(m, p->norm1_w),
-                               a->ln1_mean, a->ln1_rstd, BT, m->D, m->act, m->compute));
+                               a->ln1_mean, a->ln1_rstd, BT, m->D, m->reduce_ws, m->act, m->compute));
   return DLPAR_OK;
 }
 
@@ -332,7 +333,7 @@ static int backward(model_cuda *m, const float *tgt)
                             (int)m->BT, m->D, m->P * m->P * m->Cout, m->act, m->compute));
   CHECK_DL(m, cudaMemsetAsync(m->dx, 0, (size_t)m->BT * m->D * m->act_bytes, m->compute));
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final, param(m, t->norm_w),
-                               m->lnf_mean, m->lnf_rstd, (int)m->BT, m->D, m->act, m->compute));
+                               m->lnf_mean, m->lnf_rstd, (int)m->BT, m->D, m->reduce_ws, m->act, m->compute));
   if ((rc = grads_ready(m, m->depth, t->norm_w)) != DLPAR_OK)
     return rc;
   for (int l = m->depth - 1; l >= 0; l--) {
@@ -621,6 +622,7 @@ static void layout(model_cuda *m)
   m->dgelu = take(m, a * BT * Fl), m->dhead = take(m, a * head);
   m->dpred = (float *)take(m, 4 * scratch_floats), m->delta = (float *)take(m, 4 * (rows > 64 ? rows : 64));
   m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;
+  m->reduce_ws = (float *)take(m, dl_column_partials_bytes((int)BT, 2 * m->D));
 }
 
 static int create_device_state(model_cuda *m)

@@ -8,9 +8,10 @@
  * forward bias is the act copy of the weights; the bias gradient is fp32
  * like dW). fp32 accumulation always (TF32 only when allowed). One handle,
  * one workspace; each shape's algorithm (or that there is none, so the bias
- * gradient falls back to dl_column_sum) is asked of the heuristic once and
- * kept. Operands may sit at any 16-byte offset: the heuristic is told each
- * pointer's alignment, which is part of the shape's key. */
+ * gradient falls back to dl_column_sum, its partials in that workspace) is
+ * asked of the heuristic once and kept. Operands may sit at any 16-byte
+ * offset: the heuristic is told each pointer's alignment, which is part of
+ * the shape's key. */
 #include "config.h"
 
 #include <cublasLt.h>
@@ -221,8 +222,18 @@ extern "C" int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const vo
   return lt_matmul(blas, &g, s);
 }
 
+/* dbias = colsum(dout) by the two-stage reduction, its partials in the
+ * GEMMs' workspace: free once the GEMMs enqueued before on s are done, as
+ * the next GEMM on s waits for the reduction (one stream per dl_blas). */
+static int bias_grad(dl_blas *blas, float *dbias, const void *dout, int BT, int OC, dl_dtype act, cudaStream_t s)
+{
+  if (dl_column_partials_bytes(BT, OC) > blas->workspace_bytes)
+    return (int)cudaErrorInvalidValue;
+  return dl_column_sum(dbias, 0, dout, BT, OC, (float *)blas->workspace, act, s);
+}
+
 /* dW += inp^T dout, and dbias = colsum(dout) in its epilogue where cuBLASLt
- * has an algorithm for that (else a separate column sum). */
+ * has an algorithm for that (else the two-stage column sum). */
 static int weight_and_bias_grad(dl_blas *blas, float *dw, float *dbias, const void *dout, const void *inp, int BT,
                                 int C, int OC, dl_dtype act, cudaStream_t s)
 {
@@ -233,8 +244,7 @@ static int weight_and_bias_grad(dl_blas *blas, float *dw, float *dbias, const vo
     return rc;
   if ((rc = lt_matmul(blas, &plain, s)) != 0)
     return rc;
-  CHECK_CUDA(cudaMemsetAsync(dbias, 0, sizeof(float) * (size_t)OC, s));
-  return dl_column_sum(dbias, dout, BT, OC, act, s);
+  return bias_grad(blas, dbias, dout, BT, OC, act, s);
 }
 
 extern "C" int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
@@ -248,8 +258,5 @@ extern "C" int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *d
   }
   if (dw)
     return weight_and_bias_grad(blas, dw, dbias, dout, inp, BT, C, OC, act, s);
-  if (!dbias)
-    return 0;
-  CHECK_CUDA(cudaMemsetAsync(dbias, 0, sizeof(float) * (size_t)OC, s));
-  return dl_column_sum(dbias, dout, BT, OC, act, s);
+  return dbias ? bias_grad(blas, dbias, dout, BT, OC, act, s) : 0;
 }

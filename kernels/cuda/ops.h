@@ -40,8 +40,15 @@ int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, cons
  * dw GEMM's epilogue (BGRADB) where cuBLASLt has an algorithm for it. */
 int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
                   const void *inp, const void *w, int BT, int C, int OC, dl_dtype act, cudaStream_t s);
-/* sum[c] += sum over rows of x[r, c] (x act, rows x cols): deterministic */
-int dl_column_sum(float *sum, const void *x, int rows, int cols, dl_dtype act, cudaStream_t s);
+/* Device scratch (bytes) of the two-stage column reductions over `rows`
+ * rows of `cols` sums (n outputs of c columns each: cols = n * c): fp32
+ * partials of every 256-row chunk. */
+size_t dl_column_partials_bytes(int rows, int cols);
+/* sum[c] = (accumulate: +=) sum over rows of x[r, c] (x act, rows x cols):
+ * deterministic (fixed order, no atomics), a grid of row chunks x column
+ * tiles then a sum of the chunks; partials: dl_column_partials_bytes(rows, cols) */
+int dl_column_sum(float *sum, int accumulate, const void *x, int rows, int cols, float *partials, dl_dtype act,
+                  cudaStream_t s);
 
 /* ---- elementwise */
 int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype src_type, size_t n, cudaStream_t s);
@@ -69,9 +76,11 @@ int dl_layernorm_fwd(void *out, float *mean, float *rstd, const void *inp, const
 int dl_residual_layernorm_fwd(void *x_out, void *out, float *mean, float *rstd, const void *x, const void *y,
                               const float *bias, const float *w, const float *b, int BT, int C, float eps,
                               dl_dtype act, cudaStream_t s);
-/* dinp (act) += ...; dw, db (fp32) += ... */
+/* dinp (act) += ...; dw, db (fp32) += ..., their column sums as dl_column_sum's;
+ * partials: dl_column_partials_bytes(BT, 2 * C) */
 int dl_layernorm_bwd(void *dinp, float *dw, float *db, const void *dout, const void *inp, const float *w,
-                     const float *mean, const float *rstd, int BT, int C, dl_dtype act, cudaStream_t s);
+                     const float *mean, const float *rstd, int BT, int C, float *partials, dl_dtype act,
+                     cudaStream_t s);
 
 /* ---- attention: flash (online softmax, O(N) memory); q,k,v,o (B,N,NH,HD) act, lse (B,NH,N) fp32;
  * HD <= 128 and a multiple of 8 */

@@ -2,7 +2,9 @@
  * CPU reference (kernels/cpu) on fresh random inputs, in fp32, bf16 and fp16,
  * outputs poisoned with NaN bytes before each run: relative error under
  * 1e-5 (fp32) or 2e-2 (bf16, fp16); NaN fails. GEMM operands also at
- * offsets that are not 256-byte aligned. Skips without a GPU. */
+ * offsets that are not 256-byte aligned. The column reductions also at the
+ * tutorial's sizes (64800 rows), run twice for the same bits, with their
+ * bandwidth printed. Skips without a GPU. */
 #include "config.h"
 
 #include <stdio.h>
@@ -54,12 +56,13 @@ static void test_layernorm(dl_dtype t)
   float *d_w = device_from(w, C, DL_F32), *d_b = device_from(b, C, DL_F32), *d_bias = device_from(bias, C, DL_F32);
   float *d_mean = device_from(NULL, BT, DL_F32), *d_rstd = device_from(NULL, BT, DL_F32);
   float *d_dw = device_from(dw, C, DL_F32), *d_db = device_from(db, C, DL_F32);
+  float *d_partials = device_from(NULL, dl_column_partials_bytes(BT, 2 * C) / sizeof(float), DL_F32);
   for (size_t i = 0; i < n; i++)
     sum[i] = x[i] + y[i] + bias[i % C];
   layernorm_fwd_f32(out, mean, rstd, sum, w, b, BT, C, 1e-6f);
   layernorm_bwd_f32(dinp, dw, db, dout, sum, w, mean, rstd, BT, C);
   CHECK_GPU(dl_residual_layernorm_fwd(d_sum, d_out, d_mean, d_rstd, d_x, d_y, d_bias, d_w, d_b, BT, C, 1e-6f, t, 0));
-  CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, t, 0));
+  CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
   CHECK_GPU(cudaDeviceSynchronize());
   CHECK_CLOSE("residual add", t, host_from(d_sum, n, t), sum, n);
   CHECK_CLOSE("layernorm forward", t, host_from(d_out, n, t), out, n);
@@ -171,6 +174,7 @@ static void test_layout_ops(dl_dtype t)
   float *x_pos = malloc((size_t)B * N * D * 4), *dpos = host_zeros((size_t)N * D), *col = host_zeros(D);
   float *d_img = device_from(img, n, DL_F32), *d_back = device_from(NULL, n, DL_F32), *d_pos = device_from(pos, (size_t)N * D, DL_F32);
   float *d_dpos = device_from(dpos, (size_t)N * D, DL_F32), *d_col = device_from(col, D, DL_F32);
+  float *d_partials = device_from(NULL, dl_column_partials_bytes(B * N, D) / sizeof(float), DL_F32);
   void *d_patches = device_from(NULL, n, t), *d_tokens = device_from(tokens, n, t), *d_dtok = device_from(NULL, n, t);
   void *d_x = device_from(x, (size_t)B * N * D, t);
   patchify_f32(patches, img, B, C, H, W, P);
@@ -188,7 +192,7 @@ static void test_layout_ops(dl_dtype t)
   CHECK_GPU(dl_unpatchify(d_back, d_tokens, B, C, H, W, P, t, 0));
   CHECK_GPU(dl_unpatchify_bwd(d_dtok, d_img, B, C, H, W, P, t, 0));
   CHECK_GPU(dl_pos_embed_bwd(d_dpos, d_x, B, N, D, t, 0));
-  CHECK_GPU(dl_column_sum(d_col, d_x, B * N, D, t, 0));
+  CHECK_GPU(dl_column_sum(d_col, 1, d_x, B * N, D, d_partials, t, 0));
   CHECK_GPU(dl_add_pos_embed(d_x, d_pos, B, N, D, t, 0));
   CHECK_GPU(cudaDeviceSynchronize());
   CHECK_CLOSE("patchify", t, host_from(d_patches, n, t), patches, n);
@@ -197,6 +201,136 @@ static void test_layout_ops(dl_dtype t)
   CHECK_CLOSE("position embedding", t, host_from(d_x, (size_t)B * N * D, t), x_pos, (size_t)B * N * D);
   CHECK_CLOSE("position embedding gradient", t, host_from(d_dpos, (size_t)N * D, DL_F32), dpos, (size_t)N * D);
   CHECK_CLOSE("column sum", t, host_from(d_col, D, DL_F32), col, D);
+}
+
+/* ---- the reductions at the tutorial's sizes: rows = batch x tokens =
+ * 16 x 4050, references in double over the inputs as the GPU reads them
+ * (rounded to the act type); two runs must give the same bits; the time of
+ * a call and its bandwidth (bytes read / time) are printed, not asserted. */
+enum { BIG_ROWS = 16 * 4050, TIMED_CALLS = 5 };
+
+static const char *type_name(dl_dtype t)
+{
+  return t == DL_F32 ? "fp32" : t == DL_BF16 ? "bf16" : "fp16";
+}
+
+static void report_bandwidth(const char *what, dl_dtype t, double bytes, cudaEvent_t start, cudaEvent_t stop)
+{
+  float ms = 0;
+  CHECK_GPU(cudaEventSynchronize(stop));
+  CHECK_GPU(cudaEventElapsedTime(&ms, start, stop));
+  ms /= TIMED_CALLS;
+  printf("bandwidth: %s (%s): %.1f us a call, %.0f GB/s read = %.0f%% of an H100's 3.35 TB/s\n", what, type_name(t),
+         ms * 1e3, bytes / (ms * 1e-3) / 1e9, 100.0 * bytes / (ms * 1e-3) / 3.35e12);
+}
+
+static void check_same_bits(const char *what, const float *first, const float *second, size_t n)
+{
+  check_count++;
+  if (memcmp(first, second, n * sizeof(float)) != 0) {
+    check_failures++;
+    fprintf(stderr, "%s:%d: FAILED: %s: two runs differ (not deterministic)\n", __FILE__, __LINE__, what);
+  }
+}
+
+static void test_column_sum_large(dl_dtype t, int cols)
+{
+  const int rows = BIG_ROWS;
+  const size_t n = (size_t)rows * cols;
+  float *x = host_random(n, 1), *want = malloc(sizeof(float) * cols), *x_act, *got, *again;
+  double *sums = calloc((size_t)cols, sizeof(double));
+  void *d_x = device_from(x, n, t);
+  float *d_sum = device_from(NULL, cols, DL_F32), *d_again = device_from(NULL, cols, DL_F32);
+  float *d_partials = device_from(NULL, dl_column_partials_bytes(rows, cols) / sizeof(float), DL_F32);
+  cudaEvent_t start, stop;
+  char what[96];
+  x_act = host_from(d_x, n, t);
+  for (size_t r = 0; r < (size_t)rows; r++)
+    for (int c = 0; c < cols; c++)
+      sums[c] += x_act[r * cols + c];
+  for (int c = 0; c < cols; c++)
+    want[c] = (float)sums[c];
+  CHECK_GPU(dl_column_sum(d_sum, 0, d_x, rows, cols, d_partials, t, 0));
+  CHECK_GPU(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
+  CHECK_GPU(cudaDeviceSynchronize());
+  got = host_from(d_sum, cols, DL_F32), again = host_from(d_again, cols, DL_F32);
+  snprintf(what, sizeof(what), "column sum %d x %d", rows, cols);
+  CHECK_CLOSE(what, t, got, want, (size_t)cols);
+  check_same_bits(what, got, again, (size_t)cols);
+  CHECK_GPU(cudaEventCreate(&start));
+  CHECK_GPU(cudaEventCreate(&stop));
+  CHECK_GPU(cudaEventRecord(start, 0));
+  for (int i = 0; i < TIMED_CALLS; i++)
+    CHECK_GPU(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
+  CHECK_GPU(cudaEventRecord(stop, 0));
+  report_bandwidth(what, t, (double)n * dl_dtype_bytes(t), start, stop);
+  cudaEventDestroy(start), cudaEventDestroy(stop);
+  cudaFree(d_x), cudaFree(d_sum), cudaFree(d_again), cudaFree(d_partials);
+  free(x), free(want), free(x_act), free(got), free(again), free(sums);
+}
+
+/* LayerNorm's weight and bias gradients (and its dinp, not checked here:
+ * test_layernorm does) from given statistics; the time is the whole
+ * backward's, its bytes those the gradients read (dout, inp). */
+static void test_layernorm_params_large(dl_dtype t, int C)
+{
+  const int BT = BIG_ROWS;
+  const size_t n = (size_t)BT * C;
+  float *inp = host_random(n, 2), *dout = host_random(n, 1), *w = host_random(C, 1), *mean = malloc(sizeof(float) * BT);
+  float *rstd = malloc(sizeof(float) * BT), *want_w = malloc(sizeof(float) * C), *want_b = malloc(sizeof(float) * C);
+  double *sum_w = calloc((size_t)C, sizeof(double)), *sum_b = calloc((size_t)C, sizeof(double));
+  void *d_inp = device_from(inp, n, t), *d_dout = device_from(dout, n, t), *d_dinp = device_from(NULL, n, t);
+  float *d_w = device_from(w, C, DL_F32), *d_dw = device_from(NULL, C, DL_F32), *d_db = device_from(NULL, C, DL_F32);
+  float *d_partials = device_from(NULL, dl_column_partials_bytes(BT, 2 * C) / sizeof(float), DL_F32);
+  float *inp_act = host_from(d_inp, n, t), *dout_act = host_from(d_dout, n, t), *d_mean, *d_rstd;
+  float *got[2][2];
+  cudaEvent_t start, stop;
+  char what[2][96];
+  for (int r = 0; r < BT; r++) {
+    double m = 0, v = 0;
+    for (int c = 0; c < C; c++)
+      m += inp_act[(size_t)r * C + c];
+    m /= C;
+    for (int c = 0; c < C; c++)
+      v += (inp_act[(size_t)r * C + c] - m) * (inp_act[(size_t)r * C + c] - m);
+    mean[r] = (float)m, rstd[r] = (float)(1.0 / sqrt(v / C + 1e-6));
+    for (int c = 0; c < C; c++) {
+      const double d = dout_act[(size_t)r * C + c];
+      sum_w[c] += d * ((double)inp_act[(size_t)r * C + c] - mean[r]) * rstd[r];
+      sum_b[c] += d;
+    }
+  }
+  for (int c = 0; c < C; c++)
+    want_w[c] = (float)sum_w[c], want_b[c] = (float)sum_b[c];
+  d_mean = device_from(mean, BT, DL_F32), d_rstd = device_from(rstd, BT, DL_F32);
+  for (int run = 0; run < 2; run++) {
+    CHECK_GPU(cudaMemset(d_dw, 0, sizeof(float) * C));
+    CHECK_GPU(cudaMemset(d_db, 0, sizeof(float) * C));
+    CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+    CHECK_GPU(cudaDeviceSynchronize());
+    got[run][0] = host_from(d_dw, C, DL_F32), got[run][1] = host_from(d_db, C, DL_F32);
+  }
+  snprintf(what[0], sizeof(what[0]), "layernorm dweight %d x %d", BT, C);
+  snprintf(what[1], sizeof(what[1]), "layernorm dbias %d x %d", BT, C);
+  CHECK_CLOSE(what[0], t, got[0][0], want_w, (size_t)C);
+  CHECK_CLOSE(what[1], t, got[0][1], want_b, (size_t)C);
+  check_same_bits(what[0], got[0][0], got[1][0], (size_t)C);
+  check_same_bits(what[1], got[0][1], got[1][1], (size_t)C);
+  CHECK_GPU(cudaEventCreate(&start));
+  CHECK_GPU(cudaEventCreate(&stop));
+  CHECK_GPU(cudaEventRecord(start, 0));
+  for (int i = 0; i < TIMED_CALLS; i++)
+    CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+  CHECK_GPU(cudaEventRecord(stop, 0));
+  snprintf(what[0], sizeof(what[0]), "layernorm backward %d x %d (rows and parameters)", BT, C);
+  report_bandwidth(what[0], t, 2.0 * n * dl_dtype_bytes(t), start, stop);
+  cudaEventDestroy(start), cudaEventDestroy(stop);
+  cudaFree(d_inp), cudaFree(d_dout), cudaFree(d_dinp), cudaFree(d_w), cudaFree(d_dw), cudaFree(d_db);
+  cudaFree(d_partials), cudaFree(d_mean), cudaFree(d_rstd);
+  free(inp), free(dout), free(w), free(mean), free(rstd), free(want_w), free(want_b), free(sum_w), free(sum_b);
+  free(inp_act), free(dout_act);
+  for (int run = 0; run < 2; run++)
+    free(got[run][0]), free(got[run][1]);
 }
 
 int main(void)
@@ -215,6 +349,14 @@ int main(void)
     test_attention(types[i], 70, 128);  /* the mp config's head size */
     test_adam(types[i]);
     test_layout_ops(types[i]);
+  }
+  for (int i = 0; i < 3; i++) {
+    test_column_sum_large(types[i], 384);  /* base embed: proj, fc2, patch bias */
+    test_column_sum_large(types[i], 1536); /* base MLP: fc1 bias */
+    test_column_sum_large(types[i], 3072); /* 3 x 1024: mp's q, k, v biases side by side */
+    test_column_sum_large(types[i], 4096); /* mp MLP: fc1 bias */
+    test_layernorm_params_large(types[i], 384);  /* base */
+    test_layernorm_params_large(types[i], 1024); /* mp */
   }
   test_loss_and_metrics();
   dl_blas_destroy(blas);
