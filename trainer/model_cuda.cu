@@ -232,9 +232,9 @@ static int block_forward(model_cuda *m, int l)
   float *rstd_next = last ? m->lnf_rstd : m->blocks[l + 1].ln1_rstd;
   const int norm_w = last ? t->norm_w : t->blocks[l + 1].norm1_w, norm_b = last ? t->norm_b : t->blocks[l + 1].norm1_b;
   int rc;
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), BT, m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->k, a->ln1, weight(m, p->k_w), weight(m, p->k_b), BT, m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->v, a->ln1, weight(m, p->v_w), weight(m, p->v_b), BT, m->D, m->Dl, m->act, m->compute));
+  /* q, k, v in one GEMM: the fused [3 Dl x D] weight and [3 Dl] bias (params.h) into the q, k, v planes */
+  CHECK_DL(m, dl_matmul_fwd_planes(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), 3, BT, m->D, m->Dl,
+                                   m->act, m->compute));
   CHECK_DL(m, attention_fwd(m, a));
   /* row-parallel proj: partial sums, reduced over tp, then bias + residual + norm2 */
   CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->att, weight(m, p->proj_w), NULL, BT, m->Dl, m->D, m->act, m->compute));
@@ -308,12 +308,8 @@ static int block_backward(model_cuda *m, int l)
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx, a->att,
                             weight(m, p->proj_w), BT, m->Dl, m->D, m->act, m->compute));
   CHECK_DL(m, attention_bwd(m, a));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1, weight(m, p->q_w), BT,
-                            m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 1, grad(m, p->k_w), grad(m, p->k_b), m->dk, a->ln1, weight(m, p->k_w), BT,
-                            m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 1, grad(m, p->v_w), grad(m, p->v_b), m->dv, a->ln1, weight(m, p->v_w), BT,
-                            m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd_planes(m->blas, m->dln, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1,
+                                   weight(m, p->q_w), 3, BT, m->D, m->Dl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in, param(m, p->norm1_w),
@@ -587,6 +583,13 @@ static void *take(model_cuda *m, size_t bytes)
   return p;
 }
 
+/* Plane i of planes of `bytes` each from `first` on (q, k, v and their
+ * gradients: the planes of one fused GEMM). */
+static void *plane(void *first, int i, size_t bytes)
+{
+  return first ? (char *)first + (size_t)i * bytes : NULL;
+}
+
 /* Lays the arena out (a first pass with no arena measures it). */
 static void layout(model_cuda *m)
 {
@@ -609,16 +612,16 @@ static void layout(model_cuda *m)
   m->pred = (float *)take(m, 4 * img_out), m->lat_w = (float *)take(m, 4 * (size_t)m->H);
   for (int l = 0; l < m->depth; l++) {
     block_acts *b = &m->blocks[l];
-    b->x_in = take(m, a * BT * D), b->ln1 = take(m, a * BT * D), b->q = take(m, a * BT * Dl);
-    b->k = take(m, a * BT * Dl), b->v = take(m, a * BT * Dl), b->att = take(m, a * BT * Dl);
+    b->x_in = take(m, a * BT * D), b->ln1 = take(m, a * BT * D), b->q = take(m, 3 * a * BT * Dl);
+    b->k = plane(b->q, 1, a * BT * Dl), b->v = plane(b->q, 2, a * BT * Dl), b->att = take(m, a * BT * Dl);
     b->x_mid = take(m, a * BT * D), b->ln2 = take(m, a * BT * D), b->fc1 = take(m, a * BT * Fl);
     b->gelu = take(m, a * BT * Fl), b->ln1_mean = (float *)take(m, 4 * BT), b->ln1_rstd = (float *)take(m, 4 * BT);
     b->ln2_mean = (float *)take(m, 4 * BT), b->ln2_rstd = (float *)take(m, 4 * BT), b->lse = (float *)take(m, 4 * rows);
   }
   /* dx and dpred double as the checkpoint gathers' scratch: widen them to a full tensor */
   m->dx = take(m, a * BT * D > 4 * total * (size_t)m->base.table.tp ? a * BT * D : 4 * total * (size_t)m->base.table.tp);
-  m->dln = take(m, a * widest), m->datt = take(m, a * BT * Dl), m->dq = take(m, a * BT * Dl);
-  m->dk = take(m, a * BT * Dl), m->dv = take(m, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
+  m->dln = take(m, a * widest), m->datt = take(m, a * BT * Dl), m->dq = take(m, 3 * a * BT * Dl);
+  m->dk = plane(m->dq, 1, a * BT * Dl), m->dv = plane(m->dq, 2, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
   m->dgelu = take(m, a * BT * Fl), m->dhead = take(m, a * head);
   m->dpred = (float *)take(m, 4 * scratch_floats), m->delta = (float *)take(m, 4 * (rows > 64 ? rows : 64));
   m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;

@@ -40,6 +40,19 @@ int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, cons
  * dw GEMM's epilogue (BGRADB) where cuBLASLt has an algorithm for it. */
 int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
                   const void *inp, const void *w, int BT, int C, int OC, dl_dtype act, cudaStream_t s);
+/* The same for `planes` GEMMs of one shape at once (a strided batch: one
+ * cuBLASLt GEMM): plane p of out is out + p*BT*OC = inp w_p^T + bias_p, with
+ * w_p = w + p*OC*C and bias_p = bias + p*OC: a block's q, k and v (planes
+ * 3, q, k, v side by side) from one [3 OC x C] weight and one [3 OC] bias. */
+int dl_matmul_fwd_planes(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias, int planes,
+                         int BT, int C, int OC, dl_dtype act, cudaStream_t s);
+/* dinp = (or += with accumulate) sum_p dout_p w_p (a GEMM a plane); dw_p +=
+ * dout_p^T inp and dbias_p = colsum(dout_p) (one GEMM, BGRADB where
+ * cuBLASLt has it); dout_p = dout + p*BT*OC, dw_p = dw + p*OC*C,
+ * dbias_p = dbias + p*OC. */
+int dl_matmul_bwd_planes(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
+                         const void *inp, const void *w, int planes, int BT, int C, int OC, dl_dtype act,
+                         cudaStream_t s);
 /* Device scratch (bytes) of the two-stage column reductions over `rows`
  * rows of `cols` sums (n outputs of c columns each: cols = n * c): fp32
  * partials of every 256-row chunk. */

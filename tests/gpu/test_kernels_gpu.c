@@ -14,34 +14,45 @@
 #include "kernels/cpu/ops.h"
 #include "tests/gpu/gpu_check.h"
 
-/* Operands at `offset` bytes past 256-byte alignment (the weights' offset
- * by a few elements more); the bias gradient poisoned first: it is
- * overwritten, fused or not. */
-static void test_matmul(dl_blas *blas, dl_dtype t, size_t offset)
+/* `planes` GEMMs of one shape (1: dl_matmul_fwd/bwd; more: the strided
+ * batch of dl_matmul_*_planes, a block's fused q, k, v), operands at
+ * `offset` bytes past 256-byte alignment (the weights' offset by a few
+ * elements more); the bias gradient poisoned first: it is overwritten,
+ * fused or not. The reference: plane by plane, dinp summed over planes. */
+static void test_matmul(dl_blas *blas, dl_dtype t, size_t offset, int planes, int BT, int C, int OC)
 {
-  const int BT = 70, C = 96, OC = 80;
-  const size_t w_offset = offset ? offset + 4 * dl_dtype_bytes(t) : 0;
+  const size_t w_offset = offset ? offset + 4 * dl_dtype_bytes(t) : 0, nw = (size_t)planes * OC * C;
+  const size_t nout = (size_t)planes * BT * OC;
   static const char *const outputs[4] = {"forward", "dinp", "dweight", "dbias"};
-  char what[4][64];
-  float *inp = host_random((size_t)BT * C, 1), *w = host_random((size_t)OC * C, 0.5f), *bias = host_random(OC, 0.5f);
-  float *dout = host_random((size_t)BT * OC, 1), *out = malloc(sizeof(float) * BT * OC);
-  float *dinp = host_zeros((size_t)BT * C), *dw = host_zeros((size_t)OC * C), *db = host_zeros(OC);
-  void *d_inp = device_at(inp, (size_t)BT * C, t, offset), *d_w = device_at(w, (size_t)OC * C, t, w_offset);
-  void *d_out = device_at(NULL, (size_t)BT * OC, t, offset), *d_dout = device_at(dout, (size_t)BT * OC, t, offset);
-  void *d_dinp = device_at(NULL, (size_t)BT * C, t, offset), *d_bias = device_at(bias, OC, t, w_offset);
-  float *d_dw = device_at(dw, (size_t)OC * C, DL_F32, offset), *d_db = device_at(NULL, OC, DL_F32, offset);
-  float *bias_act = host_from(d_bias, OC, t); /* the bias rounded to the act type, as the GPU reads it */
-  matmul_fwd_f32(out, inp, w, bias_act, BT, C, OC);
-  matmul_bwd_f32(dinp, dw, db, dout, inp, w, BT, C, OC);
-  CHECK_GPU(dl_matmul_fwd(blas, d_out, d_inp, d_w, d_bias, BT, C, OC, t, 0));
-  CHECK_GPU(dl_matmul_bwd(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, BT, C, OC, t, 0));
+  char what[4][96];
+  float *inp = host_random((size_t)BT * C, 1), *w = host_random(nw, 0.5f), *bias = host_random((size_t)planes * OC, 0.5f);
+  float *dout = host_random(nout, 1), *out = malloc(sizeof(float) * nout);
+  float *dinp = host_zeros((size_t)BT * C), *dw = host_zeros(nw), *db = host_zeros((size_t)planes * OC);
+  void *d_inp = device_at(inp, (size_t)BT * C, t, offset), *d_w = device_at(w, nw, t, w_offset);
+  void *d_out = device_at(NULL, nout, t, offset), *d_dout = device_at(dout, nout, t, offset);
+  void *d_dinp = device_at(NULL, (size_t)BT * C, t, offset), *d_bias = device_at(bias, (size_t)planes * OC, t, w_offset);
+  float *d_dw = device_at(dw, nw, DL_F32, offset), *d_db = device_at(NULL, (size_t)planes * OC, DL_F32, offset);
+  float *bias_act = host_from(d_bias, (size_t)planes * OC, t); /* the bias rounded to the act type, as the GPU reads it */
+  for (int p = 0; p < planes; p++) {
+    const size_t at_w = (size_t)p * OC * C, at_out = (size_t)p * BT * OC;
+    matmul_fwd_f32(out + at_out, inp, w + at_w, bias_act + (size_t)p * OC, BT, C, OC);
+    matmul_bwd_f32(dinp, dw + at_w, db + (size_t)p * OC, dout + at_out, inp, w + at_w, BT, C, OC);
+  }
+  if (planes == 1) {
+    CHECK_GPU(dl_matmul_fwd(blas, d_out, d_inp, d_w, d_bias, BT, C, OC, t, 0));
+    CHECK_GPU(dl_matmul_bwd(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, BT, C, OC, t, 0));
+  } else {
+    CHECK_GPU(dl_matmul_fwd_planes(blas, d_out, d_inp, d_w, d_bias, planes, BT, C, OC, t, 0));
+    CHECK_GPU(dl_matmul_bwd_planes(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, planes, BT, C, OC, t, 0));
+  }
   CHECK_GPU(cudaDeviceSynchronize());
   for (int i = 0; i < 4; i++)
-    snprintf(what[i], sizeof(what[i]), "matmul %s, offset %zu", outputs[i], offset);
-  CHECK_CLOSE(what[0], t, host_from(d_out, (size_t)BT * OC, t), out, (size_t)BT * OC);
+    snprintf(what[i], sizeof(what[i]), "matmul %s, %d plane(s) of %dx%dx%d, offset %zu", outputs[i], planes, BT, C, OC,
+             offset);
+  CHECK_CLOSE(what[0], t, host_from(d_out, nout, t), out, nout);
   CHECK_CLOSE(what[1], t, host_from(d_dinp, (size_t)BT * C, t), dinp, (size_t)BT * C);
-  CHECK_CLOSE(what[2], t, host_from(d_dw, (size_t)OC * C, DL_F32), dw, (size_t)OC * C);
-  CHECK_CLOSE(what[3], t, host_from(d_db, OC, DL_F32), db, OC);
+  CHECK_CLOSE(what[2], t, host_from(d_dw, nw, DL_F32), dw, nw);
+  CHECK_CLOSE(what[3], t, host_from(d_db, (size_t)planes * OC, DL_F32), db, (size_t)planes * OC);
 }
 
 static void test_layernorm(dl_dtype t)
@@ -340,9 +351,12 @@ int main(void)
   require_gpu();
   CHECK_GPU(dl_blas_create(&blas, 32u << 20, 0));
   for (int i = 0; i < 3; i++) {
-    test_matmul(blas, types[i], 0);
-    test_matmul(blas, types[i], 64);  /* activations sliced at 64-128-byte offsets */
-    test_matmul(blas, types[i], 96);
+    test_matmul(blas, types[i], 0, 1, 70, 96, 80);
+    test_matmul(blas, types[i], 64, 1, 70, 96, 80); /* activations sliced at 64-128-byte offsets */
+    test_matmul(blas, types[i], 96, 1, 70, 96, 80);
+    test_matmul(blas, types[i], 0, 3, 70, 96, 80);    /* a fused q, k, v */
+    test_matmul(blas, types[i], 96, 3, 70, 96, 40);   /* bias planes 80 bytes apart in 16 bits: 16-byte aligned */
+    test_matmul(blas, types[i], 0, 3, 4050, 384, 384); /* base: one sample's tokens, embed 384 */
     test_layernorm(types[i]);
     test_pointwise(types[i]);
     test_attention(types[i], 150, 48);  /* the base config's head size; partial tiles */
