@@ -76,6 +76,7 @@ typedef struct {
   size_t act_bytes;
   cudaStream_t compute, copy, dp;
   dl_blas *blas;
+  int gelu_fused; /* the MLP's GELU in the GEMMs' epilogues (dl_gelu_epilogue) */
   dl_sdpa *sdpa; /* cuDNN's attention (attention: cudnn); NULL: the reference kernels */
   void *sdpa_ws;
   size_t sdpa_ws_bytes;
@@ -215,6 +216,19 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
   return DLPAR_OK;
 }
 
+/* The MLP's GELU in cuBLASLt's epilogues where it can (16-bit
+ * activations; dl_gelu_epilogue), else the exact kernels with one notice. */
+static int plan_gelu(model_cuda *m, const dlpar_info *info)
+{
+  CHECK_DL(m, dl_gelu_epilogue(m->blas, (int)m->BT, m->D, m->Fl, m->D, m->act, &m->gelu_fused));
+  if (!m->gelu_fused && info->rank == 0)
+    printf("dlpar-train: GELU: separate exact-GELU kernels, not the GEMM epilogues (%s)\n",
+           m->act == DL_F32 ? "amp_mode none: cuBLASLt's GELU is the tanh approximation"
+                            : "cuBLASLt has no GELU epilogue for this shape");
+  fflush(stdout);
+  return DLPAR_OK;
+}
+
 /* ------------------------------------------------------------ forward */
 
 /* One block: its input's norm ln1 was made by the previous block's last
@@ -242,9 +256,8 @@ static int block_forward(model_cuda *m, int l)
     return rc;
   CHECK_DL(m, dl_residual_layernorm_fwd(a->x_mid, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_in, m->dln, param(m, p->proj_b),
                                         param(m, p->norm2_w), param(m, p->norm2_b), BT, m->D, LN_EPS, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->fc1, a->ln2, weight(m, p->fc1_w), weight(m, p->fc1_b), BT, m->D, m->Fl, m->act,
-                            m->compute));
-  CHECK_DL(m, dl_gelu_fwd(a->gelu, a->fc1, (size_t)BT * m->Fl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_gelu_fwd(m->blas, m->gelu_fused, a->gelu, a->fc1, a->ln2, weight(m, p->fc1_w),
+                                 weight(m, p->fc1_b), BT, m->D, m->Fl, m->act, m->compute));
   CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->gelu, weight(m, p->fc2_w), NULL, BT, m->Fl, m->D, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, (size_t)BT * m->D)) != DLPAR_OK)
     return rc;
@@ -295,9 +308,9 @@ static int block_backward(model_cuda *m, int l)
   const size_t nD = (size_t)BT * m->D;
   int rc;
   /* MLP branch; dx holds the gradient of the block's output */
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dgelu, 0, grad(m, p->fc2_w), grad(m, p->fc2_b), m->dx, a->gelu,
-                            weight(m, p->fc2_w), BT, m->Fl, m->D, m->act, m->compute));
-  CHECK_DL(m, dl_gelu_bwd(m->dfc1, a->fc1, m->dgelu, (size_t)BT * m->Fl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, m->dfc1, m->dgelu, a->fc1, grad(m, p->fc2_w),
+                                 grad(m, p->fc2_b), m->dx, a->gelu, weight(m, p->fc2_w), BT, m->Fl, m->D, m->act,
+                                 m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, weight(m, p->fc1_w),
                             BT, m->D, m->Fl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
@@ -622,7 +635,7 @@ static void layout(model_cuda *m)
   m->dx = take(m, a * BT * D > 4 * total * (size_t)m->base.table.tp ? a * BT * D : 4 * total * (size_t)m->base.table.tp);
   m->dln = take(m, a * widest), m->datt = take(m, a * BT * Dl), m->dq = take(m, 3 * a * BT * Dl);
   m->dk = plane(m->dq, 1, a * BT * Dl), m->dv = plane(m->dq, 2, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
-  m->dgelu = take(m, a * BT * Fl), m->dhead = take(m, a * head);
+  m->dgelu = m->gelu_fused ? NULL : take(m, a * BT * Fl), m->dhead = take(m, a * head);
   m->dpred = (float *)take(m, 4 * scratch_floats), m->delta = (float *)take(m, 4 * (rows > 64 ? rows : 64));
   m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;
   m->reduce_ws = (float *)take(m, dl_column_partials_bytes((int)BT, 2 * m->D));
@@ -753,7 +766,7 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   if ((rc = create_streams(m)) != DLPAR_OK || (rc = reserve_kernel_stack(m)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
-  if ((rc = plan_attention(m, cfg, info)) != DLPAR_OK)
+  if ((rc = plan_attention(m, cfg, info)) != DLPAR_OK || (rc = plan_gelu(m, info)) != DLPAR_OK)
     return rc;
   layout(m); /* measure */
   m->arena_bytes = m->arena_used;

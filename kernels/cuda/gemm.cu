@@ -36,7 +36,7 @@ enum { ALGO_CACHE = 128 };
 typedef struct {
   int m, n, k, transa, transb, ab_type, d_type, epilogue, accumulate;
   int planes, shared_a, shared_b; /* a batch of planes; an operand every plane shares */
-  int align_a, align_b, align_d, align_bias; /* bytes, up to 256, of each plane */
+  int align_a, align_b, align_d, align_bias, align_aux; /* bytes, up to 256, of each plane */
 } gemm_key;
 
 typedef struct {
@@ -108,6 +108,9 @@ typedef struct {
    * `stride_*` elements apart (0: shared by all) */
   int planes;
   int64_t stride_a, stride_b, stride_d, stride_bias;
+  /* the GELU epilogues' pre-activation (GELU_AUX_BIAS: written; DGELU:
+   * read), D's type and shape, leading dimension m; NULL: none */
+  void *aux;
 } gemm_call;
 
 static const int NO_ALGO = DL_CUBLAS_BASE + (int)CUBLAS_STATUS_NOT_SUPPORTED;
@@ -202,26 +205,12 @@ static int choose_algo(dl_blas *blas, const gemm_key *key, cublasLtMatmulDesc_t 
   return found ? 0 : NO_ALGO;
 }
 
-static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
+/* The epilogue's attributes: the bias (or its gradient) and the GELU
+ * pre-activation, per plane. */
+static int set_epilogue(cublasLtMatmulDesc_t op, const gemm_call *g, cublasLtEpilogue_t epilogue, int planes)
 {
-  const cublasComputeType_t compute =
-      g->ab_type == DL_F32 && blas->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const cublasOperation_t ta = g->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasLtEpilogue_t epilogue = g->bias ? g->epilogue : CUBLASLT_EPILOGUE_DEFAULT;
   const cudaDataType bias_type = cuda_type(g->d_type);
-  const float alpha = 1.0f, beta = g->accumulate ? 1.0f : 0.0f;
-  const int planes = g->planes > 1 ? g->planes : 1;
-  const gemm_key key = {g->m, g->n, g->k, g->transa, g->transb, (int)g->ab_type, (int)g->d_type, (int)epilogue,
-                        g->accumulate, planes, planes > 1 && g->stride_a == 0, planes > 1 && g->stride_b == 0,
-                        alignment_of(g->a, g->stride_a, g->ab_type), alignment_of(g->b, g->stride_b, g->ab_type),
-                        alignment_of(g->d, g->stride_d, g->d_type), alignment_of(g->bias, g->stride_bias, g->d_type)};
-  cublasLtMatmulDesc_t op = NULL;
-  cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
-  cublasLtMatmulAlgo_t algo;
-  int rc;
-  CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
-  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  const int64_t aux_ld = g->m;
   CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
   if (g->bias) {
     CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof(g->bias)));
@@ -230,14 +219,43 @@ static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
       CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &g->stride_bias,
                                                   sizeof(g->stride_bias)));
   }
+  if (g->aux) {
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux, sizeof(g->aux)));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+  }
+  return 0;
+}
+
+/* Runs the GEMM (run: 0 only asks for its algorithm: NO_ALGO when there is
+ * none; the pointers may be stand-ins of the alignment to plan for). */
+static int lt_matmul_run(dl_blas *blas, const gemm_call *g, int run, cudaStream_t s)
+{
+  const cublasComputeType_t compute =
+      g->ab_type == DL_F32 && blas->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasOperation_t ta = g->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasLtEpilogue_t epilogue = g->bias || g->aux ? g->epilogue : CUBLASLT_EPILOGUE_DEFAULT;
+  const float alpha = 1.0f, beta = g->accumulate ? 1.0f : 0.0f;
+  const int planes = g->planes > 1 ? g->planes : 1;
+  const gemm_key key = {g->m, g->n, g->k, g->transa, g->transb, (int)g->ab_type, (int)g->d_type, (int)epilogue,
+                        g->accumulate, planes, planes > 1 && g->stride_a == 0, planes > 1 && g->stride_b == 0,
+                        alignment_of(g->a, g->stride_a, g->ab_type), alignment_of(g->b, g->stride_b, g->ab_type),
+                        alignment_of(g->d, g->stride_d, g->d_type), alignment_of(g->bias, g->stride_bias, g->d_type),
+                        alignment_of(g->aux, g->stride_d, g->d_type)};
+  cublasLtMatmulDesc_t op = NULL;
+  cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+  cublasLtMatmulAlgo_t algo;
+  int rc;
+  CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&la, cuda_type(g->ab_type), g->transa ? g->k : g->m,
                                           g->transa ? g->m : g->k, g->transa ? g->k : g->m));
   CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
                                           g->transb ? g->k : g->n, g->transb ? g->n : g->k));
   CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lc, cuda_type(g->d_type), g->m, g->n, g->m));
-  if ((rc = set_batch(g, planes, la, lb, lc)) == 0)
+  if ((rc = set_epilogue(op, g, epilogue, planes)) == 0 && (rc = set_batch(g, planes, la, lb, lc)) == 0)
     rc = choose_algo(blas, &key, op, la, lb, lc, &algo);
-  if (rc == 0) {
+  if (rc == 0 && run) {
     cublasStatus_t st = cublasLtMatmul(blas->lt, op, &alpha, g->a, la, g->b, lb, &beta, g->d, lc, g->d, lc, &algo,
                                        blas->workspace, blas->workspace_bytes, s);
     rc = st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
@@ -249,11 +267,32 @@ static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
   return rc;
 }
 
+static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
+{
+  return lt_matmul_run(blas, g, 1, s);
+}
+
+/* out_p[BT,OC] = inp w_p^T + bias_p, then the epilogue (aux: GELU's pre-activation) */
+static gemm_call forward_call(void *out, const void *inp, const void *w, const void *bias, int planes, int BT, int C,
+                              int OC, dl_dtype act, cublasLtEpilogue_t epilogue, void *aux)
+{
+  const gemm_call g = {out, w, inp, (void *)bias, OC, BT, C, 1, 0, 0, act, act, epilogue, planes,
+                       (int64_t)OC * C, 0, (int64_t)BT * OC, OC, aux};
+  return g;
+}
+
+/* dinp[BT,C] = (accumulate: +=) dout[BT,OC] w[OC,C], then the epilogue (aux: GELU's pre-activation) */
+static gemm_call input_grad_call(void *dinp, int accumulate, const void *dout, const void *w, int BT, int C, int OC,
+                                 dl_dtype act, cublasLtEpilogue_t epilogue, void *aux)
+{
+  const gemm_call g = {dinp, w, dout, NULL, C, BT, OC, 0, 0, accumulate, act, act, epilogue, 1, 0, 0, 0, 0, aux};
+  return g;
+}
+
 extern "C" int dl_matmul_fwd_planes(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias,
                                     int planes, int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
-  const gemm_call g = {out, w, inp, (void *)bias, OC, BT, C, 1, 0, 0, act, act, CUBLASLT_EPILOGUE_BIAS, planes,
-                       (int64_t)OC * C, 0, (int64_t)BT * OC, OC};
+  const gemm_call g = forward_call(out, inp, w, bias, planes, BT, C, OC, act, CUBLASLT_EPILOGUE_BIAS, NULL);
   return lt_matmul(blas, &g, s);
 }
 
@@ -292,9 +331,9 @@ static int weight_and_bias_grad(dl_blas *blas, float *dw, float *dbias, const vo
 {
   const int64_t dout_plane = (int64_t)BT * OC, dw_plane = (int64_t)OC * C;
   const gemm_call fused = {dw, inp, dout, dbias, C, OC, BT, 0, 1, 1, act, DL_F32, CUBLASLT_EPILOGUE_BGRADB,
-                           planes, 0, dout_plane, dw_plane, OC};
+                           planes, 0, dout_plane, dw_plane, OC, NULL};
   const gemm_call plain = {dw, inp, dout, NULL, C, OC, BT, 0, 1, 1, act, DL_F32, CUBLASLT_EPILOGUE_DEFAULT,
-                           planes, 0, dout_plane, dw_plane, 0};
+                           planes, 0, dout_plane, dw_plane, 0, NULL};
   int rc = dbias ? lt_matmul(blas, &fused, s) : lt_matmul(blas, &plain, s);
   if (rc != NO_ALGO || !dbias)
     return rc;
@@ -310,8 +349,9 @@ static int input_grad(dl_blas *blas, void *dinp, int accumulate, const void *dou
 {
   int rc = 0;
   for (int p = 0; p < planes && rc == 0; p++) {
-    const gemm_call g = {dinp, plane_at(w, p, (size_t)OC * C, act), plane_at(dout, p, (size_t)BT * OC, act), NULL, C,
-                         BT, OC, 0, 0, p > 0 || accumulate, act, act, CUBLASLT_EPILOGUE_DEFAULT, 1, 0, 0, 0, 0};
+    const gemm_call g = input_grad_call(dinp, p > 0 || accumulate, plane_at(dout, p, (size_t)BT * OC, act),
+                                        plane_at(w, p, (size_t)OC * C, act), BT, C, OC, act, CUBLASLT_EPILOGUE_DEFAULT,
+                                        NULL);
     rc = lt_matmul(blas, &g, s);
   }
   return rc;
@@ -333,4 +373,58 @@ extern "C" int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *d
                              const void *inp, const void *w, int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
   return dl_matmul_bwd_planes(blas, dinp, accumulate, dw, dbias, dout, inp, w, 1, BT, C, OC, act, s);
+}
+
+/* ---- GELU in the epilogues (16-bit activations: cuBLASLt's GELU is the
+ * tanh approximation, within 5e-4 of the exact one; fp32 keeps the exact
+ * kernels). The pre-activation is the aux matrix: D's type and shape, its
+ * leading dimension m (the layer's width), which cuBLASLt wants a multiple
+ * of 8. */
+
+extern "C" int dl_gelu_epilogue(dl_blas *blas, int BT, int C, int OC, int C2, dl_dtype act, int *fused)
+{
+  void *const aligned = (void *)(uintptr_t)256; /* stand-in operands: the arena's 256-byte alignment */
+  const gemm_call forward = forward_call(aligned, aligned, aligned, aligned, 1, BT, C, OC, act,
+                                         CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aligned);
+  const gemm_call backward = input_grad_call(aligned, 0, aligned, aligned, BT, OC, C2, act, CUBLASLT_EPILOGUE_DGELU,
+                                             aligned);
+  int rc;
+  *fused = 0;
+  if (act == DL_F32 || OC % 8 != 0)
+    return 0;
+  /* any refusal (no algorithm, or an attribute this cuBLASLt rejects) leaves the separate kernels */
+  if ((rc = lt_matmul_run(blas, &forward, 0, 0)) == 0)
+    rc = lt_matmul_run(blas, &backward, 0, 0);
+  *fused = rc == 0;
+  return 0;
+}
+
+extern "C" int dl_matmul_gelu_fwd(dl_blas *blas, int fused, void *out, void *pre, const void *inp, const void *w,
+                                  const void *bias, int BT, int C, int OC, dl_dtype act, cudaStream_t s)
+{
+  const gemm_call g = forward_call(out, inp, w, bias, 1, BT, C, OC, act, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, pre);
+  int rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
+  if (rc != NO_ALGO)
+    return rc;
+  if ((rc = dl_matmul_fwd(blas, pre, inp, w, bias, BT, C, OC, act, s)) != 0)
+    return rc;
+  return dl_gelu_fwd(out, pre, (size_t)BT * OC, act, s);
+}
+
+extern "C" int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, void *dgelu, const void *pre, float *dw,
+                                  float *dbias, const void *dout, const void *inp, const void *w, int BT, int C,
+                                  int OC, dl_dtype act, cudaStream_t s)
+{
+  const gemm_call g = input_grad_call(dpre, 0, dout, w, BT, C, OC, act, CUBLASLT_EPILOGUE_DGELU, (void *)pre);
+  int rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
+  if (rc == NO_ALGO) {
+    if (!dgelu)
+      return NO_ALGO;
+    if ((rc = input_grad(blas, dgelu, 0, dout, w, 1, BT, C, OC, act, s)) != 0 ||
+        (rc = dl_gelu_bwd(dpre, pre, dgelu, (size_t)BT * C, act, s)) != 0)
+      return rc;
+  }
+  if (rc != 0)
+    return rc;
+  return weight_and_bias_grad(blas, dw, dbias, dout, inp, 1, BT, C, OC, act, s);
 }

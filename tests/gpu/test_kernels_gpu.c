@@ -55,6 +55,51 @@ static void test_matmul(dl_blas *blas, dl_dtype t, size_t offset, int planes, in
   CHECK_CLOSE(what[3], t, host_from(d_db, (size_t)planes * OC, DL_F32), db, (size_t)planes * OC);
 }
 
+/* The MLP's GELU: the layer [BT,C] -> [BT,OC] that feeds it and the
+ * backward of the layer [BT,OC] -> [BT,C2] after it, against the exact
+ * GELU of the CPU; with the epilogues where dl_gelu_epilogue says so (it
+ * must for 16-bit at these shapes on an H100: else the notice, and the
+ * speed, of separate kernels) and with the separate kernels. */
+static void test_mlp_gelu(dl_blas *blas, dl_dtype t, int BT, int C, int OC, int C2)
+{
+  const size_t nh = (size_t)BT * OC;
+  float *inp = host_random((size_t)BT * C, 1), *w1 = host_random((size_t)OC * C, 0.5f), *b1 = host_random(OC, 0.5f);
+  float *w2 = host_random((size_t)C2 * OC, 0.5f), *dout = host_random((size_t)BT * C2, 1), *pre = malloc(nh * 4);
+  float *out = malloc(nh * 4), *dgelu = host_zeros(nh), *dpre = malloc(nh * 4), *dw2 = host_zeros((size_t)C2 * OC);
+  float *db2 = host_zeros(C2), *b1_act;
+  void *d_inp = device_from(inp, (size_t)BT * C, t), *d_w1 = device_from(w1, (size_t)OC * C, t);
+  void *d_b1 = device_from(b1, OC, t), *d_w2 = device_from(w2, (size_t)C2 * OC, t);
+  void *d_dout = device_from(dout, (size_t)BT * C2, t);
+  int fused = -1;
+  char what[5][112];
+  b1_act = host_from(d_b1, OC, t);
+  matmul_fwd_f32(pre, inp, w1, b1_act, BT, C, OC);
+  gelu_fwd_f32(out, pre, nh);
+  matmul_bwd_f32(dgelu, dw2, db2, dout, out, w2, BT, OC, C2);
+  gelu_bwd_f32(dpre, pre, dgelu, nh);
+  CHECK_GPU(dl_gelu_epilogue(blas, BT, C, OC, C2, t, &fused));
+  CHECK_INT(fused, t != DL_F32);
+  for (int mode = 0; mode <= fused; mode++) {
+    void *d_pre = device_from(NULL, nh, t), *d_out = device_from(NULL, nh, t), *d_dpre = device_from(NULL, nh, t);
+    void *d_dgelu = mode ? NULL : device_from(NULL, nh, t);
+    float *d_dw2 = device_from(NULL, (size_t)C2 * OC, DL_F32), *d_db2 = device_from(NULL, C2, DL_F32);
+    static const char *const names[5] = {"pre-activation", "gelu", "dpre", "dweight after", "dbias after"};
+    CHECK_GPU(cudaMemset(d_dw2, 0, sizeof(float) * C2 * OC));
+    CHECK_GPU(dl_matmul_gelu_fwd(blas, mode, d_out, d_pre, d_inp, d_w1, d_b1, BT, C, OC, t, 0));
+    CHECK_GPU(dl_matmul_bwd_gelu(blas, mode, d_dpre, d_dgelu, d_pre, d_dw2, d_db2, d_dout, d_out, d_w2, BT, OC, C2, t,
+                                 0));
+    CHECK_GPU(cudaDeviceSynchronize());
+    for (int i = 0; i < 5; i++)
+      snprintf(what[i], sizeof(what[i]), "mlp %s %dx%dx%dx%d, %s", names[i], BT, C, OC, C2,
+               mode ? "GELU epilogues" : "GELU kernels");
+    CHECK_CLOSE(what[0], t, host_from(d_pre, nh, t), pre, nh);
+    CHECK_CLOSE(what[1], t, host_from(d_out, nh, t), out, nh);
+    CHECK_CLOSE(what[2], t, host_from(d_dpre, nh, t), dpre, nh);
+    CHECK_CLOSE(what[3], t, host_from(d_dw2, (size_t)C2 * OC, DL_F32), dw2, (size_t)C2 * OC);
+    CHECK_CLOSE(what[4], t, host_from(d_db2, C2, DL_F32), db2, (size_t)C2);
+  }
+}
+
 static void test_layernorm(dl_dtype t)
 {
   const int BT = 37, C = 96;
@@ -357,6 +402,8 @@ int main(void)
     test_matmul(blas, types[i], 0, 3, 70, 96, 80);    /* a fused q, k, v */
     test_matmul(blas, types[i], 96, 3, 70, 96, 40);   /* bias planes 80 bytes apart in 16 bits: 16-byte aligned */
     test_matmul(blas, types[i], 0, 3, 4050, 384, 384); /* base: one sample's tokens, embed 384 */
+    test_mlp_gelu(blas, types[i], 70, 96, 80, 96);
+    test_mlp_gelu(blas, types[i], 4050, 384, 1536, 384); /* base: one sample's tokens */
     test_layernorm(types[i]);
     test_pointwise(types[i]);
     test_attention(types[i], 150, 48);  /* the base config's head size; partial tiles */
