@@ -11,7 +11,7 @@ EXTRA_DIST += kernels/README.md
 # also on machines without a GPU (CI): nvcc, sm_90 SASS + PTX by default.
 if HAVE_CUDA
 noinst_LIBRARIES = kernels/libdlpar_kernels_cuda.a trainer/libdlpar_model_cuda.a
-kernels_libdlpar_kernels_cuda_a_SOURCES = kernels/cuda/ops.h kernels/cuda/common.cuh \
+kernels_libdlpar_kernels_cuda_a_SOURCES = kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/reduce.cuh \
 	kernels/cuda/gemm.cu kernels/cuda/elementwise.cu kernels/cuda/layernorm.cu \
 	kernels/cuda/attention.cu kernels/cuda/loss.cu kernels/cuda/adam.cu
 # cuDNN's fused attention, where configure found cuDNN (HAVE_CUDNN)
@@ -25,4 +25,4 @@ NVCC_FLAGS = $(NVCC_ARCHFLAGS) -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-Wall,-
 .cu.o:
 	@$(MKDIR_P) $(@D)
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
-EXTRA_DIST += kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/attention_cudnn.cu
+EXTRA_DIST += kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/reduce.cuh kernels/cuda/attention_cudnn.cu

@@ -76,6 +76,7 @@ typedef struct {
   size_t act_bytes;
   cudaStream_t compute, copy, dp;
   dl_blas *blas;
+  int gelu_fused; /* the MLP's GELU in the GEMMs' epilogues (dl_gelu_epilogue) */
   dl_sdpa *sdpa; /* cuDNN's attention (attention: cudnn); NULL: the reference kernels */
   void *sdpa_ws;
   size_t sdpa_ws_bytes;
@@ -106,6 +107,7 @@ typedef struct {
   /* backward */
   void *dx, *dln, *datt, *dq, *dk, *dv, *dfc1, *dgelu, *dhead;
   float *dpred, *delta;
+  float *reduce_ws; /* the LayerNorm gradients' column-sum partials */
   cudaEvent_t *grads_ready; /* per block, and the head */
   cudaEvent_t dp_done, dp_enqueued;
   bool dp_unordered;        /* dp buckets were enqueued since the last tp allreduce */
@@ -214,6 +216,19 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
   return DLPAR_OK;
 }
 
+/* The MLP's GELU in cuBLASLt's epilogues where it can (16-bit
+ * activations; dl_gelu_epilogue), else the exact kernels with one notice. */
+static int plan_gelu(model_cuda *m, const dlpar_info *info)
+{
+  CHECK_DL(m, dl_gelu_epilogue(m->blas, (int)m->BT, m->D, m->Fl, m->D, m->act, &m->gelu_fused));
+  if (!m->gelu_fused && info->rank == 0)
+    printf("dlpar-train: GELU: separate exact-GELU kernels, not the GEMM epilogues (%s)\n",
+           m->act == DL_F32 ? "amp_mode none: cuBLASLt's GELU is the tanh approximation"
+                            : "cuBLASLt has no GELU epilogue for this shape");
+  fflush(stdout);
+  return DLPAR_OK;
+}
+
 /* ------------------------------------------------------------ forward */
 
 /* One block: its input's norm ln1 was made by the previous block's last
@@ -231,9 +246,9 @@ static int block_forward(model_cuda *m, int l)
   float *rstd_next = last ? m->lnf_rstd : m->blocks[l + 1].ln1_rstd;
   const int norm_w = last ? t->norm_w : t->blocks[l + 1].norm1_w, norm_b = last ? t->norm_b : t->blocks[l + 1].norm1_b;
   int rc;
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), BT, m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->k, a->ln1, weight(m, p->k_w), weight(m, p->k_b), BT, m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->v, a->ln1, weight(m, p->v_w), weight(m, p->v_b), BT, m->D, m->Dl, m->act, m->compute));
+  /* q, k, v in one GEMM: the fused [3 Dl x D] weight and [3 Dl] bias (params.h) into the q, k, v planes */
+  CHECK_DL(m, dl_matmul_fwd_planes(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), 3, BT, m->D, m->Dl,
+                                   m->act, m->compute));
   CHECK_DL(m, attention_fwd(m, a));
   /* row-parallel proj: partial sums, reduced over tp, then bias + residual + norm2 */
   CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->att, weight(m, p->proj_w), NULL, BT, m->Dl, m->D, m->act, m->compute));
@@ -241,9 +256,8 @@ static int block_forward(model_cuda *m, int l)
     return rc;
   CHECK_DL(m, dl_residual_layernorm_fwd(a->x_mid, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_in, m->dln, param(m, p->proj_b),
                                         param(m, p->norm2_w), param(m, p->norm2_b), BT, m->D, LN_EPS, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, a->fc1, a->ln2, weight(m, p->fc1_w), weight(m, p->fc1_b), BT, m->D, m->Fl, m->act,
-                            m->compute));
-  CHECK_DL(m, dl_gelu_fwd(a->gelu, a->fc1, (size_t)BT * m->Fl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_gelu_fwd(m->blas, m->gelu_fused, a->gelu, a->fc1, a->ln2, weight(m, p->fc1_w),
+                                 weight(m, p->fc1_b), BT, m->D, m->Fl, m->act, m->compute));
   CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->gelu, weight(m, p->fc2_w), NULL, BT, m->Fl, m->D, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, (size_t)BT * m->D)) != DLPAR_OK)
     return rc;
@@ -294,29 +308,25 @@ static int block_backward(model_cuda *m, int l)
   const size_t nD = (size_t)BT * m->D;
   int rc;
   /* MLP branch; dx holds the gradient of the block's output */
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dgelu, 0, grad(m, p->fc2_w), grad(m, p->fc2_b), m->dx, a->gelu,
-                            weight(m, p->fc2_w), BT, m->Fl, m->D, m->act, m->compute));
-  CHECK_DL(m, dl_gelu_bwd(m->dfc1, a->fc1, m->dgelu, (size_t)BT * m->Fl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, m->dfc1, m->dgelu, a->fc1, grad(m, p->fc2_w),
+                                 grad(m, p->fc2_b), m->dx, a->gelu, weight(m, p->fc2_w), BT, m->Fl, m->D, m->act,
+                                 m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, weight(m, p->fc1_w),
                             BT, m->D, m->Fl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid, param(m, p->norm2_w),
-                               a->ln2_mean, a->ln2_rstd, BT, m->D, m->act, m->compute));
+                               a->ln2_mean, a->ln2_rstd, BT, m->D, m->reduce_ws, m->act, m->compute));
   /* attention branch */
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx, a->att,
                             weight(m, p->proj_w), BT, m->Dl, m->D, m->act, m->compute));
   CHECK_DL(m, attention_bwd(m, a));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1, weight(m, p->q_w), BT,
-                            m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 1, grad(m, p->k_w), grad(m, p->k_b), m->dk, a->ln1, weight(m, p->k_w), BT,
-                            m->D, m->Dl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 1, grad(m, p->v_w), grad(m, p->v_b), m->dv, a->ln1, weight(m, p->v_w), BT,
-                            m->D, m->Dl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_bwd_planes(m->blas, m->dln, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1,
+                                   weight(m, p->q_w), 3, BT, m->D, m->Dl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in, param(m, p->norm1_w),
-                               a->ln1_mean, a->ln1_rstd, BT, m->D, m->act, m->compute));
+                               a->ln1_mean, a->ln1_rstd, BT, m->D, m->reduce_ws, m->act, m->compute));
   return DLPAR_OK;
 }
 
@@ -332,7 +342,7 @@ static int backward(model_cuda *m, const float *tgt)
                             (int)m->BT, m->D, m->P * m->P * m->Cout, m->act, m->compute));
   CHECK_DL(m, cudaMemsetAsync(m->dx, 0, (size_t)m->BT * m->D * m->act_bytes, m->compute));
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final, param(m, t->norm_w),
-                               m->lnf_mean, m->lnf_rstd, (int)m->BT, m->D, m->act, m->compute));
+                               m->lnf_mean, m->lnf_rstd, (int)m->BT, m->D, m->reduce_ws, m->act, m->compute));
   if ((rc = grads_ready(m, m->depth, t->norm_w)) != DLPAR_OK)
     return rc;
   for (int l = m->depth - 1; l >= 0; l--) {
@@ -578,6 +588,13 @@ static void *take(model_cuda *m, size_t bytes)
   return p;
 }
 
+/* Plane i of planes of `bytes` each from `first` on (q, k, v and their
+ * gradients: the planes of one fused GEMM). */
+static void *plane(void *first, int i, size_t bytes)
+{
+  return first ? (char *)first + (size_t)i * bytes : NULL;
+}
+
 /* Lays the arena out (a first pass with no arena measures it). */
 static void layout(model_cuda *m)
 {
@@ -600,19 +617,20 @@ static void layout(model_cuda *m)
   m->pred = (float *)take(m, 4 * img_out), m->lat_w = (float *)take(m, 4 * (size_t)m->H);
   for (int l = 0; l < m->depth; l++) {
     block_acts *b = &m->blocks[l];
-    b->x_in = take(m, a * BT * D), b->ln1 = take(m, a * BT * D), b->q = take(m, a * BT * Dl);
-    b->k = take(m, a * BT * Dl), b->v = take(m, a * BT * Dl), b->att = take(m, a * BT * Dl);
+    b->x_in = take(m, a * BT * D), b->ln1 = take(m, a * BT * D), b->q = take(m, 3 * a * BT * Dl);
+    b->k = plane(b->q, 1, a * BT * Dl), b->v = plane(b->q, 2, a * BT * Dl), b->att = take(m, a * BT * Dl);
     b->x_mid = take(m, a * BT * D), b->ln2 = take(m, a * BT * D), b->fc1 = take(m, a * BT * Fl);
     b->gelu = take(m, a * BT * Fl), b->ln1_mean = (float *)take(m, 4 * BT), b->ln1_rstd = (float *)take(m, 4 * BT);
     b->ln2_mean = (float *)take(m, 4 * BT), b->ln2_rstd = (float *)take(m, 4 * BT), b->lse = (float *)take(m, 4 * rows);
   }
   /* dx and dpred double as the checkpoint gathers' scratch: widen them to a full tensor */
   m->dx = take(m, a * BT * D > 4 * total * (size_t)m->base.table.tp ? a * BT * D : 4 * total * (size_t)m->base.table.tp);
-  m->dln = take(m, a * widest), m->datt = take(m, a * BT * Dl), m->dq = take(m, a * BT * Dl);
-  m->dk = take(m, a * BT * Dl), m->dv = take(m, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
-  m->dgelu = take(m, a * BT * Fl), m->dhead = take(m, a * head);
+  m->dln = take(m, a * widest), m->datt = take(m, a * BT * Dl), m->dq = take(m, 3 * a * BT * Dl);
+  m->dk = plane(m->dq, 1, a * BT * Dl), m->dv = plane(m->dq, 2, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
+  m->dgelu = m->gelu_fused ? NULL : take(m, a * BT * Fl), m->dhead = take(m, a * head);
   m->dpred = (float *)take(m, 4 * scratch_floats), m->delta = (float *)take(m, 4 * (rows > 64 ? rows : 64));
   m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;
+  m->reduce_ws = (float *)take(m, dl_column_partials_bytes((int)BT, 2 * m->D));
 }
 
 static int create_device_state(model_cuda *m)
@@ -740,7 +758,7 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   if ((rc = create_streams(m)) != DLPAR_OK || (rc = reserve_kernel_stack(m)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
-  if ((rc = plan_attention(m, cfg, info)) != DLPAR_OK)
+  if ((rc = plan_attention(m, cfg, info)) != DLPAR_OK || (rc = plan_gelu(m, info)) != DLPAR_OK)
     return rc;
   layout(m); /* measure */
   m->arena_bytes = m->arena_used;

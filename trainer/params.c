@@ -28,6 +28,7 @@ static int add(param_table *t, const char *name, int ndim, const long *shape, pa
   for (int d = 1; d < ndim; d++)
     p->cols *= shape[d];
   p->split = split, p->init = init, p->fan_in = fan_in;
+  p->stream = t->n;
   p->offset = t->total;
   p->count = (size_t)(params_full_count(p) / (split == SPLIT_NONE ? 1 : t->tp));
   t->total += p->count;
@@ -46,19 +47,29 @@ static int add_matrix(param_table *t, const char *name, long rows, long cols, pa
   return add(t, name, 2, shape, split, INIT_TRUNC_NORMAL, 0);
 }
 
+/* A block's q, k and v side by side: one [3 D x D] matrix (each rank: its
+ * [3 D/tp x D]) and one [3 D] bias in the flat buffer, so one GEMM makes
+ * all three. Their initial values come from the streams of the PyTorch
+ * state_dict's order (q.weight, q.bias, k.weight, ...), as before the
+ * fusion: the same model at step 0. */
 static void add_block(param_table *t, int i, long D)
 {
   block_params *b = &t->blocks[i];
   char name[64];
+  int qkv_stream;
 #define NAME(suffix) (snprintf(name, sizeof(name), "blocks.%d.%s", i, suffix), name)
   b->norm1_w = add_vector(t, NAME("norm1.weight"), D, SPLIT_NONE, INIT_ONES);
   b->norm1_b = add_vector(t, NAME("norm1.bias"), D, SPLIT_NONE, INIT_ZEROS);
+  qkv_stream = t->n;
   b->q_w = add_matrix(t, NAME("attn.q.weight"), D, D, SPLIT_ROWS);
-  b->q_b = add_vector(t, NAME("attn.q.bias"), D, SPLIT_ROWS, INIT_ZEROS);
   b->k_w = add_matrix(t, NAME("attn.k.weight"), D, D, SPLIT_ROWS);
-  b->k_b = add_vector(t, NAME("attn.k.bias"), D, SPLIT_ROWS, INIT_ZEROS);
   b->v_w = add_matrix(t, NAME("attn.v.weight"), D, D, SPLIT_ROWS);
+  b->q_b = add_vector(t, NAME("attn.q.bias"), D, SPLIT_ROWS, INIT_ZEROS);
+  b->k_b = add_vector(t, NAME("attn.k.bias"), D, SPLIT_ROWS, INIT_ZEROS);
   b->v_b = add_vector(t, NAME("attn.v.bias"), D, SPLIT_ROWS, INIT_ZEROS);
+  t->p[b->q_w].stream = qkv_stream, t->p[b->q_b].stream = qkv_stream + 1;
+  t->p[b->k_w].stream = qkv_stream + 2, t->p[b->k_b].stream = qkv_stream + 3;
+  t->p[b->v_w].stream = qkv_stream + 4, t->p[b->v_b].stream = qkv_stream + 5;
   b->proj_w = add_matrix(t, NAME("attn.proj.weight"), D, D, SPLIT_COLS);
   b->proj_b = add_vector(t, NAME("attn.proj.bias"), D, SPLIT_NONE, INIT_ZEROS);
   b->norm2_w = add_vector(t, NAME("norm2.weight"), D, SPLIT_NONE, INIT_ONES);
@@ -102,12 +113,12 @@ void params_free(param_table *t)
 /* The full tensor's initial values: trunc_normal(std 0.02, cut at +-2) for
  * linear weights and pos_embed, PyTorch's conv defaults for the patch
  * embedding (kaiming_uniform(a=sqrt 5): U(+-1/sqrt(fan_in)), bias the same). */
-static void init_full(const param_info *p, long seed, int index, float *full)
+static void init_full(const param_info *p, long seed, float *full)
 {
   const long n = params_full_count(p);
   const double bound = p->fan_in > 0 ? 1.0 / sqrt((double)p->fan_in) : 0;
   dlpar_rng rng;
-  rng_init(&rng, (uint64_t)seed, (uint64_t)index);
+  rng_init(&rng, (uint64_t)seed, (uint64_t)p->stream);
   for (long i = 0; i < n; i++) {
     switch (p->init) {
     case INIT_TRUNC_NORMAL: full[i] = (float)rng_trunc_normal(&rng, 0.02, -2.0, 2.0); break;
@@ -154,7 +165,7 @@ int params_init(const param_table *t, long seed, float *flat)
   if (!full)
     return DLPAR_ERR_SYSTEM;
   for (int i = 0; i < t->n; i++) {
-    init_full(&t->p[i], seed, i, full);
+    init_full(&t->p[i], seed, full);
     params_slice(&t->p[i], t->tp, t->tp_rank, full, flat + t->p[i].offset);
   }
   free(full);

@@ -2,9 +2,13 @@
  * names of the PyTorch model's state_dict), their full shapes, how each is
  * split over the tensor-parallel ranks (Megatron: q, k, v, fc1 by output
  * rows; proj, fc2 by input columns; the rest replicated), and where each
- * rank's piece sits in one flat buffer. Initial values are drawn for the
- * full tensors from (seed, tensor) streams and then sliced, so every grid
- * starts from the same model. */
+ * rank's piece sits in one flat buffer (a block's q, k, v weights side by
+ * side as one [3 D/tp x D] matrix, then their biases as one [3 D/tp]
+ * vector: one GEMM for all three; checkpoints hold the tensors by name, so
+ * the flat order is not in them). Initial values are drawn for the full
+ * tensors from (seed, stream) streams, a stream per tensor in the PyTorch
+ * state_dict's order, and then sliced, so every grid starts from the same
+ * model. */
 #ifndef DLPAR_PARAMS_H
 #define DLPAR_PARAMS_H
 
@@ -23,11 +27,14 @@ typedef struct {
   param_split split;
   param_init init;
   long fan_in;       /* for the uniform inits */
+  int stream;        /* of its initial values: its place in the state_dict's order */
   size_t offset;     /* of the local piece in the flat buffer */
   size_t count;      /* local elements */
 } param_info;
 
-/* Per block, the indices of its tensors in the table. */
+/* Per block, the indices of its tensors in the table (q_w, k_w, v_w, q_b,
+ * k_b, v_b consecutive: q_w's offset starts the fused qkv weight, q_b's its
+ * bias). */
 typedef struct {
   int norm1_w, norm1_b, q_w, q_b, k_w, k_b, v_w, v_b, proj_w, proj_b, norm2_w, norm2_b, fc1_w, fc1_b, fc2_w, fc2_b;
 } block_params;

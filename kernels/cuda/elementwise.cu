@@ -1,10 +1,10 @@
 /* kernels/cuda/elementwise.cu: the pointwise and data-movement ops: casts,
  * position embedding and its gradient, exact GELU, column
  * sums (bias gradients), patchify / unpatchify. Grid-stride loops; the
- * column sums are deterministic (one block per 32 columns, fixed order). */
+ * column sums are deterministic (reduce.cuh's two stages, fixed order). */
 #include "config.h"
 
-#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/reduce.cuh"
 
 template <typename D, typename S> __global__ void cast_kernel(D *dst, const S *src, size_t n)
 {
@@ -121,34 +121,29 @@ extern "C" int dl_gelu_bwd(void *dinp, const void *inp, const void *dout, size_t
   return DL_DISPATCH(act, gelu_bwd, dinp, inp, dout, n, s);
 }
 
-/* One block per 32 columns: threads (32 x 8) walk the rows in a fixed order. */
-template <typename T> __global__ void column_sum_kernel(float *sum, const T *x, int rows, int cols)
+/* Column sums (bias gradients) through the two-stage reduction of reduce.cuh. */
+template <typename T> struct column_term {
+  const T *x;
+  int cols;
+  __device__ void add(float *acc, int row, int col) const { acc[0] += to_float(x[(size_t)row * cols + col]); }
+};
+
+template <typename T>
+static int column_sum(float *sum, int accumulate, const void *x, int rows, int cols, float *partials, cudaStream_t s)
 {
-  __shared__ float partial[8][33];
-  const int col = blockIdx.x * 32 + threadIdx.x;
-  float acc = 0;
-  if (col < cols)
-    for (int r = threadIdx.y; r < rows; r += 8)
-      acc += to_float(x[(size_t)r * cols + col]);
-  partial[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && col < cols) {
-    for (int y = 1; y < 8; y++)
-      acc += partial[y][threadIdx.x];
-    sum[col] += acc;
-  }
+  const column_term<T> term = {(const T *)x, cols};
+  return column_reduce<1>(&sum, accumulate, term, rows, cols, partials, s);
 }
 
-template <typename T> static int column_sum(float *sum, const void *x, int rows, int cols, cudaStream_t s)
+extern "C" size_t dl_column_partials_bytes(int rows, int cols)
 {
-  column_sum_kernel<T><<<(cols + 31) / 32, dim3(32, 8), 0, s>>>(sum, (const T *)x, rows, cols);
-  CHECK_LAUNCH();
-  return 0;
+  return sizeof(float) * (size_t)reduce_chunks(rows) * (size_t)cols;
 }
 
-extern "C" int dl_column_sum(float *sum, const void *x, int rows, int cols, dl_dtype act, cudaStream_t s)
+extern "C" int dl_column_sum(float *sum, int accumulate, const void *x, int rows, int cols, float *partials,
+                             dl_dtype act, cudaStream_t s)
 {
-  return DL_DISPATCH(act, column_sum, sum, x, rows, cols, s);
+  return DL_DISPATCH(act, column_sum, sum, accumulate, x, rows, cols, partials, s);
 }
 
 /* patches[(b, i, j), (c, a, e)] = img[b, c, i*P + a, j*P + e] */

@@ -8,9 +8,10 @@
  * forward bias is the act copy of the weights; the bias gradient is fp32
  * like dW). fp32 accumulation always (TF32 only when allowed). One handle,
  * one workspace; each shape's algorithm (or that there is none, so the bias
- * gradient falls back to dl_column_sum) is asked of the heuristic once and
- * kept. Operands may sit at any 16-byte offset: the heuristic is told each
- * pointer's alignment, which is part of the shape's key. */
+ * gradient falls back to dl_column_sum, its partials in that workspace) is
+ * asked of the heuristic once and kept. Operands may sit at any 16-byte
+ * offset: the heuristic is told each pointer's alignment, which is part of
+ * the shape's key. */
 #include "config.h"
 
 #include <cublasLt.h>
@@ -34,7 +35,8 @@ enum { ALGO_CACHE = 128 };
 
 typedef struct {
   int m, n, k, transa, transb, ab_type, d_type, epilogue, accumulate;
-  int align_a, align_b, align_d, align_bias; /* bytes, up to 256 */
+  int planes, shared_a, shared_b; /* a batch of planes; an operand every plane shares */
+  int align_a, align_b, align_d, align_bias, align_aux; /* bytes, up to 256, of each plane */
 } gemm_key;
 
 typedef struct {
@@ -102,18 +104,36 @@ typedef struct {
   int m, n, k, transa, transb, accumulate;
   dl_dtype ab_type, d_type;
   cublasLtEpilogue_t epilogue;
+  /* a strided batch of `planes` GEMMs (0 or 1: one), each operand's planes
+   * `stride_*` elements apart (0: shared by all) */
+  int planes;
+  int64_t stride_a, stride_b, stride_d, stride_bias;
+  /* the GELU epilogues' pre-activation (GELU_AUX_BIAS: written; DGELU:
+   * read), D's type and shape, leading dimension m; NULL: none */
+  void *aux;
 } gemm_call;
 
 static const int NO_ALGO = DL_CUBLAS_BASE + (int)CUBLAS_STATUS_NOT_SUPPORTED;
 
-/* The largest power of two (up to 256) that divides the address. */
-static int alignment_of(const void *ptr)
+/* The largest power of two (up to 256) that divides the address of every
+ * plane: the first's and the distance between them. */
+static int alignment_of(const void *ptr, int64_t stride, dl_dtype type)
 {
-  const uintptr_t address = (uintptr_t)ptr;
+  const uintptr_t bits = (uintptr_t)ptr | (uintptr_t)(stride * (int64_t)dl_dtype_bytes(type));
   int align = 1;
-  while (align < 256 && address % (uintptr_t)(2 * align) == 0)
+  while (align < 256 && bits % (uintptr_t)(2 * align) == 0)
     align *= 2;
   return ptr ? align : 256;
+}
+
+/* The layout's planes (a batch of `planes` matrices `stride` elements apart). */
+static int set_planes(cublasLtMatrixLayout_t layout, int planes, int64_t stride)
+{
+  const int32_t count = planes;
+  CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+  CHECK_CUBLAS(
+      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  return 0;
 }
 
 static int set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, int align)
@@ -121,6 +141,18 @@ static int set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferen
   const uint32_t bytes = (uint32_t)align;
   CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof(bytes)));
   return 0;
+}
+
+/* The three layouts as a strided batch of `planes` GEMMs (nothing for one). */
+static int set_batch(const gemm_call *g, int planes, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
+                     cublasLtMatrixLayout_t lc)
+{
+  int rc;
+  if (planes == 1)
+    return 0;
+  if ((rc = set_planes(la, planes, g->stride_a)) != 0 || (rc = set_planes(lb, planes, g->stride_b)) != 0)
+    return rc;
+  return set_planes(lc, planes, g->stride_d);
 }
 
 static int ask_heuristic(dl_blas *blas, const gemm_key *key, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la,
@@ -173,17 +205,42 @@ static int choose_algo(dl_blas *blas, const gemm_key *key, cublasLtMatmulDesc_t 
   return found ? 0 : NO_ALGO;
 }
 
-static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
+/* The epilogue's attributes: the bias (or its gradient) and the GELU
+ * pre-activation, per plane. */
+static int set_epilogue(cublasLtMatmulDesc_t op, const gemm_call *g, cublasLtEpilogue_t epilogue, int planes)
+{
+  const cudaDataType bias_type = cuda_type(g->d_type);
+  const int64_t aux_ld = g->m;
+  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  if (g->bias) {
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof(g->bias)));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    if (planes > 1)
+      CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &g->stride_bias,
+                                                  sizeof(g->stride_bias)));
+  }
+  if (g->aux) {
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux, sizeof(g->aux)));
+    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+  }
+  return 0;
+}
+
+/* Runs the GEMM (run: 0 only asks for its algorithm: NO_ALGO when there is
+ * none; the pointers may be stand-ins of the alignment to plan for). */
+static int lt_matmul_run(dl_blas *blas, const gemm_call *g, int run, cudaStream_t s)
 {
   const cublasComputeType_t compute =
       g->ab_type == DL_F32 && blas->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cublasOperation_t ta = g->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasLtEpilogue_t epilogue = g->bias ? g->epilogue : CUBLASLT_EPILOGUE_DEFAULT;
-  const cudaDataType bias_type = cuda_type(g->d_type);
+  const cublasLtEpilogue_t epilogue = g->bias || g->aux ? g->epilogue : CUBLASLT_EPILOGUE_DEFAULT;
   const float alpha = 1.0f, beta = g->accumulate ? 1.0f : 0.0f;
+  const int planes = g->planes > 1 ? g->planes : 1;
   const gemm_key key = {g->m, g->n, g->k, g->transa, g->transb, (int)g->ab_type, (int)g->d_type, (int)epilogue,
-                        g->accumulate, alignment_of(g->a), alignment_of(g->b), alignment_of(g->d),
-                        alignment_of(g->bias)};
+                        g->accumulate, planes, planes > 1 && g->stride_a == 0, planes > 1 && g->stride_b == 0,
+                        alignment_of(g->a, g->stride_a, g->ab_type), alignment_of(g->b, g->stride_b, g->ab_type),
+                        alignment_of(g->d, g->stride_d, g->d_type), alignment_of(g->bias, g->stride_bias, g->d_type),
+                        alignment_of(g->aux, g->stride_d, g->d_type)};
   cublasLtMatmulDesc_t op = NULL;
   cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
   cublasLtMatmulAlgo_t algo;
@@ -191,18 +248,14 @@ static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
   CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
   CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-  if (g->bias) {
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof(g->bias)));
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
-  }
   CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&la, cuda_type(g->ab_type), g->transa ? g->k : g->m,
                                           g->transa ? g->m : g->k, g->transa ? g->k : g->m));
   CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
                                           g->transb ? g->k : g->n, g->transb ? g->n : g->k));
   CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lc, cuda_type(g->d_type), g->m, g->n, g->m));
-  rc = choose_algo(blas, &key, op, la, lb, lc, &algo);
-  if (rc == 0) {
+  if ((rc = set_epilogue(op, g, epilogue, planes)) == 0 && (rc = set_batch(g, planes, la, lb, lc)) == 0)
+    rc = choose_algo(blas, &key, op, la, lb, lc, &algo);
+  if (rc == 0 && run) {
     cublasStatus_t st = cublasLtMatmul(blas->lt, op, &alpha, g->a, la, g->b, lb, &beta, g->d, lc, g->d, lc, &algo,
                                        blas->workspace, blas->workspace_bytes, s);
     rc = st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
@@ -214,42 +267,164 @@ static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
   return rc;
 }
 
-extern "C" int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias, int BT, int C,
-                             int OC, dl_dtype act, cudaStream_t s)
+static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
 {
-  const gemm_call g = {out, w, inp, (void *)bias, OC, BT, C, 1, 0, 0, act, act, CUBLASLT_EPILOGUE_BIAS};
+  return lt_matmul_run(blas, g, 1, s);
+}
+
+/* out_p[BT,OC] = inp w_p^T + bias_p, then the epilogue (aux: GELU's pre-activation) */
+static gemm_call forward_call(void *out, const void *inp, const void *w, const void *bias, int planes, int BT, int C,
+                              int OC, dl_dtype act, cublasLtEpilogue_t epilogue, void *aux)
+{
+  const gemm_call g = {out, w, inp, (void *)bias, OC, BT, C, 1, 0, 0, act, act, epilogue, planes,
+                       (int64_t)OC * C, 0, (int64_t)BT * OC, OC, aux};
+  return g;
+}
+
+/* dinp[BT,C] = (accumulate: +=) dout[BT,OC] w[OC,C], then the epilogue (aux: GELU's pre-activation) */
+static gemm_call input_grad_call(void *dinp, int accumulate, const void *dout, const void *w, int BT, int C, int OC,
+                                 dl_dtype act, cublasLtEpilogue_t epilogue, void *aux)
+{
+  const gemm_call g = {dinp, w, dout, NULL, C, BT, OC, 0, 0, accumulate, act, act, epilogue, 1, 0, 0, 0, 0, aux};
+  return g;
+}
+
+extern "C" int dl_matmul_fwd_planes(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias,
+                                    int planes, int BT, int C, int OC, dl_dtype act, cudaStream_t s)
+{
+  const gemm_call g = forward_call(out, inp, w, bias, planes, BT, C, OC, act, CUBLASLT_EPILOGUE_BIAS, NULL);
   return lt_matmul(blas, &g, s);
 }
 
-/* dW += inp^T dout, and dbias = colsum(dout) in its epilogue where cuBLASLt
- * has an algorithm for that (else a separate column sum). */
-static int weight_and_bias_grad(dl_blas *blas, float *dw, float *dbias, const void *dout, const void *inp, int BT,
-                                int C, int OC, dl_dtype act, cudaStream_t s)
+extern "C" int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias, int BT, int C,
+                             int OC, dl_dtype act, cudaStream_t s)
 {
-  const gemm_call fused = {dw, inp, dout, dbias, C, OC, BT, 0, 1, 1, act, DL_F32, CUBLASLT_EPILOGUE_BGRADB};
-  const gemm_call plain = {dw, inp, dout, NULL, C, OC, BT, 0, 1, 1, act, DL_F32, CUBLASLT_EPILOGUE_DEFAULT};
+  return dl_matmul_fwd_planes(blas, out, inp, w, bias, 1, BT, C, OC, act, s);
+}
+
+/* The plane p of a tensor of planes of `plane` elements. */
+static const void *plane_at(const void *x, int p, size_t plane, dl_dtype type)
+{
+  return (const char *)x + (size_t)p * plane * dl_dtype_bytes(type);
+}
+
+/* dbias_p = colsum(dout_p) by the two-stage reduction, its partials in the
+ * GEMMs' workspace: free once the GEMMs enqueued before on s are done, as
+ * the next GEMM on s waits for the reduction (one stream per dl_blas). */
+static int bias_grad(dl_blas *blas, float *dbias, const void *dout, int planes, int BT, int OC, dl_dtype act,
+                     cudaStream_t s)
+{
+  int rc = 0;
+  if (dl_column_partials_bytes(BT, OC) > blas->workspace_bytes)
+    return (int)cudaErrorInvalidValue;
+  for (int p = 0; p < planes && rc == 0; p++)
+    rc = dl_column_sum(dbias + (size_t)p * OC, 0, plane_at(dout, p, (size_t)BT * OC, act), BT, OC,
+                       (float *)blas->workspace, act, s);
+  return rc;
+}
+
+/* dW_p += inp^T dout_p (all planes in one GEMM), and dbias_p = colsum(dout_p)
+ * in its epilogue where cuBLASLt has an algorithm for that (else the
+ * two-stage column sums). */
+static int weight_and_bias_grad(dl_blas *blas, float *dw, float *dbias, const void *dout, const void *inp, int planes,
+                                int BT, int C, int OC, dl_dtype act, cudaStream_t s)
+{
+  const int64_t dout_plane = (int64_t)BT * OC, dw_plane = (int64_t)OC * C;
+  const gemm_call fused = {dw, inp, dout, dbias, C, OC, BT, 0, 1, 1, act, DL_F32, CUBLASLT_EPILOGUE_BGRADB,
+                           planes, 0, dout_plane, dw_plane, OC, NULL};
+  const gemm_call plain = {dw, inp, dout, NULL, C, OC, BT, 0, 1, 1, act, DL_F32, CUBLASLT_EPILOGUE_DEFAULT,
+                           planes, 0, dout_plane, dw_plane, 0, NULL};
   int rc = dbias ? lt_matmul(blas, &fused, s) : lt_matmul(blas, &plain, s);
   if (rc != NO_ALGO || !dbias)
     return rc;
   if ((rc = lt_matmul(blas, &plain, s)) != 0)
     return rc;
-  CHECK_CUDA(cudaMemsetAsync(dbias, 0, sizeof(float) * (size_t)OC, s));
-  return dl_column_sum(dbias, dout, BT, OC, act, s);
+  return bias_grad(blas, dbias, dout, planes, BT, OC, act, s);
+}
+
+/* dinp = (accumulate: +=) sum_p dout_p w_p: a GEMM a plane, the later ones
+ * adding to the first (the planes of dout are not one matrix). */
+static int input_grad(dl_blas *blas, void *dinp, int accumulate, const void *dout, const void *w, int planes, int BT,
+                      int C, int OC, dl_dtype act, cudaStream_t s)
+{
+  int rc = 0;
+  for (int p = 0; p < planes && rc == 0; p++) {
+    const gemm_call g = input_grad_call(dinp, p > 0 || accumulate, plane_at(dout, p, (size_t)BT * OC, act),
+                                        plane_at(w, p, (size_t)OC * C, act), BT, C, OC, act, CUBLASLT_EPILOGUE_DEFAULT,
+                                        NULL);
+    rc = lt_matmul(blas, &g, s);
+  }
+  return rc;
+}
+
+extern "C" int dl_matmul_bwd_planes(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias,
+                                    const void *dout, const void *inp, const void *w, int planes, int BT, int C,
+                                    int OC, dl_dtype act, cudaStream_t s)
+{
+  int rc;
+  if (dinp && (rc = input_grad(blas, dinp, accumulate, dout, w, planes, BT, C, OC, act, s)) != 0)
+    return rc;
+  if (dw)
+    return weight_and_bias_grad(blas, dw, dbias, dout, inp, planes, BT, C, OC, act, s);
+  return dbias ? bias_grad(blas, dbias, dout, planes, BT, OC, act, s) : 0;
 }
 
 extern "C" int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
                              const void *inp, const void *w, int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
+  return dl_matmul_bwd_planes(blas, dinp, accumulate, dw, dbias, dout, inp, w, 1, BT, C, OC, act, s);
+}
+
+/* ---- GELU in the epilogues (16-bit activations: cuBLASLt's GELU is the
+ * tanh approximation, within 5e-4 of the exact one; fp32 keeps the exact
+ * kernels). The pre-activation is the aux matrix: D's type and shape, its
+ * leading dimension m (the layer's width), which cuBLASLt wants a multiple
+ * of 8. */
+
+extern "C" int dl_gelu_epilogue(dl_blas *blas, int BT, int C, int OC, int C2, dl_dtype act, int *fused)
+{
+  void *const aligned = (void *)(uintptr_t)256; /* stand-in operands: the arena's 256-byte alignment */
+  const gemm_call forward = forward_call(aligned, aligned, aligned, aligned, 1, BT, C, OC, act,
+                                         CUBLASLT_EPILOGUE_GELU_AUX_BIAS, aligned);
+  const gemm_call backward = input_grad_call(aligned, 0, aligned, aligned, BT, OC, C2, act, CUBLASLT_EPILOGUE_DGELU,
+                                             aligned);
   int rc;
-  if (dinp) {
-    const gemm_call g = {dinp, w, dout, NULL, C, BT, OC, 0, 0, accumulate, act, act, CUBLASLT_EPILOGUE_DEFAULT};
-    if ((rc = lt_matmul(blas, &g, s)) != 0)
+  *fused = 0;
+  if (act == DL_F32 || OC % 8 != 0)
+    return 0;
+  /* any refusal (no algorithm, or an attribute this cuBLASLt rejects) leaves the separate kernels */
+  if ((rc = lt_matmul_run(blas, &forward, 0, 0)) == 0)
+    rc = lt_matmul_run(blas, &backward, 0, 0);
+  *fused = rc == 0;
+  return 0;
+}
+
+extern "C" int dl_matmul_gelu_fwd(dl_blas *blas, int fused, void *out, void *pre, const void *inp, const void *w,
+                                  const void *bias, int BT, int C, int OC, dl_dtype act, cudaStream_t s)
+{
+  const gemm_call g = forward_call(out, inp, w, bias, 1, BT, C, OC, act, CUBLASLT_EPILOGUE_GELU_AUX_BIAS, pre);
+  int rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
+  if (rc != NO_ALGO)
+    return rc;
+  if ((rc = dl_matmul_fwd(blas, pre, inp, w, bias, BT, C, OC, act, s)) != 0)
+    return rc;
+  return dl_gelu_fwd(out, pre, (size_t)BT * OC, act, s);
+}
+
+extern "C" int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, void *dgelu, const void *pre, float *dw,
+                                  float *dbias, const void *dout, const void *inp, const void *w, int BT, int C,
+                                  int OC, dl_dtype act, cudaStream_t s)
+{
+  const gemm_call g = input_grad_call(dpre, 0, dout, w, BT, C, OC, act, CUBLASLT_EPILOGUE_DGELU, (void *)pre);
+  int rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
+  if (rc == NO_ALGO) {
+    if (!dgelu)
+      return NO_ALGO;
+    if ((rc = input_grad(blas, dgelu, 0, dout, w, 1, BT, C, OC, act, s)) != 0 ||
+        (rc = dl_gelu_bwd(dpre, pre, dgelu, (size_t)BT * C, act, s)) != 0)
       return rc;
   }
-  if (dw)
-    return weight_and_bias_grad(blas, dw, dbias, dout, inp, BT, C, OC, act, s);
-  if (!dbias)
-    return 0;
-  CHECK_CUDA(cudaMemsetAsync(dbias, 0, sizeof(float) * (size_t)OC, s));
-  return dl_column_sum(dbias, dout, BT, OC, act, s);
+  if (rc != 0)
+    return rc;
+  return weight_and_bias_grad(blas, dw, dbias, dout, inp, 1, BT, C, OC, act, s);
 }

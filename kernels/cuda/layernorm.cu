@@ -1,10 +1,10 @@
 /* kernels/cuda/layernorm.cu: LayerNorm with fp32 statistics, one warp per
  * row; the residual add that ends a branch fused with the next norm; the
- * backward as llm.c's (row terms per warp, weight and bias gradients as
- * deterministic column sums). */
+ * backward as llm.c's (row terms per warp), the weight and bias gradients
+ * as deterministic two-stage column sums over the whole GPU (reduce.cuh). */
 #include "config.h"
 
-#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/reduce.cuh"
 
 /* x_out = x + y + bias (when y), out = LN(x_out or x) */
 template <typename T>
@@ -89,48 +89,35 @@ __global__ void layernorm_bwd_rows_kernel(T *dinp, const T *dout, const T *inp, 
   }
 }
 
-/* dw[c] += sum_r dout * norm, db[c] += sum_r dout: 32 columns per block, fixed order */
-template <typename T>
-__global__ void layernorm_bwd_params_kernel(float *dw, float *db, const T *dout, const T *inp, const float *mean,
-                                            const float *rstd, int BT, int C)
-{
-  __shared__ float part_w[8][33], part_b[8][33];
-  const int col = blockIdx.x * 32 + threadIdx.x;
-  float acc_w = 0, acc_b = 0;
-  if (col < C)
-    for (int r = threadIdx.y; r < BT; r += 8) {
-      const float d = to_float(dout[(size_t)r * C + col]);
-      acc_w += d * (to_float(inp[(size_t)r * C + col]) - mean[r]) * rstd[r];
-      acc_b += d;
-    }
-  part_w[threadIdx.y][threadIdx.x] = acc_w;
-  part_b[threadIdx.y][threadIdx.x] = acc_b;
-  __syncthreads();
-  if (threadIdx.y == 0 && col < C) {
-    for (int y = 1; y < 8; y++) {
-      acc_w += part_w[y][threadIdx.x];
-      acc_b += part_b[y][threadIdx.x];
-    }
-    dw[col] += acc_w;
-    db[col] += acc_b;
+/* dw[c] += sum_r dout * norm, db[c] += sum_r dout: reduce.cuh's two stages */
+template <typename T> struct ln_param_term {
+  const T *dout, *inp;
+  const float *mean, *rstd;
+  int cols;
+  __device__ void add(float *acc, int row, int col) const
+  {
+    const size_t at = (size_t)row * cols + col;
+    const float d = to_float(dout[at]);
+    acc[0] += d * (to_float(inp[at]) - mean[row]) * rstd[row];
+    acc[1] += d;
   }
-}
+};
 
 template <typename T>
 static int layernorm_bwd(void *dinp, float *dw, float *db, const void *dout, const void *inp, const float *w,
-                         const float *mean, const float *rstd, int BT, int C, cudaStream_t s)
+                         const float *mean, const float *rstd, int BT, int C, float *partials, cudaStream_t s)
 {
+  const ln_param_term<T> term = {(const T *)dout, (const T *)inp, mean, rstd, C};
+  float *const grads[2] = {dw, db};
   layernorm_bwd_rows_kernel<T><<<(BT + 7) / 8, 256, 0, s>>>((T *)dinp, (const T *)dout, (const T *)inp, w, mean, rstd,
                                                              BT, C);
   CHECK_LAUNCH();
-  layernorm_bwd_params_kernel<T><<<(C + 31) / 32, dim3(32, 8), 0, s>>>(dw, db, (const T *)dout, (const T *)inp, mean,
-                                                                        rstd, BT, C);
-  CHECK_LAUNCH();
-  return 0;
+  return column_reduce<2>(grads, 1, term, BT, C, partials, s);
 }
 
 extern "C" int dl_layernorm_bwd(void *dinp, float *dw, float *db, const void *dout, const void *inp, const float *w,
-                                const float *mean, const float *rstd, int BT, int C, dl_dtype act, cudaStream_t s)
+                                const float *mean, const float *rstd, int BT, int C, float *partials, dl_dtype act,
+                                cudaStream_t s)
 {
-  return DL_DISPATCH(act, layernorm_bwd, dinp, dw, db, dout, inp, w, mean, rstd, BT, C, s);
+  return DL_DISPATCH(act, layernorm_bwd, dinp, dw, db, dout, inp, w, mean, rstd, BT, C, partials, s);
 }

@@ -30,9 +30,7 @@ void dl_blas_destroy(dl_blas *blas);
 
 /* out[BT,OC] (act) = inp[BT,C] (act) w[OC,C]^T (act) + bias[OC] (act, as cuBLASLt
  * wants for a 16-bit out; may be NULL), the bias in cuBLASLt's epilogue.
- * (Its GELU epilogue is the tanh approximation; the tutorial's model uses
- * the exact GELU, so GELU is a kernel of ours.) Any operand may sit at any
- * 16-byte aligned offset. */
+ * Any operand may sit at any 16-byte aligned offset. */
 int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias, int BT, int C, int OC,
                   dl_dtype act, cudaStream_t s);
 /* dinp[BT,C] (act) = dout w, or += with accumulate (NULL: skipped); dw[OC,C] (fp32) += dout^T inp;
@@ -40,8 +38,50 @@ int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, cons
  * dw GEMM's epilogue (BGRADB) where cuBLASLt has an algorithm for it. */
 int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
                   const void *inp, const void *w, int BT, int C, int OC, dl_dtype act, cudaStream_t s);
-/* sum[c] += sum over rows of x[r, c] (x act, rows x cols): deterministic */
-int dl_column_sum(float *sum, const void *x, int rows, int cols, dl_dtype act, cudaStream_t s);
+/* The same for `planes` GEMMs of one shape at once (a strided batch: one
+ * cuBLASLt GEMM): plane p of out is out + p*BT*OC = inp w_p^T + bias_p, with
+ * w_p = w + p*OC*C and bias_p = bias + p*OC: a block's q, k and v (planes
+ * 3, q, k, v side by side) from one [3 OC x C] weight and one [3 OC] bias. */
+int dl_matmul_fwd_planes(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias, int planes,
+                         int BT, int C, int OC, dl_dtype act, cudaStream_t s);
+/* dinp = (or += with accumulate) sum_p dout_p w_p (a GEMM a plane); dw_p +=
+ * dout_p^T inp and dbias_p = colsum(dout_p) (one GEMM, BGRADB where
+ * cuBLASLt has it); dout_p = dout + p*BT*OC, dw_p = dw + p*OC*C,
+ * dbias_p = dbias + p*OC. */
+int dl_matmul_bwd_planes(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
+                         const void *inp, const void *w, int planes, int BT, int C, int OC, dl_dtype act,
+                         cudaStream_t s);
+/* ---- the MLP's GELU in the GEMMs' epilogues: cuBLASLt's GELU is the tanh
+ * approximation (within 5e-4 of the exact erf GELU of the tutorial's model,
+ * which dl_gelu_fwd/bwd compute), so only with 16-bit activations; fp32
+ * keeps the exact kernels. *fused = 1 when act is 16-bit, OC a multiple of
+ * 8 (the pre-activation's leading dimension) and cuBLASLt has both
+ * epilogues for 256-byte aligned operands: GELU_AUX_BIAS for the layer
+ * [BT,C] -> [BT,OC] that feeds GELU, DGELU for the backward of the layer
+ * [BT,OC] -> [BT,C2] after it (a refusal of any kind is a 0, not an error). */
+int dl_gelu_epilogue(dl_blas *blas, int BT, int C, int OC, int C2, dl_dtype act, int *fused);
+/* pre[BT,OC] = inp w^T + bias, out = gelu(pre) (act): fused: one GEMM
+ * (GELU_AUX_BIAS, pre its aux output); else, or where cuBLASLt has no
+ * algorithm for these pointers, dl_matmul_fwd then dl_gelu_fwd. */
+int dl_matmul_gelu_fwd(dl_blas *blas, int fused, void *out, void *pre, const void *inp, const void *w,
+                       const void *bias, int BT, int C, int OC, dl_dtype act, cudaStream_t s);
+/* The backward of the layer after GELU (inp = gelu(pre) [BT,C], w [OC,C]):
+ * dpre = (dout w) * gelu'(pre), overwritten: fused: DGELU in the dinp GEMM's
+ * epilogue; else the GEMM into dgelu (scratch [BT,C] act; NULL: only the
+ * fused GEMM, NOT_SUPPORTED where cuBLASLt has none) then dl_gelu_bwd;
+ * dw (required) += dout^T inp, dbias = colsum(dout) as dl_matmul_bwd. */
+int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, void *dgelu, const void *pre, float *dw, float *dbias,
+                       const void *dout, const void *inp, const void *w, int BT, int C, int OC, dl_dtype act,
+                       cudaStream_t s);
+/* Device scratch (bytes) of the two-stage column reductions over `rows`
+ * rows of `cols` sums (n outputs of c columns each: cols = n * c): fp32
+ * partials of every 256-row chunk. */
+size_t dl_column_partials_bytes(int rows, int cols);
+/* sum[c] = (accumulate: +=) sum over rows of x[r, c] (x act, rows x cols):
+ * deterministic (fixed order, no atomics), a grid of row chunks x column
+ * tiles then a sum of the chunks; partials: dl_column_partials_bytes(rows, cols) */
+int dl_column_sum(float *sum, int accumulate, const void *x, int rows, int cols, float *partials, dl_dtype act,
+                  cudaStream_t s);
 
 /* ---- elementwise */
 int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype src_type, size_t n, cudaStream_t s);
@@ -67,9 +107,11 @@ int dl_layernorm_fwd(void *out, float *mean, float *rstd, const void *inp, const
 int dl_residual_layernorm_fwd(void *x_out, void *out, float *mean, float *rstd, const void *x, const void *y,
                               const float *bias, const float *w, const float *b, int BT, int C, float eps,
                               dl_dtype act, cudaStream_t s);
-/* dinp (act) += ...; dw, db (fp32) += ... */
+/* dinp (act) += ...; dw, db (fp32) += ..., their column sums as dl_column_sum's;
+ * partials: dl_column_partials_bytes(BT, 2 * C) */
 int dl_layernorm_bwd(void *dinp, float *dw, float *db, const void *dout, const void *inp, const float *w,
-                     const float *mean, const float *rstd, int BT, int C, dl_dtype act, cudaStream_t s);
+                     const float *mean, const float *rstd, int BT, int C, float *partials, dl_dtype act,
+                     cudaStream_t s);
 
 /* ---- attention: flash (online softmax, O(N) memory); q,k,v,o (B,N,NH,HD) act, lse (B,NH,N) fp32;
  * HD <= 128 and a multiple of 8 */

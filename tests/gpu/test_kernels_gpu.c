@@ -2,7 +2,9 @@
  * CPU reference (kernels/cpu) on fresh random inputs, in fp32, bf16 and fp16,
  * outputs poisoned with NaN bytes before each run: relative error under
  * 1e-5 (fp32) or 2e-2 (bf16, fp16); NaN fails. GEMM operands also at
- * offsets that are not 256-byte aligned. Skips without a GPU. */
+ * offsets that are not 256-byte aligned. The column reductions also at the
+ * tutorial's sizes (64800 rows), run twice for the same bits, with their
+ * bandwidth printed. Skips without a GPU. */
 #include "config.h"
 
 #include <stdio.h>
@@ -12,34 +14,90 @@
 #include "kernels/cpu/ops.h"
 #include "tests/gpu/gpu_check.h"
 
-/* Operands at `offset` bytes past 256-byte alignment (the weights' offset
- * by a few elements more); the bias gradient poisoned first: it is
- * overwritten, fused or not. */
-static void test_matmul(dl_blas *blas, dl_dtype t, size_t offset)
+/* `planes` GEMMs of one shape (1: dl_matmul_fwd/bwd; more: the strided
+ * batch of dl_matmul_*_planes, a block's fused q, k, v), operands at
+ * `offset` bytes past 256-byte alignment (the weights' offset by a few
+ * elements more); the bias gradient poisoned first: it is overwritten,
+ * fused or not. The reference: plane by plane, dinp summed over planes. */
+static void test_matmul(dl_blas *blas, dl_dtype t, size_t offset, int planes, int BT, int C, int OC)
 {
-  const int BT = 70, C = 96, OC = 80;
-  const size_t w_offset = offset ? offset + 4 * dl_dtype_bytes(t) : 0;
+  const size_t w_offset = offset ? offset + 4 * dl_dtype_bytes(t) : 0, nw = (size_t)planes * OC * C;
+  const size_t nout = (size_t)planes * BT * OC;
   static const char *const outputs[4] = {"forward", "dinp", "dweight", "dbias"};
-  char what[4][64];
-  float *inp = host_random((size_t)BT * C, 1), *w = host_random((size_t)OC * C, 0.5f), *bias = host_random(OC, 0.5f);
-  float *dout = host_random((size_t)BT * OC, 1), *out = malloc(sizeof(float) * BT * OC);
-  float *dinp = host_zeros((size_t)BT * C), *dw = host_zeros((size_t)OC * C), *db = host_zeros(OC);
-  void *d_inp = device_at(inp, (size_t)BT * C, t, offset), *d_w = device_at(w, (size_t)OC * C, t, w_offset);
-  void *d_out = device_at(NULL, (size_t)BT * OC, t, offset), *d_dout = device_at(dout, (size_t)BT * OC, t, offset);
-  void *d_dinp = device_at(NULL, (size_t)BT * C, t, offset), *d_bias = device_at(bias, OC, t, w_offset);
-  float *d_dw = device_at(dw, (size_t)OC * C, DL_F32, offset), *d_db = device_at(NULL, OC, DL_F32, offset);
-  float *bias_act = host_from(d_bias, OC, t); /* the bias rounded to the act type, as the GPU reads it */
-  matmul_fwd_f32(out, inp, w, bias_act, BT, C, OC);
-  matmul_bwd_f32(dinp, dw, db, dout, inp, w, BT, C, OC);
-  CHECK_GPU(dl_matmul_fwd(blas, d_out, d_inp, d_w, d_bias, BT, C, OC, t, 0));
-  CHECK_GPU(dl_matmul_bwd(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, BT, C, OC, t, 0));
+  char what[4][96];
+  float *inp = host_random((size_t)BT * C, 1), *w = host_random(nw, 0.5f), *bias = host_random((size_t)planes * OC, 0.5f);
+  float *dout = host_random(nout, 1), *out = malloc(sizeof(float) * nout);
+  float *dinp = host_zeros((size_t)BT * C), *dw = host_zeros(nw), *db = host_zeros((size_t)planes * OC);
+  void *d_inp = device_at(inp, (size_t)BT * C, t, offset), *d_w = device_at(w, nw, t, w_offset);
+  void *d_out = device_at(NULL, nout, t, offset), *d_dout = device_at(dout, nout, t, offset);
+  void *d_dinp = device_at(NULL, (size_t)BT * C, t, offset), *d_bias = device_at(bias, (size_t)planes * OC, t, w_offset);
+  float *d_dw = device_at(dw, nw, DL_F32, offset), *d_db = device_at(NULL, (size_t)planes * OC, DL_F32, offset);
+  float *bias_act = host_from(d_bias, (size_t)planes * OC, t); /* the bias rounded to the act type, as the GPU reads it */
+  for (int p = 0; p < planes; p++) {
+    const size_t at_w = (size_t)p * OC * C, at_out = (size_t)p * BT * OC;
+    matmul_fwd_f32(out + at_out, inp, w + at_w, bias_act + (size_t)p * OC, BT, C, OC);
+    matmul_bwd_f32(dinp, dw + at_w, db + (size_t)p * OC, dout + at_out, inp, w + at_w, BT, C, OC);
+  }
+  if (planes == 1) {
+    CHECK_GPU(dl_matmul_fwd(blas, d_out, d_inp, d_w, d_bias, BT, C, OC, t, 0));
+    CHECK_GPU(dl_matmul_bwd(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, BT, C, OC, t, 0));
+  } else {
+    CHECK_GPU(dl_matmul_fwd_planes(blas, d_out, d_inp, d_w, d_bias, planes, BT, C, OC, t, 0));
+    CHECK_GPU(dl_matmul_bwd_planes(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, planes, BT, C, OC, t, 0));
+  }
   CHECK_GPU(cudaDeviceSynchronize());
   for (int i = 0; i < 4; i++)
-    snprintf(what[i], sizeof(what[i]), "matmul %s, offset %zu", outputs[i], offset);
-  CHECK_CLOSE(what[0], t, host_from(d_out, (size_t)BT * OC, t), out, (size_t)BT * OC);
+    snprintf(what[i], sizeof(what[i]), "matmul %s, %d plane(s) of %dx%dx%d, offset %zu", outputs[i], planes, BT, C, OC,
+             offset);
+  CHECK_CLOSE(what[0], t, host_from(d_out, nout, t), out, nout);
   CHECK_CLOSE(what[1], t, host_from(d_dinp, (size_t)BT * C, t), dinp, (size_t)BT * C);
-  CHECK_CLOSE(what[2], t, host_from(d_dw, (size_t)OC * C, DL_F32), dw, (size_t)OC * C);
-  CHECK_CLOSE(what[3], t, host_from(d_db, OC, DL_F32), db, OC);
+  CHECK_CLOSE(what[2], t, host_from(d_dw, nw, DL_F32), dw, nw);
+  CHECK_CLOSE(what[3], t, host_from(d_db, (size_t)planes * OC, DL_F32), db, (size_t)planes * OC);
+}
+
+/* The MLP's GELU: the layer [BT,C] -> [BT,OC] that feeds it and the
+ * backward of the layer [BT,OC] -> [BT,C2] after it, against the exact
+ * GELU of the CPU; with the epilogues where dl_gelu_epilogue says so (it
+ * must for 16-bit at these shapes on an H100: else the notice, and the
+ * speed, of separate kernels) and with the separate kernels. */
+static void test_mlp_gelu(dl_blas *blas, dl_dtype t, int BT, int C, int OC, int C2)
+{
+  const size_t nh = (size_t)BT * OC;
+  float *inp = host_random((size_t)BT * C, 1), *w1 = host_random((size_t)OC * C, 0.5f), *b1 = host_random(OC, 0.5f);
+  float *w2 = host_random((size_t)C2 * OC, 0.5f), *dout = host_random((size_t)BT * C2, 1), *pre = malloc(nh * 4);
+  float *out = malloc(nh * 4), *dgelu = host_zeros(nh), *dpre = malloc(nh * 4), *dw2 = host_zeros((size_t)C2 * OC);
+  float *db2 = host_zeros(C2), *b1_act;
+  void *d_inp = device_from(inp, (size_t)BT * C, t), *d_w1 = device_from(w1, (size_t)OC * C, t);
+  void *d_b1 = device_from(b1, OC, t), *d_w2 = device_from(w2, (size_t)C2 * OC, t);
+  void *d_dout = device_from(dout, (size_t)BT * C2, t);
+  int fused = -1;
+  char what[5][112];
+  b1_act = host_from(d_b1, OC, t);
+  matmul_fwd_f32(pre, inp, w1, b1_act, BT, C, OC);
+  gelu_fwd_f32(out, pre, nh);
+  matmul_bwd_f32(dgelu, dw2, db2, dout, out, w2, BT, OC, C2);
+  gelu_bwd_f32(dpre, pre, dgelu, nh);
+  CHECK_GPU(dl_gelu_epilogue(blas, BT, C, OC, C2, t, &fused));
+  CHECK_INT(fused, t != DL_F32);
+  for (int mode = 0; mode <= fused; mode++) {
+    void *d_pre = device_from(NULL, nh, t), *d_out = device_from(NULL, nh, t), *d_dpre = device_from(NULL, nh, t);
+    void *d_dgelu = mode ? NULL : device_from(NULL, nh, t);
+    float *d_dw2 = device_from(NULL, (size_t)C2 * OC, DL_F32), *d_db2 = device_from(NULL, C2, DL_F32);
+    static const char *const names[5] = {"pre-activation", "gelu", "dpre", "dweight after", "dbias after"};
+    CHECK_GPU(cudaMemset(d_dw2, 0, sizeof(float) * C2 * OC));
+    CHECK_GPU(dl_matmul_gelu_fwd(blas, mode, d_out, d_pre, d_inp, d_w1, d_b1, BT, C, OC, t, 0));
+    CHECK_GPU(dl_matmul_bwd_gelu(blas, mode, d_dpre, d_dgelu, d_pre, d_dw2, d_db2, d_dout, d_out, d_w2, BT, OC, C2, t,
+                                 0));
+    CHECK_GPU(cudaDeviceSynchronize());
+    for (int i = 0; i < 5; i++)
+      snprintf(what[i], sizeof(what[i]), "mlp %s %dx%dx%dx%d, %s", names[i], BT, C, OC, C2,
+               mode ? "GELU epilogues" : "GELU kernels");
+    CHECK_CLOSE(what[0], t, host_from(d_pre, nh, t), pre, nh);
+    CHECK_CLOSE(what[1], t, host_from(d_out, nh, t), out, nh);
+    CHECK_CLOSE(what[2], t, host_from(d_dpre, nh, t), dpre, nh);
+    CHECK_CLOSE(what[3], t, host_from(d_dw2, (size_t)C2 * OC, DL_F32), dw2, (size_t)C2 * OC);
+    CHECK_CLOSE(what[4], t, host_from(d_db2, C2, DL_F32), db2, (size_t)C2);
+  }
 }
 
 static void test_layernorm(dl_dtype t)
@@ -54,12 +112,13 @@ static void test_layernorm(dl_dtype t)
   float *d_w = device_from(w, C, DL_F32), *d_b = device_from(b, C, DL_F32), *d_bias = device_from(bias, C, DL_F32);
   float *d_mean = device_from(NULL, BT, DL_F32), *d_rstd = device_from(NULL, BT, DL_F32);
   float *d_dw = device_from(dw, C, DL_F32), *d_db = device_from(db, C, DL_F32);
+  float *d_partials = device_from(NULL, dl_column_partials_bytes(BT, 2 * C) / sizeof(float), DL_F32);
   for (size_t i = 0; i < n; i++)
     sum[i] = x[i] + y[i] + bias[i % C];
   layernorm_fwd_f32(out, mean, rstd, sum, w, b, BT, C, 1e-6f);
   layernorm_bwd_f32(dinp, dw, db, dout, sum, w, mean, rstd, BT, C);
   CHECK_GPU(dl_residual_layernorm_fwd(d_sum, d_out, d_mean, d_rstd, d_x, d_y, d_bias, d_w, d_b, BT, C, 1e-6f, t, 0));
-  CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, t, 0));
+  CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
   CHECK_GPU(cudaDeviceSynchronize());
   CHECK_CLOSE("residual add", t, host_from(d_sum, n, t), sum, n);
   CHECK_CLOSE("layernorm forward", t, host_from(d_out, n, t), out, n);
@@ -171,6 +230,7 @@ static void test_layout_ops(dl_dtype t)
   float *x_pos = malloc((size_t)B * N * D * 4), *dpos = host_zeros((size_t)N * D), *col = host_zeros(D);
   float *d_img = device_from(img, n, DL_F32), *d_back = device_from(NULL, n, DL_F32), *d_pos = device_from(pos, (size_t)N * D, DL_F32);
   float *d_dpos = device_from(dpos, (size_t)N * D, DL_F32), *d_col = device_from(col, D, DL_F32);
+  float *d_partials = device_from(NULL, dl_column_partials_bytes(B * N, D) / sizeof(float), DL_F32);
   void *d_patches = device_from(NULL, n, t), *d_tokens = device_from(tokens, n, t), *d_dtok = device_from(NULL, n, t);
   void *d_x = device_from(x, (size_t)B * N * D, t);
   patchify_f32(patches, img, B, C, H, W, P);
@@ -188,7 +248,7 @@ static void test_layout_ops(dl_dtype t)
   CHECK_GPU(dl_unpatchify(d_back, d_tokens, B, C, H, W, P, t, 0));
   CHECK_GPU(dl_unpatchify_bwd(d_dtok, d_img, B, C, H, W, P, t, 0));
   CHECK_GPU(dl_pos_embed_bwd(d_dpos, d_x, B, N, D, t, 0));
-  CHECK_GPU(dl_column_sum(d_col, d_x, B * N, D, t, 0));
+  CHECK_GPU(dl_column_sum(d_col, 1, d_x, B * N, D, d_partials, t, 0));
   CHECK_GPU(dl_add_pos_embed(d_x, d_pos, B, N, D, t, 0));
   CHECK_GPU(cudaDeviceSynchronize());
   CHECK_CLOSE("patchify", t, host_from(d_patches, n, t), patches, n);
@@ -199,6 +259,136 @@ static void test_layout_ops(dl_dtype t)
   CHECK_CLOSE("column sum", t, host_from(d_col, D, DL_F32), col, D);
 }
 
+/* ---- the reductions at the tutorial's sizes: rows = batch x tokens =
+ * 16 x 4050, references in double over the inputs as the GPU reads them
+ * (rounded to the act type); two runs must give the same bits; the time of
+ * a call and its bandwidth (bytes read / time) are printed, not asserted. */
+enum { BIG_ROWS = 16 * 4050, TIMED_CALLS = 5 };
+
+static const char *type_name(dl_dtype t)
+{
+  return t == DL_F32 ? "fp32" : t == DL_BF16 ? "bf16" : "fp16";
+}
+
+static void report_bandwidth(const char *what, dl_dtype t, double bytes, cudaEvent_t start, cudaEvent_t stop)
+{
+  float ms = 0;
+  CHECK_GPU(cudaEventSynchronize(stop));
+  CHECK_GPU(cudaEventElapsedTime(&ms, start, stop));
+  ms /= TIMED_CALLS;
+  printf("bandwidth: %s (%s): %.1f us a call, %.0f GB/s read = %.0f%% of an H100's 3.35 TB/s\n", what, type_name(t),
+         ms * 1e3, bytes / (ms * 1e-3) / 1e9, 100.0 * bytes / (ms * 1e-3) / 3.35e12);
+}
+
+static void check_same_bits(const char *what, const float *first, const float *second, size_t n)
+{
+  check_count++;
+  if (memcmp(first, second, n * sizeof(float)) != 0) {
+    check_failures++;
+    fprintf(stderr, "%s:%d: FAILED: %s: two runs differ (not deterministic)\n", __FILE__, __LINE__, what);
+  }
+}
+
+static void test_column_sum_large(dl_dtype t, int cols)
+{
+  const int rows = BIG_ROWS;
+  const size_t n = (size_t)rows * cols;
+  float *x = host_random(n, 1), *want = malloc(sizeof(float) * cols), *x_act, *got, *again;
+  double *sums = calloc((size_t)cols, sizeof(double));
+  void *d_x = device_from(x, n, t);
+  float *d_sum = device_from(NULL, cols, DL_F32), *d_again = device_from(NULL, cols, DL_F32);
+  float *d_partials = device_from(NULL, dl_column_partials_bytes(rows, cols) / sizeof(float), DL_F32);
+  cudaEvent_t start, stop;
+  char what[96];
+  x_act = host_from(d_x, n, t);
+  for (size_t r = 0; r < (size_t)rows; r++)
+    for (int c = 0; c < cols; c++)
+      sums[c] += x_act[r * cols + c];
+  for (int c = 0; c < cols; c++)
+    want[c] = (float)sums[c];
+  CHECK_GPU(dl_column_sum(d_sum, 0, d_x, rows, cols, d_partials, t, 0));
+  CHECK_GPU(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
+  CHECK_GPU(cudaDeviceSynchronize());
+  got = host_from(d_sum, cols, DL_F32), again = host_from(d_again, cols, DL_F32);
+  snprintf(what, sizeof(what), "column sum %d x %d", rows, cols);
+  CHECK_CLOSE(what, t, got, want, (size_t)cols);
+  check_same_bits(what, got, again, (size_t)cols);
+  CHECK_GPU(cudaEventCreate(&start));
+  CHECK_GPU(cudaEventCreate(&stop));
+  CHECK_GPU(cudaEventRecord(start, 0));
+  for (int i = 0; i < TIMED_CALLS; i++)
+    CHECK_GPU(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
+  CHECK_GPU(cudaEventRecord(stop, 0));
+  report_bandwidth(what, t, (double)n * dl_dtype_bytes(t), start, stop);
+  cudaEventDestroy(start), cudaEventDestroy(stop);
+  cudaFree(d_x), cudaFree(d_sum), cudaFree(d_again), cudaFree(d_partials);
+  free(x), free(want), free(x_act), free(got), free(again), free(sums);
+}
+
+/* LayerNorm's weight and bias gradients (and its dinp, not checked here:
+ * test_layernorm does) from given statistics; the time is the whole
+ * backward's, its bytes those the gradients read (dout, inp). */
+static void test_layernorm_params_large(dl_dtype t, int C)
+{
+  const int BT = BIG_ROWS;
+  const size_t n = (size_t)BT * C;
+  float *inp = host_random(n, 2), *dout = host_random(n, 1), *w = host_random(C, 1), *mean = malloc(sizeof(float) * BT);
+  float *rstd = malloc(sizeof(float) * BT), *want_w = malloc(sizeof(float) * C), *want_b = malloc(sizeof(float) * C);
+  double *sum_w = calloc((size_t)C, sizeof(double)), *sum_b = calloc((size_t)C, sizeof(double));
+  void *d_inp = device_from(inp, n, t), *d_dout = device_from(dout, n, t), *d_dinp = device_from(NULL, n, t);
+  float *d_w = device_from(w, C, DL_F32), *d_dw = device_from(NULL, C, DL_F32), *d_db = device_from(NULL, C, DL_F32);
+  float *d_partials = device_from(NULL, dl_column_partials_bytes(BT, 2 * C) / sizeof(float), DL_F32);
+  float *inp_act = host_from(d_inp, n, t), *dout_act = host_from(d_dout, n, t), *d_mean, *d_rstd;
+  float *got[2][2];
+  cudaEvent_t start, stop;
+  char what[2][96];
+  for (int r = 0; r < BT; r++) {
+    double m = 0, v = 0;
+    for (int c = 0; c < C; c++)
+      m += inp_act[(size_t)r * C + c];
+    m /= C;
+    for (int c = 0; c < C; c++)
+      v += (inp_act[(size_t)r * C + c] - m) * (inp_act[(size_t)r * C + c] - m);
+    mean[r] = (float)m, rstd[r] = (float)(1.0 / sqrt(v / C + 1e-6));
+    for (int c = 0; c < C; c++) {
+      const double d = dout_act[(size_t)r * C + c];
+      sum_w[c] += d * ((double)inp_act[(size_t)r * C + c] - mean[r]) * rstd[r];
+      sum_b[c] += d;
+    }
+  }
+  for (int c = 0; c < C; c++)
+    want_w[c] = (float)sum_w[c], want_b[c] = (float)sum_b[c];
+  d_mean = device_from(mean, BT, DL_F32), d_rstd = device_from(rstd, BT, DL_F32);
+  for (int run = 0; run < 2; run++) {
+    CHECK_GPU(cudaMemset(d_dw, 0, sizeof(float) * C));
+    CHECK_GPU(cudaMemset(d_db, 0, sizeof(float) * C));
+    CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+    CHECK_GPU(cudaDeviceSynchronize());
+    got[run][0] = host_from(d_dw, C, DL_F32), got[run][1] = host_from(d_db, C, DL_F32);
+  }
+  snprintf(what[0], sizeof(what[0]), "layernorm dweight %d x %d", BT, C);
+  snprintf(what[1], sizeof(what[1]), "layernorm dbias %d x %d", BT, C);
+  CHECK_CLOSE(what[0], t, got[0][0], want_w, (size_t)C);
+  CHECK_CLOSE(what[1], t, got[0][1], want_b, (size_t)C);
+  check_same_bits(what[0], got[0][0], got[1][0], (size_t)C);
+  check_same_bits(what[1], got[0][1], got[1][1], (size_t)C);
+  CHECK_GPU(cudaEventCreate(&start));
+  CHECK_GPU(cudaEventCreate(&stop));
+  CHECK_GPU(cudaEventRecord(start, 0));
+  for (int i = 0; i < TIMED_CALLS; i++)
+    CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+  CHECK_GPU(cudaEventRecord(stop, 0));
+  snprintf(what[0], sizeof(what[0]), "layernorm backward %d x %d (rows and parameters)", BT, C);
+  report_bandwidth(what[0], t, 2.0 * n * dl_dtype_bytes(t), start, stop);
+  cudaEventDestroy(start), cudaEventDestroy(stop);
+  cudaFree(d_inp), cudaFree(d_dout), cudaFree(d_dinp), cudaFree(d_w), cudaFree(d_dw), cudaFree(d_db);
+  cudaFree(d_partials), cudaFree(d_mean), cudaFree(d_rstd);
+  free(inp), free(dout), free(w), free(mean), free(rstd), free(want_w), free(want_b), free(sum_w), free(sum_b);
+  free(inp_act), free(dout_act);
+  for (int run = 0; run < 2; run++)
+    free(got[run][0]), free(got[run][1]);
+}
+
 int main(void)
 {
   const dl_dtype types[3] = {DL_F32, DL_BF16, DL_F16};
@@ -206,15 +396,28 @@ int main(void)
   require_gpu();
   CHECK_GPU(dl_blas_create(&blas, 32u << 20, 0));
   for (int i = 0; i < 3; i++) {
-    test_matmul(blas, types[i], 0);
-    test_matmul(blas, types[i], 64);  /* activations sliced at 64-128-byte offsets */
-    test_matmul(blas, types[i], 96);
+    test_matmul(blas, types[i], 0, 1, 70, 96, 80);
+    test_matmul(blas, types[i], 64, 1, 70, 96, 80); /* activations sliced at 64-128-byte offsets */
+    test_matmul(blas, types[i], 96, 1, 70, 96, 80);
+    test_matmul(blas, types[i], 0, 3, 70, 96, 80);    /* a fused q, k, v */
+    test_matmul(blas, types[i], 96, 3, 70, 96, 40);   /* bias planes 80 bytes apart in 16 bits: 16-byte aligned */
+    test_matmul(blas, types[i], 0, 3, 4050, 384, 384); /* base: one sample's tokens, embed 384 */
+    test_mlp_gelu(blas, types[i], 70, 96, 80, 96);
+    test_mlp_gelu(blas, types[i], 4050, 384, 1536, 384); /* base: one sample's tokens */
     test_layernorm(types[i]);
     test_pointwise(types[i]);
     test_attention(types[i], 150, 48);  /* the base config's head size; partial tiles */
     test_attention(types[i], 70, 128);  /* the mp config's head size */
     test_adam(types[i]);
     test_layout_ops(types[i]);
+  }
+  for (int i = 0; i < 3; i++) {
+    test_column_sum_large(types[i], 384);  /* base embed: proj, fc2, patch bias */
+    test_column_sum_large(types[i], 1536); /* base MLP: fc1 bias */
+    test_column_sum_large(types[i], 3072); /* 3 x 1024: mp's q, k, v biases side by side */
+    test_column_sum_large(types[i], 4096); /* mp MLP: fc1 bias */
+    test_layernorm_params_large(types[i], 384);  /* base */
+    test_layernorm_params_large(types[i], 1024); /* mp */
   }
   test_loss_and_metrics();
   dl_blas_destroy(blas);

@@ -2,7 +2,8 @@
  * never trusts the file: every attribute one whole number, every tensor the
  * table's rank (checked before its dimensions are read), shape and float
  * type with finite values, the groups present, and the position consistent
- * with the run (not negative, on the data's epochs, not past the run's steps).
+ * with the run (not negative, on the data's epochs, not past the run's steps);
+ * tensors land by name in the flat layout (q, k, v side by side).
  * Files are the checkpoint layout with edits (tests/fuzz/checkpoint_edits.h). */
 #include "config.h"
 
@@ -83,6 +84,57 @@ static void test_position(void)
   CHECK_STR(err, "c.h5: written at step 7, past this run's 6 steps (raise num_iters or num_epochs to train on)");
 }
 
+/* Checkpoints hold full tensors by name, so one written before q, k and v
+ * sat side by side in the flat buffer loads into the fused layout: every
+ * tensor (values stream * 1000 + index, as distinct as their names) lands
+ * as its tp slice at its offset, here on rank 1 of 2. */
+static float params_read[4096];
+
+static int keep_params(void *ctx, model_tensor which, const float *host, char *e, size_t len)
+{
+  const param_table *t = ctx;
+  (void)e, (void)len;
+  if (which == TENSOR_PARAMS)
+    memcpy(params_read, host, sizeof(float) * t->total);
+  return DLPAR_OK;
+}
+
+static void test_fused_layout(void)
+{
+  const train_config cfg = {.embed_dim = 8, .depth = 1, .num_heads = 2, .patch_size = 4, .img_size = {8, 8},
+                            .n_in_channels = 2, .n_out_channels = 2};
+  checkpoint_edits none = {NULL, 0};
+  checkpoint_position pos;
+  param_table half;
+  float full[4096], want[4096];
+  hid_t file, group;
+  checkpoint_edits_write(path, &table, scratch, &none);
+  file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+  group = H5Gopen2(file, "params", H5P_DEFAULT);
+  for (int i = 0; i < table.n; i++) {
+    hid_t dset = H5Dopen2(group, table.p[i].name, H5P_DEFAULT);
+    for (long j = 0; j < params_full_count(&table.p[i]); j++)
+      full[j] = (float)(table.p[i].stream * 1000 + j);
+    CHECK(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full) >= 0);
+    H5Dclose(dset);
+  }
+  H5Gclose(group);
+  H5Fclose(file);
+  CHECK_INT(params_build(&half, &cfg, 2, 1), DLPAR_OK);
+  CHECK_INT(checkpoint_read(&half, path, &pos, keep_params, &half, err, sizeof(err)), DLPAR_OK);
+  for (int i = 0; i < half.n; i++) {
+    const param_info *p = &half.p[i];
+    for (long j = 0; j < params_full_count(p); j++)
+      full[j] = (float)(p->stream * 1000 + j);
+    params_slice(p, 2, 1, full, want);
+    if (memcmp(want, params_read + p->offset, sizeof(float) * p->count) != 0)
+      fprintf(stderr, "%s: not its rank-1 slice at offset %zu\n", p->name, p->offset);
+    CHECK(memcmp(want, params_read + p->offset, sizeof(float) * p->count) == 0);
+  }
+  CHECK(params_read[half.p[half.blocks[0].k_w].offset] == 1000.0f * half.p[half.blocks[0].k_w].stream + 32);
+  params_free(&half);
+}
+
 int main(void)
 {
   int fd;
@@ -93,6 +145,7 @@ int main(void)
   close(fd);
   test_reader();
   test_position();
+  test_fused_layout();
   unlink(path);
   params_free(&table);
   return check_report("test_checkpoint");

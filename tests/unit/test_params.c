@@ -1,7 +1,8 @@
 /* tests/unit/test_params.c: the parameter table (trainer/params.c) and the
  * config checks in front of it (trainer/train_config.c): the tensors' names,
  * shapes and split, a tensor-parallel slice and assembly round trip, the
- * same initial values on every grid, and configs whose sizes overflow the
+ * same initial values on every grid, q, k and v side by side (the fused
+ * GEMM's layout) with their initial values as before, and configs whose sizes overflow the
  * kernels' 32-bit dimensions (refused before any size is computed), with
  * input text quoted into one line. */
 #include "config.h"
@@ -11,6 +12,7 @@
 #include "launcher/status.h"
 #include "tests/unit/check.h"
 #include "trainer/params.h"
+#include "trainer/rng.h"
 
 static char err[DLPAR_ERRLEN], path[64];
 static config_set set;
@@ -91,6 +93,46 @@ static void test_quoting(void)
   CHECK(strstr(err, "unknown key 'a\\nb' in config 'base'") != NULL);
 }
 
+/* A block's q, k, v weights side by side, then their biases (one
+ * [3 D/tp x D] matrix and one [3 D/tp] vector: the GPU's fused GEMM), the
+ * flat buffer in table order (the gradient buckets take ranges of it), and
+ * every tensor's initial values from its stream in the PyTorch state_dict's
+ * order (norm1, q.weight, q.bias, k.weight, ...), as before the fusion. */
+static void test_fused_qkv(void)
+{
+  static const int order[6] = {2, 4, 6, 3, 5, 7}; /* q.w, k.w, v.w, q.b, k.b, v.b: state_dict places in a block */
+  param_table t;
+  float *values;
+  dlpar_rng rng;
+  CHECK_INT(load("base: {embed_dim: 8, depth: 2, num_heads: 2, patch_size: 4, img_size: [8, 16], n_in_channels: 3, "
+                 "n_out_channels: 2}\n", NULL, 0), DLPAR_OK);
+  for (int tp = 1; tp <= 2; tp++) {
+    CHECK_INT(params_build(&t, &set.cfg, tp, tp - 1), DLPAR_OK);
+    for (int i = 0; i < t.n; i++)
+      CHECK_INT(t.p[i].offset, i ? t.p[i - 1].offset + t.p[i - 1].count : 0);
+    for (int l = 0; l < t.depth; l++) {
+      const block_params *b = &t.blocks[l];
+      const int fused[6] = {b->q_w, b->k_w, b->v_w, b->q_b, b->k_b, b->v_b};
+      for (int j = 0; j < 6; j++) {
+        CHECK_INT(fused[j], b->norm1_w + 2 + j);
+        CHECK_INT(t.p[fused[j]].stream, t.p[b->norm1_w].stream + order[j]);
+      }
+      CHECK_INT(t.p[b->q_w].count, 8 / tp * 8);
+      CHECK_INT(t.p[b->q_b].count, 8 / tp);
+      CHECK_INT(t.p[b->proj_w].stream, t.p[b->norm1_w].stream + 8);
+    }
+    params_free(&t);
+  }
+  CHECK_INT(params_build(&t, &set.cfg, 1, 0), DLPAR_OK);
+  values = malloc(sizeof(float) * t.total);
+  CHECK_INT(params_init(&t, 5, values), DLPAR_OK);
+  rng_init(&rng, 5, (uint64_t)(t.p[t.blocks[1].norm1_w].stream + 4)); /* blocks.1.attn.k.weight's stream */
+  CHECK(values[t.p[t.blocks[1].k_w].offset] == (float)rng_trunc_normal(&rng, 0.02, -2.0, 2.0));
+  CHECK_STR(t.p[t.blocks[1].k_w].name, "blocks.1.attn.k.weight");
+  free(values);
+  params_free(&t);
+}
+
 int main(void)
 {
   int fd;
@@ -99,6 +141,7 @@ int main(void)
     SKIP("no temporary file");
   close(fd);
   test_table();
+  test_fused_qkv();
   test_sizes();
   test_quoting();
   unlink(path);
