@@ -99,13 +99,20 @@ static int mpi_start(dlpar_ctx *ctx)
 /* Open MPI 5's MPI_Init calls PMIx_Init only when PMIx is not initialised
  * yet, and otherwise never learns its own process name: it aborts ("An
  * error occurred in MPI_Init_thread on a NULL communicator", 5.0.7 on the
- * Debian 13 bed). There MPI starts before libdlpar's PMIx_Init; Open MPI
- * 4.1 takes either order and keeps the older one (MPI once the backend is
- * chosen). */
+ * Debian 13 bed). There MPI starts before libdlpar's PMIx_Init, with the
+ * modex on demand (unless the user chose otherwise), so that MPI_Init does
+ * not wait for every rank and libdlpar's rendezvous still names a rank that
+ * never came (a collecting modex in MPI_Init waits without a limit). Open
+ * MPI 4.1 takes either order and keeps the older one (MPI once the backend
+ * is chosen). */
 int dlpar_mpi_start_early(dlpar_ctx *ctx)
 {
 #if OMPI_MAJOR_VERSION >= 5
-  int rc = mpi_start(ctx);
+  int rc;
+  if (setenv("OMPI_MCA_pmix_base_async_modex", "1", 0) != 0 ||
+      setenv("OMPI_MCA_pmix_base_collect_data", "0", 0) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "setenv OMPI_MCA_pmix_base_*: out of memory");
+  rc = mpi_start(ctx);
   ctx->backend = &dlpar_backend_mpi; /* so that dlpar_finalize ends MPI whatever happens next */
   return rc;
 #else
