@@ -78,10 +78,11 @@ static mpi_state *state_of(dlpar_ctx *ctx)
   return ctx->backend_state;
 }
 
-static int mpi_init(dlpar_ctx *ctx)
+/* The state, and MPI itself unless the program started it. */
+static int mpi_start(dlpar_ctx *ctx)
 {
   mpi_state *st = calloc(1, sizeof(*st));
-  int initialized = 0, provided = 0, rank = -1, size = 0, rc;
+  int initialized = 0, provided = 0;
   if (!st)
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
   ctx->backend_state = st;
@@ -91,13 +92,48 @@ static int mpi_init(dlpar_ctx *ctx)
   if (!initialized) {
     CHECK_MPI(ctx, MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
     st->initialized_here = true;
-    /* No MPI message before every rank is out of MPI_Init: Open MPI 4.1.4's
-     * TCP BTL calls a NULL handler when a peer's first message reaches a
-     * rank still inside it (a bare MPI_Init + MPI_Comm_split crashed so on
-     * about 1 launch in 100 on the test bed). */
-    if ((rc = dlpar_pmix_barrier(ctx, "the end of MPI_Init")) != DLPAR_OK)
-      return rc;
   }
+  return DLPAR_OK;
+}
+
+/* Open MPI 5's MPI_Init calls PMIx_Init only when PMIx is not initialised
+ * yet, and otherwise never learns its own process name: it aborts ("An
+ * error occurred in MPI_Init_thread on a NULL communicator", 5.0.7 on the
+ * Debian 13 bed). There MPI starts before libdlpar's PMIx_Init, with the
+ * modex on demand (unless the user chose otherwise), so that MPI_Init does
+ * not wait for every rank and libdlpar's rendezvous still names a rank that
+ * never came (a collecting modex in MPI_Init waits without a limit). Open
+ * MPI 4.1 takes either order and keeps the older one (MPI once the backend
+ * is chosen). */
+int dlpar_mpi_start_early(dlpar_ctx *ctx)
+{
+#if OMPI_MAJOR_VERSION >= 5
+  int rc;
+  if (setenv("OMPI_MCA_pmix_base_async_modex", "1", 0) != 0 ||
+      setenv("OMPI_MCA_pmix_base_collect_data", "0", 0) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "setenv OMPI_MCA_pmix_base_*: out of memory");
+  rc = mpi_start(ctx);
+  ctx->backend = &dlpar_backend_mpi; /* so that dlpar_finalize ends MPI whatever happens next */
+  return rc;
+#else
+  (void)ctx;
+  return DLPAR_OK;
+#endif
+}
+
+static int mpi_init(dlpar_ctx *ctx)
+{
+  mpi_state *st;
+  int rank = -1, size = 0, rc;
+  if (!ctx->backend_state && (rc = mpi_start(ctx)) != DLPAR_OK)
+    return rc;
+  st = state_of(ctx);
+  /* No MPI message before every rank is out of MPI_Init: Open MPI 4.1.4's
+   * TCP BTL calls a NULL handler when a peer's first message reaches a
+   * rank still inside it (a bare MPI_Init + MPI_Comm_split crashed so on
+   * about 1 launch in 100 on the test bed). */
+  if (st->initialized_here && (rc = dlpar_pmix_barrier(ctx, "the end of MPI_Init")) != DLPAR_OK)
+    return rc;
   CHECK_MPI(ctx, MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   CHECK_MPI(ctx, MPI_Comm_size(MPI_COMM_WORLD, &size));
   if (rank != ctx->info.rank || size != ctx->info.size)

@@ -1,6 +1,7 @@
 /* launcher/init.c: dlpar_init and dlpar_finalize, the order of things:
  * nsys re-exec (before any CUDA call) -> signals -> the launcher's grid ->
- * PMIx (ranks, hosts) -> grid cross-check and tensor-parallel locality ->
+ * MPI where it must precede PMIx (Open MPI 5) -> PMIx (ranks, hosts) ->
+ * grid cross-check and tensor-parallel locality ->
  * GPU device -> one PMIx rendezvous (hosts, NCCL ids) -> communicators ->
  * watchdog. Also the small shared helpers (errors, clocks, group names). */
 #include "config.h"
@@ -113,13 +114,22 @@ static int check_locality(const dlpar_ctx *ctx, char *err, size_t errlen)
   return rc;
 }
 
-/* The grid: the launcher's, cross-checked against PMIx; or 1 x size. */
-static int settle_grid(dlpar_ctx *ctx)
+/* The launcher's contract (DLPAR_*), read before PMIx: MPI may have to
+ * start first (start_mpi_early), and whether it serves depends on it. */
+static int import_launcher_env(dlpar_ctx *ctx)
 {
   char err[DLPAR_ERRLEN];
   int rc = dlpar_task_env_import(&ctx->env, &ctx->launched, err, sizeof(err));
   if (rc != DLPAR_OK)
     return dlpar_fail(ctx, rc, "%s", err);
+  return DLPAR_OK;
+}
+
+/* The grid: the launcher's, cross-checked against PMIx; or 1 x size. */
+static int settle_grid(dlpar_ctx *ctx)
+{
+  char err[DLPAR_ERRLEN];
+  int rc;
   if (!ctx->launched) {
     ctx->env.grid = (dlpar_grid){1, ctx->info.size};
     ctx->env.rank = ctx->info.rank;
@@ -143,39 +153,60 @@ static int settle_grid(dlpar_ctx *ctx)
   return DLPAR_OK; /* a warning (tp_span=warn) was the plugin's to print, once per step */
 }
 
-/* The launcher gave this rank a GPU and CUDA sees one. */
-static bool rank_has_gpu(const dlpar_ctx *ctx)
+/* The launcher gave this rank a GPU (device >= 0) and CUDA sees one. */
+static bool rank_has_gpu(int device)
 {
 #ifdef HAVE_CUDA
   int devices = 0;
-  return ctx->info.device >= 0 && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  return device >= 0 && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
 #else
-  (void)ctx;
+  (void)device;
   return false;
 #endif
 }
 
-/* The options' backend, else DLPAR_BACKEND's, else NCCL when this rank has
- * a GPU; one rank needs no communication library unless NCCL is asked for. */
-static int choose_backend(dlpar_ctx *ctx, const dlpar_options *options, dlpar_backend *out)
+/* The backend asked for: the options', else DLPAR_BACKEND's, else auto. */
+static int requested_backend(dlpar_ctx *ctx, const dlpar_options *options, dlpar_backend *out)
 {
   const char *env = getenv("DLPAR_BACKEND");
-  dlpar_backend backend = options ? options->backend : DLPAR_BACKEND_AUTO;
-  if (backend == DLPAR_BACKEND_AUTO && env && *env) {
-    if (strcmp(env, "nccl") == 0)
-      backend = DLPAR_BACKEND_NCCL;
-    else if (strcmp(env, "mpi") == 0)
-      backend = DLPAR_BACKEND_MPI;
-    else
-      return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_BACKEND=%s: unknown backend (use nccl or mpi, or unset it)",
-                        env);
-  }
-  if (ctx->info.size == 1 && backend != DLPAR_BACKEND_NCCL)
-    backend = DLPAR_BACKEND_SELF;
-  else if (backend == DLPAR_BACKEND_AUTO)
-    backend = rank_has_gpu(ctx) ? DLPAR_BACKEND_NCCL : DLPAR_BACKEND_MPI;
-  *out = backend;
+  *out = options ? options->backend : DLPAR_BACKEND_AUTO;
+  if (*out != DLPAR_BACKEND_AUTO || !env || !*env)
+    return DLPAR_OK;
+  if (strcmp(env, "nccl") == 0)
+    *out = DLPAR_BACKEND_NCCL;
+  else if (strcmp(env, "mpi") == 0)
+    *out = DLPAR_BACKEND_MPI;
+  else
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_BACKEND=%s: unknown backend (use nccl or mpi, or unset it)",
+                      env);
   return DLPAR_OK;
+}
+
+/* Where MPI must come up before PMIx (Open MPI 5, backend_mpi.c), it does
+ * so when the MPI backend serves this rank as far as can be told before
+ * PMIx: a PMIx job, MPI asked for or no GPU given, and not a launcher's
+ * one-rank grid. It then serves whatever size PMIx reports. */
+static int start_mpi_early(dlpar_ctx *ctx, dlpar_backend requested)
+{
+  const int device = ctx->launched ? ctx->env.binding.device : -1;
+  if (!getenv("PMIX_NAMESPACE") || requested == DLPAR_BACKEND_NCCL ||
+      (requested == DLPAR_BACKEND_AUTO && rank_has_gpu(device)) ||
+      (ctx->launched && ctx->env.grid.tp * ctx->env.grid.dp == 1))
+    return DLPAR_OK;
+  return dlpar_mpi_start_early(ctx);
+}
+
+/* The requested backend, else NCCL when this rank has a GPU; one rank needs
+ * no communication library unless NCCL is asked for or MPI already runs. */
+static dlpar_backend choose_backend(const dlpar_ctx *ctx, dlpar_backend requested)
+{
+  if (ctx->backend == &dlpar_backend_mpi)
+    return DLPAR_BACKEND_MPI;
+  if (ctx->info.size == 1 && requested != DLPAR_BACKEND_NCCL)
+    return DLPAR_BACKEND_SELF;
+  if (requested == DLPAR_BACKEND_AUTO)
+    return rank_has_gpu(ctx->info.device) ? DLPAR_BACKEND_NCCL : DLPAR_BACKEND_MPI;
+  return requested;
 }
 
 /* How the NCCL backend builds the tp and dp communicators: DLPAR_NCCL_GROUPS
@@ -231,12 +262,13 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
 {
   int rc;
   const bool want_ids = options && options->exchange_nccl_ids;
-  dlpar_backend backend = DLPAR_BACKEND_AUTO;
+  dlpar_backend requested = DLPAR_BACKEND_AUTO;
   if ((rc = dlpar_profiling_reexec(ctx, argc, argv)) != DLPAR_OK ||
-      (rc = dlpar_watchdog_block_signals(ctx)) != DLPAR_OK ||
+      (rc = dlpar_watchdog_block_signals(ctx)) != DLPAR_OK || (rc = import_launcher_env(ctx)) != DLPAR_OK ||
+      (rc = requested_backend(ctx, options, &requested)) != DLPAR_OK ||
+      (rc = start_mpi_early(ctx, requested)) != DLPAR_OK ||
       (rc = dlpar_pmix_init(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK ||
-      (rc = choose_backend(ctx, options, &backend)) != DLPAR_OK || (rc = choose_nccl_groups(ctx)) != DLPAR_OK ||
-      (rc = select_backend(ctx, backend)) != DLPAR_OK ||
+      (rc = choose_nccl_groups(ctx)) != DLPAR_OK || (rc = select_backend(ctx, choose_backend(ctx, requested))) != DLPAR_OK ||
       (rc = set_device(ctx)) != DLPAR_OK ||
       (rc = dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)) != DLPAR_OK)
     return rc;

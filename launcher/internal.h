@@ -92,6 +92,9 @@ struct dlpar_backend_ops {
 
 extern const dlpar_backend_ops dlpar_backend_self;
 extern const dlpar_backend_ops dlpar_backend_mpi;
+/* backend_mpi.c: starts MPI where it must precede PMIx_Init (Open MPI 5;
+ * elsewhere nothing) and makes the MPI backend the one that serves. */
+int dlpar_mpi_start_early(dlpar_ctx *ctx);
 #ifdef HAVE_CUDA
 extern const dlpar_backend_ops dlpar_backend_nccl;
 #endif

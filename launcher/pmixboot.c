@@ -60,6 +60,25 @@ static int get_u32(dlpar_ctx *ctx, pmix_rank_t rank, const char *key, unsigned *
   return rc;
 }
 
+/* A rank's host as PMIx names it. PMIx 5's client answers PMIX_HOSTNAME for
+ * its own rank itself, with the machine's name, where Slurm's server gives
+ * every other rank Slurm's node name (24.11's mpi/pmix_v5 on the test bed,
+ * whose nodes n1, n2 share one machine: rank 0 saw itself on "vm", its
+ * peers on "n1"); under Slurm the own rank's is SLURMD_NODENAME then, as
+ * PMIx 4 with 22.05 gave it. */
+static const char *host_name(const dlpar_ctx *ctx, int rank, const char *from_pmix)
+{
+#if PMIX_VERSION_MAJOR >= 5
+  const char *slurm_node = getenv("SLURMD_NODENAME");
+  if (rank == ctx->info.rank && slurm_node && *slurm_node)
+    return slurm_node;
+#else
+  (void)ctx;
+  (void)rank;
+#endif
+  return from_pmix;
+}
+
 static int read_hosts(dlpar_ctx *ctx)
 {
   int nnodes = 0;
@@ -68,7 +87,7 @@ static int read_hosts(dlpar_ctx *ctx)
     int rc = get_value(ctx, (pmix_rank_t)rank, PMIX_HOSTNAME, PMIX_STRING, &value);
     if (rc != DLPAR_OK)
       return rc;
-    snprintf(ctx->hosts[rank], sizeof(ctx->hosts[rank]), "%s", value->data.string);
+    snprintf(ctx->hosts[rank], sizeof(ctx->hosts[rank]), "%s", host_name(ctx, rank, value->data.string));
     PMIX_VALUE_RELEASE(value);
     ctx->rank_node[rank] = nnodes;
     for (int earlier = 0; earlier < rank; earlier++) {

@@ -53,8 +53,10 @@ for r in 0 1 2 3; do
   expect_contains "--dl-verbose rank $r" "$out" "dlpar: rank $r node n$(( r / 2 + 1 )) local $(( r % 2 ))/2 tp $(( r % 2 ))/2 dp $(( r / 2 ))/2 gpu $(( r % 2 )) device $(( r % 2 )) cpus 0 nic mlx5_0"
 done
 
-# No --dl-* flag: the plugin does nothing.
-out=$(env -u DLPAR_SRCDIR -u DLPAR_BUILDDIR -u DLPAR_CHECK_OWNER srun -N2 -n4 --ntasks-per-node=2 bash -c 'env | grep -c "^DLPAR_\|^RANK=\|^LOCAL_RANK=\|^WORLD_SIZE=" ; grep Cpus_allowed_list /proc/self/status | cut -f2' 2>&1)
+# No --dl-* flag: the plugin does nothing (srun runs without the DLPAR_*
+# variables of the test's own environment: the harness's, a bed's).
+read -ra unset_dlpar <<<"$(env | sed -n 's/^\(DLPAR_[A-Za-z0-9_]*\)=.*/-u \1/p' | tr '\n' ' ')"
+out=$(env "${unset_dlpar[@]}" srun -N2 -n4 --ntasks-per-node=2 bash -c 'env | grep -c "^DLPAR_\|^RANK=\|^LOCAL_RANK=\|^WORLD_SIZE=" ; grep Cpus_allowed_list /proc/self/status | cut -f2' 2>&1)
 expect_eq "no flag: DLPAR variables (4 tasks)" "$(grep -c '^0$' <<<"$out")" 4
 expect_eq "no flag: CPU binding (4 tasks)" "$(grep -c '^0-1$' <<<"$out")" 4
 
@@ -72,8 +74,9 @@ for r in 0 1 2 3; do
 done
 
 # srun cannot predict an arbitrary layout; slurmstepd refuses it per node.
+# The host file gives the nodes (srun 24.11 refuses --nodes with it).
 printf 'n1\nn2\nn1\nn2\n' >"$TEST_TMP/hosts"
-out=$(SLURM_HOSTFILE=$TEST_TMP/hosts srun -N2 -n4 -m arbitrary --dl-parallel=2x2 true 2>&1)
+out=$(SLURM_HOSTFILE=$TEST_TMP/hosts srun -n4 -m arbitrary --dl-parallel=2x2 true 2>&1)
 expect_rc "arbitrary layout" $? nonzero
 expect_contains "arbitrary layout" "$out" "slurmstepd-n1: error: dlpar: --dl-parallel=2x2: tensor-parallel group 0 (ranks 0-1) spans n1 and another node"
 finish
