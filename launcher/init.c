@@ -85,7 +85,8 @@ const char *dlpar_backend_name(dlpar_backend backend)
 
 /* A timeout: the program's option, else the environment's, else fallback
  * (0: default_timeouts sets it once the job's size is known). */
-static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double fallback, double *out)
+static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double fallback, double example,
+                          double *out)
 {
   const char *text = getenv(env);
   char shown[64];
@@ -94,7 +95,7 @@ static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double 
     return DLPAR_OK;
   if (dlpar_parse_seconds(text, out) != 0)
     return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: not a number of seconds (use e.g. %g, or unset it)", env,
-                      dlpar_quote(text, shown, sizeof(shown)), fallback > 0 ? fallback : 600.0);
+                      dlpar_quote(text, shown, sizeof(shown)), example);
   return DLPAR_OK;
 }
 
@@ -299,10 +300,12 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
   ctx->signal_fd = -1;
   ctx->info.device = -1;
   if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
+                           DLPAR_RENDEZVOUS_TIMEOUT_BASE,
                            &ctx->rendezvous_timeout)) == DLPAR_OK &&
       (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 0,
+                           DLPAR_COLLECTIVE_TIMEOUT_BASE,
                            &ctx->collective_timeout)) == DLPAR_OK &&
-      (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, &ctx->stopped_timeout)) == DLPAR_OK)
+      (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, 10, &ctx->stopped_timeout)) == DLPAR_OK)
     rc = init_steps(ctx, argc, argv, options, start);
   ctx->info.init_seconds = dlpar_now() - start;
   return rc;

@@ -197,22 +197,27 @@ static void probe_done(pmix_status_t status, pmix_value_t *value, void *cbdata)
     PMIX_VALUE_RELEASE(value);
 }
 
-/* After a timed-out fence: which ranks never put their data? Local data is
- * answered at once; a remote rank that arrived is answered by its node's
- * server within a second; the others stay pending. Every waiting rank
- * prints its finding before the first one ends the step: each aborts only
- * after the whole probe window. */
+/* After a timed-out fence: which ranks of this node never put their data?
+ * Their keys are local, answered at once by this node's server (a get of
+ * a remote rank's key would be a request to its node, held there while the
+ * rank is missing: at scale, N probes per rank). The lowest arrived rank of
+ * each node names its node's missing ranks in one line; rank 0, when its
+ * node is complete, says the missing ranks are elsewhere; the others stay
+ * quiet. Each aborts only after the probe window, so the lines get out. */
 #define PROBE_SECONDS 3.0
 static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
 {
-  const int size = ctx->info.size;
+  const int size = ctx->info.size, me = ctx->info.rank;
   waiter w;
   probe *probes = calloc((size_t)size, sizeof(probe));
   char message[DLPAR_ERRLEN];
   size_t used = 0;
-  int missing = 0;
+  int missing = 0, local = 0;
+  bool reporter = true;
   const double abort_at = dlpar_now() + PROBE_SECONDS + 0.5;
-  waiter_init(&w, size - 1);
+  for (int rank = 0; rank < size; rank++)
+    local += rank != me && ctx->rank_node[rank] == ctx->info.node;
+  waiter_init(&w, local);
   w.per_rank = calloc((size_t)size, sizeof(pmix_status_t));
   if (!probes || !w.per_rank) {
     fprintf(stderr, "dlpar: rendezvous timed out (and no memory to say which ranks are missing)\n");
@@ -223,7 +228,7 @@ static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
     pmix_info_t info;
     pmix_proc_t proc = proc_of(ctx, (pmix_rank_t)rank);
     w.per_rank[rank] = PMIX_ERR_TIMEOUT;
-    if (rank == ctx->info.rank)
+    if (rank == me || ctx->rank_node[rank] != ctx->info.node)
       continue;
     probes[rank] = (probe){&w, rank};
     PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
@@ -231,23 +236,28 @@ static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
       probe_done(PMIX_ERR_NOT_FOUND, NULL, &probes[rank]);
   }
   waiter_wait(&w, PROBE_SECONDS);
-  used = (size_t)snprintf(message, sizeof(message), "rank %d on %s: rendezvous timed out after %.0f s: ",
-                          ctx->info.rank, ctx->info.host, waited);
+  used = (size_t)snprintf(message, sizeof(message), "rank %d on %s: rendezvous timed out after %.0f s: ", me,
+                          ctx->info.host, waited);
   pthread_mutex_lock(&w.lock);
   for (int rank = 0; rank < size && used < sizeof(message) - 64; rank++) {
-    if (rank == ctx->info.rank || w.per_rank[rank] == PMIX_SUCCESS)
+    if (rank == me || ctx->rank_node[rank] != ctx->info.node || w.per_rank[rank] == PMIX_SUCCESS)
       continue;
     used += (size_t)snprintf(message + used, sizeof(message) - used, "%s%d (%s)", missing ? ", " : "rank ",
                              rank, ctx->hosts[rank]);
     missing++;
   }
+  for (int rank = 0; rank < me; rank++) /* a lower arrived rank of this node reports */
+    reporter &= ctx->rank_node[rank] != ctx->info.node || w.per_rank[rank] != PMIX_SUCCESS;
   pthread_mutex_unlock(&w.lock);
   snprintf(message + used, sizeof(message) - used, "%s",
            missing ? " did not arrive (crashed, stuck before dlpar_init, or slow to start: see their "
                      "output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)"
-                   : "every rank arrived but the fence did not complete (PMIx server problem)");
-  fprintf(stderr, "dlpar: %s\n", message);
-  fflush(stderr);
+                   : "every rank of this node arrived: the missing ranks are on other nodes, named by those "
+                     "nodes' ranks (a node none of whose ranks arrived: see the launcher's output)");
+  if (reporter && (missing || me == 0)) {
+    fprintf(stderr, "dlpar: %s\n", message);
+    fflush(stderr);
+  }
   while (dlpar_now() < abort_at)
     usleep(100000);
   dlpar_pmix_abort(ctx, 1, message);
