@@ -2,7 +2,9 @@
  * seconds since this process was created (its start time in
  * /proc/self/stat): when main() began, when libdlpar's PMIx rendezvous was
  * done (hosts and real NCCL ids exchanged: what replaces MASTER_ADDR and
- * a TCPStore), and when all groups (world, tp, dp) were ready. */
+ * a TCPStore), and when all groups (world, tp, dp) were ready; and the
+ * bytes this rank put into PMIx and got from ranks on other nodes (white-box:
+ * libdlpar's counters, for bench/startup-scaling). */
 #include "config.h"
 
 #include <stdio.h>
@@ -10,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launcher/dlpar.h"
+#include "launcher/internal.h"
 
 /* Seconds since this process was created. */
 static double since_process_start(void)
@@ -45,9 +47,9 @@ int main(int argc, char **argv)
   }
   at_ready = since_process_start();
   info = dlpar_get_info(ctx);
-  printf("rendezvous_probe rank %d size %d main %.4f rendezvous %.4f ready %.4f backend %s\n", info->rank,
-         info->size, at_main, at_ready - info->init_seconds + info->rendezvous_seconds, at_ready,
-         dlpar_backend_name(info->backend));
+  printf("rendezvous_probe rank %d size %d main %.4f rendezvous %.4f ready %.4f backend %s node %d put %zu "
+         "got_remote %zu\n", info->rank, info->size, at_main, at_ready - info->init_seconds + info->rendezvous_seconds,
+         at_ready, dlpar_backend_name(info->backend), info->node, ctx->traffic.put, ctx->traffic.got_remote);
   dlpar_finalize(ctx);
   return 0;
 }

@@ -1,7 +1,12 @@
 /* launcher/backend_nccl.c: the GPU backend. One NCCL communicator per group
- * (world, tp, dp) from the ids exchanged over PMIx, initialised with
- * ncclCommInitRank after cudaSetDevice (or tp and dp split from world with
- * DLPAR_NCCL_GROUPS=split, to compare: bench/nccl-groups); collectives
+ * (tp, dp; world only when used) from the ids exchanged over PMIx,
+ * initialised after cudaSetDevice with ncclCommInitRank, or with
+ * ncclCommInitRankScalable from one bootstrap root per ranks_per_root ranks
+ * in a bigger group (or tp and dp split from an eager world with
+ * DLPAR_NCCL_GROUPS=split, to compare: bench/nccl-groups). The world
+ * communicator is built at the first world collective (its ids exchanged
+ * then), or at init with DLPAR_NCCL_WORLD=eager; the stop agreement runs
+ * over tp then dp, so training never needs it. Collectives
  * enqueue on the caller's stream (stream semantics). The watchdog polls
  * ncclCommGetAsyncError and an event recorded after the last collective of
  * each group: an error or a collective that does not complete within the
@@ -90,29 +95,80 @@ static ncclRedOp_t nccl_op(dlpar_op op)
   }
 }
 
-/* The group's communicator: ncclCommInitRank from its exchanged id or, with
- * DLPAR_NCCL_GROUPS=split (tp and dp only), ncclCommSplit of the world's,
- * `color` naming the group (the other coordinate), `rank` ordering it. */
-static int init_comm(dlpar_ctx *ctx, dlpar_group group, const unsigned char *id, int rank, int color)
+/* ncclCommInitRank from the group's one id, ncclCommInitRankScalable
+ * from several (one per bootstrap root), or, with DLPAR_NCCL_GROUPS=split
+ * (tp and dp only), ncclCommSplit of the world's, `color` naming the group
+ * (the other coordinate), `rank` ordering it. */
+static ncclResult_t make_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color, ncclComm_t *comm,
+                              const char **how)
 {
-  nccl_state *st = state_of(ctx);
-  const bool split = ctx->nccl_split && group != DLPAR_GROUP_WORLD;
+  const dlpar_group_ids *ids = &ctx->nccl_ids.group[group];
   const int size = dlpar_group_size(ctx, group);
   ncclUniqueId unique;
+  if (ctx->nccl_split && group != DLPAR_GROUP_WORLD) {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
+    *how = "ncclCommSplit";
+    return ncclCommSplit(state_of(ctx)->comm[DLPAR_GROUP_WORLD], color, rank, comm, NULL);
+#else
+    (void)color;
+    *how = "ncclCommSplit (NCCL 2.18+; unset DLPAR_NCCL_GROUPS)";
+    return ncclInvalidUsage;
+#endif
+  }
+  if (ids->count > 1) {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 23, 0)
+    *how = "ncclCommInitRankScalable";
+    return ncclCommInitRankScalable(comm, size, rank, ids->count, (ncclUniqueId *)ids->ids, NULL);
+#endif
+  }
+  *how = "ncclCommInitRank";
+  if (ids->count < 1)
+    return ncclInvalidUsage; /* no id exchanged: a bug */
+  memcpy(&unique, ids->ids[0], sizeof(unique));
+  return ncclCommInitRank(comm, size, unique, rank);
+}
+
+/* The group's communicator (none for a group of one rank). */
+static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
+{
+  nccl_state *st = state_of(ctx);
+  ncclComm_t comm = NULL;
+  const char *how = "ncclCommInitRank";
   char name[128];
   ncclResult_t rc;
-  if (size == 1)
+  if (dlpar_group_size(ctx, group) == 1)
     return DLPAR_OK;
-  memcpy(&unique, id, sizeof(unique));
-  rc = split ? ncclCommSplit(st->comm[DLPAR_GROUP_WORLD], color, rank, &st->comm[group], NULL)
-             : ncclCommInitRank(&st->comm[group], size, unique, rank);
+  rc = make_comm(ctx, group, rank, color, &comm, &how);
   if (rc != ncclSuccess) {
     dlpar_describe_group(ctx, group, name, sizeof(name));
     return dlpar_fail(ctx, DLPAR_ERR_NCCL, "%s for the %s on device %d: %s: %s (NIC hint: %s; NCCL_DEBUG=INFO "
-                      "says more)", split ? "ncclCommSplit" : "ncclCommInitRank", name, ctx->info.device,
-                      ncclGetErrorString(rc), ncclGetLastError(NULL), nic_hint());
+                      "says more)", how, name, ctx->info.device, ncclGetErrorString(rc), ncclGetLastError(NULL),
+                      nic_hint());
   }
   CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
+  pthread_mutex_lock(&st->lock); /* the watchdog polls the communicators */
+  st->comm[group] = comm;
+  pthread_mutex_unlock(&st->lock);
+  return DLPAR_OK;
+}
+
+/* The group's communicator for a collective; the world's is built at its
+ * first use (every rank calls it, as any collective), outside graph capture. */
+static int comm_of(dlpar_ctx *ctx, dlpar_group group, void *stream, ncclComm_t *comm)
+{
+  nccl_state *st = state_of(ctx);
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  int rc;
+  *comm = st->comm[group];
+  if (*comm || group != DLPAR_GROUP_WORLD || ctx->info.size == 1)
+    return DLPAR_OK;
+  CHECK_CUDA(ctx, cudaStreamIsCapturing((cudaStream_t)stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    return dlpar_fail(ctx, DLPAR_ERR_STATE, "the first collective on the world group is inside a CUDA graph capture: "
+                      "run one world collective before capturing, or set DLPAR_NCCL_WORLD=eager");
+  if ((rc = dlpar_pmix_world_ids(ctx)) != DLPAR_OK || (rc = init_comm(ctx, DLPAR_GROUP_WORLD, ctx->info.rank, 0)) != DLPAR_OK)
+    return rc;
+  *comm = st->comm[group];
   return DLPAR_OK;
 }
 
@@ -126,9 +182,9 @@ static int nccl_init(dlpar_ctx *ctx)
   pthread_mutex_init(&st->lock, NULL);
   if (!ctx->nccl_ids.valid)
     return dlpar_fail(ctx, DLPAR_ERR_STATE, "NCCL ids were not exchanged");
-  if ((rc = init_comm(ctx, DLPAR_GROUP_WORLD, ctx->nccl_ids.world, ctx->info.rank, 0)) ||
-      (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->nccl_ids.tp, ctx->info.tp_rank, ctx->info.dp_rank)) ||
-      (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->nccl_ids.dp, ctx->info.dp_rank, ctx->info.tp_rank)))
+  if ((dlpar_group_ids_at_init(ctx, DLPAR_GROUP_WORLD) && (rc = init_comm(ctx, DLPAR_GROUP_WORLD, ctx->info.rank, 0))) ||
+      (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->info.tp_rank, ctx->info.dp_rank)) ||
+      (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->info.dp_rank, ctx->info.tp_rank)))
     return rc;
   CHECK_CUDA(ctx, cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking));
   CHECK_CUDA(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
@@ -212,40 +268,44 @@ static int local_copy(dlpar_ctx *ctx, const void *send, void *recv, size_t count
 static int nccl_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
                           dlpar_op op, void *stream)
 {
-  if (!state_of(ctx)->comm[group])
-    return DLPAR_OK;
-  CHECK_NCCL(ctx, ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), state_of(ctx)->comm[group],
-                                (cudaStream_t)stream));
+  ncclComm_t comm;
+  int rc = comm_of(ctx, group, stream, &comm);
+  if (rc != DLPAR_OK || !comm)
+    return rc;
+  CHECK_NCCL(ctx, ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
   return track(ctx, group, "allreduce", stream);
 }
 
 static int nccl_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
                           dlpar_dtype dtype, void *stream)
 {
-  if (!state_of(ctx)->comm[group])
-    return local_copy(ctx, send, recv, count, dtype, stream);
-  CHECK_NCCL(ctx, ncclAllGather(send, recv, count, nccl_type(dtype), state_of(ctx)->comm[group],
-                                (cudaStream_t)stream));
+  ncclComm_t comm;
+  int rc = comm_of(ctx, group, stream, &comm);
+  if (rc != DLPAR_OK || !comm)
+    return rc != DLPAR_OK ? rc : local_copy(ctx, send, recv, count, dtype, stream);
+  CHECK_NCCL(ctx, ncclAllGather(send, recv, count, nccl_type(dtype), comm, (cudaStream_t)stream));
   return track(ctx, group, "allgather", stream);
 }
 
 static int nccl_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv,
                                size_t count, dlpar_dtype dtype, dlpar_op op, void *stream)
 {
-  if (!state_of(ctx)->comm[group])
-    return local_copy(ctx, send, recv, count, dtype, stream);
-  CHECK_NCCL(ctx, ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op),
-                                    state_of(ctx)->comm[group], (cudaStream_t)stream));
+  ncclComm_t comm;
+  int rc = comm_of(ctx, group, stream, &comm);
+  if (rc != DLPAR_OK || !comm)
+    return rc != DLPAR_OK ? rc : local_copy(ctx, send, recv, count, dtype, stream);
+  CHECK_NCCL(ctx, ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
   return track(ctx, group, "reduce_scatter", stream);
 }
 
 static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
                           int root, void *stream)
 {
-  if (!state_of(ctx)->comm[group])
-    return DLPAR_OK;
-  CHECK_NCCL(ctx, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, state_of(ctx)->comm[group],
-                                (cudaStream_t)stream));
+  ncclComm_t comm;
+  int rc = comm_of(ctx, group, stream, &comm);
+  if (rc != DLPAR_OK || !comm)
+    return rc;
+  CHECK_NCCL(ctx, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, comm, (cudaStream_t)stream));
   return track(ctx, group, "broadcast", stream);
 }
 
@@ -253,10 +313,7 @@ static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
 static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
 {
   nccl_state *st = state_of(ctx);
-  int rc;
-  if (!st->comm[group])
-    return DLPAR_OK;
-  rc = nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream);
+  int rc = nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream);
   if (rc != DLPAR_OK)
     return rc;
   CHECK_CUDA(ctx, cudaStreamSynchronize(st->barrier_stream));
@@ -264,9 +321,10 @@ static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
 }
 
 /* In the caller's stream, behind the step's work (one stream keeps every
- * rank's NCCL calls in one order): flag in, max over world, result out to
- * pinned memory, then an event that stop_wait waits for (the pinned ints
- * are rewritten only after that wait). */
+ * rank's NCCL calls in one order): flag in, max over tp then over dp (the
+ * world's max without a world communicator), result out to pinned memory,
+ * then an event that stop_wait waits for (the pinned ints are rewritten
+ * only after that wait). */
 static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
 {
   nccl_state *st = state_of(ctx);
@@ -274,8 +332,8 @@ static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
   st->stop_host[0] = local;
   CHECK_CUDA(ctx, cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
                                   (cudaStream_t)stream));
-  rc = nccl_allreduce(ctx, DLPAR_GROUP_WORLD, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream);
-  if (rc != DLPAR_OK)
+  if ((rc = nccl_allreduce(ctx, DLPAR_GROUP_TP, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream)) != DLPAR_OK ||
+      (rc = nccl_allreduce(ctx, DLPAR_GROUP_DP, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream)) != DLPAR_OK)
     return rc;
   CHECK_CUDA(ctx, cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
                                   (cudaStream_t)stream));
@@ -306,11 +364,15 @@ static int nccl_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
     ncclResult_t async = ncclSuccess;
     double waited = 0;
     const char *op = NULL;
-    if (st->comm[g] && ncclCommGetAsyncError(st->comm[g], &async) == ncclSuccess && async != ncclSuccess &&
+    ncclComm_t comm;
+    pthread_mutex_lock(&st->lock); /* the world's may be being built */
+    comm = st->comm[g];
+    pthread_mutex_unlock(&st->lock);
+    if (comm && ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess &&
         async != ncclInProgress) {
       dlpar_describe_group(ctx, (dlpar_group)g, group, sizeof(group));
       snprintf(err, errlen, "rank %d on %s: NCCL error on the %s: %s: %s (NIC hint: %s)", ctx->info.rank,
-               ctx->info.host, group, ncclGetErrorString(async), ncclGetLastError(st->comm[g]), nic_hint());
+               ctx->info.host, group, ncclGetErrorString(async), ncclGetLastError(comm), nic_hint());
       return DLPAR_ERR_NCCL;
     }
     pthread_mutex_lock(&st->lock);

@@ -3,9 +3,12 @@
  * dlpar_init() bootstraps from PMIx (srun --mpi=pmix, dlpar-run, mpirun):
  * rank, size, local rank and host of every rank; the M x D grid exported by
  * the launcher (srun --dl-parallel / dlpar-run), cross-checked against PMIx;
- * NCCL unique ids exchanged with one PMIx fence (no ports, no MASTER_ADDR);
- * then tensor-parallel (M consecutive ranks), data-parallel and world
- * groups, on NCCL (GPUs) or MPI (CPUs) behind the same calls. A plain run
+ * NCCL unique ids exchanged with one PMIx fence that carries no data, each
+ * rank getting only its groups' ids (no ports, no MASTER_ADDR); then
+ * tensor-parallel (M consecutive ranks), data-parallel and world groups, on
+ * NCCL (GPUs) or MPI (CPUs) behind the same calls. On NCCL the world
+ * communicator is built at the first world collective (DLPAR_NCCL_WORLD=eager:
+ * at init); see doc/scaling.md. A plain run
  * outside PMIx is one rank, grid 1x1.
  *
  * It fails fast: a rank missing at the rendezvous, a collective that does
@@ -35,8 +38,8 @@ typedef enum { DLPAR_SUM = 0, DLPAR_AVG, DLPAR_MAX, DLPAR_MIN } dlpar_op;
 
 typedef struct {
   dlpar_backend backend;       /* AUTO: NCCL when a GPU is there, else MPI (env DLPAR_BACKEND) */
-  double rendezvous_timeout_s; /* 0: env DLPAR_RENDEZVOUS_TIMEOUT, else 120 s */
-  double collective_timeout_s; /* 0: env DLPAR_COLLECTIVE_TIMEOUT, else 300 s */
+  double rendezvous_timeout_s; /* 0: env DLPAR_RENDEZVOUS_TIMEOUT, else 120 s + 2 ms per rank */
+  double collective_timeout_s; /* 0: env DLPAR_COLLECTIVE_TIMEOUT, else 300 s + 2 ms per rank */
   int exchange_nccl_ids;       /* exchange NCCL ids even on the MPI backend (tests) */
 } dlpar_options;
 

@@ -84,8 +84,10 @@ const char *dlpar_backend_name(dlpar_backend backend)
   }
 }
 
-/* A timeout: the program's option, else the environment's, else the default. */
-static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double fallback, double *out)
+/* A timeout: the program's option, else the environment's, else fallback
+ * (0: default_timeouts sets it once the job's size is known). */
+static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double fallback, double example,
+                          double *out)
 {
   const char *text = getenv(env);
   char shown[64];
@@ -94,7 +96,7 @@ static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double 
     return DLPAR_OK;
   if (dlpar_parse_seconds(text, out) != 0)
     return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: not a number of seconds (use e.g. %g, or unset it)", env,
-                      dlpar_quote(text, shown, sizeof(shown)), fallback);
+                      dlpar_quote(text, shown, sizeof(shown)), example);
   return DLPAR_OK;
 }
 
@@ -209,17 +211,51 @@ static dlpar_backend choose_backend(const dlpar_ctx *ctx, dlpar_backend requeste
   return requested;
 }
 
-/* How the NCCL backend builds the tp and dp communicators: DLPAR_NCCL_GROUPS
- * "initrank" (default: ncclCommInitRank from ids exchanged over PMIx) or
- * "split" (ncclCommSplit of the world communicator; bench/nccl-groups). */
-static int choose_nccl_groups(dlpar_ctx *ctx)
+/* A two-way switch from the environment: unset or `first` leaves *on
+ * false, `second` sets it. */
+static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const char *second, bool *on)
 {
-  const char *env = getenv("DLPAR_NCCL_GROUPS");
-  if (!env || !*env || strcmp(env, "initrank") == 0)
+  const char *env = getenv(name);
+  *on = false;
+  if (!env || !*env || strcmp(env, first) == 0)
     return DLPAR_OK;
-  if (strcmp(env, "split") != 0)
-    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_NCCL_GROUPS=%s: unknown (use initrank or split, or unset it)", env);
-  ctx->nccl_split = true;
+  if (strcmp(env, second) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: unknown (use %s or %s, or unset it)", name, env, first, second);
+  *on = true;
+  return DLPAR_OK;
+}
+
+/* How the start-up exchanges and builds things (doc/scaling.md):
+ * DLPAR_NCCL_GROUPS initrank (default: tp and dp from ids exchanged over
+ * PMIx) or split (ncclCommSplit of an eager world communicator);
+ * DLPAR_NCCL_WORLD lazy (default: the world communicator at the first world
+ * collective) or eager; DLPAR_MODEX direct (default: the fence carries no
+ * data) or collect (every rank's keys to every node, the old scheme);
+ * DLPAR_NCCL_RANKS_PER_ROOT, the ranks per NCCL bootstrap root. */
+static int choose_startup(dlpar_ctx *ctx)
+{
+  const char *per_root = getenv("DLPAR_NCCL_RANKS_PER_ROOT");
+  char *end = NULL;
+  long value = DLPAR_NCCL_RANKS_PER_ROOT;
+  int rc;
+  if ((rc = env_switch(ctx, "DLPAR_NCCL_GROUPS", "initrank", "split", &ctx->nccl_split)) != DLPAR_OK ||
+      (rc = env_switch(ctx, "DLPAR_NCCL_WORLD", "lazy", "eager", &ctx->eager_world)) != DLPAR_OK ||
+      (rc = env_switch(ctx, "DLPAR_MODEX", "direct", "collect", &ctx->collect_modex)) != DLPAR_OK)
+    return rc;
+  if (per_root && *per_root && ((value = strtol(per_root, &end, 10)) < 1 || value > 1000000 || *end))
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_NCCL_RANKS_PER_ROOT=%s: not a number of ranks from 1 to 1000000 "
+                      "(default %d, or unset it)", per_root, DLPAR_NCCL_RANKS_PER_ROOT);
+  ctx->ranks_per_root = (int)value;
+  return DLPAR_OK;
+}
+
+/* Timeouts nobody set grow with the job: base + per-rank term. */
+static int default_timeouts(dlpar_ctx *ctx)
+{
+  if (ctx->rendezvous_timeout <= 0)
+    ctx->rendezvous_timeout = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * ctx->info.size;
+  if (ctx->collective_timeout <= 0)
+    ctx->collective_timeout = DLPAR_COLLECTIVE_TIMEOUT_BASE + DLPAR_COLLECTIVE_TIMEOUT_PER_RANK * ctx->info.size;
   return DLPAR_OK;
 }
 
@@ -265,10 +301,10 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
   dlpar_backend requested = DLPAR_BACKEND_AUTO;
   if ((rc = dlpar_profiling_reexec(ctx, argc, argv)) != DLPAR_OK ||
       (rc = dlpar_watchdog_block_signals(ctx)) != DLPAR_OK || (rc = import_launcher_env(ctx)) != DLPAR_OK ||
-      (rc = requested_backend(ctx, options, &requested)) != DLPAR_OK ||
+      (rc = requested_backend(ctx, options, &requested)) != DLPAR_OK || (rc = choose_startup(ctx)) != DLPAR_OK ||
       (rc = start_mpi_early(ctx, requested)) != DLPAR_OK ||
-      (rc = dlpar_pmix_init(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK ||
-      (rc = choose_nccl_groups(ctx)) != DLPAR_OK || (rc = select_backend(ctx, choose_backend(ctx, requested))) != DLPAR_OK ||
+      (rc = dlpar_pmix_init(ctx)) != DLPAR_OK || (rc = default_timeouts(ctx)) != DLPAR_OK ||
+      (rc = settle_grid(ctx)) != DLPAR_OK || (rc = select_backend(ctx, choose_backend(ctx, requested))) != DLPAR_OK ||
       (rc = set_device(ctx)) != DLPAR_OK ||
       (rc = dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)) != DLPAR_OK)
     return rc;
@@ -294,11 +330,13 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
     return DLPAR_ERR_SYSTEM;
   ctx->signal_fd = -1;
   ctx->info.device = -1;
-  if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 120,
+  if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
+                           DLPAR_RENDEZVOUS_TIMEOUT_BASE,
                            &ctx->rendezvous_timeout)) == DLPAR_OK &&
-      (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 300,
+      (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 0,
+                           DLPAR_COLLECTIVE_TIMEOUT_BASE,
                            &ctx->collective_timeout)) == DLPAR_OK &&
-      (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, &ctx->stopped_timeout)) == DLPAR_OK)
+      (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, 10, &ctx->stopped_timeout)) == DLPAR_OK)
     rc = init_steps(ctx, argc, argv, options, start);
   ctx->info.init_seconds = dlpar_now() - start;
   return rc;
@@ -316,6 +354,7 @@ int dlpar_finalize(dlpar_ctx *ctx)
   if (ctx->backend)
     ctx->backend->finalize(ctx);
   dlpar_pmix_finalize(ctx);
+  dlpar_nccl_ids_free(&ctx->nccl_ids);
   free(ctx->hosts);
   free(ctx->rank_node);
   free(ctx);

@@ -17,11 +17,35 @@
 #include "launcher/taskenv.h"
 
 #define DLPAR_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
+/* A group of more than this many ranks bootstraps NCCL from one root per
+ * this many ranks (ncclCommInitRankScalable; PyTorch's default too,
+ * TORCH_NCCL_RANKS_PER_ROOT=128); env DLPAR_NCCL_RANKS_PER_ROOT overrides. */
+#define DLPAR_NCCL_RANKS_PER_ROOT 128
+/* Default timeouts grow with the job: base + per-rank term (doc/scaling.md). */
+#define DLPAR_RENDEZVOUS_TIMEOUT_BASE 120.0
+#define DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK 0.002
+#define DLPAR_COLLECTIVE_TIMEOUT_BASE 300.0
+#define DLPAR_COLLECTIVE_TIMEOUT_PER_RANK 0.002
+
+typedef unsigned char dlpar_nccl_id[DLPAR_NCCL_ID_BYTES];
+
+/* One group's NCCL ids: one per bootstrap root (count 0: no communicator). */
+typedef struct {
+  dlpar_nccl_id *ids;
+  int count;
+} dlpar_group_ids;
 
 typedef struct {
-  unsigned char tp[DLPAR_NCCL_ID_BYTES], dp[DLPAR_NCCL_ID_BYTES], world[DLPAR_NCCL_ID_BYTES];
+  dlpar_group_ids group[3];    /* indexed by dlpar_group */
   bool valid;
 } dlpar_nccl_ids;
+
+/* What this rank moved through PMIx's key-value store (its own keys put;
+ * other ranks' keys got, on this node and from other nodes). */
+typedef struct {
+  size_t put, got_local, got_remote;
+  int keys_got;
+} dlpar_pmix_traffic;
 
 typedef struct dlpar_backend_ops dlpar_backend_ops;
 
@@ -45,8 +69,12 @@ struct dlpar_ctx {
   double stopped_timeout;      /* a rank of this node stopped this long ends the step */
   long *peer_pid;              /* pid of every world rank on this node (0: elsewhere, or this rank) */
   int *peer_stopped_polls;     /* consecutive watchdog polls that found that rank stopped */
-  dlpar_nccl_ids nccl_ids;     /* tp and dp ids only when !nccl_split */
+  dlpar_nccl_ids nccl_ids;     /* tp and dp ids (world's: split mode, eager world, or lazily) */
   bool nccl_split;             /* DLPAR_NCCL_GROUPS=split: tp, dp = ncclCommSplit(world) */
+  bool eager_world;            /* DLPAR_NCCL_WORLD=eager: the world communicator at init */
+  bool collect_modex;          /* DLPAR_MODEX=collect: the fence hands every rank's keys to every node */
+  int ranks_per_root;          /* NCCL bootstrap roots: one per this many ranks of a group */
+  dlpar_pmix_traffic traffic;
   const dlpar_backend_ops *backend;
   void *backend_state;
   dlpar_inflight inflight[3];  /* per group */
@@ -113,7 +141,14 @@ void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *
 
 /* pmixboot.c */
 int dlpar_pmix_init(dlpar_ctx *ctx);
+/* The one rendezvous: this rank's host and pid, and the NCCL ids of the
+ * groups that need one at init; then each rank gets only its groups' ids. */
 int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids);
+/* Later (the first world collective on NCCL): the world group's ids, put
+ * by its roots at the rendezvous, got now. */
+int dlpar_pmix_world_ids(dlpar_ctx *ctx);
+/* Whether the group gets NCCL ids at the rendezvous. */
+bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group);
 /* A fence without data: every rank got to `where` ("the end of MPI_Init");
  * past the rendezvous timeout the step ends with a message. */
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where);
@@ -142,5 +177,11 @@ void dlpar_profiling_finish(dlpar_ctx *ctx);
 
 /* ncclid.c: NCCL ids for the exchange (ncclGetUniqueId works without a GPU). */
 int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES]);
+/* Bootstrap roots for a group of `size` ranks: 1, or one per ranks_per_root
+ * where NCCL has ncclCommInitRankScalable (2.23+). */
+int dlpar_nccl_roots(const dlpar_ctx *ctx, int size);
+/* The group rank of root `index` of `roots` (NCCL's recommended spread). */
+int dlpar_nccl_root_rank(int size, int roots, int index);
+void dlpar_nccl_ids_free(dlpar_nccl_ids *ids);
 
 #endif

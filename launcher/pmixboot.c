@@ -1,9 +1,14 @@
 /* launcher/pmixboot.c: everything libdlpar asks of PMIx. Init and the job's
- * shape (size, local rank and size, every rank's host), then the one
- * rendezvous: each rank puts its host (and, as a group leader, the NCCL ids
- * of its groups), commits, and joins one fence that collects the data; a
- * fence that does not complete within the timeout is diagnosed (which
- * ranks never arrived, on which hosts) and ends the step with PMIx_Abort. */
+ * shape (size, local rank and size, every rank's host: job-level data the
+ * server already holds), then the one rendezvous: each rank puts its host
+ * and pid (and, as a bootstrap root of a group, an NCCL id), commits, and
+ * joins one fence that carries no data (direct modex): afterwards each rank
+ * gets only the keys it needs (its groups' roots' ids; its own node's pids),
+ * so a node receives O(its ranks' groups' roots) bytes, not O(job size).
+ * The world's roots put its ids too, but they are got only at its first
+ * collective (unless asked for at init). A fence that does not complete within the timeout is
+ * diagnosed (which ranks never arrived, on which hosts) and ends the step
+ * with PMIx_Abort. */
 #include "config.h"
 
 #include <pmix.h>
@@ -211,22 +216,27 @@ static void probe_done(pmix_status_t status, pmix_value_t *value, void *cbdata)
     PMIX_VALUE_RELEASE(value);
 }
 
-/* After a timed-out fence: which ranks never put their data? Local data is
- * answered at once; a remote rank that arrived is answered by its node's
- * server within a second; the others stay pending. Every waiting rank
- * prints its finding before the first one ends the step: each aborts only
- * after the whole probe window. */
+/* After a timed-out fence: which ranks of this node never put their data?
+ * Their keys are local, answered at once by this node's server (a get of
+ * a remote rank's key would be a request to its node, held there while the
+ * rank is missing: at scale, N probes per rank). The lowest arrived rank of
+ * each node names its node's missing ranks in one line; rank 0, when its
+ * node is complete, says the missing ranks are elsewhere; the others stay
+ * quiet. Each aborts only after the probe window, so the lines get out. */
 #define PROBE_SECONDS 3.0
 static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
 {
-  const int size = ctx->info.size;
+  const int size = ctx->info.size, me = ctx->info.rank;
   waiter w;
   probe *probes = calloc((size_t)size, sizeof(probe));
   char message[DLPAR_ERRLEN];
   size_t used = 0;
-  int missing = 0;
+  int missing = 0, local = 0;
+  bool reporter = true;
   const double abort_at = dlpar_now() + PROBE_SECONDS + 0.5;
-  waiter_init(&w, size - 1);
+  for (int rank = 0; rank < size; rank++)
+    local += rank != me && ctx->rank_node[rank] == ctx->info.node;
+  waiter_init(&w, local);
   w.per_rank = calloc((size_t)size, sizeof(pmix_status_t));
   if (!probes || !w.per_rank) {
     fprintf(stderr, "dlpar: rendezvous timed out (and no memory to say which ranks are missing)\n");
@@ -237,7 +247,7 @@ static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
     pmix_info_t info;
     pmix_proc_t proc = proc_of(ctx, (pmix_rank_t)rank);
     w.per_rank[rank] = PMIX_ERR_TIMEOUT;
-    if (rank == ctx->info.rank)
+    if (rank == me || ctx->rank_node[rank] != ctx->info.node)
       continue;
     probes[rank] = (probe){&w, rank};
     PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
@@ -245,23 +255,28 @@ static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
       probe_done(PMIX_ERR_NOT_FOUND, NULL, &probes[rank]);
   }
   waiter_wait(&w, PROBE_SECONDS);
-  used = (size_t)snprintf(message, sizeof(message), "rank %d on %s: rendezvous timed out after %.0f s: ",
-                          ctx->info.rank, ctx->info.host, waited);
+  used = (size_t)snprintf(message, sizeof(message), "rank %d on %s: rendezvous timed out after %.0f s: ", me,
+                          ctx->info.host, waited);
   pthread_mutex_lock(&w.lock);
   for (int rank = 0; rank < size && used < sizeof(message) - 64; rank++) {
-    if (rank == ctx->info.rank || w.per_rank[rank] == PMIX_SUCCESS)
+    if (rank == me || ctx->rank_node[rank] != ctx->info.node || w.per_rank[rank] == PMIX_SUCCESS)
       continue;
     used += (size_t)snprintf(message + used, sizeof(message) - used, "%s%d (%s)", missing ? ", " : "rank ",
                              rank, ctx->hosts[rank]);
     missing++;
   }
+  for (int rank = 0; rank < me; rank++) /* a lower arrived rank of this node reports */
+    reporter &= ctx->rank_node[rank] != ctx->info.node || w.per_rank[rank] != PMIX_SUCCESS;
   pthread_mutex_unlock(&w.lock);
   snprintf(message + used, sizeof(message) - used, "%s",
            missing ? " did not arrive (crashed, stuck before dlpar_init, or slow to start: see their "
                      "output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)"
-                   : "every rank arrived but the fence did not complete (PMIx server problem)");
-  fprintf(stderr, "dlpar: %s\n", message);
-  fflush(stderr);
+                   : "every rank of this node arrived: the missing ranks are on other nodes, named by those "
+                     "nodes' ranks (a node none of whose ranks arrived: see the launcher's output)");
+  if (reporter && (missing || me == 0)) {
+    fprintf(stderr, "dlpar: %s\n", message);
+    fflush(stderr);
+  }
   while (dlpar_now() < abort_at)
     usleep(100000);
   dlpar_pmix_abort(ctx, 1, message);
@@ -274,33 +289,75 @@ static int put_bytes(dlpar_ctx *ctx, const char *key, const void *bytes, size_t 
   PMIX_VALUE_LOAD(&value, &object, PMIX_BYTE_OBJECT);
   CHECK_PMIX(ctx, PMIx_Put(PMIX_GLOBAL, key, &value));
   PMIX_VALUE_DESTRUCT(&value);
+  ctx->traffic.put += len;
   return DLPAR_OK;
 }
 
-static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, size_t len)
+/* A rank's key: exactly len bytes, or at most len unless `exact` (this
+ * rank's own key is not counted as traffic). */
+static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, size_t len, bool exact)
 {
   pmix_value_t *value = NULL;
   int rc = get_value(ctx, (pmix_rank_t)rank, key, PMIX_BYTE_OBJECT, &value);
   if (rc != DLPAR_OK)
     return rc;
-  if (value->data.bo.size != len) {
-    PMIX_VALUE_RELEASE(value);
-    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "%s from rank %d has %zu bytes, expected %zu", key, rank,
-                      value->data.bo.size, len);
+  if (value->data.bo.size > len || (exact && value->data.bo.size != len)) {
+    rc = dlpar_fail(ctx, DLPAR_ERR_PMIX, "%s from rank %d has %zu bytes, expected %zu", key, rank,
+                    value->data.bo.size, len);
+  } else {
+    memcpy(bytes, value->data.bo.bytes, value->data.bo.size);
+    if (rank != ctx->info.rank) {
+      *(ctx->rank_node[rank] == ctx->info.node ? &ctx->traffic.got_local : &ctx->traffic.got_remote) +=
+          value->data.bo.size;
+      ctx->traffic.keys_got++;
+    }
   }
-  memcpy(bytes, value->data.bo.bytes, len);
   PMIX_VALUE_RELEASE(value);
+  return rc;
+}
+
+/* One fence over every rank. It carries no data (DLPAR_MODEX=collect: it
+ * hands every rank's keys to every node, the old scheme): each PMIx_Get
+ * afterwards fetches one key from its rank's node (direct modex). Past the
+ * rendezvous timeout the ranks that never arrived are named and the step
+ * ends. */
+static int rendezvous_fence(dlpar_ctx *ctx)
+{
+  waiter w;
+  pmix_info_t info;
+  bool yes = true;
+  size_t ninfo = 0;
+  const double start = dlpar_now();
+  if (ctx->collect_modex) {
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    ninfo = 1;
+  } else {
+#ifdef PMIX_COLLECT_GENERATED_JOB_INFO /* job-level keys servers generate, nothing of the ranks' */
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_GENERATED_JOB_INFO, &yes, PMIX_BOOL);
+    ninfo = 1;
+#endif
+  }
+  waiter_init(&w, 1);
+  CHECK_PMIX(ctx, PMIx_Fence_nb(NULL, 0, ninfo ? &info : NULL, ninfo, fence_done, &w));
+  if (!waiter_wait(&w, ctx->rendezvous_timeout)) /* w must outlive its callback: no return */
+    diagnose_and_abort(ctx, dlpar_now() - start);
+  if (w.status != PMIX_SUCCESS)
+    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence: %s (a rank failed during the rendezvous)",
+                      PMIx_Error_string(w.status));
   return DLPAR_OK;
 }
 
-/* The groups that get an NCCL communicator from an exchanged id: those of
- * more than one rank (a 1-rank group has none: its collectives are no-ops or
- * copies), tp and dp only when they are not split from the world's. Every
- * such group gets its own id: an id's bootstrap root serves one
- * ncclCommInitRank, so two groups sharing one would hang or be refused. */
-static bool group_needs_id(const dlpar_ctx *ctx, dlpar_group group)
+/* The groups that get NCCL ids at the rendezvous: those of more than one
+ * rank (a 1-rank group has no communicator: its collectives are no-ops or
+ * copies); tp and dp unless they are split from the world's; the world only
+ * when asked for at init (split mode, DLPAR_NCCL_WORLD=eager), else at its
+ * first collective (dlpar_pmix_world_ids). Every group gets its own ids:
+ * an id's bootstrap root serves one communicator. */
+bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group)
 {
-  return dlpar_group_size(ctx, group) > 1 && (group == DLPAR_GROUP_WORLD || !ctx->nccl_split);
+  if (dlpar_group_size(ctx, group) == 1)
+    return false;
+  return group == DLPAR_GROUP_WORLD ? ctx->nccl_split || ctx->eager_world : !ctx->nccl_split;
 }
 
 static const char *id_key(dlpar_group group)
@@ -308,89 +365,107 @@ static const char *id_key(dlpar_group group)
   return group == DLPAR_GROUP_TP ? "dlpar.nccl.tp" : group == DLPAR_GROUP_DP ? "dlpar.nccl.dp" : "dlpar.nccl.world";
 }
 
-static unsigned char *id_slot(dlpar_ctx *ctx, dlpar_group group)
+static int rank_in_group(const dlpar_ctx *ctx, dlpar_group group)
 {
-  return group == DLPAR_GROUP_TP ? ctx->nccl_ids.tp : group == DLPAR_GROUP_DP ? ctx->nccl_ids.dp : ctx->nccl_ids.world;
+  return group == DLPAR_GROUP_TP ? ctx->info.tp_rank : group == DLPAR_GROUP_DP ? ctx->info.dp_rank : ctx->info.rank;
 }
 
-/* The group's first member, which makes its id and puts it. */
-static int group_leader(const dlpar_ctx *ctx, dlpar_group group)
+/* A root of the group (one per ranks_per_root ranks, NCCL's spread) makes
+ * an id and puts it under the group's key. */
+static int put_group_ids(dlpar_ctx *ctx, dlpar_group group)
 {
-  return group == DLPAR_GROUP_TP ? ctx->info.dp_rank * ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->info.tp_rank : 0;
-}
-
-static int put_nccl_ids(dlpar_ctx *ctx)
-{
-  unsigned char id[DLPAR_NCCL_ID_BYTES];
+  const int size = dlpar_group_size(ctx, group), roots = dlpar_nccl_roots(ctx, size);
+  const int me = rank_in_group(ctx, group);
+  dlpar_nccl_id id;
   int rc;
-  for (int g = 0; g < 3; g++) {
-    const dlpar_group group = (dlpar_group)g;
-    if (group_needs_id(ctx, group) && group_leader(ctx, group) == ctx->info.rank &&
+  for (int index = 0; index < roots; index++) {
+    if (dlpar_nccl_root_rank(size, roots, index) == me &&
         ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK || (rc = put_bytes(ctx, id_key(group), id, sizeof(id))) != DLPAR_OK))
       return rc;
   }
   return DLPAR_OK;
 }
 
-/* Every member reads its groups' ids from their leaders; a group without an
- * id keeps all zeros. */
-static int get_nccl_ids(dlpar_ctx *ctx)
+/* Every member gets its group's ids from their roots: roots keys, nothing
+ * of the other groups. */
+static int get_group_ids(dlpar_ctx *ctx, dlpar_group group)
+{
+  const int size = dlpar_group_size(ctx, group), roots = dlpar_nccl_roots(ctx, size);
+  dlpar_group_ids *out = &ctx->nccl_ids.group[group];
+  int *members = malloc((size_t)size * sizeof(int));
+  int rc = DLPAR_OK;
+  out->ids = calloc((size_t)roots, sizeof(dlpar_nccl_id));
+  if (!members || !out->ids) {
+    free(members);
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory for the %s group's %d NCCL ids", dlpar_group_name(group),
+                      roots);
+  }
+  out->count = roots;
+  dlpar_grid_members(&ctx->grid, group, ctx->info.rank, members);
+  for (int index = 0; index < roots && rc == DLPAR_OK; index++)
+    rc = get_bytes(ctx, members[dlpar_nccl_root_rank(size, roots, index)], id_key(group), out->ids[index],
+                   sizeof(dlpar_nccl_id), true);
+  free(members);
+  return rc;
+}
+
+/* Puts the ids of the groups in `put` (a bit per dlpar_group), commits,
+ * fences, gets those of the groups in `get`. */
+static int exchange_ids(dlpar_ctx *ctx, unsigned put, unsigned get)
 {
   int rc;
-  memset(&ctx->nccl_ids, 0, sizeof(ctx->nccl_ids));
-  for (int g = 0; g < 3; g++) {
-    const dlpar_group group = (dlpar_group)g;
-    if (group_needs_id(ctx, group) &&
-        (rc = get_bytes(ctx, group_leader(ctx, group), id_key(group), id_slot(ctx, group), DLPAR_NCCL_ID_BYTES)) != DLPAR_OK)
+  for (int g = 0; g < 3; g++)
+    if ((put & (1u << g)) && (rc = put_group_ids(ctx, (dlpar_group)g)) != DLPAR_OK)
       return rc;
-  }
-  ctx->nccl_ids.valid = true;
+  CHECK_PMIX(ctx, PMIx_Commit());
+  if ((rc = rendezvous_fence(ctx)) != DLPAR_OK)
+    return rc;
+  for (int g = 0; g < 3; g++)
+    if ((get & (1u << g)) && (rc = get_group_ids(ctx, (dlpar_group)g)) != DLPAR_OK)
+      return rc;
   return DLPAR_OK;
 }
 
+/* The world's roots put its ids now, in the one commit (a key put after a
+ * fence is not seen by a rank that already got its owner's keys, under
+ * Slurm's PMIx): nobody gets them unless the world communicator is built. */
 int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
 {
   char alive[320];
-  waiter w;
-  bool collect = true;
-  pmix_info_t info;
-  const double start = dlpar_now();
+  unsigned put = 0, get = 0;
   int rc;
-  if (!ctx->pmix) { /* one rank: every group has one rank, so no ids */
-    memset(&ctx->nccl_ids, 0, sizeof(ctx->nccl_ids));
-    ctx->nccl_ids.valid = exchange_nccl_ids;
+  dlpar_nccl_ids_free(&ctx->nccl_ids);
+  if (ctx->pmix) {
+    snprintf(alive, sizeof(alive), "%s:%ld", ctx->info.host, (long)getpid());
+    for (int g = 0; g < 3 && exchange_nccl_ids; g++)
+      get |= dlpar_group_ids_at_init(ctx, (dlpar_group)g) ? 1u << g : 0;
+    put = get | (exchange_nccl_ids && ctx->info.size > 1 ? 1u << DLPAR_GROUP_WORLD : 0);
+    if ((rc = put_bytes(ctx, "dlpar.host", alive, strlen(alive) + 1)) != DLPAR_OK ||
+        (rc = exchange_ids(ctx, put, get)) != DLPAR_OK)
+      return rc;
+  } /* else one rank: every group has one rank, so no ids */
+  ctx->nccl_ids.valid = exchange_nccl_ids;
+  return DLPAR_OK;
+}
+
+int dlpar_pmix_world_ids(dlpar_ctx *ctx)
+{
+  if (!ctx->pmix || ctx->nccl_ids.group[DLPAR_GROUP_WORLD].count > 0 || ctx->info.size == 1)
     return DLPAR_OK;
-  }
-  snprintf(alive, sizeof(alive), "%s:%ld", ctx->info.host, (long)getpid());
-  if ((rc = put_bytes(ctx, "dlpar.host", alive, strlen(alive) + 1)) != DLPAR_OK ||
-      (exchange_nccl_ids && (rc = put_nccl_ids(ctx)) != DLPAR_OK))
-    return rc;
-  CHECK_PMIX(ctx, PMIx_Commit());
-  waiter_init(&w, 1);
-  PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
-  CHECK_PMIX(ctx, PMIx_Fence_nb(NULL, 0, &info, 1, fence_done, &w));
-  if (!waiter_wait(&w, ctx->rendezvous_timeout))
-    diagnose_and_abort(ctx, dlpar_now() - start);
-  if (w.status != PMIX_SUCCESS)
-    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence: %s (a rank failed during the rendezvous)",
-                      PMIx_Error_string(w.status));
-  return exchange_nccl_ids ? get_nccl_ids(ctx) : DLPAR_OK;
+  return get_group_ids(ctx, DLPAR_GROUP_WORLD);
 }
 
 int dlpar_pmix_peer_pids(dlpar_ctx *ctx)
 {
   const int me = ctx->info.rank;
   for (int rank = 0; ctx->pmix && rank < ctx->info.size; rank++) {
-    pmix_value_t *value = NULL;
-    char alive[320];
+    char alive[320] = "";
     const char *colon;
     int rc;
     if (rank == me || ctx->rank_node[rank] != ctx->rank_node[me])
       continue;
-    if ((rc = get_value(ctx, (pmix_rank_t)rank, "dlpar.host", PMIX_BYTE_OBJECT, &value)) != DLPAR_OK)
+    if ((rc = get_bytes(ctx, rank, "dlpar.host", alive, sizeof(alive) - 1, false)) != DLPAR_OK)
       return rc;
-    snprintf(alive, sizeof(alive), "%.*s", (int)value->data.bo.size, value->data.bo.bytes);
-    PMIX_VALUE_RELEASE(value);
     colon = strrchr(alive, ':');
     ctx->peer_pid[rank] = colon ? strtol(colon + 1, NULL, 10) : 0;
   }

@@ -1,8 +1,10 @@
 #!/bin/bash
 # tests/integration/launcher_faults.sh: libdlpar fails fast instead of
 # hanging, under srun (2-node bed) and dlpar-run:
-#  - a rank that sleeps past the rendezvous timeout: every waiting rank
-#    names it and its host, and the whole step ends within timeout + 10 s;
+#  - a rank that sleeps past the rendezvous timeout, or exits before
+#    dlpar_init: the lowest arrived rank of its node names it and its host,
+#    in one line for the whole step, and
+#    the whole step ends within timeout + 10 s;
 #  - a rank that stalls (SIGSTOP) in a collective: the watchdog names the
 #    group and where to look (the stopped rank on its own node, the group's
 #    ranks on other hosts elsewhere), and ends the step within the
@@ -34,11 +36,19 @@ run_timed() {
 export DLPAR_RENDEZVOUS_TIMEOUT=3 DLPAR_COLLECTIVE_TIMEOUT=3
 run_timed "srun: late rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --sleep-rank=3 --sleep=50
 expect_rc "srun: late rank" $rc nonzero
-expect_eq "srun: ranks naming rank 3 on n2" "$(grep -c 'rendezvous timed out after 3 s: rank 3 (n2) did not arrive' <<<"$out")" 3
+expect_eq "srun: one line naming rank 3 on n2" "$(grep -c 'rendezvous timed out after 3 s: rank 3 (n2) did not arrive' <<<"$out")" 1
 
 run_timed "dlpar-run: late rank" 13 "$run" -n 4 -- "$probe" --sleep-rank=3 --sleep=50
 expect_rc "dlpar-run: late rank" $rc nonzero
-expect_eq "dlpar-run: ranks naming rank 3" "$(grep -c "rendezvous timed out after 3 s: rank 3 ($here) did not arrive" <<<"$out")" 3
+expect_eq "dlpar-run: one line naming rank 3" "$(grep -c "rendezvous timed out after 3 s: rank 3 ($here) did not arrive" <<<"$out")" 1
+
+# A rank that exits before dlpar_init never arrives: named with its host.
+run_timed "srun: rank gone before init" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --exit-rank=3
+expect_rc "srun: rank gone before init" $rc nonzero
+expect_eq "srun: rank gone before init, one line" "$(grep -c 'rendezvous timed out after 3 s: rank 3 (n2) did not arrive' <<<"$out")" 1
+run_timed "dlpar-run: rank gone before init" 13 "$run" -n 4 -- "$probe" --exit-rank=3
+expect_rc "dlpar-run: rank gone before init" $rc nonzero
+expect_eq "dlpar-run: rank gone before init, one line" "$(grep -c "rendezvous timed out after 3 s: rank 3 ($here) did not arrive" <<<"$out")" 1
 
 run_timed "srun: stalled rank" 20 srun -N2 -n4 --ntasks-per-node=2 "$probe" --stall-rank=2
 expect_rc "srun: stalled rank" $rc nonzero

@@ -3,7 +3,10 @@
  *   --sleep-rank=R --sleep=S   rank R sleeps S s before dlpar_init (rendezvous timeout)
  *   --kill-rank=R              rank R SIGKILLs itself after init; the rest allreduce
  *   --stall-rank=R             rank R SIGSTOPs itself after init (stuck, not dead: the watchdog)
- *   --nccl-ids                 exchange real NCCL ids over PMIx; print a digest per group (- for none)
+ *   --exit-rank=R              rank R exits (status 0) before dlpar_init: it never arrives
+ *   --nccl-ids                 exchange real NCCL ids over PMIx; print a digest per group (- for none),
+ *                              the roots (ids) per group, and the bytes this rank moved through PMIx
+ *   --world-ids                then exchange the world's ids too, as the first world collective on NCCL does
  *   --wait-stop                loop until dlpar_stop_requested (SIGTERM from Slurm/dlpar-run)
  * Prints "rank_probe: rank R ..." lines the shell tests check. */
 #include "config.h"
@@ -18,9 +21,9 @@
 #include "launcher/internal.h"
 
 typedef struct {
-  int sleep_rank, kill_rank, stall_rank;
+  int sleep_rank, kill_rank, stall_rank, exit_rank;
   double sleep_seconds;
-  int nccl_ids, wait_stop;
+  int nccl_ids, world_ids, wait_stop;
 } probe_args;
 
 static uint32_t digest(const unsigned char *bytes, size_t len)
@@ -31,28 +34,41 @@ static uint32_t digest(const unsigned char *bytes, size_t len)
   return h;
 }
 
-/* The id's digest, or "-" for none (all zeros: a 1-rank group has no communicator). */
-static const char *id_text(const unsigned char *id, char out[9])
+/* The digest of the group's ids (all its roots'), or "-" for none (a 1-rank
+ * group has no communicator). */
+static const char *id_text(const dlpar_group_ids *ids, char out[9])
 {
-  size_t zeros = 0;
-  while (zeros < DLPAR_NCCL_ID_BYTES && id[zeros] == 0)
-    zeros++;
-  if (zeros == DLPAR_NCCL_ID_BYTES)
+  if (ids->count == 0)
     snprintf(out, 9, "-");
   else
-    snprintf(out, 9, "%08x", digest(id, DLPAR_NCCL_ID_BYTES));
+    snprintf(out, 9, "%08x", digest((const unsigned char *)ids->ids, (size_t)ids->count * DLPAR_NCCL_ID_BYTES));
   return out;
+}
+
+static void print_ids(const dlpar_ctx *ctx)
+{
+  char tp[9], dp[9], world[9];
+  const dlpar_group_ids *ids = ctx->nccl_ids.group;
+  printf("rank_probe: rank %d ids tp %s dp %s world %s\n", ctx->info.rank, id_text(&ids[DLPAR_GROUP_TP], tp),
+         id_text(&ids[DLPAR_GROUP_DP], dp), id_text(&ids[DLPAR_GROUP_WORLD], world));
+  printf("rank_probe: rank %d roots tp %d dp %d world %d\n", ctx->info.rank, ids[DLPAR_GROUP_TP].count,
+         ids[DLPAR_GROUP_DP].count, ids[DLPAR_GROUP_WORLD].count);
+  printf("rank_probe: rank %d pmix put %zu got_local %zu got_remote %zu keys %d\n", ctx->info.rank, ctx->traffic.put,
+         ctx->traffic.got_local, ctx->traffic.got_remote, ctx->traffic.keys_got);
 }
 
 static int parse(int argc, char **argv, probe_args *a)
 {
-  *a = (probe_args){-1, -1, -1, 0, 0, 0};
+  *a = (probe_args){-1, -1, -1, -1, 0, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     if (sscanf(argv[i], "--sleep-rank=%d", &a->sleep_rank) == 1 || sscanf(argv[i], "--sleep=%lf", &a->sleep_seconds) == 1 ||
-        sscanf(argv[i], "--kill-rank=%d", &a->kill_rank) == 1 || sscanf(argv[i], "--stall-rank=%d", &a->stall_rank) == 1)
+        sscanf(argv[i], "--kill-rank=%d", &a->kill_rank) == 1 || sscanf(argv[i], "--stall-rank=%d", &a->stall_rank) == 1 ||
+        sscanf(argv[i], "--exit-rank=%d", &a->exit_rank) == 1)
       continue;
     if (strcmp(argv[i], "--nccl-ids") == 0)
       a->nccl_ids = 1;
+    else if (strcmp(argv[i], "--world-ids") == 0)
+      a->world_ids = 1;
     else if (strcmp(argv[i], "--wait-stop") == 0)
       a->wait_stop = 1;
     else
@@ -87,21 +103,25 @@ int main(int argc, char **argv)
   const char *rank_text = getenv("PMIX_RANK");
   int32_t value = 1;
   if (parse(argc, argv, &a) != 0) {
-    fprintf(stderr, "usage: rank_probe [--sleep-rank=R --sleep=S] [--kill-rank=R] [--stall-rank=R] [--nccl-ids] [--wait-stop]\n");
+    fprintf(stderr, "usage: rank_probe [--sleep-rank=R --sleep=S] [--kill-rank=R] [--stall-rank=R] [--exit-rank=R] [--nccl-ids] "
+                    "[--world-ids] [--wait-stop]\n");
     return 2;
   }
   if (rank_text && atoi(rank_text) == a.sleep_rank)
     usleep((useconds_t)(a.sleep_seconds * 1e6));
+  if (rank_text && atoi(rank_text) == a.exit_rank)
+    return 0;
   options.exchange_nccl_ids = a.nccl_ids;
   if (dlpar_init(argc, argv, &options, &ctx) != DLPAR_OK) {
     fprintf(stderr, "rank_probe: %s\n", dlpar_last_error(ctx));
     return 1;
   }
-  if (a.nccl_ids) {
-    char tp[9], dp[9], world[9];
-    printf("rank_probe: rank %d ids tp %s dp %s world %s\n", ctx->info.rank, id_text(ctx->nccl_ids.tp, tp),
-           id_text(ctx->nccl_ids.dp, dp), id_text(ctx->nccl_ids.world, world));
+  if (a.world_ids && dlpar_pmix_world_ids(ctx) != DLPAR_OK) {
+    fprintf(stderr, "rank_probe: %s\n", dlpar_last_error(ctx));
+    return 1;
   }
+  if (a.nccl_ids)
+    print_ids(ctx);
   printf("rank_probe: rank %d initialised\n", ctx->info.rank);
   fflush(stdout);
   if (ctx->info.rank == a.kill_rank)
