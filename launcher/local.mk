@@ -17,7 +17,7 @@ lib_LTLIBRARIES += launcher/libdlpar.la
 include_HEADERS += launcher/dlpar.h
 launcher_libdlpar_la_SOURCES = \
 	launcher/dlpar.h launcher/internal.h launcher/init.c launcher/pmixboot.c \
-	launcher/collectives.c launcher/watchdog.c launcher/profiling.c launcher/ncclid.c \
+	launcher/collectives.c launcher/watchdog.c launcher/profiling.c launcher/ncclid.c launcher/telemetry.c \
 	launcher/backend_self.c launcher/backend_mpi.c
 launcher_libdlpar_la_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS) $(MPI_CFLAGS) $(PTHREAD_CFLAGS)
 launcher_libdlpar_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
