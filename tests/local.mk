@@ -69,6 +69,7 @@ INTEGRATION_TESTS = \
 	tests/integration/train_diverge.sh \
 	tests/integration/train_inputs.sh \
 	tests/integration/train_metrics.sh \
+	tests/integration/train_skew.sh \
 	tests/integration/train_progress.sh \
 	tests/integration/tutorial_commands.sh \
 	tests/integration/contrib_sbatch.sh \
