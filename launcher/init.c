@@ -274,7 +274,7 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
       (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, &ctx->stopped_timeout)) == DLPAR_OK)
     rc = init_steps(ctx, argc, argv, options, start);
   ctx->info.init_seconds = dlpar_now() - start;
-  return rc;
+  return rc == DLPAR_OK ? dlpar_preflight(ctx) : rc;
 }
 
 int dlpar_finalize(dlpar_ctx *ctx)

@@ -169,6 +169,11 @@ int dlpar_host_allgather(dlpar_ctx *ctx, const double *send, double *recv, size_
 /* Waits for a posted step-time gather (before finalize). */
 int dlpar_times_drain(dlpar_ctx *ctx);
 
+/* preflight.c: the --dl-check checks (env.check), after the groups are
+ * ready; exits (through dlpar_finalize) when a check fails or after
+ * --dl-check=only, else DLPAR_OK. */
+int dlpar_preflight(dlpar_ctx *ctx);
+
 /* ncclid.c: NCCL ids for the exchange (ncclGetUniqueId works without a GPU). */
 int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES]);
 

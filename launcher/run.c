@@ -71,6 +71,7 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, char *err
   env->local_size = l->args.ntasks;
   env->span = DLPAR_SPAN_ERROR;
   env->verbose = l->args.verbose;
+  env->check = l->args.check;
   if (visible && *visible)
     ngpus = dlpar_parse_id_list(visible, gpus, DLPAR_MAX_GPUS);
   rc = dlpar_map_task(&l->topology, gpus, ngpus > 0 ? ngpus : 0, rank, l->args.ntasks, &env->binding,

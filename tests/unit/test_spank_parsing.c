@@ -48,7 +48,8 @@ static int parse(const char *parallel, const char *profile, const char *steps, c
     dlpar_user_value_store(&options.profile_steps, steps);
   if (ranks)
     dlpar_user_value_store(&options.profile_ranks, ranks);
-  return dlpar_request_parse(&options, &grid, req, err, DLPAR_ERRLEN);
+  dlpar_check_mode check;
+  return dlpar_request_parse(&options, &grid, req, &check, err, DLPAR_ERRLEN);
 }
 
 static void test_request(void)
