@@ -40,7 +40,7 @@ extern char **environ;
 #define GPU_GEMM_REPS 20
 #define DEFAULT_STRAGGLER 0.5
 /* Bus bandwidth below which an allreduce fails (GB/s), unless DLPAR_CHECK_MIN_BUSBW says. */
-#define DEFAULT_BUSBW_CPU 0.01
+#define DEFAULT_BUSBW_CPU 0.001 /* a floor: the path works; set the real figure */
 #define DEFAULT_BUSBW_GPU_NODE 20.0
 #define DEFAULT_BUSBW_GPU_NET 2.0
 
@@ -237,15 +237,27 @@ static bool group_on_node(const dlpar_ctx *ctx, dlpar_group group)
   return true;
 }
 
-static double expected_busbw(const dlpar_ctx *ctx, dlpar_group group)
+/* A number from the environment: *out stays as it is when unset. */
+static int env_number(dlpar_ctx *ctx, const char *name, double *out)
 {
-  const char *text = getenv("DLPAR_CHECK_MIN_BUSBW");
-  double given;
-  if (text && *text && dlpar_parse_seconds(text, &given) == 0)
-    return given;
+  const char *text = getenv(name);
+  char shown[64];
+  if (!text || !*text)
+    return DLPAR_OK;
+  if (dlpar_parse_seconds(text, out) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: not a number (e.g. %g, or unset it)", name,
+                      dlpar_quote(text, shown, sizeof(shown)), *out);
+  return DLPAR_OK;
+}
+
+/* DLPAR_CHECK_MIN_BUSBW, else by backend and whether the group leaves the node. */
+static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, double *expected)
+{
   if (ctx->info.backend != DLPAR_BACKEND_NCCL)
-    return DEFAULT_BUSBW_CPU;
-  return group_on_node(ctx, group) ? DEFAULT_BUSBW_GPU_NODE : DEFAULT_BUSBW_GPU_NET;
+    *expected = DEFAULT_BUSBW_CPU;
+  else
+    *expected = group_on_node(ctx, group) ? DEFAULT_BUSBW_GPU_NODE : DEFAULT_BUSBW_GPU_NET;
+  return env_number(ctx, "DLPAR_CHECK_MIN_BUSBW", expected);
 }
 
 /* Bus bandwidth of a 1 MiB float allreduce on the group (GB/s), after one warm-up. */
@@ -276,10 +288,9 @@ static int check_allreduce(dlpar_ctx *ctx, rank_report *report)
   const dlpar_group groups[2] = {DLPAR_GROUP_TP, DLPAR_GROUP_DP};
   float *buf;
   int rc = buffer_alloc(ctx, sizeof(float) * ALLREDUCE_FLOATS, &buf);
-  for (int g = 0; g < 2 && rc == DLPAR_OK; g++) {
-    report->busbw_expected[g] = expected_busbw(ctx, groups[g]);
-    rc = time_allreduce(ctx, groups[g], buf, &report->busbw[g]);
-  }
+  for (int g = 0; g < 2 && rc == DLPAR_OK; g++)
+    if ((rc = expected_busbw(ctx, groups[g], &report->busbw_expected[g])) == DLPAR_OK)
+      rc = time_allreduce(ctx, groups[g], buf, &report->busbw[g]);
   if (buf)
     buffer_free(ctx, buf);
   return rc;
@@ -544,15 +555,6 @@ static void print_stragglers(const dlpar_ctx *ctx, const verdict *v)
 
 /* ------------------------------------------------------------ entry */
 
-static double straggler_ratio(void)
-{
-  const char *text = getenv("DLPAR_CHECK_STRAGGLER");
-  double ratio;
-  if (text && *text && dlpar_parse_seconds(text, &ratio) == 0)
-    return ratio;
-  return DEFAULT_STRAGGLER;
-}
-
 /* Ends the process after the checks: the step's other ranks do the same. */
 static void __attribute__((noreturn)) leave(dlpar_ctx *ctx, int status)
 {
@@ -564,11 +566,12 @@ int dlpar_preflight(dlpar_ctx *ctx)
 {
   const double start = dlpar_now();
   rank_report mine, *all;
-  verdict v = {.size = ctx->info.size, .straggler_ratio = straggler_ratio()};
+  verdict v = {.size = ctx->info.size, .straggler_ratio = DEFAULT_STRAGGLER};
   int rc;
   if (ctx->env.check == DLPAR_CHECK_OFF)
     return DLPAR_OK;
-  if ((rc = measure(ctx, &mine)) != DLPAR_OK)
+  if ((rc = env_number(ctx, "DLPAR_CHECK_STRAGGLER", &v.straggler_ratio)) != DLPAR_OK ||
+      (rc = measure(ctx, &mine)) != DLPAR_OK)
     return rc;
   if (!(all = malloc(sizeof(rank_report) * (size_t)v.size)))
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");

@@ -53,7 +53,7 @@ static void usage(void)
   fprintf(stderr,
           "usage: dlpar-run -n N [--dl-parallel=MxD] [--dl-profile=nsys|nvtx|off]\n"
           "                 [--dl-profile-steps=A-B] [--dl-profile-ranks=LIST] [--dl-verbose]\n"
-          "                 [--tag-output] [--topology=XML] -- PROGRAM [ARGS...]\n"
+          "                 [--check[=only]] [--tag-output] [--topology=XML] -- PROGRAM [ARGS...]\n"
           "Runs N ranks of PROGRAM on this machine under a PMIx server, with the\n"
           "environment srun --dl-parallel gives them (see dlpar-run(1)).\n");
 }

@@ -72,4 +72,7 @@ expect_contains "srun --dl-check=sometimes" "$out" \
 out=$("$B/launcher/dlpar-run" -n 1 --check=sometimes -- true 2>&1)
 expect_rc "dlpar-run --check=sometimes" $? nonzero
 expect_contains "dlpar-run --check=sometimes" "$out" "'only' (check and stop) or 'off'"
+out=$(DLPAR_CHECK_STRAGGLER=half "$B/launcher/dlpar-run" -n 2 --check -- "$hello" 2>&1)
+expect_rc "DLPAR_CHECK_STRAGGLER=half" $? nonzero
+expect_contains "DLPAR_CHECK_STRAGGLER=half" "$out" "DLPAR_CHECK_STRAGGLER=half: not a number (e.g. 0.5, or unset it)"
 finish
