@@ -228,16 +228,24 @@ static int mpi_stop_post(dlpar_ctx *ctx, int local, void *stream)
   return DLPAR_OK;
 }
 
+/* Completes a posted nonblocking collective on the world group, watched as `what`. */
+static int wait_world(dlpar_ctx *ctx, MPI_Request *request, const char *what)
+{
+  int rc;
+  dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, what);
+  rc = MPI_Wait(request, MPI_STATUS_IGNORE);
+  dlpar_inflight_end(ctx, DLPAR_GROUP_WORLD);
+  CHECK_MPI(ctx, rc);
+  return DLPAR_OK;
+}
+
 static int mpi_stop_wait(dlpar_ctx *ctx, int *global)
 {
   mpi_state *st = state_of(ctx);
-  int rc;
-  dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, "stop agreement (allreduce)");
-  rc = MPI_Wait(&st->stop_request, MPI_STATUS_IGNORE);
-  dlpar_inflight_end(ctx, DLPAR_GROUP_WORLD);
-  CHECK_MPI(ctx, rc);
-  *global = st->stop_global;
-  return DLPAR_OK;
+  int rc = wait_world(ctx, &st->stop_request, "stop agreement (allreduce)");
+  if (rc == DLPAR_OK)
+    *global = st->stop_global;
+  return rc;
 }
 
 static int mpi_times_post(dlpar_ctx *ctx, double local, void *stream)
@@ -253,13 +261,10 @@ static int mpi_times_post(dlpar_ctx *ctx, double local, void *stream)
 static int mpi_times_wait(dlpar_ctx *ctx, double *all)
 {
   mpi_state *st = state_of(ctx);
-  int rc;
-  dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, "step-time gather (allgather)");
-  rc = MPI_Wait(&st->times_request, MPI_STATUS_IGNORE);
-  dlpar_inflight_end(ctx, DLPAR_GROUP_WORLD);
-  CHECK_MPI(ctx, rc);
-  memcpy(all, st->times_all, sizeof(double) * (size_t)ctx->info.size);
-  return DLPAR_OK;
+  int rc = wait_world(ctx, &st->times_request, "step-time gather (allgather)");
+  if (rc == DLPAR_OK)
+    memcpy(all, st->times_all, sizeof(double) * (size_t)ctx->info.size);
+  return rc;
 }
 
 const dlpar_backend_ops dlpar_backend_mpi = {
