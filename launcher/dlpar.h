@@ -103,7 +103,8 @@ void dlpar_range_pop(const dlpar_ctx *ctx);
 
 /* Start-up telemetry: call once, after the program's first step (its work
  * queued on `stream` on NCCL, which this waits for; NULL on MPI). One
- * allgather over the world group, then rank 0 prints one line to stderr:
+ * allgather over the world group, then rank 0 of a run of more than one
+ * rank prints one line to stderr:
  * seconds since each process started until PMIx was ready, the ids were
  * exchanged, each group's communicator was ready and the first step was
  * done, each with its slowest rank and host. Later calls do nothing. */

@@ -135,7 +135,7 @@ int dlpar_startup_done(dlpar_ctx *ctx, void *stream)
   if (!(all = malloc(sizeof(double) * DLPAR_PHASES * (size_t)ctx->info.size)))
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
   rc = dlpar_host_allgather(ctx, mine, all, DLPAR_PHASES);
-  if (rc == DLPAR_OK && ctx->info.rank == 0) {
+  if (rc == DLPAR_OK && ctx->info.rank == 0 && ctx->info.size > 1) { /* one rank: nothing to attribute */
     startup_line(ctx, all, line, sizeof(line));
     fprintf(stderr, "%s\n", line);
   }
