@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "launcher/internal.h"
 
@@ -18,6 +19,9 @@ typedef struct {
   /* the posted stop agreement: a nonblocking allreduce (max) over world */
   MPI_Request stop_request;
   int stop_local, stop_global;
+  /* the posted step-time gather: a nonblocking allgather over world */
+  MPI_Request times_request;
+  double times_local, *times_all;
 } mpi_state;
 
 #define CHECK_MPI(ctx, call)                                                               \
@@ -142,10 +146,15 @@ static int mpi_init(dlpar_ctx *ctx)
                       ctx->info.size);
   CHECK_MPI(ctx, MPI_Comm_dup(MPI_COMM_WORLD, &st->comm[DLPAR_GROUP_WORLD]));
   CHECK_MPI(ctx, MPI_Comm_set_errhandler(st->comm[DLPAR_GROUP_WORLD], MPI_ERRORS_RETURN));
+  dlpar_phase_mark(ctx, DLPAR_PHASE_WORLD);
   CHECK_MPI(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.dp_rank, ctx->info.tp_rank,
                                 &st->comm[DLPAR_GROUP_TP]));
+  dlpar_phase_mark(ctx, DLPAR_PHASE_TP);
   CHECK_MPI(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.tp_rank, ctx->info.dp_rank,
                                 &st->comm[DLPAR_GROUP_DP]));
+  dlpar_phase_mark(ctx, DLPAR_PHASE_DP);
+  if (!(st->times_all = calloc((size_t)size, sizeof(double))))
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
   return DLPAR_OK;
 }
 
@@ -160,6 +169,7 @@ static void mpi_finalize(dlpar_ctx *ctx)
   }
   if (st->initialized_here)
     MPI_Finalize();
+  free(st->times_all);
   free(st);
   ctx->backend_state = NULL;
 }
@@ -254,16 +264,43 @@ static int mpi_stop_post(dlpar_ctx *ctx, int local, void *stream)
   return DLPAR_OK;
 }
 
+/* Completes a posted nonblocking collective on the world group, watched as `what`. */
+static int wait_world(dlpar_ctx *ctx, MPI_Request *request, const char *what)
+{
+  int rc;
+  dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, what);
+  rc = MPI_Wait(request, MPI_STATUS_IGNORE);
+  dlpar_inflight_end(ctx, DLPAR_GROUP_WORLD);
+  CHECK_MPI(ctx, rc);
+  return DLPAR_OK;
+}
+
 static int mpi_stop_wait(dlpar_ctx *ctx, int *global)
 {
   mpi_state *st = state_of(ctx);
-  int rc;
-  dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, "stop agreement (allreduce)");
-  rc = MPI_Wait(&st->stop_request, MPI_STATUS_IGNORE);
-  dlpar_inflight_end(ctx, DLPAR_GROUP_WORLD);
-  CHECK_MPI(ctx, rc);
-  *global = st->stop_global;
+  int rc = wait_world(ctx, &st->stop_request, "stop agreement (allreduce)");
+  if (rc == DLPAR_OK)
+    *global = st->stop_global;
+  return rc;
+}
+
+static int mpi_times_post(dlpar_ctx *ctx, double local, void *stream)
+{
+  mpi_state *st = state_of(ctx);
+  (void)stream; /* host-side times */
+  st->times_local = local;
+  CHECK_MPI(ctx, MPI_Iallgather(&st->times_local, 1, MPI_DOUBLE, st->times_all, 1, MPI_DOUBLE,
+                                st->comm[DLPAR_GROUP_WORLD], &st->times_request));
   return DLPAR_OK;
+}
+
+static int mpi_times_wait(dlpar_ctx *ctx, double *all)
+{
+  mpi_state *st = state_of(ctx);
+  int rc = wait_world(ctx, &st->times_request, "step-time gather (allgather)");
+  if (rc == DLPAR_OK)
+    memcpy(all, st->times_all, sizeof(double) * (size_t)ctx->info.size);
+  return rc;
 }
 
 const dlpar_backend_ops dlpar_backend_mpi = {
@@ -279,4 +316,6 @@ const dlpar_backend_ops dlpar_backend_mpi = {
     .abort_comms = NULL,
     .stop_post = mpi_stop_post,
     .stop_wait = mpi_stop_wait,
+    .times_post = mpi_times_post,
+    .times_wait = mpi_times_wait,
 };

@@ -43,6 +43,9 @@ typedef struct {
   int *device_ints;            /* [0] barrier, [1] stop agreement */
   int *stop_host;              /* pinned: [0] this rank's flag, [1] the world's max */
   cudaEvent_t stop_done;       /* recorded after the stop agreement's copy back */
+  double *times_device;        /* the step-time gather: [0] this rank's, [1..size] everyone's */
+  double *times_host;          /* pinned, as times_device */
+  cudaEvent_t times_done;      /* recorded after the gather's copy back */
 } nccl_state;
 
 static nccl_state *state_of(dlpar_ctx *ctx)
@@ -146,6 +149,9 @@ static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
                       nic_hint());
   }
   CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
+  dlpar_phase_mark(ctx, group == DLPAR_GROUP_WORLD ? DLPAR_PHASE_WORLD
+                        : group == DLPAR_GROUP_TP  ? DLPAR_PHASE_TP
+                                                   : DLPAR_PHASE_DP);
   pthread_mutex_lock(&st->lock); /* the watchdog polls the communicators */
   st->comm[group] = comm;
   pthread_mutex_unlock(&st->lock);
@@ -190,6 +196,10 @@ static int nccl_init(dlpar_ctx *ctx)
   CHECK_CUDA(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
   CHECK_CUDA(ctx, cudaHostAlloc((void **)&st->stop_host, 2 * sizeof(int), cudaHostAllocDefault));
   CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming));
+  CHECK_CUDA(ctx, cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1)));
+  CHECK_CUDA(ctx, cudaHostAlloc((void **)&st->times_host, sizeof(double) * (size_t)(ctx->info.size + 1),
+                                cudaHostAllocDefault));
+  CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->times_done, cudaEventDisableTiming));
   return DLPAR_OK;
 }
 
@@ -208,6 +218,10 @@ static void nccl_finalize(dlpar_ctx *ctx)
   }
   if (st->stop_done)
     cudaEventDestroy(st->stop_done);
+  if (st->times_done)
+    cudaEventDestroy(st->times_done);
+  cudaFreeHost(st->times_host);
+  cudaFree(st->times_device);
   if (st->stop_host)
     cudaFreeHost(st->stop_host);
   if (st->device_ints)
@@ -350,6 +364,32 @@ static int nccl_stop_wait(dlpar_ctx *ctx, int *global)
   return DLPAR_OK;
 }
 
+/* As the stop agreement: in the caller's stream behind the step's work,
+ * the copy back to pinned memory, an event that times_wait waits for. */
+static int nccl_times_post(dlpar_ctx *ctx, double local, void *stream)
+{
+  nccl_state *st = state_of(ctx);
+  int rc;
+  st->times_host[0] = local;
+  CHECK_CUDA(ctx, cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
+                                  (cudaStream_t)stream));
+  rc = nccl_allgather(ctx, DLPAR_GROUP_WORLD, st->times_device, st->times_device + 1, 1, DLPAR_FLOAT64, stream);
+  if (rc != DLPAR_OK)
+    return rc;
+  CHECK_CUDA(ctx, cudaMemcpyAsync(st->times_host + 1, st->times_device + 1, sizeof(double) * (size_t)ctx->info.size,
+                                  cudaMemcpyDeviceToHost, (cudaStream_t)stream));
+  CHECK_CUDA(ctx, cudaEventRecord(st->times_done, (cudaStream_t)stream));
+  return DLPAR_OK;
+}
+
+static int nccl_times_wait(dlpar_ctx *ctx, double *all)
+{
+  nccl_state *st = state_of(ctx);
+  CHECK_CUDA(ctx, cudaEventSynchronize(st->times_done));
+  memcpy(all, st->times_host + 1, sizeof(double) * (size_t)ctx->info.size);
+  return DLPAR_OK;
+}
+
 /* Runs on the watchdog thread, which may query events while the trainer
  * captures a CUDA graph (cuda_graph: true) in global mode: in relaxed mode
  * this thread's queries leave that capture valid (PyTorch's NCCL watchdog
@@ -416,5 +456,7 @@ const dlpar_backend_ops dlpar_backend_nccl = {
     .abort_comms = nccl_abort_comms,
     .stop_post = nccl_stop_post,
     .stop_wait = nccl_stop_wait,
+    .times_post = nccl_times_post,
+    .times_wait = nccl_times_wait,
     .graph_launched = nccl_graph_launched,
 };

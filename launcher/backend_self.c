@@ -7,9 +7,11 @@
 
 #include "launcher/internal.h"
 
-/* The stop flag posted by the last stop_post, until stop_wait. */
+/* The stop flag and step time posted by the last stop_post and
+ * times_post, until their waits. */
 typedef struct {
   int posted_stop;
+  double posted_time;
 } self_state;
 
 static int self_init(dlpar_ctx *ctx)
@@ -80,6 +82,19 @@ static int self_stop_wait(dlpar_ctx *ctx, int *global)
   return DLPAR_OK;
 }
 
+static int self_times_post(dlpar_ctx *ctx, double local, void *stream)
+{
+  (void)stream;
+  ((self_state *)ctx->backend_state)->posted_time = local;
+  return DLPAR_OK;
+}
+
+static int self_times_wait(dlpar_ctx *ctx, double *all)
+{
+  all[0] = ((self_state *)ctx->backend_state)->posted_time;
+  return DLPAR_OK;
+}
+
 const dlpar_backend_ops dlpar_backend_self = {
     .id = DLPAR_BACKEND_SELF,
     .init = self_init,
@@ -93,4 +108,6 @@ const dlpar_backend_ops dlpar_backend_self = {
     .abort_comms = NULL,
     .stop_post = self_stop_post,
     .stop_wait = self_stop_wait,
+    .times_post = self_times_post,
+    .times_wait = self_times_wait,
 };

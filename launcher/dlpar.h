@@ -104,6 +104,27 @@ int dlpar_profile_window(dlpar_ctx *ctx, long first_step, long last_step);
 void dlpar_range_push(const dlpar_ctx *ctx, const char *name);
 void dlpar_range_pop(const dlpar_ctx *ctx);
 
+/* Start-up telemetry: call once, after the program's first step (its work
+ * queued on `stream` on NCCL, which this waits for; NULL on MPI). One
+ * allgather over the world group, then rank 0 of a run of more than one
+ * rank prints one line to stderr:
+ * seconds since each process started until PMIx was ready, the ids were
+ * exchanged, each group's communicator was ready and the first step was
+ * done, each with its slowest rank and host. Later calls do nothing. */
+int dlpar_startup_done(dlpar_ctx *ctx, void *stream);
+
+/* Step-time skew without a synchronisation of its own: every rank calls it
+ * at the same steps with its host-side step time. It posts a nonblocking
+ * allgather of `seconds` over the world group (on NCCL into `stream`,
+ * behind the step's work) and returns in `times` (size values, by rank)
+ * those the previous call posted, with *ready = 1 (0 on the first call).
+ * The previous gather has had a whole interval to complete. */
+int dlpar_step_times(dlpar_ctx *ctx, double seconds, void *stream, double *times, int *ready);
+/* Seconds this rank has spent blocked in libdlpar's collectives (on MPI;
+ * on NCCL the host does not wait in them): a step's time less these is the
+ * rank's own work, which a slow peer does not inflate. */
+double dlpar_wait_seconds(const dlpar_ctx *ctx);
+
 /* Slurm's SIGTERM (time limit, scancel) or SIGINT/SIGUSR1, agreed over the
  * world group without making the caller wait for its peers: each call
  * posts whether this rank got a signal (on a GPU into `stream`, behind the

@@ -137,6 +137,10 @@ int main(int argc, char **argv)
   test_group(&h, DLPAR_TP, tp, info->tp_size, info->tp_rank);
   test_group(&h, DLPAR_DP, dp, info->dp_size, info->dp_rank);
   test_group(&h, DLPAR_WORLD, world, info->size, info->rank);
+  if (dlpar_startup_done(h.ctx, h.dev.stream) != 0) { /* its collectives are its first step */
+    fprintf(stderr, "dlpar-hello: rank %d: %s\n", info->rank, dlpar_last_error(h.ctx));
+    h.failures++;
+  }
   format_members(tp, info->tp_size, tp_text, sizeof(tp_text));
   format_members(dp, info->dp_size, dp_text, sizeof(dp_text));
   printf("dlpar-hello: rank %d/%d host %s node %d local %d/%d tp %d/%d %s dp %d/%d %s device %d backend %s "

@@ -302,13 +302,16 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
   if ((rc = dlpar_profiling_reexec(ctx, argc, argv)) != DLPAR_OK ||
       (rc = dlpar_watchdog_block_signals(ctx)) != DLPAR_OK || (rc = import_launcher_env(ctx)) != DLPAR_OK ||
       (rc = requested_backend(ctx, options, &requested)) != DLPAR_OK || (rc = choose_startup(ctx)) != DLPAR_OK ||
-      (rc = start_mpi_early(ctx, requested)) != DLPAR_OK ||
-      (rc = dlpar_pmix_init(ctx)) != DLPAR_OK || (rc = default_timeouts(ctx)) != DLPAR_OK ||
-      (rc = settle_grid(ctx)) != DLPAR_OK || (rc = select_backend(ctx, choose_backend(ctx, requested))) != DLPAR_OK ||
+      (rc = start_mpi_early(ctx, requested)) != DLPAR_OK || (rc = dlpar_pmix_init(ctx)) != DLPAR_OK)
+    return rc;
+  dlpar_phase_mark(ctx, DLPAR_PHASE_PMIX);
+  if ((rc = default_timeouts(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK ||
+      (rc = select_backend(ctx, choose_backend(ctx, requested))) != DLPAR_OK ||
       (rc = set_device(ctx)) != DLPAR_OK ||
       (rc = dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)) != DLPAR_OK)
     return rc;
   ctx->info.rendezvous_seconds = dlpar_now() - start;
+  dlpar_phase_mark(ctx, DLPAR_PHASE_IDS);
   if ((rc = ctx->backend->init(ctx)) != DLPAR_OK || (rc = dlpar_watchdog_start(ctx)) != DLPAR_OK)
     return rc;
   dlpar_profiling_setup(ctx);
@@ -330,6 +333,7 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
     return DLPAR_ERR_SYSTEM;
   ctx->signal_fd = -1;
   ctx->info.device = -1;
+  ctx->process_start = dlpar_process_start();
   if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
                            DLPAR_RENDEZVOUS_TIMEOUT_BASE,
                            &ctx->rendezvous_timeout)) == DLPAR_OK &&
@@ -339,7 +343,7 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
       (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, 10, &ctx->stopped_timeout)) == DLPAR_OK)
     rc = init_steps(ctx, argc, argv, options, start);
   ctx->info.init_seconds = dlpar_now() - start;
-  return rc;
+  return rc == DLPAR_OK ? dlpar_preflight(ctx) : rc;
 }
 
 int dlpar_finalize(dlpar_ctx *ctx)
@@ -348,7 +352,7 @@ int dlpar_finalize(dlpar_ctx *ctx)
   if (!ctx)
     return DLPAR_OK;
   dlpar_profiling_finish(ctx);
-  if ((rc = dlpar_stop_drain(ctx)) != DLPAR_OK)
+  if ((rc = dlpar_stop_drain(ctx)) != DLPAR_OK || (rc = dlpar_times_drain(ctx)) != DLPAR_OK)
     fprintf(stderr, "dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error);
   dlpar_watchdog_stop(ctx);
   if (ctx->backend)

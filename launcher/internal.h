@@ -49,6 +49,17 @@ typedef struct {
 
 typedef struct dlpar_backend_ops dlpar_backend_ops;
 
+/* Start-up phases (telemetry.c), in the order they happen. */
+typedef enum {
+  DLPAR_PHASE_PMIX = 0,  /* PMIx ready: rank, size, hosts known */
+  DLPAR_PHASE_IDS,       /* the rendezvous (NCCL ids) done */
+  DLPAR_PHASE_WORLD,     /* a group's communicator ready (dlpar_group order) */
+  DLPAR_PHASE_TP,
+  DLPAR_PHASE_DP,
+  DLPAR_PHASE_FIRST_STEP, /* the program's dlpar_startup_done */
+  DLPAR_PHASES
+} dlpar_phase;
+
 /* What the watchdog watches: the collective in flight on each group. */
 typedef struct {
   atomic_int active;           /* 1 while a blocking (MPI) collective runs */
@@ -90,6 +101,12 @@ struct dlpar_ctx {
   bool profiling;              /* this rank emits ranges / drives the profiler */
   bool profiler_on, profiler_done;
   uint64_t profiler_range;     /* the NVTX range over the profiled steps */
+  /* telemetry */
+  double process_start;        /* dlpar_now() at this process's start (else at dlpar_init) */
+  double phase_at[DLPAR_PHASES]; /* dlpar_now() at each start-up phase, 0: not reached */
+  bool startup_reported;
+  double wait_seconds;         /* blocked in collectives (MPI; the host's waits) */
+  bool skew_posted;            /* a step-time gather is posted, not yet waited for */
   char error[DLPAR_ERRLEN];
 };
 
@@ -116,6 +133,10 @@ struct dlpar_backend_ops {
   int (*stop_wait)(dlpar_ctx *ctx, int *global);
   /* A graph with captured collectives was launched (NULL: nothing to do). */
   void (*graph_launched)(dlpar_ctx *ctx);
+  /* Step-time skew: post a nonblocking allgather of one double over the
+   * world group (stream: as the collectives), then wait for it into `all`. */
+  int (*times_post)(dlpar_ctx *ctx, double local, void *stream);
+  int (*times_wait)(dlpar_ctx *ctx, double *all);
 };
 
 extern const dlpar_backend_ops dlpar_backend_self;
@@ -174,6 +195,22 @@ int dlpar_stop_drain(dlpar_ctx *ctx);
 int dlpar_profiling_reexec(dlpar_ctx *ctx, int argc, char **argv);
 void dlpar_profiling_setup(dlpar_ctx *ctx);
 void dlpar_profiling_finish(dlpar_ctx *ctx);
+
+/* telemetry.c */
+/* Records that this rank reached `phase` now. */
+void dlpar_phase_mark(dlpar_ctx *ctx, dlpar_phase phase);
+/* When this process started, on dlpar_now()'s clock (/proc; else now). */
+double dlpar_process_start(void);
+/* An allgather of host doubles over the world group on any backend (a
+ * device buffer in between on NCCL); blocking, for start-up and checks. */
+int dlpar_host_allgather(dlpar_ctx *ctx, const double *send, double *recv, size_t count);
+/* Waits for a posted step-time gather (before finalize). */
+int dlpar_times_drain(dlpar_ctx *ctx);
+
+/* preflight.c: the --dl-check checks (env.check), after the groups are
+ * ready; exits (through dlpar_finalize) when a check fails or after
+ * --dl-check=only, else DLPAR_OK. */
+int dlpar_preflight(dlpar_ctx *ctx);
 
 /* ncclid.c: NCCL ids for the exchange (ncclGetUniqueId works without a GPU). */
 int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES]);

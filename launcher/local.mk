@@ -17,7 +17,8 @@ lib_LTLIBRARIES += launcher/libdlpar.la
 include_HEADERS += launcher/dlpar.h
 launcher_libdlpar_la_SOURCES = \
 	launcher/dlpar.h launcher/internal.h launcher/init.c launcher/pmixboot.c \
-	launcher/collectives.c launcher/watchdog.c launcher/profiling.c launcher/ncclid.c \
+	launcher/collectives.c launcher/watchdog.c launcher/profiling.c launcher/ncclid.c launcher/telemetry.c \
+	launcher/preflight.c \
 	launcher/backend_self.c launcher/backend_mpi.c
 launcher_libdlpar_la_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS) $(MPI_CFLAGS) $(PTHREAD_CFLAGS)
 launcher_libdlpar_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
@@ -25,6 +26,7 @@ launcher_libdlpar_la_LDFLAGS = -version-info 0:0:0 $(CUDA_LDFLAGS) $(HARDEN_LDFL
 launcher_libdlpar_la_LIBADD = launcher/libdlpar_core.la $(PMIX_LIBS) $(MPI_LIBS) $(CUDA_RT_LIBS) -lpthread
 if HAVE_CUDA
 launcher_libdlpar_la_SOURCES += launcher/backend_nccl.c
+launcher_libdlpar_la_LIBADD += -lcublas
 endif
 
 # Tools.

@@ -52,7 +52,7 @@ static void usage(void)
   fprintf(stderr,
           "usage: dlpar-run -n N [--dl-parallel=MxD] [--dl-profile=nsys|nvtx|off]\n"
           "                 [--dl-profile-steps=A-B] [--dl-profile-ranks=LIST] [--dl-verbose]\n"
-          "                 [--tag-output] [--topology=XML] -- PROGRAM [ARGS...]\n"
+          "                 [--check[=only]] [--tag-output] [--topology=XML] -- PROGRAM [ARGS...]\n"
           "Runs N ranks of PROGRAM on this machine under a PMIx server, with the\n"
           "environment srun --dl-parallel gives them (see dlpar-run(1)).\n");
 }
@@ -70,6 +70,7 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, char *err
   env->local_size = l->args.ntasks;
   env->span = DLPAR_SPAN_ERROR;
   env->verbose = l->args.verbose;
+  env->check = l->args.check;
   if (visible && *visible)
     ngpus = dlpar_parse_id_list(visible, gpus, DLPAR_MAX_GPUS);
   rc = dlpar_map_task(&l->topology, gpus, ngpus > 0 ? ngpus : 0, rank, l->args.ntasks, &env->binding,

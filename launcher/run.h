@@ -10,6 +10,7 @@
 
 #include "launcher/grid.h"
 #include "launcher/profile.h"
+#include "launcher/taskenv.h"
 
 typedef struct {
   int ntasks;
@@ -17,6 +18,7 @@ typedef struct {
   dlpar_profile_request profile;
   bool verbose;
   bool tag_output;
+  dlpar_check_mode check;      /* --check[=only] */
   char topology_xml[PATH_MAX]; /* --topology=XML or $DLPAR_HWLOC_XML; "" = this machine */
   char **program;              /* argv of the program (after --) */
 } dlpar_run_args;

@@ -52,6 +52,10 @@ static int parse_option(int argc, char **argv, int *i, dlpar_run_args *args, boo
     snprintf(args->topology_xml, sizeof(args->topology_xml), "%s", v);
     return DLPAR_OK;
   }
+  if (strcmp(arg, "--check") == 0 || strcmp(arg, "--dl-check") == 0)
+    return dlpar_check_mode_parse(NULL, &args->check, err, errlen);
+  if ((v = value_of(arg, "--check")) || (v = value_of(arg, "--dl-check")))
+    return dlpar_check_mode_parse(v, &args->check, err, errlen);
   if (strcmp(arg, "--dl-verbose") == 0) {
     args->verbose = true;
     return DLPAR_OK;

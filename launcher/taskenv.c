@@ -26,6 +26,23 @@ static void add(dlpar_env_list *list, const char *name, const char *fmt, ...)
   list->count++;
 }
 
+int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, char *err, size_t errlen)
+{
+  char quoted[64];
+  if (!text || !*text || strcmp(text, "on") == 0)
+    *mode = DLPAR_CHECK_ON;
+  else if (strcmp(text, "only") == 0)
+    *mode = DLPAR_CHECK_ONLY;
+  else if (strcmp(text, "off") == 0)
+    *mode = DLPAR_CHECK_OFF;
+  else {
+    snprintf(err, errlen, "--dl-check=%s: expected nothing (check, then run), 'only' (check and stop) or 'off'",
+             dlpar_quote(text, quoted, sizeof(quoted)));
+    return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
 void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
 {
   const int size = env->grid.tp * env->grid.dp;
@@ -52,6 +69,7 @@ void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
   add(list, "DLPAR_PROFILE_RANK", "%d", env->profile_this_rank ? 1 : 0);
   add(list, "DLPAR_PROFILE_OUTPUT", "%s", env->profile_output);
   add(list, "DLPAR_VERBOSE", "%d", env->verbose ? 1 : 0);
+  add(list, "DLPAR_CHECK", "%s", env->check == DLPAR_CHECK_ONLY ? "only" : env->check == DLPAR_CHECK_ON ? "on" : "off");
   add(list, "RANK", "%d", env->rank);
   add(list, "LOCAL_RANK", "%d", env->local_rank);
   add(list, "WORLD_SIZE", "%d", size);
@@ -135,6 +153,8 @@ int dlpar_task_env_import(dlpar_task_env *env, bool *present, char *err, size_t 
   snprintf(env->binding.cpus, sizeof(env->binding.cpus), "%s", getenv("DLPAR_CPUS") ? getenv("DLPAR_CPUS") : "");
   snprintf(env->binding.nic, sizeof(env->binding.nic), "%s", getenv("DLPAR_NIC") ? getenv("DLPAR_NIC") : "");
   env->verbose = verbose && strcmp(verbose, "1") == 0;
+  if (getenv("DLPAR_CHECK") && dlpar_check_mode_parse(getenv("DLPAR_CHECK"), &env->check, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
   return import_profile(env, err, errlen);
 }
 

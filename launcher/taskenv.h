@@ -15,6 +15,14 @@
 
 #define DLPAR_ENV_VERSION 1
 
+/* --dl-check (srun) / --check (dlpar-run): the pre-flight checks before the
+ * program's own work; ONLY stops after them. */
+typedef enum { DLPAR_CHECK_OFF = 0, DLPAR_CHECK_ON, DLPAR_CHECK_ONLY } dlpar_check_mode;
+
+/* The option's value: NULL or "" (the bare option) and "on": ON; "only";
+ * "off". Else DLPAR_ERR_INPUT with the fix in err. */
+int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, char *err, size_t errlen);
+
 typedef struct {
   dlpar_grid grid;
   int rank, local_rank, local_size;
@@ -25,6 +33,7 @@ typedef struct {
   long profile_first_step, profile_last_step; /* -1: the whole run */
   char profile_output[512];
   bool verbose;
+  dlpar_check_mode check;
 } dlpar_task_env;
 
 #define DLPAR_ENV_MAX_VARS 32

@@ -217,6 +217,7 @@ void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op)
 void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group)
 {
   atomic_store(&ctx->inflight[group].active, 0);
+  ctx->wait_seconds += dlpar_now() - atomic_load(&ctx->inflight[group].since);
 }
 
 /* The posted agreement's answer (0 when none is posted). */

@@ -8,7 +8,7 @@
 #include "launcher/status.h"
 #include "spank/plugin.h"
 
-enum { OPT_PARALLEL, OPT_PROFILE, OPT_PROFILE_STEPS, OPT_PROFILE_RANKS, OPT_VERBOSE };
+enum { OPT_PARALLEL, OPT_PROFILE, OPT_PROFILE_STEPS, OPT_PROFILE_RANKS, OPT_VERBOSE, OPT_CHECK };
 
 static int store_option(int val, const char *optarg, int remote UNUSED)
 {
@@ -19,6 +19,7 @@ static int store_option(int val, const char *optarg, int remote UNUSED)
   case OPT_PROFILE_STEPS: dlpar_user_value_store(&options->profile_steps, optarg); break;
   case OPT_PROFILE_RANKS: dlpar_user_value_store(&options->profile_ranks, optarg); break;
   case OPT_VERBOSE: options->verbose = true; break;
+  case OPT_CHECK: dlpar_user_value_store(&options->check, optarg); break;
   default: return -1;
   }
   return 0;
@@ -36,6 +37,10 @@ static struct spank_option dlpar_options[] = {
      1, OPT_PROFILE_STEPS, store_option},
     {"dl-profile-ranks", "LIST", "[dlpar] Ranks to profile, e.g. 0,4-7 or all (default: 0).",
      1, OPT_PROFILE_RANKS, store_option},
+    {"dl-check", "[only]",
+     "[dlpar] Before the program: every rank checks its binding, NCCL settings, an allreduce per group and a "
+     "GEMM; one table, stragglers named with an --exclude list, non-zero exit on a failure. =only: check and stop.",
+     2, OPT_CHECK, store_option},
     {"dl-verbose", NULL, "[dlpar] Print each task's rank, grid coordinates, GPU, CPUs and NIC.",
      0, OPT_VERBOSE, store_option},
     SPANK_OPTIONS_TABLE_END};
@@ -54,7 +59,7 @@ int dlpar_spank_register_options(spank_t sp)
 int dlpar_spank_parse_request(void)
 {
   char err[DLPAR_ERRLEN];
-  if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
+  if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
                           err, sizeof(err)) != DLPAR_OK) {
     dlpar_spank_error(err);
     return -1;

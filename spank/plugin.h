@@ -20,6 +20,7 @@ typedef struct {
   dlpar_user_options options;
   dlpar_grid_request grid_request;
   dlpar_profile_request profile;
+  dlpar_check_mode check;
   /* slurmstepd: the node's topology (read once, in user_init) and the
    * step's GPUs on the node (task_init_privileged: task_init sees only the
    * task's own GPU under --gpus-per-task) */

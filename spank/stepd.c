@@ -206,7 +206,7 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
   }
   if (check_not_heterogeneous(sp, &facts, err, errlen) != DLPAR_OK ||
       dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
-                          err, errlen) != DLPAR_OK ||
+                          &dlpar_spank.check, err, errlen) != DLPAR_OK ||
       dlpar_grid_resolve(&dlpar_spank.grid_request, (int)facts.ntasks, &env.grid, err, errlen) != DLPAR_OK ||
       dlpar_profile_check(&dlpar_spank.profile, (int)facts.ntasks, err, errlen) != DLPAR_OK ||
       check_pmix(sp, err, errlen) != DLPAR_OK)
@@ -234,6 +234,7 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
   env.local_size = (int)facts.local_count;
   env.span = dlpar_spank.admin.tp_span;
   env.verbose = dlpar_spank.options.verbose;
+  env.check = dlpar_spank.check;
   rc = prepare_profile(sp, &facts, &env, err, errlen);
   if (rc != DLPAR_OK)
     return rc;

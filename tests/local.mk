@@ -66,6 +66,8 @@ INTEGRATION_TESTS = \
 	tests/integration/launcher_groups.sh \
 	tests/integration/launcher_faults.sh \
 	tests/integration/launcher_nccl_ids.sh \
+	tests/integration/launcher_startup.sh \
+	tests/integration/launcher_check.sh \
 	tests/integration/dlpar_run_cli.sh \
 	tests/integration/train_torch.sh \
 	tests/integration/train_grids.sh \
@@ -73,6 +75,7 @@ INTEGRATION_TESTS = \
 	tests/integration/train_diverge.sh \
 	tests/integration/train_inputs.sh \
 	tests/integration/train_metrics.sh \
+	tests/integration/train_skew.sh \
 	tests/integration/train_progress.sh \
 	tests/integration/tutorial_commands.sh \
 	tests/integration/contrib_sbatch.sh \
@@ -80,7 +83,7 @@ INTEGRATION_TESTS = \
 	tests/integration/bundle.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
 TESTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
-EXTRA_DIST += tests/lib/common.sh tests/stand-ins/nsys tests/summary
+EXTRA_DIST += tests/lib/common.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary
 check_PROGRAMS += tests/integration/rank_probe
 tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
 tests_integration_rank_probe_LDADD = launcher/libdlpar.la

@@ -199,6 +199,14 @@ int metrics_epoch(metrics_writer *w, const epoch_summary *s)
   return rc ? DLPAR_ERR_SYSTEM : DLPAR_OK;
 }
 
+int metrics_skew(metrics_writer *w, long step, double slowest, double fastest, double median)
+{
+  int rc = scalar(w, "Step time/slowest (ms)", step, 1e3 * slowest) != DLPAR_OK;
+  rc |= scalar(w, "Step time/fastest (ms)", step, 1e3 * fastest) != DLPAR_OK;
+  rc |= scalar(w, "Step time/median (ms)", step, 1e3 * median) != DLPAR_OK;
+  return rc ? DLPAR_ERR_SYSTEM : DLPAR_OK;
+}
+
 void metrics_close(metrics_writer *w)
 {
   if (!w)

@@ -2,7 +2,8 @@
  * line to <run dir>/metrics.jsonl (steps and epochs) and writes TensorBoard
  * event files (logs/events.out.tfevents.*) with the tutorial's tags:
  * Loss/train, Loss/valid, RMSE(u10m)/valid (also at step 0, before
- * training), Learning Rate, Avg iters per sec, Avg samples per sec. Each
+ * training), Learning Rate, Avg iters per sec, Avg samples per sec, and
+ * the ranks' step-time skew (Step time/slowest, fastest, median). Each
  * line and record is flushed as it is written. */
 #ifndef DLPAR_METRICS_H
 #define DLPAR_METRICS_H
@@ -23,6 +24,9 @@ int metrics_step(metrics_writer *w, long step, double loss, double lr);
 int metrics_epoch(metrics_writer *w, const epoch_summary *s);
 /* The tutorial's step-0 values (TensorBoard only). */
 int metrics_initial(metrics_writer *w, double train_loss, double val_loss, double val_rmse_u10m);
+/* The ranks' host-side step times at `step` (TensorBoard only): tags
+ * "Step time/slowest (ms)", "Step time/fastest (ms)", "Step time/median (ms)". */
+int metrics_skew(metrics_writer *w, long step, double slowest, double fastest, double median);
 void metrics_close(metrics_writer *w);
 
 /* TensorBoard's record framing and Event/Summary messages, for tests too. */

@@ -32,6 +32,15 @@
 #include "trainer/progress.h"
 #include "trainer/train_config.h"
 
+/* The ranks' host-side step times, every skew_every steps: each rank posts
+ * its mean busy time (wall less the time blocked in collectives) over the
+ * interval; the gather is read one interval later (no synchronisation). */
+typedef struct {
+  double start, waited;  /* dlpar_now() and dlpar_wait_seconds() at the last post */
+  long posted_step;      /* the step of the posted interval; 0: none */
+  double *times;         /* every rank's, by rank; then the same sorted */
+} step_skew;
+
 typedef struct {
   dlpar_ctx *comm;
   const dlpar_info *info;
@@ -53,6 +62,7 @@ typedef struct {
   long skipped_steps;  /* this run's steps with a non-finite loss or gradients */
   long saved_step;     /* the last checkpoint's step, -1: none yet */
   bool on_gpu;
+  step_skew skew;
 } trainer;
 
 /* Ends the step (after dlpar_init) with one line. An error every rank
@@ -337,6 +347,64 @@ static void flush_windows(trainer *t, epoch_progress *e)
   log_window(t, e);
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Rank 0: the gathered interval's slowest, fastest and median rank, a line
+ * and TensorBoard; a rank over straggler_threshold x the median is named. */
+static void report_skew(trainer *t, long step, const double *times)
+{
+  const int size = t->info->size;
+  double *sorted = t->skew.times + size, median, ratio;
+  int slowest = 0, fastest = 0;
+  char straggler[DLPAR_ERRLEN] = "";
+  for (int rank = 0; rank < size; rank++) {
+    sorted[rank] = times[rank];
+    slowest = times[rank] > times[slowest] ? rank : slowest;
+    fastest = times[rank] < times[fastest] ? rank : fastest;
+  }
+  qsort(sorted, (size_t)size, sizeof(double), compare_doubles);
+  median = size % 2 ? sorted[size / 2] : 0.5 * (sorted[size / 2 - 1] + sorted[size / 2]);
+  ratio = median > 0 ? times[slowest] / median : 1;
+  if (ratio > t->config.cfg.straggler_threshold)
+    snprintf(straggler, sizeof(straggler), "; straggler: rank %d on %s at %.2fx the median (straggler_threshold %g)",
+             slowest, dlpar_rank_host(t->comm, slowest), ratio, t->config.cfg.straggler_threshold);
+  say(t, "dlpar-train: step time at step %ld (host, ms): slowest rank %d on %s %.2f, fastest rank %d on %s %.2f, "
+      "median %.2f%s\n", step, slowest, dlpar_rank_host(t->comm, slowest), 1e3 * times[slowest], fastest,
+      dlpar_rank_host(t->comm, fastest), 1e3 * times[fastest], 1e3 * median, straggler);
+  if (t->metrics && metrics_skew(t->metrics, step, times[slowest], times[fastest], median) != DLPAR_OK)
+    die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
+}
+
+/* The first interval starts now. */
+static void step_skew_start(trainer *t)
+{
+  t->skew.start = dlpar_now();
+  t->skew.waited = dlpar_wait_seconds(t->comm);
+}
+
+/* Every skew_every steps: post this interval's busy time per step, report the last one's. */
+static void step_skew_tick(trainer *t)
+{
+  step_skew *k = &t->skew;
+  const double now = dlpar_now(), waited = dlpar_wait_seconds(t->comm);
+  const long posted_step = k->posted_step;
+  int ready = 0;
+  if (t->steps_this_run % t->config.cfg.skew_every != 0)
+    return;
+  if (!k->times && !(k->times = malloc(2 * sizeof(double) * (size_t)t->info->size)))
+    die(t, true, "out of memory for the step times");
+  if (dlpar_step_times(t->comm, (now - k->start - (waited - k->waited)) / t->config.cfg.skew_every, t->net->stream,
+                       k->times, &ready) != DLPAR_OK)
+    die(t, true, "step times: %s", dlpar_last_error(t->comm));
+  k->start = now, k->waited = waited, k->posted_step = t->pos.step;
+  if (ready && t->info->rank == 0)
+    report_skew(t, posted_step, k->times);
+}
+
 /* One optimizer step; returns 1 when the run should end after it (a stop
  * request agreed by all ranks, or stop_after_iters). */
 static int train_step(trainer *t, epoch_progress *e)
@@ -361,6 +429,9 @@ static int train_step(trainer *t, epoch_progress *e)
   dlpar_range_pop(t->comm);
   dlpar_range_pop(t->comm);
   t->pos.step++, t->pos.step_in_epoch++, t->steps_this_run++;
+  if (t->steps_this_run == 1 && dlpar_startup_done(t->comm, t->net->stream) != DLPAR_OK)
+    die(t, true, "start-up telemetry: %s", dlpar_last_error(t->comm));
+  step_skew_tick(t);
   log_window(t, e); /* the last step's: done on the device while this one was queued */
   progress_step(t->progress, dlpar_now(),
                 &(progress_point){.epoch = t->pos.epoch + 1, .step = t->pos.step_in_epoch,
@@ -501,6 +572,7 @@ static void train(trainer *t)
   const long steps_per_epoch = loader_steps_per_epoch(t->train);
   bool saved = false;
   loader_start(t->train, t->pos.epoch, t->pos.step_in_epoch, t->total_steps - t->pos.step);
+  step_skew_start(t);
   while (t->pos.step < t->total_steps) {
     epoch_progress e = {.start = dlpar_now()};
     const long first = t->pos.step_in_epoch;
@@ -565,6 +637,7 @@ static void benchy(trainer *t)
   metrics_now(t, &synthetic_sums); /* dropped: SYNTHETIC's sums stay out of FULL's lines */
   loader_start(t->train, 0, 0, warmup + steps);
   t->pos.step = t->pos.step_in_epoch = 0;
+  step_skew_start(t);
   for (long i = 0; i < warmup + steps; i++) {
     if (i == warmup)
       synchronize(t, 0), start = dlpar_now();
@@ -632,6 +705,7 @@ static void teardown(trainer *t)
   free(t->stds);
   free(t->inp_packed);
   free(t->tgt_packed);
+  free(t->skew.times);
 }
 
 int main(int argc, char **argv)

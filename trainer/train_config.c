@@ -42,7 +42,7 @@ static const key_spec keys[] = {
     KEY(seed, K_INT, 0), KEY(bucket_mb, K_FLOAT, 0), KEY(checkpoint_every, K_INT, 0),
     KEY(stop_after_iters, K_INT, 0), KEY(log_every, K_INT, 1), KEY(tf32, K_BOOL, 0), KEY(cuda_graph, K_BOOL, 0),
     KEY(attention, K_STRING, 0),
-    KEY(max_skipped_steps, K_INT, 0),
+    KEY(max_skipped_steps, K_INT, 0), KEY(skew_every, K_INT, 1), KEY(straggler_threshold, K_FLOAT, 0),
 };
 #ifdef HAVE_CUDNN
 #define HAVE_CUDNN_ATTENTION 1
@@ -81,6 +81,7 @@ static void set_defaults(train_config *c)
   c->col_parallel_size = c->context_parallel = 1;
   snprintf(c->parallel_order, sizeof(c->parallel_order), "tp-cp-dp");
   c->bucket_mb = 25, c->log_every = 1;
+  c->skew_every = 50, c->straggler_threshold = 1.5;
   snprintf(c->attention, sizeof(c->attention), "%s", HAVE_CUDNN_ATTENTION ? "cudnn" : "reference");
 }
 

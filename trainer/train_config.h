@@ -48,6 +48,8 @@ typedef struct {
   int checkpoint_every;      /* steps; 0: only at the end */
   int stop_after_iters;      /* stop (with a checkpoint) after this many steps in this run; 0: never */
   int log_every;             /* metrics line every N steps */
+  int skew_every;            /* the ranks' step-time skew every N steps (default 50) */
+  double straggler_threshold; /* a rank's step time over this x the median is named (default 1.5) */
   int max_skipped_steps;     /* steps with a non-finite loss or gradients skipped before the run stops; 0: stop at the first */
   bool tf32, cuda_graph;
   char attention[16];        /* cudnn (cuDNN's fused attention) | reference (dlpar's kernels) */

@@ -48,7 +48,8 @@ static int parse(const char *parallel, const char *profile, const char *steps, c
     dlpar_user_value_store(&options.profile_steps, steps);
   if (ranks)
     dlpar_user_value_store(&options.profile_ranks, ranks);
-  return dlpar_request_parse(&options, &grid, req, err, DLPAR_ERRLEN);
+  dlpar_check_mode check;
+  return dlpar_request_parse(&options, &grid, req, &check, err, DLPAR_ERRLEN);
 }
 
 static void test_request(void)
@@ -89,10 +90,42 @@ static void test_tasks_per_node(void)
   CHECK_INT(dlpar_parse_tasks_per_node("", counts, 8), -1);
 }
 
+/* --dl-check: bare (the SPANK callback's NULL optarg), =only, =off, else an error; exported and imported. */
+static void test_check(void)
+{
+  const char *texts[] = {NULL, "", "on", "only", "off"};
+  const dlpar_check_mode modes[] = {DLPAR_CHECK_ON, DLPAR_CHECK_ON, DLPAR_CHECK_ON, DLPAR_CHECK_ONLY, DLPAR_CHECK_OFF};
+  dlpar_user_options options = {0};
+  dlpar_grid_request grid;
+  dlpar_profile_request req;
+  dlpar_check_mode check = DLPAR_CHECK_ON;
+  dlpar_task_env env = {.grid = {2, 2}, .local_size = 1}, back;
+  dlpar_env_list list;
+  char err[DLPAR_ERRLEN] = "";
+  bool present;
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, err, DLPAR_ERRLEN), DLPAR_OK);
+  CHECK(check == DLPAR_CHECK_OFF && !dlpar_user_options_active(&options));
+  for (int i = 0; i < 5; i++) {
+    dlpar_user_value_store(&options.check, texts[i]);
+    CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, err, DLPAR_ERRLEN), DLPAR_OK);
+    CHECK(check == modes[i] && dlpar_user_options_active(&options));
+  }
+  dlpar_user_value_store(&options.check, "sometimes");
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, err, DLPAR_ERRLEN), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "--dl-check=sometimes: expected nothing (check, then run), 'only' (check and stop) or 'off'");
+  env.check = DLPAR_CHECK_ONLY;
+  dlpar_task_env_export(&env, &list);
+  for (int i = 0; i < list.count; i++)
+    setenv(list.var[i].name, list.var[i].value, 1);
+  CHECK_INT(dlpar_task_env_import(&back, &present, err, DLPAR_ERRLEN), DLPAR_OK);
+  CHECK(present && back.check == DLPAR_CHECK_ONLY);
+}
+
 int main(void)
 {
   test_admin();
   test_request();
+  test_check();
   test_tasks_per_node();
   return check_report("test_spank_parsing");
 }
