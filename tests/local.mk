@@ -14,11 +14,6 @@ tests_unit_test_spank_parsing_SOURCES = tests/unit/test_spank_parsing.c tests/un
 	spank/admin.c spank/request.c
 tests_unit_test_spank_parsing_LDADD = launcher/libdlpar_core.la
 
-check_PROGRAMS += tests/unit/test_progress
-tests_unit_test_progress_SOURCES = tests/unit/test_progress.c tests/unit/check.h
-tests_unit_test_progress_LDADD = trainer/libdlpar_trainer.la
-TESTS += tests/unit/test_progress
-
 check_PROGRAMS += tests/unit/test_kernels
 tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check.h
 tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
@@ -36,15 +31,19 @@ endif
 dist_check_SCRIPTS += tests/unit/sdpa_plan.sh
 TESTS += tests/unit/sdpa_plan.sh
 
-check_PROGRAMS += tests/unit/test_metrics
-tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c tests/unit/check.h
+# The trainer's modules, one program each (tests/unit/NAME.c, automake's
+# default source) against libdlpar_trainer (test_checkpoint, with HDF5, below).
+TRAINER_UNIT_TESTS = tests/unit/test_progress tests/unit/test_metrics tests/unit/test_train_args \
+	tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_params
+check_PROGRAMS += $(TRAINER_UNIT_TESTS)
+TESTS += $(TRAINER_UNIT_TESTS)
+EXTRA_DIST += tests/unit/check.h
+tests_unit_test_progress_LDADD = trainer/libdlpar_trainer.la
 tests_unit_test_metrics_LDADD = trainer/libdlpar_trainer.la
-TESTS += tests/unit/test_metrics
-
-check_PROGRAMS += tests/unit/test_train_args
-tests_unit_test_train_args_SOURCES = tests/unit/test_train_args.c tests/unit/check.h
 tests_unit_test_train_args_LDADD = trainer/libdlpar_trainer.la
-TESTS += tests/unit/test_train_args
+tests_unit_test_yamltree_LDADD = trainer/libdlpar_trainer.la
+tests_unit_test_npy_LDADD = trainer/libdlpar_trainer.la
+tests_unit_test_params_LDADD = trainer/libdlpar_trainer.la
 
 EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
@@ -141,16 +140,10 @@ check-gpu:
 tests/integration/docs.log: $(INTEGRATION_TESTS:.sh=.log)
 CLEANFILES += tests/.bed tests/.bed.lock  # the test bed record (the bed stops with make check)
 
-# The readers of user input (issue 15): YAML tree, .npy, checkpoints, params.
-check_PROGRAMS += tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_checkpoint tests/unit/test_params
-tests_unit_test_yamltree_SOURCES = tests/unit/test_yamltree.c tests/unit/check.h
-tests_unit_test_yamltree_LDADD = trainer/libdlpar_trainer.la
-tests_unit_test_npy_SOURCES = tests/unit/test_npy.c tests/unit/check.h
-tests_unit_test_npy_LDADD = trainer/libdlpar_trainer.la
-tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c tests/unit/check.h tests/fuzz/checkpoint_edits.c \
+# The checkpoint reader against checkpoints edited the way its fuzz target edits them.
+check_PROGRAMS += tests/unit/test_checkpoint
+tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c tests/fuzz/checkpoint_edits.c \
 	tests/fuzz/checkpoint_edits.h
 tests_unit_test_checkpoint_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 tests_unit_test_checkpoint_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
-tests_unit_test_params_SOURCES = tests/unit/test_params.c tests/unit/check.h
-tests_unit_test_params_LDADD = trainer/libdlpar_trainer.la
-TESTS += tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_checkpoint tests/unit/test_params
+TESTS += tests/unit/test_checkpoint
