@@ -9,6 +9,9 @@
 
 #ifdef HAVE_CUDA
 #include <nccl.h>
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 23, 0)
+#define HAVE_NCCL_INIT_SCALABLE 1 /* ncclCommInitRankScalable */
+#endif
 #endif
 
 #include "launcher/internal.h"
@@ -34,7 +37,7 @@ int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES])
 
 int dlpar_nccl_roots(const dlpar_ctx *ctx, int size)
 {
-#if defined(HAVE_CUDA) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 23, 0)
+#ifdef HAVE_NCCL_INIT_SCALABLE
   const int roots = (size + ctx->ranks_per_root - 1) / ctx->ranks_per_root;
   return roots > 1 ? roots : 1;
 #else
