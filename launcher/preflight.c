@@ -404,12 +404,6 @@ typedef struct {
   int failures;
 } verdict;
 
-static int compare_doubles(const void *a, const void *b)
-{
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static void find_reference(verdict *v)
 {
   int best = 0;
@@ -430,8 +424,7 @@ static int gemm_median(verdict *v)
     return DLPAR_ERR_SYSTEM;
   for (int r = 0; r < v->size; r++)
     rates[r] = v->all[r].gemm;
-  qsort(rates, (size_t)v->size, sizeof(double), compare_doubles);
-  v->gemm_median = v->size % 2 ? rates[v->size / 2] : 0.5 * (rates[v->size / 2 - 1] + rates[v->size / 2]);
+  v->gemm_median = dlpar_median_sorting(rates, v->size);
   free(rates);
   return DLPAR_OK;
 }

@@ -142,3 +142,15 @@ long dlpar_rank_list_max(const dlpar_rank_list *list)
   return max;
 }
 
+
+static int compare_doubles(const void *a, const void *b)
+{
+  const double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+double dlpar_median_sorting(double *values, int n)
+{
+  qsort(values, (size_t)n, sizeof(double), compare_doubles);
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}

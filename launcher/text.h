@@ -40,4 +40,7 @@ long dlpar_rank_list_max(const dlpar_rank_list *list);
  * "%d %s", n, dlpar_plural(n, "thread", "threads"). */
 const char *dlpar_plural(long n, const char *one, const char *many);
 
+/* The median of n > 0 values, for straggler reports; sorts them in place. */
+double dlpar_median_sorting(double *values, int n);
+
 #endif

@@ -347,12 +347,6 @@ static void flush_windows(trainer *t, epoch_progress *e)
   log_window(t, e);
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-  const double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Rank 0: the gathered interval's slowest, fastest and median rank, a line
  * and TensorBoard; a rank over straggler_threshold x the median is named. */
 static void report_skew(trainer *t, long step, const double *times)
@@ -366,8 +360,7 @@ static void report_skew(trainer *t, long step, const double *times)
     slowest = times[rank] > times[slowest] ? rank : slowest;
     fastest = times[rank] < times[fastest] ? rank : fastest;
   }
-  qsort(sorted, (size_t)size, sizeof(double), compare_doubles);
-  median = size % 2 ? sorted[size / 2] : 0.5 * (sorted[size / 2 - 1] + sorted[size / 2]);
+  median = dlpar_median_sorting(sorted, size);
   ratio = median > 0 ? times[slowest] / median : 1;
   if (ratio > t->config.cfg.straggler_threshold)
     snprintf(straggler, sizeof(straggler), "; straggler: rank %d on %s at %.2fx the median (straggler_threshold %g)",
