@@ -3,14 +3,13 @@
  * MPI where it must precede PMIx (Open MPI 5) -> PMIx (ranks, hosts) ->
  * grid cross-check and tensor-parallel locality ->
  * GPU device -> one PMIx rendezvous (hosts, NCCL ids) -> communicators ->
- * watchdog. Also the small shared helpers (errors, clocks, group names). */
+ * watchdog. The context's small helpers are in context.c, aborting the
+ * step in abort.c. */
 #include "config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifdef HAVE_CUDA
@@ -18,71 +17,6 @@
 #endif
 
 #include "launcher/internal.h"
-
-/* How long ranks other than 0 wait for rank 0 to report an error they all found. */
-#define SHARED_ERROR_GRACE_SECONDS 10.0
-
-int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
-  va_end(ap);
-  return status;
-}
-
-size_t dlpar_dtype_size(dlpar_dtype dtype)
-{
-  switch (dtype) {
-  case DLPAR_FLOAT64:
-  case DLPAR_INT64: return 8;
-  case DLPAR_BFLOAT16:
-  case DLPAR_FLOAT16: return 2;
-  default: return 4;
-  }
-}
-
-int dlpar_group_size(const dlpar_ctx *ctx, dlpar_group group)
-{
-  return group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp : ctx->info.size;
-}
-
-void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len)
-{
-  int ranks[64];
-  const int n = dlpar_group_size(ctx, group);
-  size_t used = (size_t)snprintf(out, len, "%s group (ranks ", dlpar_group_name(group));
-  if (n > 64) {
-    snprintf(out + used, len - used, "%d of them)", n);
-    return;
-  }
-  dlpar_grid_members(&ctx->grid, group, ctx->info.rank, ranks);
-  for (int i = 0; i < n && used < len; i++)
-    used += (size_t)snprintf(out + used, len - used, "%s%d", i ? "," : "", ranks[i]);
-  if (used < len)
-    snprintf(out + used, len - used, ")");
-}
-
-void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
-                           char *err, size_t errlen)
-{
-  char name[128], suspects[256];
-  dlpar_describe_group(ctx, group, name, sizeof(name));
-  dlpar_watchdog_suspects(ctx, group, suspects, sizeof(suspects));
-  snprintf(err, errlen, "rank %d on %s: %s on the %s has not completed after %.0f s: %s (see that rank's output; raise "
-           "DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)", ctx->info.rank, ctx->info.host, op, name, waited,
-           suspects);
-}
-
-const char *dlpar_backend_name(dlpar_backend backend)
-{
-  switch (backend) {
-  case DLPAR_BACKEND_MPI: return "mpi";
-  case DLPAR_BACKEND_NCCL: return "nccl";
-  case DLPAR_BACKEND_SELF: return "self";
-  default: return "auto";
-  }
-}
 
 /* A timeout: the program's option, else the environment's, else fallback
  * (0: default_timeouts sets it once the job's size is known). */
@@ -369,50 +303,4 @@ void dlpar_graph_launched(dlpar_ctx *ctx)
 {
   if (ctx->backend && ctx->backend->graph_launched)
     ctx->backend->graph_launched(ctx);
-}
-
-const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx)
-{
-  return &ctx->info;
-}
-
-const char *dlpar_last_error(const dlpar_ctx *ctx)
-{
-  return ctx ? ctx->error : "out of memory";
-}
-
-int dlpar_group_members(const dlpar_ctx *ctx, dlpar_group_id group, int *ranks)
-{
-  return dlpar_grid_members(&ctx->grid, (dlpar_group)group, ctx->info.rank, ranks);
-}
-
-const char *dlpar_rank_host(const dlpar_ctx *ctx, int rank)
-{
-  return rank >= 0 && rank < ctx->info.size ? ctx->hosts[rank] : "?";
-}
-
-void dlpar_abort(dlpar_ctx *ctx, int code, const char *message)
-{
-  atomic_store(&ctx->quiet_exit_code, code ? code : 1); /* the launcher's signal that ends the step */
-  if (message)
-    fprintf(stderr, "dlpar: %s\n", message);
-  if (ctx->backend && ctx->backend->abort_comms)
-    ctx->backend->abort_comms(ctx);
-  dlpar_pmix_abort(ctx, code, message ? message : "aborted by the program");
-}
-
-void dlpar_abort_shared(dlpar_ctx *ctx, int code, const char *line)
-{
-  const double deadline = dlpar_now() + SHARED_ERROR_GRACE_SECONDS;
-  const struct timespec poll_interval = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};
-  const int status = code ? code : 1;
-  if (ctx->info.rank != 0) {
-    atomic_store(&ctx->quiet_exit_code, status); /* the launcher's signal after rank 0's abort */
-    while (dlpar_now() < deadline && atomic_load(&ctx->stop_signals) == 0)
-      nanosleep(&poll_interval, NULL);
-    if (atomic_load(&ctx->stop_signals) > 0) /* it came before quiet_exit_code was set */
-      _exit(status);
-  }
-  fprintf(stderr, "%s\n", line);
-  dlpar_abort(ctx, code, NULL);
 }

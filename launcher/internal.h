@@ -1,7 +1,10 @@
 /* launcher/internal.h: libdlpar's context and the pieces that share it:
- * init.c (the order of things), pmixboot.c (PMIx), backend_*.c (collectives
- * on MPI, NCCL or a single rank), watchdog.c (timeouts, async errors,
- * signals) and profiling.c (nsys re-exec, NVTX, profiler range). */
+ * context.c (the leaf: errors, sizes, names), init.c (the order of things),
+ * pmixboot.c (PMIx), backend_*.c (collectives on MPI, NCCL or a single
+ * rank), watchdog.c (timeouts, async errors, signals), abort.c (ending the
+ * step), profiling.c (nsys re-exec, NVTX, profiler range), telemetry.c,
+ * preflight.c and ncclid.c. Dependencies run one way: context.c calls
+ * nothing of libdlpar, abort.c only PMIx and the backend, init.c calls all. */
 #ifndef DLPAR_INTERNAL_H
 #define DLPAR_INTERNAL_H
 
@@ -148,6 +151,7 @@ int dlpar_mpi_start_early(dlpar_ctx *ctx);
 extern const dlpar_backend_ops dlpar_backend_nccl;
 #endif
 
+/* context.c */
 /* Records a one-line error in ctx and returns status. */
 int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 size_t dlpar_dtype_size(dlpar_dtype dtype);
@@ -155,10 +159,6 @@ size_t dlpar_dtype_size(dlpar_dtype dtype);
 int dlpar_group_size(const dlpar_ctx *ctx, dlpar_group group);
 /* "tp group (ranks 4-7)" for messages. */
 void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
-
-/* "rank R on H: OP on the tp group (ranks ...) has not completed after S s: ..." */
-void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
-                           char *err, size_t errlen);
 
 /* pmixboot.c */
 int dlpar_pmix_init(dlpar_ctx *ctx);
@@ -179,6 +179,10 @@ int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
 void dlpar_pmix_finalize(dlpar_ctx *ctx);
 
+/* procstat.c: the fields of /proc/PID/stat after the command name (from
+ * the state on; pid 0: this process) in buf, or NULL. */
+const char *dlpar_proc_stat_fields(long pid, char *buf, size_t len);
+
 /* watchdog.c */
 int dlpar_watchdog_block_signals(dlpar_ctx *ctx);
 int dlpar_watchdog_start(dlpar_ctx *ctx);
@@ -188,6 +192,9 @@ void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group);
 /* For a stalled collective of `group` (on the watchdog thread): a rank of
  * this node found stopped, else the group's ranks on other hosts. */
 void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
+/* "rank R on H: OP on the tp group (ranks ...) has not completed after S s: ..." */
+void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
+                           char *err, size_t errlen);
 /* Waits for a posted stop agreement (before the watchdog stops, at finalize). */
 int dlpar_stop_drain(dlpar_ctx *ctx);
 

@@ -16,7 +16,7 @@ launcher_libdlpar_core_la_LIBADD = $(HWLOC_LIBS)
 lib_LTLIBRARIES += launcher/libdlpar.la
 include_HEADERS += launcher/dlpar.h
 launcher_libdlpar_la_SOURCES = \
-	launcher/dlpar.h launcher/internal.h launcher/init.c launcher/pmixboot.c \
+	launcher/dlpar.h launcher/internal.h launcher/context.c launcher/init.c launcher/abort.c launcher/procstat.c launcher/pmixboot.c \
 	launcher/collectives.c launcher/watchdog.c launcher/profiling.c launcher/ncclid.c launcher/telemetry.c \
 	launcher/preflight.c \
 	launcher/backend_self.c launcher/backend_mpi.c

@@ -35,6 +35,5 @@ int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **server, 
 /* The PMIx variables a rank's environment needs (NULL-terminated "K=V"). */
 int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env, char *err, size_t errlen);
 void dlpar_run_server_stop(dlpar_run_server *server);
-const char *dlpar_run_server_nspace(const dlpar_run_server *server);
 
 #endif

@@ -246,11 +246,6 @@ int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env,
   return DLPAR_OK;
 }
 
-const char *dlpar_run_server_nspace(const dlpar_run_server *server)
-{
-  return server->nspace;
-}
-
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
   (void)st, (void)flag, (void)ftw;

@@ -16,7 +16,6 @@ typedef enum {
   DLPAR_ERR_NCCL = -5,
   DLPAR_ERR_CUDA = -6,
   DLPAR_ERR_TIMEOUT = -7,
-  DLPAR_ERR_HDF5 = -8,
   DLPAR_ERR_STATE = -9,   /* called in the wrong state (a bug in the caller) */
 } dlpar_status;
 

@@ -32,20 +32,13 @@ void dlpar_phase_mark(dlpar_ctx *ctx, dlpar_phase phase)
 /* Field 22 of /proc/self/stat: the start in clock ticks since boot. */
 static int process_start_ticks(unsigned long long *ticks)
 {
-  char text[1024];
-  const char *after_name;
-  FILE *f = fopen("/proc/self/stat", "r");
-  size_t len = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
-  int found;
-  if (f)
-    fclose(f);
-  text[len] = '\0';
-  after_name = strrchr(text, ')'); /* the command name may hold spaces */
-  if (!after_name)
+  char stat[1024];
+  const char *fields = dlpar_proc_stat_fields(0, stat, sizeof(stat));
+  /* field 22, starttime; fields holds field 3 (state) on */
+  if (!fields || sscanf(fields, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                        ticks) != 1)
     return -1;
-  found = sscanf(after_name + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                 ticks);
-  return found == 1 ? 0 : -1;
+  return 0;
 }
 
 double dlpar_process_start(void)

@@ -93,18 +93,9 @@ static void read_signals(dlpar_ctx *ctx)
 /* Whether process pid is stopped (SIGSTOP, SIGTSTP: state T in /proc). */
 static bool process_stopped(long pid)
 {
-  char path[64], stat[512];
-  const char *state;
-  FILE *f;
-  size_t n;
-  snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-  if (!(f = fopen(path, "r")))
-    return false;
-  n = fread(stat, 1, sizeof(stat) - 1, f);
-  fclose(f);
-  stat[n] = '\0';
-  state = strrchr(stat, ')'); /* "pid (comm) S ...": comm may hold anything */
-  return state && state[1] == ' ' && state[2] == 'T';
+  char stat[512];
+  const char *fields = dlpar_proc_stat_fields(pid, stat, sizeof(stat));
+  return fields && fields[0] == 'T';
 }
 
 /* Once a second: the ranks of this node that stay stopped (SIGSTOP,
@@ -159,6 +150,17 @@ void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out,
   }
   if (!remote)
     snprintf(out, len, "every rank of the group runs on this host and one of them is stuck");
+}
+
+void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
+                           char *err, size_t errlen)
+{
+  char name[128], suspects[256];
+  dlpar_describe_group(ctx, group, name, sizeof(name));
+  dlpar_watchdog_suspects(ctx, group, suspects, sizeof(suspects));
+  snprintf(err, errlen, "rank %d on %s: %s on the %s has not completed after %.0f s: %s (see that rank's output; raise "
+           "DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)", ctx->info.rank, ctx->info.host, op, name, waited,
+           suspects);
 }
 
 static void *watchdog_main(void *arg)

@@ -104,7 +104,7 @@ static int save_group(model *m, int which, hid_t file, buffers *b, int *write_rc
     if (group < 0) {
       char h5msg[256];
       snprintf(err, errlen, "%s: %s", groups[which], h5_error_string(h5msg, sizeof(h5msg)));
-      *write_rc = DLPAR_ERR_HDF5;
+      *write_rc = TRAINER_ERR_HDF5;
     }
   }
   for (int i = 0; i < t->n; i++) {
@@ -174,7 +174,7 @@ static int write_file(model *m, const checkpoint_position *pos, const char *conf
     file = H5Fcreate(af->temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (file < 0) {
       snprintf(err, errlen, "%s: %s (check expdir and its free space)", af->temp, h5_error_string(h5msg, sizeof(h5msg)));
-      *write_rc = DLPAR_ERR_HDF5;
+      *write_rc = TRAINER_ERR_HDF5;
     } else {
       *write_rc = write_header(file, m, pos, config_yaml, err, errlen);
     }
@@ -186,7 +186,7 @@ static int write_file(model *m, const checkpoint_position *pos, const char *conf
   }
   if (file >= 0 && H5Fclose(file) < 0 && *write_rc == DLPAR_OK) {
     snprintf(err, errlen, "%s: cannot close the HDF5 file (disk full?)", af->temp);
-    *write_rc = DLPAR_ERR_HDF5;
+    *write_rc = TRAINER_ERR_HDF5;
   }
   return rc;
 }

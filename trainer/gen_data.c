@@ -149,7 +149,7 @@ out:
   h5_close(props);
   h5_close(space);
   if (file >= 0 && H5Fclose(file) < 0 && rc == DLPAR_OK)
-    rc = DLPAR_ERR_HDF5;
+    rc = TRAINER_ERR_HDF5;
   if (rc == DLPAR_OK)
     rc = atomic_file_commit(&af, err, errlen);
   else if (file >= 0)

@@ -7,6 +7,10 @@
 #include <hdf5.h>
 #include <stddef.h>
 
+/* The status of a failed HDF5 call: the trainer's own code, beside (and
+ * below) libdlpar's dlpar_status codes, which know nothing of HDF5. */
+enum { TRAINER_ERR_HDF5 = -100 };
+
 /* Turns off HDF5's own error printing (once, at start-up). */
 void h5_quiet(void);
 /* Closes an HDF5 object of any kind (file, group, dataset, dataspace,
@@ -28,7 +32,7 @@ const char *h5_error_string(char *buf, size_t len);
       char h5msg_[256];                                                                           \
       snprintf(err, errlen, "%s: %s (%s:%d: %s)", context, h5_error_string(h5msg_, sizeof(h5msg_)), \
                __FILE__, __LINE__, #call);                                                        \
-      rc = DLPAR_ERR_HDF5;                                                                        \
+      rc = TRAINER_ERR_HDF5;                                                                      \
       goto out;                                                                                   \
     }                                                                                             \
   } while (0)

@@ -1,0 +1,48 @@
+/* spank/state.h: the plugin's state and its error reporting. SPANK
+ * callbacks take no context pointer, so the state is one global (the only
+ * global mutable state in dlpar: SPANK forces it), owned by state.c: the
+ * option callbacks (options.c) fill it, srun.c and stepd.c read it. */
+#ifndef DLPAR_SPANK_STATE_H
+#define DLPAR_SPANK_STATE_H
+
+#include <stdbool.h>
+
+#include "launcher/grid.h"
+#include "launcher/status.h"
+#include "launcher/profile.h"
+#include "launcher/topo.h"
+#include "spank/admin.h"
+#include "spank/request.h"
+
+#define DLPAR_PLUGIN "dlpar"
+
+typedef struct {
+  dlpar_admin_config admin;
+  dlpar_user_options options;
+  dlpar_grid_request grid_request;
+  dlpar_profile_request profile;
+  dlpar_check_mode check;
+  /* slurmstepd: the node's topology (read once, in user_init) and the
+   * step's GPUs on the node (task_init_privileged: task_init sees only the
+   * task's own GPU under --gpus-per-task) */
+  dlpar_topology topology;
+  int step_gpus[DLPAR_MAX_GPUS];
+  int nstep_gpus;
+  int topology_status;
+  char topology_error[DLPAR_ERRLEN];
+} dlpar_spank_state;
+
+extern dlpar_spank_state dlpar_spank;
+
+/* A fresh state with the plugstack.conf arguments parsed: DLPAR_OK, or the
+ * error printed. */
+int dlpar_spank_state_init(int ac, char **av);
+/* The user gave a --dl-* option (nothing happens otherwise). */
+bool dlpar_spank_requested(void);
+/* ... and this is slurmstepd (the remote context). */
+bool dlpar_spank_requested_in_stepd(void);
+
+/* Prints "dlpar: <message>" through Slurm's log (srun shows it). */
+void dlpar_spank_error(const char *message);
+
+#endif
