@@ -54,7 +54,6 @@ typedef struct {
   model *net;
   metrics_writer *metrics;
   progress *progress; /* rank 0's progress line; NULL: none */
-  float *inp_packed, *tgt_packed; /* when a sample holds more channels than in or out */
   checkpoint_position pos;
   long epochs, total_steps;  /* the tutorial's whole epochs, and their steps */
   long schedule_steps;       /* the cosine schedule's length, as the tutorial computes it */
@@ -165,7 +164,6 @@ static void setup_data(trainer *t)
   const train_config *c = &t->config.cfg;
   const int channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
   const int B = c->global_batch_size / t->info->dp_size;
-  const size_t plane = (size_t)c->img_size[0] * c->img_size[1];
   loader_memory memory = batch_memory(t);
   char err[DLPAR_ERRLEN];
   pthread_mutex_init(&t->hdf5_lock, NULL);
@@ -186,12 +184,6 @@ static void setup_data(trainer *t)
       loader_create(&t->valid, &t->valid_data, B, t->info->dp_rank, t->info->dp_size, false, c->seed, 2, NULL, err,
                     sizeof(err)) != DLPAR_OK)
     die(t, true, "%s", err);
-  if (channels != c->n_in_channels || channels != c->n_out_channels) {
-    t->inp_packed = malloc(sizeof(float) * (size_t)B * c->n_in_channels * plane);
-    t->tgt_packed = malloc(sizeof(float) * (size_t)B * c->n_out_channels * plane);
-    if (!t->inp_packed || !t->tgt_packed)
-      die(t, true, "out of memory for the batch");
-  }
 }
 
 static void setup_model(trainer *t)
@@ -226,23 +218,6 @@ static double learning_rate(const trainer *t, long i)
   if (c->warmup > 0)
     return c->lr * fmin((double)(i + 1) / c->warmup, cosine);
   return c->lr * cosine;
-}
-
-/* The loader's sample holds max(in, out) channels; the model wants exactly its own. */
-static void pack_batch(trainer *t, const float **inp, const float **tgt)
-{
-  const train_config *c = &t->config.cfg;
-  const size_t plane = (size_t)c->img_size[0] * c->img_size[1];
-  const int channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
-  if (!t->inp_packed)
-    return;
-  for (int b = 0; b < t->net->batch; b++) {
-    memcpy(t->inp_packed + (size_t)b * c->n_in_channels * plane, *inp + (size_t)b * channels * plane,
-           sizeof(float) * c->n_in_channels * plane);
-    memcpy(t->tgt_packed + (size_t)b * c->n_out_channels * plane, *tgt + (size_t)b * channels * plane,
-           sizeof(float) * c->n_out_channels * plane);
-  }
-  *inp = t->inp_packed, *tgt = t->tgt_packed;
 }
 
 static void check(trainer *t, int rc, const char *what)
@@ -411,7 +386,6 @@ static int train_step(trainer *t, epoch_progress *e)
   dlpar_range_push(t->comm, "data");
   if (loader_next(t->train, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
     die(t, true, "%s", err);
-  pack_batch(t, &inp, &tgt);
   dlpar_range_pop(t->comm);
   dlpar_range_push(t->comm, "forward_backward");
   check(t, t->net->ops->forward_backward(t->net, inp, tgt), "forward/backward");
@@ -456,7 +430,6 @@ static void validate(trainer *t, double *val_loss, double *val_rmse)
     const float *inp, *tgt;
     if (loader_next(t->valid, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
       die(t, true, "%s", err);
-    pack_batch(t, &inp, &tgt);
     check(t, t->net->ops->evaluate(t->net, inp, tgt), "validation");
     loader_release(t->valid);
   }
@@ -547,7 +520,6 @@ static void initial_losses(trainer *t)
     loader_start(loaders[k], 0, 0, 1);
     if (loader_next(loaders[k], &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
       die(t, true, "%s", err);
-    pack_batch(t, &inp, &tgt);
     check(t, t->net->ops->evaluate(t->net, inp, tgt), "step-0 losses");
     loader_release(loaders[k]);
     metrics_now(t, sums[k]);
@@ -617,7 +589,6 @@ static void benchy(trainer *t)
       loader_release(t->train);
   }
   io = synchronize(t, dlpar_now() - start);
-  pack_batch(t, &inp, &tgt);
   check(t, t->net->ops->forward_backward(t->net, inp, tgt), "forward/backward"); /* stage it */
   loader_release(t->train);
   for (long i = 0; i < warmup + steps; i++) {
@@ -670,14 +641,14 @@ static void resume(trainer *t)
 static void banner(const trainer *t)
 {
   const train_config *c = &t->config.cfg;
-  const int N = (c->img_size[0] / c->patch_size) * (c->img_size[1] / c->patch_size);
+  const int N = t->net->dims.N;
   say(t, "dlpar-train: config '%s' of %s: %dx%d images, patch %d (%d %s), embed %d, depth %d, %d %s\n", c->name,
       c->file, c->img_size[0], c->img_size[1], c->patch_size, N, dlpar_plural(N, "token", "tokens"), c->embed_dim,
       c->depth, c->num_heads, dlpar_plural(c->num_heads, "head", "heads"));
   say(t, "dlpar-train: grid %dx%d (tensor x data parallel) on %d %s, backend %s, global batch %d (%d per rank), "
       "%ld %s of %ld %s (%ld %s), %d %s per rank\n", t->info->tp_size, t->info->dp_size, t->info->nnodes,
       dlpar_plural(t->info->nnodes, "node", "nodes"), dlpar_backend_name(t->info->backend), c->global_batch_size,
-      t->net->batch, t->epochs, dlpar_plural(t->epochs, "epoch", "epochs"), loader_steps_per_epoch(t->train),
+      t->net->dims.B, t->epochs, dlpar_plural(t->epochs, "epoch", "epochs"), loader_steps_per_epoch(t->train),
       dlpar_plural(loader_steps_per_epoch(t->train), "step", "steps"), t->total_steps,
       dlpar_plural(t->total_steps, "step", "steps"), omp_get_max_threads(),
       dlpar_plural(omp_get_max_threads(), "thread", "threads"));
@@ -696,8 +667,6 @@ static void teardown(trainer *t)
     t->net->ops->destroy(t->net);
   free(t->means);
   free(t->stds);
-  free(t->inp_packed);
-  free(t->tgt_packed);
   free(t->skew.times);
 }
 
