@@ -14,22 +14,23 @@
 
 #include <stddef.h>
 
-
 /* The Vision Transformer's sizes as one rank sees them: filled once from
  * the config, the tensor-parallel size and the local batch (vit_dims_fill,
  * trainer/model_common.c) and read by the parameter table, both models and
  * the loop; nothing recomputes them. Declared here, below model.h, because
  * the parameter table is built from it. */
 typedef struct {
-  int B;            /* local batch (samples) */
-  int H, W, P;      /* image height and width, patch size */
-  int N;            /* tokens per image: (H/P) (W/P) */
-  long BT;          /* tokens of the local batch: B N */
-  int Cin, Cout;    /* input and output channels */
-  int D, depth;     /* embedding width, blocks */
-  int HD;           /* head size: D / num_heads */
-  int tp;           /* tensor-parallel ranks, which split: */
-  int Dl, heads, Fl; /* this rank's attention width D/tp, heads num_heads/tp and MLP width 4D/tp */
+  int B;         /* local batch (samples) */
+  int H, W, P;   /* image height and width, patch size */
+  int N;         /* tokens per image: (H/P) (W/P) */
+  long BT;       /* tokens of the local batch: B N */
+  int Cin, Cout; /* input and output channels */
+  int D, depth;  /* embedding width, blocks */
+  int HD;        /* head size: D / num_heads */
+  int tp;        /* tensor-parallel ranks */
+  int Dl;        /* this rank's attention width: D / tp */
+  int heads;     /* this rank's heads: num_heads / tp */
+  int Fl;        /* this rank's MLP width: 4 D / tp */
 } vit_dims;
 
 typedef enum { SPLIT_NONE = 0, SPLIT_ROWS, SPLIT_COLS } param_split;
