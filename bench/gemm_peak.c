@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_CUDA(call)                                                                                     \
+/* On a CUDA error: file:line, the call and cudaGetErrorString on stderr, exit 1. */
+#define CUDA_OR_EXIT(call)                                                                                   \
   do {                                                                                                       \
     cudaError_t rc_ = (call);                                                                                \
     if (rc_ != cudaSuccess) {                                                                                \
@@ -19,7 +20,8 @@
     }                                                                                                        \
   } while (0)
 
-#define CHECK_CUBLAS(call)                                                                                   \
+/* On a cuBLAS error: file:line, the call and cuBLAS's string on stderr, exit 1. */
+#define CUBLAS_OR_EXIT(call)                                                                                 \
   do {                                                                                                       \
     cublasStatus_t rc_ = (call);                                                                             \
     if (rc_ != CUBLAS_STATUS_SUCCESS) {                                                                      \
@@ -50,8 +52,8 @@ static void *device_random_bf16(size_t n, uint64_t seed)
     seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
     host[i] = bf16_from_float((float)((double)(seed >> 11) / 9007199254740992.0 * 2.0 - 1.0));
   }
-  CHECK_CUDA(cudaMalloc(&device, n * sizeof(uint16_t)));
-  CHECK_CUDA(cudaMemcpy(device, host, n * sizeof(uint16_t), cudaMemcpyHostToDevice));
+  CUDA_OR_EXIT(cudaMalloc(&device, n * sizeof(uint16_t)));
+  CUDA_OR_EXIT(cudaMemcpy(device, host, n * sizeof(uint16_t), cudaMemcpyHostToDevice));
   free(host);
   return device;
 }
@@ -68,31 +70,31 @@ int main(int argc, char **argv)
     return 2;
   }
   struct cudaDeviceProp prop;
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  CUDA_OR_EXIT(cudaGetDeviceProperties(&prop, 0));
   void *a = device_random_bf16((size_t)m * k, 1), *b = device_random_bf16((size_t)k * n, 2), *c = NULL;
-  CHECK_CUDA(cudaMalloc(&c, (size_t)m * n * sizeof(uint16_t)));
+  CUDA_OR_EXIT(cudaMalloc(&c, (size_t)m * n * sizeof(uint16_t)));
   cublasHandle_t handle;
-  CHECK_CUBLAS(cublasCreate(&handle));
+  CUBLAS_OR_EXIT(cublasCreate(&handle));
   const float one = 1.0f, zero = 0.0f;
   cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
+  CUDA_OR_EXIT(cudaEventCreate(&start));
+  CUDA_OR_EXIT(cudaEventCreate(&stop));
   for (int i = 0; i < 3 + repeats; i++) {
     if (i == 3)
-      CHECK_CUDA(cudaEventRecord(start, 0));
-    CHECK_CUBLAS(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, m, b, CUDA_R_16BF,
-                              k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      CUDA_OR_EXIT(cudaEventRecord(start, 0));
+    CUBLAS_OR_EXIT(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, m, b, CUDA_R_16BF,
+                                k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
-  CHECK_CUDA(cudaEventRecord(stop, 0));
-  CHECK_CUDA(cudaEventSynchronize(stop));
+  CUDA_OR_EXIT(cudaEventRecord(stop, 0));
+  CUDA_OR_EXIT(cudaEventSynchronize(stop));
   float ms = 0;
-  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  CUDA_OR_EXIT(cudaEventElapsedTime(&ms, start, stop));
   const double flops = 2.0 * m * n * k * repeats;
   printf("gemm_peak: %s: bf16 %dx%dx%d, fp32 accumulation, %d repeats: %.1f TFLOP/s\n", prop.name, m, n, k,
          repeats, flops / (ms * 1e-3) / 1e12);
-  CHECK_CUBLAS(cublasDestroy(handle));
-  CHECK_CUDA(cudaFree(a));
-  CHECK_CUDA(cudaFree(b));
-  CHECK_CUDA(cudaFree(c));
+  CUBLAS_OR_EXIT(cublasDestroy(handle));
+  CUDA_OR_EXIT(cudaFree(a));
+  CUDA_OR_EXIT(cudaFree(b));
+  CUDA_OR_EXIT(cudaFree(c));
   return 0;
 }

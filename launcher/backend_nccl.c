@@ -59,7 +59,9 @@ static const char *nic_hint(void)
   return hca ? hca : ifname ? ifname : "none exported (NCCL chooses)";
 }
 
-#define CHECK_CUDA(ctx, call)                                                                  \
+/* On a CUDA error: file:line, the call and cudaGetErrorString recorded in
+ * ctx (dlpar_fail), whose status the function returns. */
+#define CUDA_RECORD_IN_CTX(ctx, call)                                                          \
   do {                                                                                         \
     cudaError_t rc_ = (call);                                                                  \
     if (rc_ != cudaSuccess)                                                                    \
@@ -148,7 +150,7 @@ static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
                       "says more)", how, name, ctx->info.device, ncclGetErrorString(rc), ncclGetLastError(NULL),
                       nic_hint());
   }
-  CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
+  CUDA_RECORD_IN_CTX(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
   dlpar_phase_mark(ctx, group == DLPAR_GROUP_WORLD ? DLPAR_PHASE_WORLD
                         : group == DLPAR_GROUP_TP  ? DLPAR_PHASE_TP
                                                    : DLPAR_PHASE_DP);
@@ -168,7 +170,7 @@ static int comm_of(dlpar_ctx *ctx, dlpar_group group, void *stream, ncclComm_t *
   *comm = st->comm[group];
   if (*comm || group != DLPAR_GROUP_WORLD || ctx->info.size == 1)
     return DLPAR_OK;
-  CHECK_CUDA(ctx, cudaStreamIsCapturing((cudaStream_t)stream, &capture));
+  CUDA_RECORD_IN_CTX(ctx, cudaStreamIsCapturing((cudaStream_t)stream, &capture));
   if (capture != cudaStreamCaptureStatusNone)
     return dlpar_fail(ctx, DLPAR_ERR_STATE, "the first collective on the world group is inside a CUDA graph capture: "
                       "run one world collective before capturing, or set DLPAR_NCCL_WORLD=eager");
@@ -192,14 +194,14 @@ static int nccl_init(dlpar_ctx *ctx)
       (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->info.tp_rank, ctx->info.dp_rank)) ||
       (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->info.dp_rank, ctx->info.tp_rank)))
     return rc;
-  CHECK_CUDA(ctx, cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking));
-  CHECK_CUDA(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
-  CHECK_CUDA(ctx, cudaHostAlloc((void **)&st->stop_host, 2 * sizeof(int), cudaHostAllocDefault));
-  CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming));
-  CHECK_CUDA(ctx, cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1)));
-  CHECK_CUDA(ctx, cudaHostAlloc((void **)&st->times_host, sizeof(double) * (size_t)(ctx->info.size + 1),
-                                cudaHostAllocDefault));
-  CHECK_CUDA(ctx, cudaEventCreateWithFlags(&st->times_done, cudaEventDisableTiming));
+  CUDA_RECORD_IN_CTX(ctx, cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking));
+  CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
+  CUDA_RECORD_IN_CTX(ctx, cudaHostAlloc((void **)&st->stop_host, 2 * sizeof(int), cudaHostAllocDefault));
+  CUDA_RECORD_IN_CTX(ctx, cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming));
+  CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1)));
+  CUDA_RECORD_IN_CTX(ctx, cudaHostAlloc((void **)&st->times_host, sizeof(double) * (size_t)(ctx->info.size + 1),
+                                        cudaHostAllocDefault));
+  CUDA_RECORD_IN_CTX(ctx, cudaEventCreateWithFlags(&st->times_done, cudaEventDisableTiming));
   return DLPAR_OK;
 }
 
@@ -251,7 +253,7 @@ static int track(dlpar_ctx *ctx, dlpar_group group, const char *op, void *stream
   st->last[group].in_graph |= captured;
   st->last[group].pending = rc == cudaSuccess && !captured;
   pthread_mutex_unlock(&st->lock);
-  CHECK_CUDA(ctx, rc);
+  CUDA_RECORD_IN_CTX(ctx, rc);
   return DLPAR_OK;
 }
 
@@ -274,8 +276,8 @@ static void nccl_graph_launched(dlpar_ctx *ctx)
 static int local_copy(dlpar_ctx *ctx, const void *send, void *recv, size_t count, dlpar_dtype dtype, void *stream)
 {
   if (send != recv)
-    CHECK_CUDA(ctx, cudaMemcpyAsync(recv, send, count * dlpar_dtype_size(dtype), cudaMemcpyDeviceToDevice,
-                                    (cudaStream_t)stream));
+    CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(recv, send, count * dlpar_dtype_size(dtype), cudaMemcpyDeviceToDevice,
+                                            (cudaStream_t)stream));
   return DLPAR_OK;
 }
 
@@ -330,7 +332,7 @@ static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
   int rc = nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream);
   if (rc != DLPAR_OK)
     return rc;
-  CHECK_CUDA(ctx, cudaStreamSynchronize(st->barrier_stream));
+  CUDA_RECORD_IN_CTX(ctx, cudaStreamSynchronize(st->barrier_stream));
   return DLPAR_OK;
 }
 
@@ -344,14 +346,14 @@ static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
   nccl_state *st = state_of(ctx);
   int rc;
   st->stop_host[0] = local;
-  CHECK_CUDA(ctx, cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
-                                  (cudaStream_t)stream));
+  CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
+                                          (cudaStream_t)stream));
   if ((rc = nccl_allreduce(ctx, DLPAR_GROUP_TP, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream)) != DLPAR_OK ||
       (rc = nccl_allreduce(ctx, DLPAR_GROUP_DP, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream)) != DLPAR_OK)
     return rc;
-  CHECK_CUDA(ctx, cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
-                                  (cudaStream_t)stream));
-  CHECK_CUDA(ctx, cudaEventRecord(st->stop_done, (cudaStream_t)stream));
+  CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
+                                          (cudaStream_t)stream));
+  CUDA_RECORD_IN_CTX(ctx, cudaEventRecord(st->stop_done, (cudaStream_t)stream));
   return DLPAR_OK;
 }
 
@@ -359,7 +361,7 @@ static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
 static int nccl_stop_wait(dlpar_ctx *ctx, int *global)
 {
   nccl_state *st = state_of(ctx);
-  CHECK_CUDA(ctx, cudaEventSynchronize(st->stop_done));
+  CUDA_RECORD_IN_CTX(ctx, cudaEventSynchronize(st->stop_done));
   *global = st->stop_host[1];
   return DLPAR_OK;
 }
@@ -371,21 +373,22 @@ static int nccl_times_post(dlpar_ctx *ctx, double local, void *stream)
   nccl_state *st = state_of(ctx);
   int rc;
   st->times_host[0] = local;
-  CHECK_CUDA(ctx, cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
-                                  (cudaStream_t)stream));
+  CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
+                                          (cudaStream_t)stream));
   rc = nccl_allgather(ctx, DLPAR_GROUP_WORLD, st->times_device, st->times_device + 1, 1, DLPAR_FLOAT64, stream);
   if (rc != DLPAR_OK)
     return rc;
-  CHECK_CUDA(ctx, cudaMemcpyAsync(st->times_host + 1, st->times_device + 1, sizeof(double) * (size_t)ctx->info.size,
-                                  cudaMemcpyDeviceToHost, (cudaStream_t)stream));
-  CHECK_CUDA(ctx, cudaEventRecord(st->times_done, (cudaStream_t)stream));
+  CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->times_host + 1, st->times_device + 1,
+                                          sizeof(double) * (size_t)ctx->info.size,
+                                          cudaMemcpyDeviceToHost, (cudaStream_t)stream));
+  CUDA_RECORD_IN_CTX(ctx, cudaEventRecord(st->times_done, (cudaStream_t)stream));
   return DLPAR_OK;
 }
 
 static int nccl_times_wait(dlpar_ctx *ctx, double *all)
 {
   nccl_state *st = state_of(ctx);
-  CHECK_CUDA(ctx, cudaEventSynchronize(st->times_done));
+  CUDA_RECORD_IN_CTX(ctx, cudaEventSynchronize(st->times_done));
   memcpy(all, st->times_host + 1, sizeof(double) * (size_t)ctx->info.size);
   return DLPAR_OK;
 }

@@ -327,7 +327,9 @@ static int gemm_rate_cpu(dlpar_ctx *ctx, double *gflops)
 }
 
 #ifdef HAVE_CUDA
-#define CHECK_CUBLAS(ctx, call)                                                                     \
+/* On a cuBLAS error: file:line, the call and cuBLAS's string recorded in
+ * ctx (dlpar_fail) as rc, and on to the function's `done:`. */
+#define CUBLAS_RECORD_IN_CTX(ctx, call)                                                             \
   do {                                                                                              \
     cublasStatus_t st_ = (call);                                                                    \
     if (st_ != CUBLAS_STATUS_SUCCESS) {                                                             \
@@ -348,15 +350,15 @@ static int gemm_rate_gpu(dlpar_ctx *ctx, double *gflops)
   int rc = buffer_alloc(ctx, 3 * elems * sizeof(float), &m);
   if (rc != DLPAR_OK)
     return rc;
-  CHECK_CUBLAS(ctx, cublasCreate(&handle));
+  CUBLAS_RECORD_IN_CTX(ctx, cublasCreate(&handle));
   for (int rep = 0; rep <= GPU_GEMM_REPS; rep++) {
     if (rep == 1) {
       if ((rc = settle(ctx)) != DLPAR_OK)
         goto done;
       start = dlpar_now();
     }
-    CHECK_CUBLAS(ctx, cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, GPU_GEMM_N, GPU_GEMM_N, GPU_GEMM_N, &one, m,
-                                  GPU_GEMM_N, m + elems, GPU_GEMM_N, &zero, m + 2 * elems, GPU_GEMM_N));
+    CUBLAS_RECORD_IN_CTX(ctx, cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, GPU_GEMM_N, GPU_GEMM_N, GPU_GEMM_N, &one, m,
+                                          GPU_GEMM_N, m + elems, GPU_GEMM_N, &zero, m + 2 * elems, GPU_GEMM_N));
   }
   if ((rc = settle(ctx)) == DLPAR_OK)
     *gflops = 2.0 * GPU_GEMM_N * GPU_GEMM_N * (double)GPU_GEMM_N * GPU_GEMM_REPS / (dlpar_now() - start) / 1e9;

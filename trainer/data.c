@@ -87,6 +87,7 @@ out:
 static int check_shape(era5_data *d, int i, char *err, size_t errlen)
 {
   const char *path = d->files[i];
+  const int channels = d->in_channels > d->out_channels ? d->in_channels : d->out_channels;
   hsize_t dims[4];
   hid_t space = -1, type = -1;
   int rc = DLPAR_OK, ndims;
@@ -110,10 +111,10 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
              "shape)", path, (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
              (unsigned long long)dims[3], d->files[0], d->per_file, d->file_channels, d->file_height, d->file_width);
     rc = DLPAR_ERR_INPUT;
-  } else if (d->file_channels < d->channels || d->file_height < d->height || d->file_width < d->width) {
+  } else if (d->file_channels < channels || d->file_height < d->height || d->file_width < d->width) {
     snprintf(err, errlen, "%s: fields [%ld, %d, %d, %d] is smaller than %d %s of %dx%d (lower "
              "n_in_channels/n_out_channels or img_size)", path, d->per_file, d->file_channels, d->file_height,
-             d->file_width, d->channels, dlpar_plural(d->channels, "channel", "channels"), d->height, d->width);
+             d->file_width, channels, dlpar_plural(channels, "channel", "channels"), d->height, d->width);
     rc = DLPAR_ERR_INPUT;
   } else if (d->per_file < 3L * d->dt) {
     snprintf(err, errlen, "%s: %ld time steps per file, fewer than 3*dt=%d (lower dt or add time steps)", path,
@@ -184,7 +185,7 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
 {
   int rc;
   memset(d, 0, sizeof(*d));
-  d->channels = cfg->n_in_channels > cfg->n_out_channels ? cfg->n_in_channels : cfg->n_out_channels;
+  d->in_channels = cfg->n_in_channels, d->out_channels = cfg->n_out_channels;
   d->height = cfg->img_size[0], d->width = cfg->img_size[1], d->dt = cfg->dt;
   d->means = means, d->stds = stds, d->hdf5_lock = hdf5_lock;
   if ((rc = list_files(d, dir, err, errlen)) != DLPAR_OK)
@@ -201,11 +202,12 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
   return rc;
 }
 
-/* Normalises one time step [channels, height, width] in place; NaN/inf are errors. */
-static int normalise_step(const era5_data *d, int year, long t, float *out, char *err, size_t errlen)
+/* Normalises the first `channels` channels of one time step [channels,
+ * height, width] in place; NaN/inf are errors. */
+static int normalise_step(const era5_data *d, int year, long t, int channels, float *out, char *err, size_t errlen)
 {
   const size_t plane = (size_t)d->height * d->width;
-  for (int c = 0; c < d->channels; c++) {
+  for (int c = 0; c < channels; c++) {
     float *x = out + (size_t)c * plane;
     for (size_t i = 0; i < plane; i++) {
       if (!isfinite(x[i])) {
@@ -219,11 +221,12 @@ static int normalise_step(const era5_data *d, int year, long t, float *out, char
   return DLPAR_OK;
 }
 
-/* One time step of file `year` through HDF5 (caller holds the HDF5 lock). */
-static int hdf5_read_step(era5_data *d, int year, long t, float *out, char *err, size_t errlen)
+/* The first `channels` channels of one time step of file `year` through
+ * HDF5 (caller holds the HDF5 lock). */
+static int hdf5_read_step(era5_data *d, int year, long t, int channels, float *out, char *err, size_t errlen)
 {
   const hsize_t start[4] = {(hsize_t)t, 0, 0, 0};
-  const hsize_t count[4] = {1, (hsize_t)d->channels, (hsize_t)d->height, (hsize_t)d->width};
+  const hsize_t count[4] = {1, (hsize_t)channels, (hsize_t)d->height, (hsize_t)d->width};
   hid_t file_space = -1, mem_space = -1;
   int rc = DLPAR_OK;
   char context[PATH_MAX + 64];
@@ -256,14 +259,14 @@ static int pread_whole(int fd, void *buf, size_t bytes, long long offset)
   return 0;
 }
 
-/* One time step of file `year` by pread: one read per channel, or per row when
- * the width is cropped. Thread-safe. */
-static int pread_step(const era5_data *d, int year, long t, float *out, char *err, size_t errlen)
+/* The first `channels` channels of one time step of file `year` by pread:
+ * one read per channel, or per row when the width is cropped. Thread-safe. */
+static int pread_step(const era5_data *d, int year, long t, int channels, float *out, char *err, size_t errlen)
 {
   const bool whole_rows = d->width == d->file_width;
   const size_t row_floats = whole_rows ? (size_t)d->height * d->width : (size_t)d->width;
   const int rows = whole_rows ? 1 : d->height;
-  for (int c = 0; c < d->channels; c++)
+  for (int c = 0; c < channels; c++)
     for (int h = 0; h < rows; h++) {
       const long long offset = d->step_offset[year][t] +
                                (long long)sizeof(float) * (((long long)c * d->file_height + h) * d->file_width);
@@ -276,17 +279,17 @@ static int pread_step(const era5_data *d, int year, long t, float *out, char *er
   return DLPAR_OK;
 }
 
-static int read_step(era5_data *d, int year, long t, float *out, char *err, size_t errlen)
+static int read_step(era5_data *d, int year, long t, int channels, float *out, char *err, size_t errlen)
 {
   int rc;
   if (d->step_offset[year]) {
-    rc = pread_step(d, year, t, out, err, errlen);
+    rc = pread_step(d, year, t, channels, out, err, errlen);
   } else {
     pthread_mutex_lock(d->hdf5_lock);
-    rc = hdf5_read_step(d, year, t, out, err, errlen);
+    rc = hdf5_read_step(d, year, t, channels, out, err, errlen);
     pthread_mutex_unlock(d->hdf5_lock);
   }
-  return rc == DLPAR_OK ? normalise_step(d, year, t, out, err, errlen) : rc;
+  return rc == DLPAR_OK ? normalise_step(d, year, t, channels, out, err, errlen) : rc;
 }
 
 int era5_read(era5_data *d, long idx, float *inp, float *tgt, char *err, size_t errlen)
@@ -296,8 +299,8 @@ int era5_read(era5_data *d, long idx, float *inp, float *tgt, char *err, size_t 
   int rc;
   if (l < d->dt)
     l += d->dt;
-  rc = read_step(d, year, l, inp, err, errlen);
-  return rc == DLPAR_OK ? read_step(d, year, l + d->dt, tgt, err, errlen) : rc;
+  rc = read_step(d, year, l, d->in_channels, inp, err, errlen);
+  return rc == DLPAR_OK ? read_step(d, year, l + d->dt, d->out_channels, tgt, err, errlen) : rc;
 }
 
 void era5_close(era5_data *d)
@@ -400,7 +403,7 @@ struct loader {
   batch_reader *readers;
   bool shuffle;
   long seed, steps_per_epoch;
-  size_t sample_floats;
+  size_t inp_floats, tgt_floats; /* of one sample */
   loader_memory memory;
   float **inp, **tgt;
   int *state;
@@ -429,8 +432,8 @@ static void *read_share(void *arg)
   for (int j = r->first; j < l->batch; j += l->nreaders) {
     const long position = (r->step * l->batch + j) * l->dp_size + l->dp_rank;
     const long idx = l->shuffle ? l->perm[position] : position;
-    if (era5_read(l->data, idx, l->inp[r->slot] + (size_t)j * l->sample_floats,
-                  l->tgt[r->slot] + (size_t)j * l->sample_floats, r->error, sizeof(r->error)) != DLPAR_OK) {
+    float *inp = l->inp[r->slot] + (size_t)j * l->inp_floats, *tgt = l->tgt[r->slot] + (size_t)j * l->tgt_floats;
+    if (era5_read(l->data, idx, inp, tgt, r->error, sizeof(r->error)) != DLPAR_OK) {
       r->failed_at = j;
       break;
     }
@@ -511,7 +514,8 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   l->shuffle = shuffle, l->seed = seed, l->depth = workers > 1 ? workers : 2, l->perm_epoch = -1;
   l->nreaders = workers > 1 ? workers : 1;
   l->memory = memory ? *memory : (loader_memory){default_alloc, free};
-  l->sample_floats = (size_t)data->channels * data->height * data->width;
+  l->inp_floats = (size_t)data->in_channels * data->height * data->width;
+  l->tgt_floats = (size_t)data->out_channels * data->height * data->width;
   l->steps_per_epoch = data->nsamples / ((long)local_batch * dp_size);
   if (l->steps_per_epoch == 0) {
     snprintf(err, errlen, "%ld %s no batch of %d x %d %s (raise limit_nsamples or lower "
@@ -528,8 +532,8 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   if (!l->inp || !l->tgt || !l->state || !l->errors || !l->perm || !l->readers)
     goto oom;
   for (int s = 0; s < l->depth; s++) {
-    l->inp[s] = l->memory.alloc(sizeof(float) * l->sample_floats * (size_t)local_batch);
-    l->tgt[s] = l->memory.alloc(sizeof(float) * l->sample_floats * (size_t)local_batch);
+    l->inp[s] = l->memory.alloc(sizeof(float) * l->inp_floats * (size_t)local_batch);
+    l->tgt[s] = l->memory.alloc(sizeof(float) * l->tgt_floats * (size_t)local_batch);
     if (!l->inp[s] || !l->tgt[s])
       goto oom;
   }

@@ -31,7 +31,8 @@ typedef struct {
   int nfiles;
   long per_file;           /* T */
   int file_channels, file_height, file_width;
-  int channels, height, width, dt; /* what a sample holds (channels = max(in, out)) */
+  int in_channels, out_channels;   /* a sample's input and target: the first channels of their time steps */
+  int height, width, dt;
   long nsamples;           /* after limit_nsamples */
   const float *means, *stds;
   pthread_mutex_t *hdf5_lock; /* libhdf5 is not thread-safe: one lock for all readers */
@@ -43,7 +44,8 @@ typedef struct {
 
 int era5_open(era5_data *data, const char *dir, const train_config *cfg, long limit, const float *means,
               const float *stds, pthread_mutex_t *hdf5_lock, char *err, size_t errlen);
-/* inp, tgt: channels x height x width floats, normalised; NaN/inf are errors. */
+/* inp: in_channels x height x width floats, tgt: out_channels x height x
+ * width, normalised; NaN/inf are errors. */
 int era5_read(era5_data *data, long idx, float *inp, float *tgt, char *err, size_t errlen);
 void era5_close(era5_data *data);
 
@@ -59,7 +61,9 @@ typedef struct {
 typedef struct loader loader;
 
 /* workers: reader threads per batch (num_data_workers; < 1: 1); the ring
- * holds max(workers, 2) batches. */
+ * holds max(workers, 2) batches. A batch is what the model takes as it is:
+ * local_batch inputs of in_channels, then local_batch targets of
+ * out_channels (era5_read's layout). */
 int loader_create(loader **l, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
                   int workers, const loader_memory *memory, char *err, size_t errlen);
 long loader_steps_per_epoch(const loader *l);

@@ -67,9 +67,14 @@ struct model {
   train_config cfg;
   dlpar_ctx *comm;
   void *stream;            /* where the step's work is queued: the CUDA stream, NULL on the CPU */
-  int batch;               /* local batch */
+  vit_dims dims;           /* this rank's sizes (local batch dims.B) */
   char error[DLPAR_ERRLEN];
 };
+
+/* The sizes of the model of cfg on one of tp tensor-parallel ranks with a
+ * local batch of local_batch samples; cfg has passed config_check, so every
+ * size fits the kernels' int dimensions and divides as it must. */
+void vit_dims_fill(vit_dims *dims, const train_config *cfg, int tp, int local_batch);
 
 /* Records a one-line error in m->error and returns status. */
 int model_fail(model *m, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -18,8 +18,6 @@ typedef struct {
 
 typedef struct {
   model base;
-  int B, N, D, Dl, heads, HD, Fl, P, Cin, Cout, H, W, depth;
-  long BT;
   float *params, *grads, *adam_m, *adam_v;
   float *patches, *x_final, *lnf, *lnf_mean, *lnf_rstd, *head, *pred, *lat_w;
   block_acts *blocks;
@@ -67,51 +65,53 @@ static void add_bias_and_residual(float *out, const float *bias, const float *re
 
 static int block_forward(model_cpu *m, int l, float *x_out)
 {
+  const vit_dims *d = &m->base.dims;
   const block_params *p = &m->base.table.blocks[l];
   block_acts *a = &m->blocks[l];
-  const long BT = m->BT;
+  const long BT = d->BT;
   int rc;
   layernorm_fwd_f32(a->ln1, a->ln1_mean, a->ln1_rstd, a->x_in, param(m, p->norm1_w), param(m, p->norm1_b), (int)BT,
-                    m->D, LN_EPS);
-  matmul_fwd_f32(a->q, a->ln1, param(m, p->q_w), param(m, p->q_b), (int)BT, m->D, m->Dl);
-  matmul_fwd_f32(a->k, a->ln1, param(m, p->k_w), param(m, p->k_b), (int)BT, m->D, m->Dl);
-  matmul_fwd_f32(a->v, a->ln1, param(m, p->v_w), param(m, p->v_b), (int)BT, m->D, m->Dl);
-  attention_fwd_f32(a->att, a->lse, a->q, a->k, a->v, m->B, m->N, m->heads, m->HD, 1.0f / sqrtf((float)m->HD));
-  matmul_fwd_f32(a->x_mid, a->att, param(m, p->proj_w), NULL, (int)BT, m->Dl, m->D);
-  if ((rc = tp_sum(m, a->x_mid, (size_t)BT * m->D)) != DLPAR_OK)
+                    d->D, LN_EPS);
+  matmul_fwd_f32(a->q, a->ln1, param(m, p->q_w), param(m, p->q_b), (int)BT, d->D, d->Dl);
+  matmul_fwd_f32(a->k, a->ln1, param(m, p->k_w), param(m, p->k_b), (int)BT, d->D, d->Dl);
+  matmul_fwd_f32(a->v, a->ln1, param(m, p->v_w), param(m, p->v_b), (int)BT, d->D, d->Dl);
+  attention_fwd_f32(a->att, a->lse, a->q, a->k, a->v, d->B, d->N, d->heads, d->HD, 1.0f / sqrtf((float)d->HD));
+  matmul_fwd_f32(a->x_mid, a->att, param(m, p->proj_w), NULL, (int)BT, d->Dl, d->D);
+  if ((rc = tp_sum(m, a->x_mid, (size_t)BT * d->D)) != DLPAR_OK)
     return rc;
-  add_bias_and_residual(a->x_mid, param(m, p->proj_b), a->x_in, BT, m->D);
+  add_bias_and_residual(a->x_mid, param(m, p->proj_b), a->x_in, BT, d->D);
   layernorm_fwd_f32(a->ln2, a->ln2_mean, a->ln2_rstd, a->x_mid, param(m, p->norm2_w), param(m, p->norm2_b), (int)BT,
-                    m->D, LN_EPS);
-  matmul_fwd_f32(a->fc1, a->ln2, param(m, p->fc1_w), param(m, p->fc1_b), (int)BT, m->D, m->Fl);
-  gelu_fwd_f32(a->gelu, a->fc1, (size_t)BT * m->Fl);
-  matmul_fwd_f32(x_out, a->gelu, param(m, p->fc2_w), NULL, (int)BT, m->Fl, m->D);
-  if ((rc = tp_sum(m, x_out, (size_t)BT * m->D)) != DLPAR_OK)
+                    d->D, LN_EPS);
+  matmul_fwd_f32(a->fc1, a->ln2, param(m, p->fc1_w), param(m, p->fc1_b), (int)BT, d->D, d->Fl);
+  gelu_fwd_f32(a->gelu, a->fc1, (size_t)BT * d->Fl);
+  matmul_fwd_f32(x_out, a->gelu, param(m, p->fc2_w), NULL, (int)BT, d->Fl, d->D);
+  if ((rc = tp_sum(m, x_out, (size_t)BT * d->D)) != DLPAR_OK)
     return rc;
-  add_bias_and_residual(x_out, param(m, p->fc2_b), a->x_mid, BT, m->D);
+  add_bias_and_residual(x_out, param(m, p->fc2_b), a->x_mid, BT, d->D);
   return DLPAR_OK;
 }
 
 static int forward(model_cpu *m, const float *inp)
 {
+  const vit_dims *d = &m->base.dims;
   const param_table *t = &m->base.table;
   const float *pos = param(m, t->pos_embed);
   float *x0 = m->blocks[0].x_in;
   int rc;
-  patchify_f32(m->patches, inp, m->B, m->Cin, m->H, m->W, m->P);
-  matmul_fwd_f32(x0, m->patches, param(m, t->patch_w), param(m, t->patch_b), (int)m->BT, m->Cin * m->P * m->P, m->D);
+  patchify_f32(m->patches, inp, d->B, d->Cin, d->H, d->W, d->P);
+  matmul_fwd_f32(x0, m->patches, param(m, t->patch_w), param(m, t->patch_b), (int)d->BT, d->Cin * d->P * d->P, d->D);
 #pragma omp parallel for
-  for (long i = 0; i < m->BT; i++)
-    for (int d = 0; d < m->D; d++)
-      x0[i * m->D + d] += pos[(i % m->N) * m->D + d];
-  for (int l = 0; l < m->depth; l++) {
-    if ((rc = block_forward(m, l, l + 1 < m->depth ? m->blocks[l + 1].x_in : m->x_final)) != DLPAR_OK)
+  for (long i = 0; i < d->BT; i++)
+    for (int c = 0; c < d->D; c++)
+      x0[i * d->D + c] += pos[(i % d->N) * d->D + c];
+  for (int l = 0; l < d->depth; l++) {
+    if ((rc = block_forward(m, l, l + 1 < d->depth ? m->blocks[l + 1].x_in : m->x_final)) != DLPAR_OK)
       return rc;
   }
   layernorm_fwd_f32(m->lnf, m->lnf_mean, m->lnf_rstd, m->x_final, param(m, t->norm_w), param(m, t->norm_b),
-                    (int)m->BT, m->D, LN_EPS);
-  matmul_fwd_f32(m->head, m->lnf, param(m, t->head_w), NULL, (int)m->BT, m->D, m->P * m->P * m->Cout);
-  unpatchify_f32(m->pred, m->head, m->B, m->Cout, m->H, m->W, m->P);
+                    (int)d->BT, d->D, LN_EPS);
+  matmul_fwd_f32(m->head, m->lnf, param(m, t->head_w), NULL, (int)d->BT, d->D, d->P * d->P * d->Cout);
+  unpatchify_f32(m->pred, m->head, d->B, d->Cout, d->H, d->W, d->P);
   return DLPAR_OK;
 }
 
@@ -120,37 +120,38 @@ static int forward(model_cpu *m, const float *inp)
 /* dx: the gradient of the block's output in, of its input out. */
 static int block_backward(model_cpu *m, int l)
 {
+  const vit_dims *d = &m->base.dims;
   const block_params *p = &m->base.table.blocks[l];
   block_acts *a = &m->blocks[l];
-  const long BT = m->BT;
-  const size_t nD = (size_t)BT * m->D;
+  const long BT = d->BT;
+  const size_t nD = (size_t)BT * d->D;
   int rc;
   /* MLP branch */
-  memset(m->dgelu, 0, sizeof(float) * (size_t)BT * m->Fl);
-  matmul_bwd_f32(m->dgelu, grad(m, p->fc2_w), grad(m, p->fc2_b), m->dx, a->gelu, param(m, p->fc2_w), (int)BT, m->Fl,
-                 m->D);
-  gelu_bwd_f32(m->dfc1, a->fc1, m->dgelu, (size_t)BT * m->Fl);
+  memset(m->dgelu, 0, sizeof(float) * (size_t)BT * d->Fl);
+  matmul_bwd_f32(m->dgelu, grad(m, p->fc2_w), grad(m, p->fc2_b), m->dx, a->gelu, param(m, p->fc2_w), (int)BT, d->Fl,
+                 d->D);
+  gelu_bwd_f32(m->dfc1, a->fc1, m->dgelu, (size_t)BT * d->Fl);
   memset(m->dln, 0, sizeof(float) * nD);
-  matmul_bwd_f32(m->dln, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, param(m, p->fc1_w), (int)BT, m->D,
-                 m->Fl);
+  matmul_bwd_f32(m->dln, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, param(m, p->fc1_w), (int)BT, d->D,
+                 d->Fl);
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
   layernorm_bwd_f32(m->dx, grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid, param(m, p->norm2_w),
-                    a->ln2_mean, a->ln2_rstd, (int)BT, m->D);
+                    a->ln2_mean, a->ln2_rstd, (int)BT, d->D);
   /* attention branch */
-  memset(m->datt, 0, sizeof(float) * (size_t)BT * m->Dl);
+  memset(m->datt, 0, sizeof(float) * (size_t)BT * d->Dl);
   matmul_bwd_f32(m->datt, grad(m, p->proj_w), grad(m, p->proj_b), m->dx, a->att, param(m, p->proj_w), (int)BT,
-                 m->Dl, m->D);
-  attention_bwd_f32(m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, m->B, m->N, m->heads, m->HD,
-                    1.0f / sqrtf((float)m->HD));
+                 d->Dl, d->D);
+  attention_bwd_f32(m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, d->B, d->N, d->heads, d->HD,
+                    1.0f / sqrtf((float)d->HD));
   memset(m->dln, 0, sizeof(float) * nD);
-  matmul_bwd_f32(m->dln, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1, param(m, p->q_w), (int)BT, m->D, m->Dl);
-  matmul_bwd_f32(m->dln, grad(m, p->k_w), grad(m, p->k_b), m->dk, a->ln1, param(m, p->k_w), (int)BT, m->D, m->Dl);
-  matmul_bwd_f32(m->dln, grad(m, p->v_w), grad(m, p->v_b), m->dv, a->ln1, param(m, p->v_w), (int)BT, m->D, m->Dl);
+  matmul_bwd_f32(m->dln, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1, param(m, p->q_w), (int)BT, d->D, d->Dl);
+  matmul_bwd_f32(m->dln, grad(m, p->k_w), grad(m, p->k_b), m->dk, a->ln1, param(m, p->k_w), (int)BT, d->D, d->Dl);
+  matmul_bwd_f32(m->dln, grad(m, p->v_w), grad(m, p->v_b), m->dv, a->ln1, param(m, p->v_w), (int)BT, d->D, d->Dl);
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
   layernorm_bwd_f32(m->dx, grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in, param(m, p->norm1_w),
-                    a->ln1_mean, a->ln1_rstd, (int)BT, m->D);
+                    a->ln1_mean, a->ln1_rstd, (int)BT, d->D);
   return DLPAR_OK;
 }
 
@@ -163,30 +164,31 @@ static int buckets_ready(model_cpu *m, int first_done)
 
 static int backward(model_cpu *m, const float *tgt)
 {
+  const vit_dims *d = &m->base.dims;
   const param_table *t = &m->base.table;
   float *dpos = grad(m, t->pos_embed);
   int rc;
-  l2_loss_bwd_f32(m->dpred, m->pred, tgt, m->B, (size_t)m->Cout * m->H * m->W, 1.0f);
-  unpatchify_bwd_f32(m->dhead, m->dpred, m->B, m->Cout, m->H, m->W, m->P);
-  memset(m->dln, 0, sizeof(float) * (size_t)m->BT * m->D);
-  matmul_bwd_f32(m->dln, grad(m, t->head_w), NULL, m->dhead, m->lnf, param(m, t->head_w), (int)m->BT, m->D,
-                 m->P * m->P * m->Cout);
-  memset(m->dx, 0, sizeof(float) * (size_t)m->BT * m->D);
+  l2_loss_bwd_f32(m->dpred, m->pred, tgt, d->B, (size_t)d->Cout * d->H * d->W, 1.0f);
+  unpatchify_bwd_f32(m->dhead, m->dpred, d->B, d->Cout, d->H, d->W, d->P);
+  memset(m->dln, 0, sizeof(float) * (size_t)d->BT * d->D);
+  matmul_bwd_f32(m->dln, grad(m, t->head_w), NULL, m->dhead, m->lnf, param(m, t->head_w), (int)d->BT, d->D,
+                 d->P * d->P * d->Cout);
+  memset(m->dx, 0, sizeof(float) * (size_t)d->BT * d->D);
   layernorm_bwd_f32(m->dx, grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final, param(m, t->norm_w),
-                    m->lnf_mean, m->lnf_rstd, (int)m->BT, m->D);
+                    m->lnf_mean, m->lnf_rstd, (int)d->BT, d->D);
   if ((rc = buckets_ready(m, t->norm_w)) != DLPAR_OK)
     return rc;
-  for (int l = m->depth - 1; l >= 0; l--) {
+  for (int l = d->depth - 1; l >= 0; l--) {
     if ((rc = block_backward(m, l)) != DLPAR_OK || (rc = buckets_ready(m, t->blocks[l].norm1_w)) != DLPAR_OK)
       return rc;
   }
 #pragma omp parallel for
-  for (long n = 0; n < m->N; n++)
-    for (int b = 0; b < m->B; b++)
-      for (int d = 0; d < m->D; d++)
-        dpos[n * m->D + d] += m->dx[((long)b * m->N + n) * m->D + d];
-  matmul_bwd_f32(NULL, grad(m, t->patch_w), grad(m, t->patch_b), m->dx, m->patches, param(m, t->patch_w), (int)m->BT,
-                 m->Cin * m->P * m->P, m->D);
+  for (long n = 0; n < d->N; n++)
+    for (int b = 0; b < d->B; b++)
+      for (int c = 0; c < d->D; c++)
+        dpos[n * d->D + c] += m->dx[((long)b * d->N + n) * d->D + c];
+  matmul_bwd_f32(NULL, grad(m, t->patch_w), grad(m, t->patch_b), m->dx, m->patches, param(m, t->patch_w), (int)d->BT,
+                 d->Cin * d->P * d->P, d->D);
   return buckets_ready(m, 0);
 }
 
@@ -195,6 +197,7 @@ static int backward(model_cpu *m, const float *tgt)
 static int cpu_forward_backward(model *base, const float *inp, const float *tgt)
 {
   model_cpu *m = (model_cpu *)base;
+  const vit_dims *d = &m->base.dims;
   int rc;
   if (!inp) {
     inp = m->last_inp;
@@ -205,7 +208,7 @@ static int cpu_forward_backward(model *base, const float *inp, const float *tgt)
   grad_buckets_reset(&m->buckets);
   if ((rc = forward(m, inp)) != DLPAR_OK)
     return rc;
-  m->metrics.train_loss_sum += l2_loss_fwd_f32(NULL, m->pred, tgt, m->B, (size_t)m->Cout * m->H * m->W);
+  m->metrics.train_loss_sum += l2_loss_fwd_f32(NULL, m->pred, tgt, d->B, (size_t)d->Cout * d->H * d->W);
   m->metrics.train_steps++;
   return backward(m, tgt);
 }
@@ -239,12 +242,13 @@ static int cpu_optimizer_step(model *base, double lr, long t)
 static int cpu_evaluate(model *base, const float *inp, const float *tgt)
 {
   model_cpu *m = (model_cpu *)base;
+  const vit_dims *d = &m->base.dims;
   int rc = forward(m, inp);
   if (rc != DLPAR_OK)
     return rc;
-  m->metrics.val_loss_sum += (double)l2_loss_fwd_f32(NULL, m->pred, tgt, m->B, (size_t)m->Cout * m->H * m->W) * m->B;
-  m->metrics.val_rmse_sum += weighted_rmse_f32(m->pred, tgt, m->lat_w, m->B, m->Cout, m->H, m->W, 0);
-  m->metrics.val_samples += m->B;
+  m->metrics.val_loss_sum += (double)l2_loss_fwd_f32(NULL, m->pred, tgt, d->B, (size_t)d->Cout * d->H * d->W) * d->B;
+  m->metrics.val_rmse_sum += weighted_rmse_f32(m->pred, tgt, m->lat_w, d->B, d->Cout, d->H, d->W, 0);
+  m->metrics.val_samples += d->B;
   return DLPAR_OK;
 }
 
@@ -327,20 +331,21 @@ static int allocate_all(model_cpu *m, allocation *list, int n)
 
 static int allocate(model_cpu *m)
 {
-  const size_t BT = (size_t)m->BT, D = (size_t)m->D, Dl = (size_t)m->Dl, Fl = (size_t)m->Fl;
-  const size_t heads_rows = (size_t)m->B * m->heads * m->N, total = m->base.table.total;
-  const size_t img_out = (size_t)m->B * m->Cout * m->H * m->W, head = BT * m->P * m->P * m->Cout;
+  const vit_dims *d = &m->base.dims;
+  const size_t BT = (size_t)d->BT, D = (size_t)d->D, Dl = (size_t)d->Dl, Fl = (size_t)d->Fl;
+  const size_t heads_rows = (size_t)d->B * d->heads * d->N, total = m->base.table.total;
+  const size_t img_out = (size_t)d->B * d->Cout * d->H * d->W, head = BT * d->P * d->P * d->Cout;
   allocation model_list[] = {
       {&m->params, total}, {&m->grads, total}, {&m->adam_m, total}, {&m->adam_v, total},
-      {&m->patches, BT * m->Cin * m->P * m->P}, {&m->x_final, BT * D}, {&m->lnf, BT * D}, {&m->lnf_mean, BT},
-      {&m->lnf_rstd, BT}, {&m->head, head}, {&m->pred, img_out}, {&m->lat_w, (size_t)m->H},
+      {&m->patches, BT * d->Cin * d->P * d->P}, {&m->x_final, BT * D}, {&m->lnf, BT * D}, {&m->lnf_mean, BT},
+      {&m->lnf_rstd, BT}, {&m->head, head}, {&m->pred, img_out}, {&m->lat_w, (size_t)d->H},
       {&m->dx, BT * D}, {&m->dln, BT * D}, {&m->datt, BT * Dl}, {&m->dq, BT * Dl}, {&m->dk, BT * Dl},
       {&m->dv, BT * Dl}, {&m->dfc1, BT * Fl}, {&m->dgelu, BT * Fl}, {&m->dhead, head}, {&m->dpred, img_out}};
   int rc = allocate_all(m, model_list, (int)(sizeof(model_list) / sizeof(model_list[0])));
-  m->blocks = calloc((size_t)m->depth, sizeof(block_acts));
+  m->blocks = calloc((size_t)d->depth, sizeof(block_acts));
   if (rc != DLPAR_OK || !m->blocks)
     return DLPAR_ERR_SYSTEM;
-  for (int l = 0; l < m->depth; l++) {
+  for (int l = 0; l < d->depth; l++) {
     block_acts *a = &m->blocks[l];
     allocation block_list[] = {{&a->x_in, BT * D}, {&a->ln1, BT * D}, {&a->ln1_mean, BT}, {&a->ln1_rstd, BT},
                                {&a->q, BT * Dl}, {&a->k, BT * Dl}, {&a->v, BT * Dl}, {&a->att, BT * Dl},
@@ -355,6 +360,7 @@ static int allocate(model_cpu *m)
 static void cpu_destroy(model *base)
 {
   model_cpu *m = (model_cpu *)base;
+  const vit_dims *d = &m->base.dims;
   float **model_bufs[] = {&m->params, &m->grads, &m->adam_m, &m->adam_v, &m->patches, &m->x_final, &m->lnf,
                           &m->lnf_mean, &m->lnf_rstd, &m->head, &m->pred, &m->lat_w, &m->dx, &m->dln, &m->datt,
                           &m->dq, &m->dk, &m->dv, &m->dfc1, &m->dgelu, &m->dhead, &m->dpred};
@@ -362,7 +368,7 @@ static void cpu_destroy(model *base)
     return;
   for (size_t i = 0; i < sizeof(model_bufs) / sizeof(model_bufs[0]); i++)
     free(*model_bufs[i]);
-  for (int l = 0; m->blocks && l < m->depth; l++) {
+  for (int l = 0; m->blocks && l < d->depth; l++) {
     block_acts *a = &m->blocks[l];
     float *block_bufs[] = {a->x_in, a->ln1, a->ln1_mean, a->ln1_rstd, a->q, a->k, a->v, a->att, a->lse,
                            a->x_mid, a->ln2, a->ln2_mean, a->ln2_rstd, a->fc1, a->gelu};
@@ -398,19 +404,15 @@ int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int 
     snprintf(err, errlen, "out of memory");
     return DLPAR_ERR_SYSTEM;
   }
-  m->base.ops = &cpu_ops, m->base.cfg = *cfg, m->base.comm = comm, m->base.batch = local_batch;
-  m->B = local_batch, m->P = cfg->patch_size, m->H = cfg->img_size[0], m->W = cfg->img_size[1];
-  m->N = (m->H / m->P) * (m->W / m->P), m->BT = (long)m->B * m->N, m->depth = cfg->depth;
-  m->D = cfg->embed_dim, m->Dl = m->D / info->tp_size, m->heads = cfg->num_heads / info->tp_size;
-  m->HD = m->D / cfg->num_heads, m->Fl = (int)(4L * m->D / info->tp_size);
-  m->Cin = cfg->n_in_channels, m->Cout = cfg->n_out_channels;
-  if (params_build(&m->base.table, cfg, info->tp_size, info->tp_rank) != DLPAR_OK || allocate(m) != DLPAR_OK ||
+  m->base.ops = &cpu_ops, m->base.cfg = *cfg, m->base.comm = comm;
+  vit_dims_fill(&m->base.dims, cfg, info->tp_size, local_batch);
+  if (params_build(&m->base.table, &m->base.dims, info->tp_rank) != DLPAR_OK || allocate(m) != DLPAR_OK ||
       params_init(&m->base.table, cfg->seed, m->params) != DLPAR_OK ||
       grad_buckets_plan(&m->buckets, &m->base.table, cfg->bucket_mb) != DLPAR_OK) {
     snprintf(err, errlen, "out of memory for the model (%.1f GB so far; lower global_batch_size or img_size, or "
              "use more ranks)", (double)m->bytes / 1e9);
     return DLPAR_ERR_SYSTEM;
   }
-  lat_weights_f32(m->lat_w, m->H);
+  lat_weights_f32(m->lat_w, m->base.dims.H);
   return DLPAR_OK;
 }

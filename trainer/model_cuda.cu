@@ -70,8 +70,6 @@ typedef struct {
 
 typedef struct {
   model base;
-  int B, N, D, Dl, heads, HD, Fl, P, Cin, Cout, H, W, depth;
-  long BT;
   dl_dtype act;
   size_t act_bytes;
   cudaStream_t compute, copy, dp;
@@ -164,25 +162,27 @@ static int tp_sum(model_cuda *m, void *buf, size_t n)
 
 static int attention_fwd(model_cuda *m, block_acts *a)
 {
-  const float scale = 1.0f / sqrtf((float)m->HD);
+  const vit_dims *d = &m->base.dims;
+  const float scale = 1.0f / sqrtf((float)d->HD);
 #ifdef HAVE_CUDNN
   if (m->sdpa)
-    return dl_sdpa_fwd(m->sdpa, m->sdpa_ws, a->att, a->lse, a->q, a->k, a->v, m->B, m->N, m->heads, m->HD, scale,
+    return dl_sdpa_fwd(m->sdpa, m->sdpa_ws, a->att, a->lse, a->q, a->k, a->v, d->B, d->N, d->heads, d->HD, scale,
                        m->act, m->compute);
 #endif
-  return dl_attention_fwd(a->att, a->lse, a->q, a->k, a->v, m->B, m->N, m->heads, m->HD, scale, m->act, m->compute);
+  return dl_attention_fwd(a->att, a->lse, a->q, a->k, a->v, d->B, d->N, d->heads, d->HD, scale, m->act, m->compute);
 }
 
 static int attention_bwd(model_cuda *m, block_acts *a)
 {
-  const float scale = 1.0f / sqrtf((float)m->HD);
+  const vit_dims *d = &m->base.dims;
+  const float scale = 1.0f / sqrtf((float)d->HD);
 #ifdef HAVE_CUDNN
   if (m->sdpa)
-    return dl_sdpa_bwd(m->sdpa, m->sdpa_ws, m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, m->B, m->N,
-                       m->heads, m->HD, scale, m->act, m->compute);
+    return dl_sdpa_bwd(m->sdpa, m->sdpa_ws, m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, d->B, d->N,
+                       d->heads, d->HD, scale, m->act, m->compute);
 #endif
-  return dl_attention_bwd(m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, m->delta, m->B, m->N,
-                          m->heads, m->HD, scale, m->act, m->compute);
+  return dl_attention_bwd(m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, m->delta, d->B, d->N,
+                          d->heads, d->HD, scale, m->act, m->compute);
 }
 
 /* attention: cudnn: cuDNN's plans for this shape, built once here (their
@@ -190,6 +190,7 @@ static int attention_bwd(model_cuda *m, block_acts *a)
  * in fp32), one notice and the reference kernels. */
 static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_info *info)
 {
+  const vit_dims *d = &m->base.dims;
 #ifdef HAVE_CUDNN
   const char *why = "cuDNN's attention takes bf16 or fp16 (amp_mode), not fp32";
   int rc;
@@ -197,7 +198,7 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
     return DLPAR_OK;
   if (m->act != DL_F32) {
     CHECK_DL(m, dl_sdpa_create(&m->sdpa));
-    rc = dl_sdpa_plan(m->sdpa, m->B, m->N, m->heads, m->HD, m->act, &m->sdpa_ws_bytes);
+    rc = dl_sdpa_plan(m->sdpa, d->B, d->N, d->heads, d->HD, m->act, &m->sdpa_ws_bytes);
     if (rc == 0)
       return DLPAR_OK;
     if (!dl_sdpa_unsupported(rc))
@@ -208,7 +209,7 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
   }
   if (info->rank == 0)
     printf("dlpar-train: attention: no cuDNN plan for %d heads of size %d over %d tokens (%s): using the reference "
-           "kernels (attention: reference)\n", m->heads, m->HD, m->N, why);
+           "kernels (attention: reference)\n", d->heads, d->HD, d->N, why);
   fflush(stdout);
 #else
   (void)m, (void)cfg, (void)info;
@@ -220,7 +221,8 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
  * activations; dl_gelu_epilogue), else the exact kernels with one notice. */
 static int plan_gelu(model_cuda *m, const dlpar_info *info)
 {
-  CHECK_DL(m, dl_gelu_epilogue(m->blas, (int)m->BT, m->D, m->Fl, m->D, m->act, &m->gelu_fused));
+  const vit_dims *d = &m->base.dims;
+  CHECK_DL(m, dl_gelu_epilogue(m->blas, (int)d->BT, d->D, d->Fl, d->D, m->act, &m->gelu_fused));
   if (!m->gelu_fused && info->rank == 0)
     printf("dlpar-train: GELU: separate exact-GELU kernels, not the GEMM epilogues (%s)\n",
            m->act == DL_F32 ? "amp_mode none: cuBLASLt's GELU is the tanh approximation"
@@ -236,10 +238,11 @@ static int plan_gelu(model_cuda *m, const dlpar_info *info)
  * with the next norm: the next block's ln1, or the final norm. */
 static int block_forward(model_cuda *m, int l)
 {
+  const vit_dims *d = &m->base.dims;
   const block_params *p = &m->base.table.blocks[l];
   block_acts *a = &m->blocks[l];
-  const int BT = (int)m->BT;
-  const bool last = l + 1 == m->depth;
+  const int BT = (int)d->BT;
+  const bool last = l + 1 == d->depth;
   const param_table *t = &m->base.table;
   void *x_out = last ? m->x_final : m->blocks[l + 1].x_in, *ln_next = last ? m->lnf : m->blocks[l + 1].ln1;
   float *mean_next = last ? m->lnf_mean : m->blocks[l + 1].ln1_mean;
@@ -247,43 +250,44 @@ static int block_forward(model_cuda *m, int l)
   const int norm_w = last ? t->norm_w : t->blocks[l + 1].norm1_w, norm_b = last ? t->norm_b : t->blocks[l + 1].norm1_b;
   int rc;
   /* q, k, v in one GEMM: the fused [3 Dl x D] weight and [3 Dl] bias (params.h) into the q, k, v planes */
-  CHECK_DL(m, dl_matmul_fwd_planes(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), 3, BT, m->D, m->Dl,
+  CHECK_DL(m, dl_matmul_fwd_planes(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), 3, BT, d->D, d->Dl,
                                    m->act, m->compute));
   CHECK_DL(m, attention_fwd(m, a));
   /* row-parallel proj: partial sums, reduced over tp, then bias + residual + norm2 */
-  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->att, weight(m, p->proj_w), NULL, BT, m->Dl, m->D, m->act, m->compute));
-  if ((rc = tp_sum(m, m->dln, (size_t)BT * m->D)) != DLPAR_OK)
+  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->att, weight(m, p->proj_w), NULL, BT, d->Dl, d->D, m->act, m->compute));
+  if ((rc = tp_sum(m, m->dln, (size_t)BT * d->D)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_residual_layernorm_fwd(a->x_mid, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_in, m->dln, param(m, p->proj_b),
-                                        param(m, p->norm2_w), param(m, p->norm2_b), BT, m->D, LN_EPS, m->act, m->compute));
+                                        param(m, p->norm2_w), param(m, p->norm2_b), BT, d->D, LN_EPS, m->act, m->compute));
   CHECK_DL(m, dl_matmul_gelu_fwd(m->blas, m->gelu_fused, a->gelu, a->fc1, a->ln2, weight(m, p->fc1_w),
-                                 weight(m, p->fc1_b), BT, m->D, m->Fl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->gelu, weight(m, p->fc2_w), NULL, BT, m->Fl, m->D, m->act, m->compute));
-  if ((rc = tp_sum(m, m->dln, (size_t)BT * m->D)) != DLPAR_OK)
+                                 weight(m, p->fc1_b), BT, d->D, d->Fl, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->gelu, weight(m, p->fc2_w), NULL, BT, d->Fl, d->D, m->act, m->compute));
+  if ((rc = tp_sum(m, m->dln, (size_t)BT * d->D)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_residual_layernorm_fwd(x_out, ln_next, mean_next, rstd_next, a->x_mid, m->dln, param(m, p->fc2_b),
-                                        param(m, norm_w), param(m, norm_b), BT, m->D, LN_EPS, m->act, m->compute));
+                                        param(m, norm_w), param(m, norm_b), BT, d->D, LN_EPS, m->act, m->compute));
   return DLPAR_OK;
 }
 
 static int forward(model_cuda *m, const float *inp)
 {
+  const vit_dims *d = &m->base.dims;
   const param_table *t = &m->base.table;
   block_acts *first = &m->blocks[0];
   int rc;
-  CHECK_DL(m, dl_patchify(m->patches, inp, m->B, m->Cin, m->H, m->W, m->P, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, first->x_in, m->patches, weight(m, t->patch_w), weight(m, t->patch_b), (int)m->BT,
-                            m->Cin * m->P * m->P, m->D, m->act, m->compute));
-  CHECK_DL(m, dl_add_pos_embed(first->x_in, param(m, t->pos_embed), m->B, m->N, m->D, m->act, m->compute));
+  CHECK_DL(m, dl_patchify(m->patches, inp, d->B, d->Cin, d->H, d->W, d->P, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, first->x_in, m->patches, weight(m, t->patch_w), weight(m, t->patch_b), (int)d->BT,
+                            d->Cin * d->P * d->P, d->D, m->act, m->compute));
+  CHECK_DL(m, dl_add_pos_embed(first->x_in, param(m, t->pos_embed), d->B, d->N, d->D, m->act, m->compute));
   CHECK_DL(m, dl_layernorm_fwd(first->ln1, first->ln1_mean, first->ln1_rstd, first->x_in, param(m, t->blocks[0].norm1_w),
-                               param(m, t->blocks[0].norm1_b), (int)m->BT, m->D, LN_EPS, m->act, m->compute));
-  for (int l = 0; l < m->depth; l++) {
+                               param(m, t->blocks[0].norm1_b), (int)d->BT, d->D, LN_EPS, m->act, m->compute));
+  for (int l = 0; l < d->depth; l++) {
     if ((rc = block_forward(m, l)) != DLPAR_OK)
       return rc;
   }
-  CHECK_DL(m, dl_matmul_fwd(m->blas, m->head, m->lnf, weight(m, t->head_w), NULL, (int)m->BT, m->D,
-                            m->P * m->P * m->Cout, m->act, m->compute));
-  CHECK_DL(m, dl_unpatchify(m->pred, m->head, m->B, m->Cout, m->H, m->W, m->P, m->act, m->compute));
+  CHECK_DL(m, dl_matmul_fwd(m->blas, m->head, m->lnf, weight(m, t->head_w), NULL, (int)d->BT, d->D,
+                            d->P * d->P * d->Cout, m->act, m->compute));
+  CHECK_DL(m, dl_unpatchify(m->pred, m->head, d->B, d->Cout, d->H, d->W, d->P, m->act, m->compute));
   return DLPAR_OK;
 }
 
@@ -302,57 +306,59 @@ static int grads_ready(model_cuda *m, int event, int first_done)
 
 static int block_backward(model_cuda *m, int l)
 {
+  const vit_dims *d = &m->base.dims;
   const block_params *p = &m->base.table.blocks[l];
   block_acts *a = &m->blocks[l];
-  const int BT = (int)m->BT;
-  const size_t nD = (size_t)BT * m->D;
+  const int BT = (int)d->BT;
+  const size_t nD = (size_t)BT * d->D;
   int rc;
   /* MLP branch; dx holds the gradient of the block's output */
   CHECK_DL(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, m->dfc1, m->dgelu, a->fc1, grad(m, p->fc2_w),
-                                 grad(m, p->fc2_b), m->dx, a->gelu, weight(m, p->fc2_w), BT, m->Fl, m->D, m->act,
+                                 grad(m, p->fc2_b), m->dx, a->gelu, weight(m, p->fc2_w), BT, d->Fl, d->D, m->act,
                                  m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, weight(m, p->fc1_w),
-                            BT, m->D, m->Fl, m->act, m->compute));
+                            BT, d->D, d->Fl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid, param(m, p->norm2_w),
-                               a->ln2_mean, a->ln2_rstd, BT, m->D, m->reduce_ws, m->act, m->compute));
+                               a->ln2_mean, a->ln2_rstd, BT, d->D, m->reduce_ws, m->act, m->compute));
   /* attention branch */
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx, a->att,
-                            weight(m, p->proj_w), BT, m->Dl, m->D, m->act, m->compute));
+                            weight(m, p->proj_w), BT, d->Dl, d->D, m->act, m->compute));
   CHECK_DL(m, attention_bwd(m, a));
   CHECK_DL(m, dl_matmul_bwd_planes(m->blas, m->dln, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1,
-                                   weight(m, p->q_w), 3, BT, m->D, m->Dl, m->act, m->compute));
+                                   weight(m, p->q_w), 3, BT, d->D, d->Dl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in, param(m, p->norm1_w),
-                               a->ln1_mean, a->ln1_rstd, BT, m->D, m->reduce_ws, m->act, m->compute));
+                               a->ln1_mean, a->ln1_rstd, BT, d->D, m->reduce_ws, m->act, m->compute));
   return DLPAR_OK;
 }
 
 static int backward(model_cuda *m, const float *tgt)
 {
+  const vit_dims *d = &m->base.dims;
   const param_table *t = &m->base.table;
-  const size_t img = (size_t)m->Cout * m->H * m->W;
+  const size_t img = (size_t)d->Cout * d->H * d->W;
   int rc;
   /* dloss is the loss scale (1 but in fp16): gradients come out scaled, Adam unscales */
-  CHECK_DL(m, dl_l2_loss_bwd(m->dpred, m->loss_sums, m->pred, tgt, m->B, img, m->loss_scale, m->compute));
-  CHECK_DL(m, dl_unpatchify_bwd(m->dhead, m->dpred, m->B, m->Cout, m->H, m->W, m->P, m->act, m->compute));
+  CHECK_DL(m, dl_l2_loss_bwd(m->dpred, m->loss_sums, m->pred, tgt, d->B, img, m->loss_scale, m->compute));
+  CHECK_DL(m, dl_unpatchify_bwd(m->dhead, m->dpred, d->B, d->Cout, d->H, d->W, d->P, m->act, m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, t->head_w), NULL, m->dhead, m->lnf, weight(m, t->head_w),
-                            (int)m->BT, m->D, m->P * m->P * m->Cout, m->act, m->compute));
-  CHECK_DL(m, cudaMemsetAsync(m->dx, 0, (size_t)m->BT * m->D * m->act_bytes, m->compute));
+                            (int)d->BT, d->D, d->P * d->P * d->Cout, m->act, m->compute));
+  CHECK_DL(m, cudaMemsetAsync(m->dx, 0, (size_t)d->BT * d->D * m->act_bytes, m->compute));
   CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final, param(m, t->norm_w),
-                               m->lnf_mean, m->lnf_rstd, (int)m->BT, m->D, m->reduce_ws, m->act, m->compute));
-  if ((rc = grads_ready(m, m->depth, t->norm_w)) != DLPAR_OK)
+                               m->lnf_mean, m->lnf_rstd, (int)d->BT, d->D, m->reduce_ws, m->act, m->compute));
+  if ((rc = grads_ready(m, d->depth, t->norm_w)) != DLPAR_OK)
     return rc;
-  for (int l = m->depth - 1; l >= 0; l--) {
+  for (int l = d->depth - 1; l >= 0; l--) {
     if ((rc = block_backward(m, l)) != DLPAR_OK || (rc = grads_ready(m, l, t->blocks[l].norm1_w)) != DLPAR_OK)
       return rc;
   }
-  CHECK_DL(m, dl_pos_embed_bwd(grad(m, t->pos_embed), m->dx, m->B, m->N, m->D, m->act, m->compute));
+  CHECK_DL(m, dl_pos_embed_bwd(grad(m, t->pos_embed), m->dx, d->B, d->N, d->D, m->act, m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, NULL, 0, grad(m, t->patch_w), grad(m, t->patch_b), m->dx, m->patches,
-                            weight(m, t->patch_w), (int)m->BT, m->Cin * m->P * m->P, m->D, m->act, m->compute));
-  if ((rc = grads_ready(m, m->depth + 1, 0)) != DLPAR_OK)
+                            weight(m, t->patch_w), (int)d->BT, d->Cin * d->P * d->P, d->D, m->act, m->compute));
+  if ((rc = grads_ready(m, d->depth + 1, 0)) != DLPAR_OK)
     return rc;
   /* the optimizer (compute stream) waits for the last bucket */
   CHECK_DL(m, cudaEventRecord(m->dp_done, m->dp));
@@ -368,8 +374,9 @@ static int backward(model_cuda *m, const float *tgt)
  * Returns once the host memory may be reused. */
 static int stage_batch(model_cuda *m, const float *inp, const float *tgt, int *slot)
 {
-  const size_t in_bytes = sizeof(float) * (size_t)m->B * m->Cin * m->H * m->W;
-  const size_t out_bytes = sizeof(float) * (size_t)m->B * m->Cout * m->H * m->W;
+  const vit_dims *d = &m->base.dims;
+  const size_t in_bytes = sizeof(float) * (size_t)d->B * d->Cin * d->H * d->W;
+  const size_t out_bytes = sizeof(float) * (size_t)d->B * d->Cout * d->H * d->W;
   const int s = m->slot;
   m->slot ^= 1;
   *slot = s;
@@ -384,12 +391,13 @@ static int stage_batch(model_cuda *m, const float *inp, const float *tgt, int *s
 
 static int step_body(model_cuda *m, int s)
 {
+  const vit_dims *d = &m->base.dims;
   int rc;
   CHECK_DL(m, cudaMemsetAsync(m->grads, 0, sizeof(float) * m->base.table.total, m->compute));
   if ((rc = forward(m, m->inp[s])) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt[s], m->B,
-                             (size_t)m->Cout * m->H * m->W, m->compute));
+  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
+                             (size_t)d->Cout * d->H * d->W, m->compute));
   return backward(m, m->tgt[s]);
 }
 
@@ -475,15 +483,16 @@ static int cuda_optimizer_step(model *base, double lr, long t)
 static int cuda_evaluate(model *base, const float *inp, const float *tgt)
 {
   model_cuda *m = (model_cuda *)base;
+  const vit_dims *d = &m->base.dims;
   int s, rc;
   if ((rc = stage_batch(m, inp, tgt, &s)) != DLPAR_OK || (rc = forward(m, m->inp[s])) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], m->B,
-                             (size_t)m->Cout * m->H * m->W, m->compute));
-  CHECK_DL(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->pred, m->tgt[s], m->lat_w, m->B, m->Cout, m->H, m->W,
+  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
+                             (size_t)d->Cout * d->H * d->W, m->compute));
+  CHECK_DL(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->pred, m->tgt[s], m->lat_w, d->B, d->Cout, d->H, d->W,
                                0, m->compute));
   CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
-  m->val_samples += m->B;
+  m->val_samples += d->B;
   return DLPAR_OK;
 }
 
@@ -508,6 +517,7 @@ static int cuda_post_metrics(model *base)
 static int cuda_take_metrics(model *base, model_metrics *out)
 {
   model_cuda *m = (model_cuda *)base;
+  const vit_dims *d = &m->base.dims;
   memset(out, 0, sizeof(*out));
   if (!m->metrics_pending)
     return DLPAR_OK;
@@ -515,7 +525,7 @@ static int cuda_take_metrics(model *base, model_metrics *out)
   out->train_loss_sum = m->posted_sums[SUM_TRAIN_LOSS];
   out->train_steps = m->posted_train_steps;
   out->skipped_steps = (long)m->posted_sums[SUM_SKIPPED];
-  out->val_loss_sum = (double)m->posted_sums[SUM_VAL_LOSS] * m->B; /* the kernel adds batch means */
+  out->val_loss_sum = (double)m->posted_sums[SUM_VAL_LOSS] * d->B; /* the kernel adds batch means */
   out->val_rmse_sum = m->posted_sums[SUM_VAL_RMSE];
   out->val_samples = m->posted_val_samples;
   m->metrics_pending = false;
@@ -598,24 +608,25 @@ static void *plane(void *first, int i, size_t bytes)
 /* Lays the arena out (a first pass with no arena measures it). */
 static void layout(model_cuda *m)
 {
-  const size_t BT = (size_t)m->BT, D = (size_t)m->D, Dl = (size_t)m->Dl, Fl = (size_t)m->Fl, a = m->act_bytes;
-  const size_t total = m->base.table.total, img_in = (size_t)m->B * m->Cin * m->H * m->W;
-  const size_t img_out = (size_t)m->B * m->Cout * m->H * m->W, head = BT * m->P * m->P * m->Cout;
-  const size_t rows = (size_t)m->B * m->heads * m->N, widest = BT * (Fl > D ? Fl : D);
+  const vit_dims *d = &m->base.dims;
+  const size_t BT = (size_t)d->BT, D = (size_t)d->D, Dl = (size_t)d->Dl, Fl = (size_t)d->Fl, a = m->act_bytes;
+  const size_t total = m->base.table.total, img_in = (size_t)d->B * d->Cin * d->H * d->W;
+  const size_t img_out = (size_t)d->B * d->Cout * d->H * d->W, head = BT * d->P * d->P * d->Cout;
+  const size_t rows = (size_t)d->B * d->heads * d->N, widest = BT * (Fl > D ? Fl : D);
   size_t scratch_floats = total > img_out ? total : img_out;
   m->arena_used = 0;
   m->params = (float *)take(m, 4 * total), m->grads = (float *)take(m, 4 * total);
   m->adam_m = (float *)take(m, 4 * total), m->adam_v = (float *)take(m, 4 * total);
   m->params_act = m->act == DL_F32 ? m->params : take(m, a * total);
   m->lr_t = (float *)take(m, 8), m->loss_scale = (float *)take(m, 4);
-  m->metric_sums = (float *)take(m, 4 * (size_t)(N_SUMS + m->B));
-  m->loss_sums = (float *)take(m, 8 * (size_t)m->B), m->found_inf = (int *)take(m, 4), m->clean_steps = (int *)take(m, 4);
+  m->metric_sums = (float *)take(m, 4 * (size_t)(N_SUMS + d->B));
+  m->loss_sums = (float *)take(m, 8 * (size_t)d->B), m->found_inf = (int *)take(m, 4), m->clean_steps = (int *)take(m, 4);
   for (int s = 0; s < 2; s++)
     m->inp[s] = (float *)take(m, 4 * img_in), m->tgt[s] = (float *)take(m, 4 * img_out);
-  m->patches = take(m, a * BT * m->Cin * m->P * m->P), m->x_final = take(m, a * BT * D), m->lnf = take(m, a * BT * D);
+  m->patches = take(m, a * BT * d->Cin * d->P * d->P), m->x_final = take(m, a * BT * D), m->lnf = take(m, a * BT * D);
   m->head = take(m, a * head), m->lnf_mean = (float *)take(m, 4 * BT), m->lnf_rstd = (float *)take(m, 4 * BT);
-  m->pred = (float *)take(m, 4 * img_out), m->lat_w = (float *)take(m, 4 * (size_t)m->H);
-  for (int l = 0; l < m->depth; l++) {
+  m->pred = (float *)take(m, 4 * img_out), m->lat_w = (float *)take(m, 4 * (size_t)d->H);
+  for (int l = 0; l < d->depth; l++) {
     block_acts *b = &m->blocks[l];
     b->x_in = take(m, a * BT * D), b->ln1 = take(m, a * BT * D), b->q = take(m, 3 * a * BT * Dl);
     b->k = plane(b->q, 1, a * BT * Dl), b->v = plane(b->q, 2, a * BT * Dl), b->att = take(m, a * BT * Dl);
@@ -630,13 +641,14 @@ static void layout(model_cuda *m)
   m->dgelu = m->gelu_fused ? NULL : take(m, a * BT * Fl), m->dhead = take(m, a * head);
   m->dpred = (float *)take(m, 4 * scratch_floats), m->delta = (float *)take(m, 4 * (rows > 64 ? rows : 64));
   m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;
-  m->reduce_ws = (float *)take(m, dl_column_partials_bytes((int)BT, 2 * m->D));
+  m->reduce_ws = (float *)take(m, dl_column_partials_bytes((int)BT, 2 * d->D));
 }
 
 static int create_device_state(model_cuda *m)
 {
+  const vit_dims *d = &m->base.dims;
   float *host_params = (float *)malloc(sizeof(float) * m->base.table.total);
-  float *lat_w = (float *)malloc(sizeof(float) * (size_t)m->H);
+  float *lat_w = (float *)malloc(sizeof(float) * (size_t)d->H);
   const float one = 1.0f, fp16_scale = FP16_INITIAL_SCALE;
   int rc = !host_params || !lat_w ? DLPAR_ERR_SYSTEM : params_init(&m->base.table, m->base.cfg.seed, host_params);
   if (rc != DLPAR_OK) {
@@ -644,9 +656,9 @@ static int create_device_state(model_cuda *m)
     free(lat_w);
     return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the initial weights");
   }
-  lat_weights_f32(lat_w, m->H);
+  lat_weights_f32(lat_w, d->H);
   rc = m->base.ops->write_tensor(&m->base, TENSOR_PARAMS, host_params);
-  if (rc == DLPAR_OK && cudaMemcpy(m->lat_w, lat_w, sizeof(float) * (size_t)m->H, cudaMemcpyHostToDevice) != cudaSuccess)
+  if (rc == DLPAR_OK && cudaMemcpy(m->lat_w, lat_w, sizeof(float) * (size_t)d->H, cudaMemcpyHostToDevice) != cudaSuccess)
     rc = model_fail(&m->base, DLPAR_ERR_CUDA, "cannot copy the latitude weights to the device");
   free(host_params);
   free(lat_w);
@@ -658,6 +670,7 @@ static int create_device_state(model_cuda *m)
 
 static int create_streams(model_cuda *m)
 {
+  const vit_dims *d = &m->base.dims;
   CHECK_DL(m, cudaStreamCreateWithFlags(&m->compute, cudaStreamNonBlocking));
   CHECK_DL(m, cudaStreamCreateWithFlags(&m->copy, cudaStreamNonBlocking));
   CHECK_DL(m, cudaStreamCreateWithFlags(&m->dp, cudaStreamNonBlocking));
@@ -666,7 +679,7 @@ static int create_streams(model_cuda *m)
     CHECK_DL(m, cudaEventCreateWithFlags(&m->consumed[s], cudaEventDisableTiming));
     CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
   }
-  for (int e = 0; e < m->depth + 2; e++)
+  for (int e = 0; e < d->depth + 2; e++)
     CHECK_DL(m, cudaEventCreateWithFlags(&m->grads_ready[e], cudaEventDisableTiming));
   CHECK_DL(m, cudaEventCreateWithFlags(&m->dp_done, cudaEventDisableTiming));
   CHECK_DL(m, cudaEventCreateWithFlags(&m->dp_enqueued, cudaEventDisableTiming));
@@ -683,6 +696,7 @@ static int create_streams(model_cuda *m)
 static void cuda_destroy(model *base)
 {
   model_cuda *m = (model_cuda *)base;
+  const vit_dims *d = &m->base.dims;
   if (!m)
     return;
   if (m->compute)
@@ -695,7 +709,7 @@ static void cuda_destroy(model *base)
   }
   if (m->graph_adam.exec)
     cudaGraphExecDestroy(m->graph_adam.exec);
-  for (int e = 0; m->grads_ready && e < m->depth + 2; e++)
+  for (int e = 0; m->grads_ready && e < d->depth + 2; e++)
     cudaEventDestroy(m->grads_ready[e]);
   cudaEventDestroy(m->dp_done);
   cudaEventDestroy(m->dp_enqueued);
@@ -739,22 +753,18 @@ static int reserve_kernel_stack(model_cuda *m)
 
 static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info)
 {
+  const vit_dims *d = &m->base.dims;
   int rc;
   m->act = cfg->amp == AMP_BF16 ? DL_BF16 : cfg->amp == AMP_FP16 ? DL_F16 : DL_F32;
   m->act_bytes = dl_dtype_bytes(m->act);
-  m->B = m->base.batch, m->P = cfg->patch_size, m->H = cfg->img_size[0], m->W = cfg->img_size[1];
-  m->N = (m->H / m->P) * (m->W / m->P), m->BT = (long)m->B * m->N, m->depth = cfg->depth;
-  m->D = cfg->embed_dim, m->Dl = m->D / info->tp_size, m->heads = cfg->num_heads / info->tp_size;
-  m->HD = m->D / cfg->num_heads, m->Fl = 4 * m->D / info->tp_size;
-  m->Cin = cfg->n_in_channels, m->Cout = cfg->n_out_channels;
-  m->blocks = (block_acts *)calloc((size_t)m->depth, sizeof(block_acts));
-  m->grads_ready = (cudaEvent_t *)calloc((size_t)m->depth + 2, sizeof(cudaEvent_t));
-  if (!m->blocks || !m->grads_ready || params_build(&m->base.table, cfg, info->tp_size, info->tp_rank) != DLPAR_OK ||
+  m->blocks = (block_acts *)calloc((size_t)d->depth, sizeof(block_acts));
+  m->grads_ready = (cudaEvent_t *)calloc((size_t)d->depth + 2, sizeof(cudaEvent_t));
+  if (!m->blocks || !m->grads_ready || params_build(&m->base.table, d, info->tp_rank) != DLPAR_OK ||
       grad_buckets_plan(&m->buckets, &m->base.table, cfg->bucket_mb) != DLPAR_OK)
     return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
-  if (m->HD > 128)
+  if (d->HD > 128)
     return model_fail(&m->base, DLPAR_ERR_INPUT, "head size %d: the CUDA attention takes at most 128 (raise num_heads)",
-                      m->HD);
+                      d->HD);
   if ((rc = create_streams(m)) != DLPAR_OK || (rc = reserve_kernel_stack(m)) != DLPAR_OK)
     return rc;
   CHECK_DL(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
@@ -791,7 +801,8 @@ extern "C" int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx
     snprintf(err, errlen, "out of memory");
     return DLPAR_ERR_SYSTEM;
   }
-  m->base.ops = &cuda_ops, m->base.cfg = *cfg, m->base.comm = comm, m->base.batch = local_batch;
+  m->base.ops = &cuda_ops, m->base.cfg = *cfg, m->base.comm = comm;
+  vit_dims_fill(&m->base.dims, cfg, dlpar_get_info(comm)->tp_size, local_batch);
   rc = create(m, cfg, dlpar_get_info(comm));
   if (rc != DLPAR_OK)
     snprintf(err, errlen, "%s", m->base.error);

@@ -81,25 +81,24 @@ static void add_block(param_table *t, int i, long D)
 #undef NAME
 }
 
-int params_build(param_table *t, const train_config *cfg, int tp, int tp_rank)
+int params_build(param_table *t, const vit_dims *dims, int tp_rank)
 {
-  const long D = cfg->embed_dim, C = cfg->n_in_channels, P = cfg->patch_size;
-  const long N = (long)(cfg->img_size[0] / cfg->patch_size) * (cfg->img_size[1] / cfg->patch_size);
-  const long conv_shape[4] = {D, C, P, P}, conv_bias_shape[1] = {D}, pos_shape[3] = {1, N, D};
+  const long D = dims->D, C = dims->Cin, P = dims->P;
+  const long conv_shape[4] = {D, C, P, P}, conv_bias_shape[1] = {D}, pos_shape[3] = {1, dims->N, D};
   memset(t, 0, sizeof(*t));
-  t->tp = tp, t->tp_rank = tp_rank, t->depth = cfg->depth;
-  t->p = calloc(6 + 16 * (size_t)cfg->depth, sizeof(param_info));
-  t->blocks = calloc((size_t)cfg->depth, sizeof(block_params));
+  t->tp = dims->tp, t->tp_rank = tp_rank, t->depth = dims->depth;
+  t->p = calloc(6 + 16 * (size_t)dims->depth, sizeof(param_info));
+  t->blocks = calloc((size_t)dims->depth, sizeof(block_params));
   if (!t->p || !t->blocks)
     return DLPAR_ERR_SYSTEM;
   t->patch_w = add(t, "patch_embed.proj.weight", 4, conv_shape, SPLIT_NONE, INIT_KAIMING_UNIFORM, C * P * P);
   t->patch_b = add(t, "patch_embed.proj.bias", 1, conv_bias_shape, SPLIT_NONE, INIT_FAN_IN_UNIFORM, C * P * P);
   t->pos_embed = add(t, "pos_embed", 3, pos_shape, SPLIT_NONE, INIT_TRUNC_NORMAL, 0);
-  for (int i = 0; i < cfg->depth; i++)
+  for (int i = 0; i < dims->depth; i++)
     add_block(t, i, D);
   t->norm_w = add_vector(t, "norm.weight", D, SPLIT_NONE, INIT_ONES);
   t->norm_b = add_vector(t, "norm.bias", D, SPLIT_NONE, INIT_ZEROS);
-  t->head_w = add_matrix(t, "head.weight", (long)cfg->n_out_channels * P * P, D, SPLIT_NONE);
+  t->head_w = add_matrix(t, "head.weight", (long)dims->Cout * P * P, D, SPLIT_NONE);
   return DLPAR_OK;
 }
 

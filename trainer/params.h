@@ -14,7 +14,24 @@
 
 #include <stddef.h>
 
-#include "trainer/train_config.h"
+/* The Vision Transformer's sizes as one rank sees them: filled once from
+ * the config, the tensor-parallel size and the local batch (vit_dims_fill,
+ * trainer/model_common.c) and read by the parameter table, both models and
+ * the loop; nothing recomputes them. Declared here, below model.h, because
+ * the parameter table is built from it. */
+typedef struct {
+  int B;         /* local batch (samples) */
+  int H, W, P;   /* image height and width, patch size */
+  int N;         /* tokens per image: (H/P) (W/P) */
+  long BT;       /* tokens of the local batch: B N */
+  int Cin, Cout; /* input and output channels */
+  int D, depth;  /* embedding width, blocks */
+  int HD;        /* head size: D / num_heads */
+  int tp;        /* tensor-parallel ranks */
+  int Dl;        /* this rank's attention width: D / tp */
+  int heads;     /* this rank's heads: num_heads / tp */
+  int Fl;        /* this rank's MLP width: 4 D / tp */
+} vit_dims;
 
 typedef enum { SPLIT_NONE = 0, SPLIT_ROWS, SPLIT_COLS } param_split;
 typedef enum { INIT_TRUNC_NORMAL, INIT_ZEROS, INIT_ONES, INIT_KAIMING_UNIFORM, INIT_FAN_IN_UNIFORM } param_init;
@@ -49,8 +66,8 @@ typedef struct {
   int depth;
 } param_table;
 
-/* cfg has passed config_check, so every size fits the kernels' int dimensions. */
-int params_build(param_table *t, const train_config *cfg, int tp, int tp_rank);
+/* The table of tensor-parallel rank tp_rank of dims->tp. */
+int params_build(param_table *t, const vit_dims *dims, int tp_rank);
 void params_free(param_table *t);
 /* Fills the flat local buffer with the initial values (seed from the config). */
 int params_init(const param_table *t, long seed, float *flat);

@@ -3,7 +3,9 @@
  * config -> grid checks -> data (HDF5, prefetch) -> model -> [resume] ->
  * steps: batch -> forward/backward (tp + dp collectives through libdlpar)
  * -> Adam at the cosine schedule's rate -> metrics, stop requests,
- * checkpoints; validation and the tutorial's epoch lines each epoch. */
+ * checkpoints; validation and the tutorial's epoch lines each epoch.
+ * --benchy runs these steps in benchy.c instead (state and shared steps:
+ * train.h). */
 #include "config.h"
 
 #include <cblas.h>
@@ -15,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,45 +31,10 @@
 #include "trainer/metrics.h"
 #include "trainer/model.h"
 #include "trainer/progress.h"
+#include "trainer/train.h"
 #include "trainer/train_config.h"
 
-/* The ranks' host-side step times, every skew_every steps: each rank posts
- * its mean busy time (wall less the time blocked in collectives) over the
- * interval; the gather is read one interval later (no synchronisation). */
-typedef struct {
-  double start, waited;  /* dlpar_now() and dlpar_wait_seconds() at the last post */
-  long posted_step;      /* the step of the posted interval; 0: none */
-  double *times;         /* every rank's, by rank; then the same sorted */
-} step_skew;
-
-typedef struct {
-  dlpar_ctx *comm;
-  const dlpar_info *info;
-  config_set config;
-  char config_yaml[16384];
-  char run_dir[PATH_MAX];
-  float *means, *stds;
-  pthread_mutex_t hdf5_lock;
-  era5_data train_data, valid_data;
-  loader *train, *valid;
-  model *net;
-  metrics_writer *metrics;
-  progress *progress; /* rank 0's progress line; NULL: none */
-  float *inp_packed, *tgt_packed; /* when a sample holds more channels than in or out */
-  checkpoint_position pos;
-  long epochs, total_steps;  /* the tutorial's whole epochs, and their steps */
-  long schedule_steps;       /* the cosine schedule's length, as the tutorial computes it */
-  long steps_this_run;
-  long skipped_steps;  /* this run's steps with a non-finite loss or gradients */
-  long saved_step;     /* the last checkpoint's step, -1: none yet */
-  bool on_gpu;
-  step_skew skew;
-} trainer;
-
-/* Ends the step (after dlpar_init) with one line. An error every rank
- * finds alike is printed by rank 0 alone (dlpar_abort_shared); one that may
- * be this rank's alone (every_rank) by each rank that finds it, with its rank. */
-static void __attribute__((noreturn, format(printf, 3, 4))) die(trainer *t, bool every_rank, const char *fmt, ...)
+void train_die(trainer *t, bool every_rank, const char *fmt, ...)
 {
   char message[2 * DLPAR_ERRLEN], line[2 * DLPAR_ERRLEN + 64];
   va_list ap;
@@ -87,8 +53,7 @@ static void __attribute__((noreturn, format(printf, 3, 4))) die(trainer *t, bool
   dlpar_abort_shared(t->comm, 1, line);
 }
 
-static void say(const trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const trainer *t, const char *fmt, ...)
+void train_say(const trainer *t, const char *fmt, ...)
 {
   va_list ap;
   if (t->info->rank != 0)
@@ -141,11 +106,11 @@ static void setup_config(trainer *t, const train_args *a)
   if (config_load(&t->config, a->config_file, a->config_name, a->overrides, a->noverrides, err, sizeof(err)) != DLPAR_OK ||
       config_check(&t->config, t->info->tp_size, t->info->dp_size, err, sizeof(err)) != DLPAR_OK ||
       config_to_yaml(c, t->config_yaml, sizeof(t->config_yaml)) != DLPAR_OK)
-    die(t, false, "%s", err);
+    train_die(t, false, "%s", err);
   snprintf(t->run_dir, sizeof(t->run_dir), "%s/%s/%dx%d/%s", c->expdir, c->name, t->info->tp_size, t->info->dp_size,
            a->run);
   if (t->info->rank == 0 && make_dirs(t->run_dir) != 0)
-    die(t, false, "%s: cannot create the run directory: %s (check expdir)", t->run_dir, strerror(errno));
+    train_die(t, false, "%s: cannot create the run directory: %s (check expdir)", t->run_dir, strerror(errno));
 }
 
 /* Batches in pinned host memory when the model is on a GPU. */
@@ -165,17 +130,16 @@ static void setup_data(trainer *t)
   const train_config *c = &t->config.cfg;
   const int channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
   const int B = c->global_batch_size / t->info->dp_size;
-  const size_t plane = (size_t)c->img_size[0] * c->img_size[1];
   loader_memory memory = batch_memory(t);
   char err[DLPAR_ERRLEN];
   pthread_mutex_init(&t->hdf5_lock, NULL);
   if (era5_load_stats(c->global_means_path, channels, &t->means, err, sizeof(err)) != DLPAR_OK ||
       era5_load_stats(c->global_stds_path, channels, &t->stds, err, sizeof(err)) != DLPAR_OK)
-    die(t, true, "%s", err);
+    train_die(t, true, "%s", err);
   for (int ch = 0; ch < channels; ch++) {
     if (t->stds[ch] <= 0)
-      die(t, true, "%s: the std of channel %d is %g (a constant channel cannot be normalised)", c->global_stds_path, ch,
-          t->stds[ch]);
+      train_die(t, true, "%s: the std of channel %d is %g (a constant channel cannot be normalised)",
+                c->global_stds_path, ch, t->stds[ch]);
   }
   if (era5_open(&t->train_data, c->train_data_path, c, c->limit_nsamples, t->means, t->stds, &t->hdf5_lock, err,
                 sizeof(err)) != DLPAR_OK ||
@@ -185,13 +149,7 @@ static void setup_data(trainer *t)
                     c->num_data_workers, memory.alloc ? &memory : NULL, err, sizeof(err)) != DLPAR_OK ||
       loader_create(&t->valid, &t->valid_data, B, t->info->dp_rank, t->info->dp_size, false, c->seed, 2, NULL, err,
                     sizeof(err)) != DLPAR_OK)
-    die(t, true, "%s", err);
-  if (channels != c->n_in_channels || channels != c->n_out_channels) {
-    t->inp_packed = malloc(sizeof(float) * (size_t)B * c->n_in_channels * plane);
-    t->tgt_packed = malloc(sizeof(float) * (size_t)B * c->n_out_channels * plane);
-    if (!t->inp_packed || !t->tgt_packed)
-      die(t, true, "out of memory for the batch");
-  }
+    train_die(t, true, "%s", err);
 }
 
 static void setup_model(trainer *t)
@@ -207,11 +165,11 @@ static void setup_model(trainer *t)
 #endif
   {
     if (c->amp != AMP_NONE)
-      say(t, "dlpar-train: amp_mode applies to --device=cuda; the CPU path computes in fp32\n");
+      train_say(t, "dlpar-train: amp_mode applies to --device=cuda; the CPU path computes in fp32\n");
     rc = model_create_cpu(&t->net, c, t->comm, B, err, sizeof(err));
   }
   if (rc != DLPAR_OK)
-    die(t, true, "%s", err);
+    train_die(t, true, "%s", err);
 }
 
 /* ------------------------------------------------------------ the loop */
@@ -228,27 +186,10 @@ static double learning_rate(const trainer *t, long i)
   return c->lr * cosine;
 }
 
-/* The loader's sample holds max(in, out) channels; the model wants exactly its own. */
-static void pack_batch(trainer *t, const float **inp, const float **tgt)
-{
-  const train_config *c = &t->config.cfg;
-  const size_t plane = (size_t)c->img_size[0] * c->img_size[1];
-  const int channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
-  if (!t->inp_packed)
-    return;
-  for (int b = 0; b < t->net->batch; b++) {
-    memcpy(t->inp_packed + (size_t)b * c->n_in_channels * plane, *inp + (size_t)b * channels * plane,
-           sizeof(float) * c->n_in_channels * plane);
-    memcpy(t->tgt_packed + (size_t)b * c->n_out_channels * plane, *tgt + (size_t)b * channels * plane,
-           sizeof(float) * c->n_out_channels * plane);
-  }
-  *inp = t->inp_packed, *tgt = t->tgt_packed;
-}
-
-static void check(trainer *t, int rc, const char *what)
+void train_check(trainer *t, int rc, const char *what)
 {
   if (rc != DLPAR_OK)
-    die(t, true, "%s: %s", what, t->net->error);
+    train_die(t, true, "%s: %s", what, t->net->error);
 }
 
 static void save_checkpoint(trainer *t)
@@ -258,32 +199,20 @@ static void save_checkpoint(trainer *t)
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
   loader_position(t->train, &pos.epoch, &pos.step_in_epoch, NULL, 0);
   if (checkpoint_save(t->net, &pos, t->config_yaml, path, err, sizeof(err)) != DLPAR_OK)
-    die(t, true, "checkpoint: %s", err);
+    train_die(t, true, "checkpoint: %s", err);
   t->saved_step = t->pos.step;
-  say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, path);
+  train_say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, path);
 }
 
-/* Train-loss bookkeeping of the current epoch (sums over dp). Every
- * log_every steps the model posts the window since the last one; its line
- * is written a step later, so on a GPU its sums travel while the next step
- * runs and the host never waits for the device it has to keep fed. */
-typedef struct {
-  double loss_sum;
-  long steps;
-  double start;
-  long posted_step; /* the step whose window is posted, not yet logged; 0: none */
-} epoch_progress;
-
-/* The sums since the last post, over dp, now (waits for the device). */
-static void metrics_now(trainer *t, model_metrics *m)
+void metrics_now(trainer *t, model_metrics *m)
 {
-  check(t, t->net->ops->post_metrics(t->net), "metrics");
-  check(t, t->net->ops->take_metrics(t->net, m), "metrics");
+  train_check(t, t->net->ops->post_metrics(t->net), "metrics");
+  train_check(t, t->net->ops->take_metrics(t->net, m), "metrics");
 }
 
 static void post_window(trainer *t, epoch_progress *e)
 {
-  check(t, t->net->ops->post_metrics(t->net), "metrics");
+  train_check(t, t->net->ops->post_metrics(t->net), "metrics");
   e->posted_step = t->pos.step;
 }
 
@@ -305,8 +234,8 @@ static bool nonfinite_window(trainer *t, const epoch_progress *e, const model_me
   else
     snprintf(steps_text, sizeof(steps_text), "at step %ld", e->posted_step);
   if (t->skipped_steps <= c->max_skipped_steps) {
-    say(t, "dlpar-train: non-finite loss or gradients %s: update skipped (%ld of max_skipped_steps=%d)\n", steps_text,
-        t->skipped_steps, c->max_skipped_steps);
+    train_say(t, "dlpar-train: non-finite loss or gradients %s: update skipped (%ld of max_skipped_steps=%d)\n",
+              steps_text, t->skipped_steps, c->max_skipped_steps);
     return true;
   }
   if (t->saved_step >= 0)
@@ -315,8 +244,8 @@ static bool nonfinite_window(trainer *t, const epoch_progress *e, const model_me
   else
     snprintf(last_good, sizeof(last_good), "no checkpoint was written");
   loss = m->train_loss_sum / (double)(steps > 0 ? steps : 1);
-  die(t, false, "the run diverged: loss %g, non-finite loss or gradients %s; stopping, %s (lower lr or raise warmup; "
-      "max_skipped_steps=N skips up to N such steps)", isnan(loss) ? NAN : loss, steps_text, last_good);
+  train_die(t, false, "the run diverged: loss %g, non-finite loss or gradients %s; stopping, %s (lower lr or raise "
+            "warmup; max_skipped_steps=N skips up to N such steps)", isnan(loss) ? NAN : loss, steps_text, last_good);
 }
 
 /* The posted window, if any: into the epoch's sums, and its step line
@@ -326,7 +255,7 @@ static void log_window(trainer *t, epoch_progress *e)
   model_metrics m;
   if (!e->posted_step)
     return;
-  check(t, t->net->ops->take_metrics(t->net, &m), "metrics");
+  train_check(t, t->net->ops->take_metrics(t->net, &m), "metrics");
   if (nonfinite_window(t, e, &m)) {
     e->posted_step = 0;
     return;
@@ -335,12 +264,11 @@ static void log_window(trainer *t, epoch_progress *e)
   if (t->metrics && m.train_steps > 0 &&
       metrics_step(t->metrics, e->posted_step, m.train_loss_sum / (double)m.train_steps,
                    learning_rate(t, e->posted_step - 1)) != 0)
-    die(t, false, "%s: cannot append to metrics.jsonl (disk full?)", t->run_dir);
+    train_die(t, false, "%s: cannot append to metrics.jsonl (disk full?)", t->run_dir);
   e->posted_step = 0;
 }
 
-/* Every step so far logged: before validation, a checkpoint or the end. */
-static void flush_windows(trainer *t, epoch_progress *e)
+void flush_windows(trainer *t, epoch_progress *e)
 {
   log_window(t, e);
   post_window(t, e);
@@ -365,15 +293,14 @@ static void report_skew(trainer *t, long step, const double *times)
   if (ratio > t->config.cfg.straggler_threshold)
     snprintf(straggler, sizeof(straggler), "; straggler: rank %d on %s at %.2fx the median (straggler_threshold %g)",
              slowest, dlpar_rank_host(t->comm, slowest), ratio, t->config.cfg.straggler_threshold);
-  say(t, "dlpar-train: step time at step %ld (host, ms): slowest rank %d on %s %.2f, fastest rank %d on %s %.2f, "
+  train_say(t, "dlpar-train: step time at step %ld (host, ms): slowest rank %d on %s %.2f, fastest rank %d on %s %.2f, "
       "median %.2f%s\n", step, slowest, dlpar_rank_host(t->comm, slowest), 1e3 * times[slowest], fastest,
       dlpar_rank_host(t->comm, fastest), 1e3 * times[fastest], 1e3 * median, straggler);
   if (t->metrics && metrics_skew(t->metrics, step, times[slowest], times[fastest], median) != DLPAR_OK)
-    die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
+    train_die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
 }
 
-/* The first interval starts now. */
-static void step_skew_start(trainer *t)
+void step_skew_start(trainer *t)
 {
   t->skew.start = dlpar_now();
   t->skew.waited = dlpar_wait_seconds(t->comm);
@@ -389,18 +316,16 @@ static void step_skew_tick(trainer *t)
   if (t->steps_this_run % t->config.cfg.skew_every != 0)
     return;
   if (!k->times && !(k->times = malloc(2 * sizeof(double) * (size_t)t->info->size)))
-    die(t, true, "out of memory for the step times");
+    train_die(t, true, "out of memory for the step times");
   if (dlpar_step_times(t->comm, (now - k->start - (waited - k->waited)) / t->config.cfg.skew_every, t->net->stream,
                        k->times, &ready) != DLPAR_OK)
-    die(t, true, "step times: %s", dlpar_last_error(t->comm));
+    train_die(t, true, "step times: %s", dlpar_last_error(t->comm));
   k->start = now, k->waited = waited, k->posted_step = t->pos.step;
   if (ready && t->info->rank == 0)
     report_skew(t, posted_step, k->times);
 }
 
-/* One optimizer step; returns 1 when the run should end after it (a stop
- * request agreed by all ranks, or stop_after_iters). */
-static int train_step(trainer *t, epoch_progress *e)
+int train_step(trainer *t, epoch_progress *e)
 {
   const train_config *c = &t->config.cfg;
   const float *inp, *tgt;
@@ -410,20 +335,19 @@ static int train_step(trainer *t, epoch_progress *e)
   dlpar_range_push(t->comm, "step");
   dlpar_range_push(t->comm, "data");
   if (loader_next(t->train, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
-    die(t, true, "%s", err);
-  pack_batch(t, &inp, &tgt);
+    train_die(t, true, "%s", err);
   dlpar_range_pop(t->comm);
   dlpar_range_push(t->comm, "forward_backward");
-  check(t, t->net->ops->forward_backward(t->net, inp, tgt), "forward/backward");
+  train_check(t, t->net->ops->forward_backward(t->net, inp, tgt), "forward/backward");
   dlpar_range_pop(t->comm);
   loader_release(t->train);
   dlpar_range_push(t->comm, "optimizer");
-  check(t, t->net->ops->optimizer_step(t->net, learning_rate(t, t->pos.step), t->pos.step + 1), "optimizer");
+  train_check(t, t->net->ops->optimizer_step(t->net, learning_rate(t, t->pos.step), t->pos.step + 1), "optimizer");
   dlpar_range_pop(t->comm);
   dlpar_range_pop(t->comm);
   t->pos.step++, t->pos.step_in_epoch++, t->steps_this_run++;
   if (t->steps_this_run == 1 && dlpar_startup_done(t->comm, t->net->stream) != DLPAR_OK)
-    die(t, true, "start-up telemetry: %s", dlpar_last_error(t->comm));
+    train_die(t, true, "start-up telemetry: %s", dlpar_last_error(t->comm));
   step_skew_tick(t);
   log_window(t, e); /* the last step's: done on the device while this one was queued */
   progress_step(t->progress, dlpar_now(),
@@ -433,9 +357,9 @@ static int train_step(trainer *t, epoch_progress *e)
   if (t->pos.step % c->log_every == 0)
     post_window(t, e);
   if (dlpar_stop_requested(t->comm, t->net->stream, &stop) != 0)
-    die(t, true, "stop agreement: %s", dlpar_last_error(t->comm));
+    train_die(t, true, "stop agreement: %s", dlpar_last_error(t->comm));
   if (stop)
-    say(t, "dlpar-train: stop requested (SIGTERM): checkpointing at step %ld\n", t->pos.step);
+    train_say(t, "dlpar-train: stop requested (SIGTERM): checkpointing at step %ld\n", t->pos.step);
   if (c->stop_after_iters > 0 && t->steps_this_run >= c->stop_after_iters)
     stop = 1;
   if (stop || (c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0)) {
@@ -455,9 +379,8 @@ static void validate(trainer *t, double *val_loss, double *val_rmse)
   for (long i = 0; i < steps; i++) {
     const float *inp, *tgt;
     if (loader_next(t->valid, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
-      die(t, true, "%s", err);
-    pack_batch(t, &inp, &tgt);
-    check(t, t->net->ops->evaluate(t->net, inp, tgt), "validation");
+      train_die(t, true, "%s", err);
+    train_check(t, t->net->ops->evaluate(t->net, inp, tgt), "validation");
     loader_release(t->valid);
   }
   metrics_now(t, &m);
@@ -481,14 +404,14 @@ static void end_epoch(trainer *t, epoch_progress *e, long steps_done)
   val_start = dlpar_now();
   validate(t, &s.val_loss, &s.val_rmse_u10m);
   s.validation_seconds = dlpar_now() - val_start;
-  say(t, "Time taken for epoch %ld is %f sec, avg %f samples/sec\n", s.epoch, s.epoch_seconds, s.samples_per_sec);
-  say(t, "  Avg train loss=%f\n", s.train_loss);
-  say(t, "  Avg val loss=%f\n", s.val_loss);
-  say(t, "  Avg val RMSE(u10m)=%f\n", s.val_rmse_u10m);
-  say(t, "  Total validation time: %f sec\n", s.validation_seconds);
-  say(t, "  Peak memory: %.3f GB/rank\n", s.peak_memory_gb);
+  train_say(t, "Time taken for epoch %ld is %f sec, avg %f samples/sec\n", s.epoch, s.epoch_seconds, s.samples_per_sec);
+  train_say(t, "  Avg train loss=%f\n", s.train_loss);
+  train_say(t, "  Avg val loss=%f\n", s.val_loss);
+  train_say(t, "  Avg val RMSE(u10m)=%f\n", s.val_rmse_u10m);
+  train_say(t, "  Total validation time: %f sec\n", s.validation_seconds);
+  train_say(t, "  Peak memory: %.3f GB/rank\n", s.peak_memory_gb);
   if (t->metrics && metrics_epoch(t->metrics, &s) != 0)
-    die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
+    train_die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
 }
 
 /* The tutorial's training length: whole epochs, --num_epochs (SC22) or
@@ -504,13 +427,13 @@ static void plan_epochs(trainer *t)
   t->epochs = c->num_epochs > 0 ? c->num_epochs : c->num_iters / steps_per_epoch;
   t->schedule_steps = c->num_epochs > 0 ? c->num_epochs * steps_per_epoch : c->num_iters;
   if (t->epochs == 0) {
-    say(t, "dlpar-train: num_iters=%d is less than one epoch (%ld steps): training 1 epoch (the tutorial would "
+    train_say(t, "dlpar-train: num_iters=%d is less than one epoch (%ld steps): training 1 epoch (the tutorial would "
         "train none; give --num_epochs N to choose)\n", c->num_iters, steps_per_epoch);
     t->epochs = 1;
   }
   t->total_steps = t->epochs * steps_per_epoch;
   for (int i = 0; i < nnotes; i++)
-    say(t, "dlpar-train: %s\n", notes[i]);
+    train_say(t, "dlpar-train: %s\n", notes[i]);
 }
 
 /* --enable_manual_profiling as in the tutorial: rank 0 opens the CUDA
@@ -522,15 +445,15 @@ static void manual_profiling(trainer *t)
   const long steps_per_epoch = loader_steps_per_epoch(t->train);
   const long first = 3 * steps_per_epoch, last = 4 * steps_per_epoch - 1;
   if (t->info->rank == 0 && !dlpar_profile_window(t->comm, first, last)) {
-    say(t, "dlpar-train: enable_manual_profiling: the launcher's --dl-profile request is used instead\n");
+    train_say(t, "dlpar-train: enable_manual_profiling: the launcher's --dl-profile request is used instead\n");
     return;
   }
   if (t->epochs < 4)
-    say(t, "dlpar-train: enable_manual_profiling: the tutorial profiles epoch 4 (steps %ld-%ld) and this run "
+    train_say(t, "dlpar-train: enable_manual_profiling: the tutorial profiles epoch 4 (steps %ld-%ld) and this run "
         "trains %ld %s: nothing is profiled (train 4 epochs or more, or use --dl-profile-steps)\n", first, last,
         t->epochs, dlpar_plural(t->epochs, "epoch", "epochs"));
   else
-    say(t, "dlpar-train: enable_manual_profiling: rank 0 profiles epoch 4 (steps %ld-%ld) as the tutorial does: "
+    train_say(t, "dlpar-train: enable_manual_profiling: rank 0 profiles epoch 4 (steps %ld-%ld) as the tutorial does: "
         "run it under nsys profile -c cudaProfilerApi\n", first, last);
 }
 
@@ -546,16 +469,15 @@ static void initial_losses(trainer *t)
   for (int k = 0; k < 2; k++) {
     loader_start(loaders[k], 0, 0, 1);
     if (loader_next(loaders[k], &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
-      die(t, true, "%s", err);
-    pack_batch(t, &inp, &tgt);
-    check(t, t->net->ops->evaluate(t->net, inp, tgt), "step-0 losses");
+      train_die(t, true, "%s", err);
+    train_check(t, t->net->ops->evaluate(t->net, inp, tgt), "step-0 losses");
     loader_release(loaders[k]);
     metrics_now(t, sums[k]);
   }
   if (t->metrics && metrics_initial(t->metrics, train_m.val_loss_sum / (double)train_m.val_samples,
                                     valid_m.val_loss_sum / (double)valid_m.val_samples,
                                     valid_m.val_rmse_sum / (double)valid_m.val_samples) != 0)
-    die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
+    train_die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
 }
 
 /* Until the tutorial's whole epochs are done, a stop request or stop_after_iters. */
@@ -583,69 +505,6 @@ static void train(trainer *t)
     save_checkpoint(t);
 }
 
-/* ------------------------------------------------------------ benchy */
-
-/* Waits for this rank's device (the host allreduce waits for its stream),
- * then for every rank; returns the mean of `seconds`. */
-static double synchronize(trainer *t, double seconds)
-{
-  check(t, t->net->ops->host_allreduce(t->net, DLPAR_WORLD, &seconds, 1), "benchy");
-  return seconds / t->info->size;
-}
-
-/* The SC22 tutorial's benchy: the loader alone (IO), compute on one batch
- * kept where the model computes (SYNTHETIC), and both (FULL), after a few
- * warm-up steps; samples/s of the global batch. */
-static void benchy(trainer *t)
-{
-  const train_config *c = &t->config.cfg;
-  const long warmup = 5, steps = c->num_iters < 100 ? c->num_iters : 100;
-  const double samples = (double)steps * c->global_batch_size;
-  const float *inp, *tgt;
-  char err[DLPAR_ERRLEN];
-  double start = 0, io, synthetic, full;
-  model_metrics synthetic_sums;
-  struct rusage usage;
-  epoch_progress e = {.start = 0};
-  loader_start(t->train, 0, 0, -1);
-  for (long i = 0; i < warmup + steps; i++) {
-    if (i == warmup)
-      start = dlpar_now();
-    if (loader_next(t->train, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
-      die(t, true, "%s", err);
-    if (i + 1 < warmup + steps)
-      loader_release(t->train);
-  }
-  io = synchronize(t, dlpar_now() - start);
-  pack_batch(t, &inp, &tgt);
-  check(t, t->net->ops->forward_backward(t->net, inp, tgt), "forward/backward"); /* stage it */
-  loader_release(t->train);
-  for (long i = 0; i < warmup + steps; i++) {
-    if (i == warmup)
-      synchronize(t, 0), start = dlpar_now();
-    check(t, t->net->ops->forward_backward(t->net, NULL, NULL), "forward/backward");
-    check(t, t->net->ops->optimizer_step(t->net, c->lr, i + 1), "optimizer");
-  }
-  synthetic = synchronize(t, dlpar_now() - start);
-  metrics_now(t, &synthetic_sums); /* dropped: SYNTHETIC's sums stay out of FULL's lines */
-  loader_start(t->train, 0, 0, warmup + steps);
-  t->pos.step = t->pos.step_in_epoch = 0;
-  step_skew_start(t);
-  for (long i = 0; i < warmup + steps; i++) {
-    if (i == warmup)
-      synchronize(t, 0), start = dlpar_now();
-    train_step(t, &e);
-  }
-  full = synchronize(t, dlpar_now() - start);
-  flush_windows(t, &e);
-  getrusage(RUSAGE_SELF, &usage);
-  say(t, "benchy: %ld %s of %d %s after %ld warm-up: IO %.2f samples/s, SYNTHETIC %.2f samples/s, FULL %.2f "
-      "samples/s, FULL/SYNTHETIC %.3f, model memory %.3f GB/rank, peak RSS %.1f MB\n", steps,
-      dlpar_plural(steps, "step", "steps"), c->global_batch_size, dlpar_plural(c->global_batch_size, "sample", "samples"),
-      warmup, samples / io, samples / synthetic, samples / full, synthetic / full,
-      (double)t->net->ops->peak_memory(t->net) / 1e9, usage.ru_maxrss / 1024.0);
-}
-
 /* ------------------------------------------------------------ main */
 
 static void resume(trainer *t)
@@ -653,35 +512,35 @@ static void resume(trainer *t)
   char path[PATH_MAX + 16], err[DLPAR_ERRLEN];
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
   if (checkpoint_load(t->net, &t->pos, path, err, sizeof(err)) != DLPAR_OK)
-    die(t, true, "--resume: %s", err);
+    train_die(t, true, "--resume: %s", err);
   if (checkpoint_check_position(&t->pos, t->total_steps, loader_steps_per_epoch(t->train), path, err,
                                 sizeof(err)) != DLPAR_OK)
-    die(t, false, "--resume: %s", err);
+    train_die(t, false, "--resume: %s", err);
   if (loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, err, sizeof(err)) != DLPAR_OK)
-    die(t, false, "--resume: %s: %s (the data or limit_nsamples changed since; resume with the same)", path, err);
+    train_die(t, false, "--resume: %s: %s (the data or limit_nsamples changed since; resume with the same)", path, err);
   if (t->pos.seed != t->config.cfg.seed)
-    die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)", path,
+    train_die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)", path,
         t->pos.seed, t->config.cfg.seed);
   t->saved_step = t->pos.step;
-  say(t, "dlpar-train: resumed from %s at step %ld (epoch %ld, step %ld of it)\n", path, t->pos.step,
+  train_say(t, "dlpar-train: resumed from %s at step %ld (epoch %ld, step %ld of it)\n", path, t->pos.step,
       t->pos.epoch + 1, t->pos.step_in_epoch);
 }
 
 static void banner(const trainer *t)
 {
   const train_config *c = &t->config.cfg;
-  const int N = (c->img_size[0] / c->patch_size) * (c->img_size[1] / c->patch_size);
-  say(t, "dlpar-train: config '%s' of %s: %dx%d images, patch %d (%d %s), embed %d, depth %d, %d %s\n", c->name,
+  const int N = t->net->dims.N;
+  train_say(t, "dlpar-train: config '%s' of %s: %dx%d images, patch %d (%d %s), embed %d, depth %d, %d %s\n", c->name,
       c->file, c->img_size[0], c->img_size[1], c->patch_size, N, dlpar_plural(N, "token", "tokens"), c->embed_dim,
       c->depth, c->num_heads, dlpar_plural(c->num_heads, "head", "heads"));
-  say(t, "dlpar-train: grid %dx%d (tensor x data parallel) on %d %s, backend %s, global batch %d (%d per rank), "
+  train_say(t, "dlpar-train: grid %dx%d (tensor x data parallel) on %d %s, backend %s, global batch %d (%d per rank), "
       "%ld %s of %ld %s (%ld %s), %d %s per rank\n", t->info->tp_size, t->info->dp_size, t->info->nnodes,
       dlpar_plural(t->info->nnodes, "node", "nodes"), dlpar_backend_name(t->info->backend), c->global_batch_size,
-      t->net->batch, t->epochs, dlpar_plural(t->epochs, "epoch", "epochs"), loader_steps_per_epoch(t->train),
+      t->net->dims.B, t->epochs, dlpar_plural(t->epochs, "epoch", "epochs"), loader_steps_per_epoch(t->train),
       dlpar_plural(loader_steps_per_epoch(t->train), "step", "steps"), t->total_steps,
       dlpar_plural(t->total_steps, "step", "steps"), omp_get_max_threads(),
       dlpar_plural(omp_get_max_threads(), "thread", "threads"));
-  say(t, "dlpar-train: writing to %s\n", t->run_dir);
+  train_say(t, "dlpar-train: writing to %s\n", t->run_dir);
 }
 
 static void teardown(trainer *t)
@@ -696,8 +555,6 @@ static void teardown(trainer *t)
     t->net->ops->destroy(t->net);
   free(t->means);
   free(t->stds);
-  free(t->inp_packed);
-  free(t->tgt_packed);
   free(t->skew.times);
 }
 
@@ -728,7 +585,7 @@ int main(int argc, char **argv)
   t.on_gpu = args.device == DEVICE_CUDA || (args.device == DEVICE_AUTO && t.info->backend == DLPAR_BACKEND_NCCL);
 #ifndef HAVE_CUDA
   if (args.device == DEVICE_CUDA)
-    die(&t, false, "--device=cuda: this dlpar-train was built without CUDA (configure --with-cuda)");
+    train_die(&t, false, "--device=cuda: this dlpar-train was built without CUDA (configure --with-cuda)");
 #endif
   threads = choose_threads(t.info);
   omp_set_num_threads(threads);
@@ -743,10 +600,10 @@ int main(int argc, char **argv)
   if (args.resume)
     resume(&t);
   if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, err, sizeof(err)) != DLPAR_OK)
-    die(&t, false, "%s", err);
+    train_die(&t, false, "%s", err);
   if (t.info->rank == 0 && progress_create(&t.progress, stdout, isatty(STDOUT_FILENO), args.progress_seconds, err,
                                            sizeof(err)) != DLPAR_OK)
-    die(&t, false, "%s", err);
+    train_die(&t, false, "%s", err);
   banner(&t);
   if (args.benchy)
     benchy(&t);
@@ -755,7 +612,7 @@ int main(int argc, char **argv)
       initial_losses(&t);
     train(&t);
   }
-  say(&t, "dlpar-train: done at step %ld\n", t.pos.step);
+  train_say(&t, "dlpar-train: done at step %ld\n", t.pos.step);
   teardown(&t);
   args_free(&args);
   return dlpar_finalize(t.comm) == DLPAR_OK ? 0 : 1;

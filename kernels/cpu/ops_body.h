@@ -1,7 +1,10 @@
-/* kernels/cpu/ops_body.h: the CPU reference ops, written once for a type
- * `real` and compiled twice: ops_f32.c (float, the trainer) and ops_f64.c
- * (double, the finite-difference gradient tests). Before including, define
- * real, SFX (f32/f64), GEMM (cblas_sgemm/cblas_dgemm), EXP and ERF
+/* kernels/cpu/ops_body.h: the algorithms of the CPU reference ops, written
+ * once for a type `real` and compiled twice, each time into static
+ * functions NAME_real: ops_f32.c (float, the trainer) and ops_f64.c
+ * (double, the finite-difference gradient tests), which define the public
+ * NAME_f32 / NAME_f64 entry points as one-line calls, by their full names
+ * (no token pasting: grep finds every definition). Before including,
+ * typedef real and define GEMM (cblas_sgemm/cblas_dgemm), EXP and ERF
  * (expf/exp, erff/erf).
  * Reductions accumulate in double in both.
  *
@@ -17,16 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FN_CAT2(name, sfx) name##_##sfx
-#define FN_CAT(name, sfx) FN_CAT2(name, sfx)
-#define FN(name) FN_CAT(name, SFX)
-
 enum { ATTN_BLOCK_Q = 64, ATTN_BLOCK_K = 128 };
 
 /* ------------------------------------------------------------ matmul */
 
 /* This thread's share [*lo, *hi) of n rows. */
-static void FN(share)(int n, int *lo, int *hi)
+static void thread_share(int n, int *lo, int *hi)
 {
 #ifdef _OPENMP
   const int threads = omp_get_num_threads(), me = omp_get_thread_num();
@@ -37,12 +36,12 @@ static void FN(share)(int n, int *lo, int *hi)
   *hi = (int)((long)n * (me + 1) / threads);
 }
 
-void FN(matmul_fwd)(real *out, const real *inp, const real *w, const real *bias, int BT, int C, int OC)
+static void matmul_fwd_real(real *out, const real *inp, const real *w, const real *bias, int BT, int C, int OC)
 {
 #pragma omp parallel
   {
     int lo, hi;
-    FN(share)(BT, &lo, &hi);
+    thread_share(BT, &lo, &hi);
     if (hi > lo)
       GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, OC, C, 1, inp + (size_t)lo * C, C, w, C, 0,
            out + (size_t)lo * OC, OC);
@@ -52,17 +51,17 @@ void FN(matmul_fwd)(real *out, const real *inp, const real *w, const real *bias,
   }
 }
 
-void FN(matmul_bwd)(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w,
-                    int BT, int C, int OC)
+static void matmul_bwd_real(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w,
+                            int BT, int C, int OC)
 {
 #pragma omp parallel
   {
     int lo, hi;
-    FN(share)(BT, &lo, &hi); /* dinp: rows of the batch */
+    thread_share(BT, &lo, &hi); /* dinp: rows of the batch */
     if (dinp && hi > lo)
       GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, C, OC, 1, dout + (size_t)lo * OC, OC, w, C, 1,
            dinp + (size_t)lo * C, C);
-    FN(share)(OC, &lo, &hi); /* dw: rows of the weight */
+    thread_share(OC, &lo, &hi); /* dw: rows of the weight */
     if (dw && hi > lo)
       GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, hi - lo, C, BT, 1, dout + lo, OC, inp, C, 1,
            dw + (size_t)lo * C, C);
@@ -80,8 +79,8 @@ void FN(matmul_bwd)(real *dinp, real *dw, real *dbias, const real *dout, const r
 
 /* ------------------------------------------------------------ layernorm */
 
-void FN(layernorm_fwd)(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b,
-                       int BT, int C, real eps)
+static void layernorm_fwd_real(real *out, real *mean, real *rstd, const real *inp, const real *w, const real *b,
+                               int BT, int C, real eps)
 {
 #pragma omp parallel for
   for (int i = 0; i < BT; i++) {
@@ -102,8 +101,8 @@ void FN(layernorm_fwd)(real *out, real *mean, real *rstd, const real *inp, const
   }
 }
 
-void FN(layernorm_bwd)(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
-                       const real *mean, const real *rstd, int BT, int C)
+static void layernorm_bwd_real(real *dinp, real *dw, real *db, const real *dout, const real *inp, const real *w,
+                               const real *mean, const real *rstd, int BT, int C)
 {
 #pragma omp parallel for
   for (int i = 0; i < BT; i++) {
@@ -137,14 +136,14 @@ void FN(layernorm_bwd)(real *dinp, real *dw, real *db, const real *dout, const r
 
 /* ------------------------------------------------------------ gelu */
 
-void FN(gelu_fwd)(real *out, const real *inp, size_t n)
+static void gelu_fwd_real(real *out, const real *inp, size_t n)
 {
 #pragma omp parallel for
   for (size_t i = 0; i < n; i++)
     out[i] = (real)0.5 * inp[i] * ((real)1 + ERF(inp[i] * (real)M_SQRT1_2));
 }
 
-void FN(gelu_bwd)(real *dinp, const real *inp, const real *dout, size_t n)
+static void gelu_bwd_real(real *dinp, const real *inp, const real *dout, size_t n)
 {
   const real inv_sqrt_2pi = (real)(0.5 * M_2_SQRTPI * M_SQRT1_2);
 #pragma omp parallel for
@@ -157,7 +156,7 @@ void FN(gelu_bwd)(real *dinp, const real *inp, const real *dout, size_t n)
 
 /* ------------------------------------------------------------ softmax */
 
-void FN(softmax_fwd)(real *out, const real *inp, int rows, int cols)
+static void softmax_fwd_real(real *out, const real *inp, int rows, int cols)
 {
 #pragma omp parallel for
   for (int r = 0; r < rows; r++) {
@@ -173,7 +172,7 @@ void FN(softmax_fwd)(real *out, const real *inp, int rows, int cols)
   }
 }
 
-void FN(softmax_bwd)(real *dinp, const real *out, const real *dout, int rows, int cols)
+static void softmax_bwd_real(real *dinp, const real *out, const real *dout, int rows, int cols)
 {
 #pragma omp parallel for
   for (int r = 0; r < rows; r++) {
@@ -193,9 +192,9 @@ typedef struct {
   const real *q, *k, *v;
   int N, HD, ld;
   real scale;
-} FN(attn_head);
+} attn_head;
 
-static void FN(attn_head_fwd)(const FN(attn_head) *h, real *o, real *lse, real *scores, real *acc)
+static void attn_head_fwd(const attn_head *h, real *o, real *lse, real *scores, real *acc)
 {
   for (int q0 = 0; q0 < h->N; q0 += ATTN_BLOCK_Q) {
     const int bq = h->N - q0 < ATTN_BLOCK_Q ? h->N - q0 : ATTN_BLOCK_Q;
@@ -238,8 +237,8 @@ static void FN(attn_head_fwd)(const FN(attn_head) *h, real *o, real *lse, real *
   }
 }
 
-void FN(attention_fwd)(real *o, real *lse, const real *q, const real *k, const real *v, int B, int N, int NH,
-                       int HD, real scale)
+static void attention_fwd_real(real *o, real *lse, const real *q, const real *k, const real *v, int B, int N, int NH,
+                               int HD, real scale)
 {
   const int ld = NH * HD;
 #pragma omp parallel
@@ -250,8 +249,8 @@ void FN(attention_fwd)(real *o, real *lse, const real *q, const real *k, const r
     for (int bh = 0; bh < B * NH; bh++) {
       const int b = bh / NH, head = bh % NH;
       const size_t base = (size_t)b * N * ld + (size_t)head * HD;
-      const FN(attn_head) h = {q + base, k + base, v + base, N, HD, ld, scale};
-      FN(attn_head_fwd)(&h, o + base, lse + (size_t)bh * N, scores, acc);
+      const attn_head h = {q + base, k + base, v + base, N, HD, ld, scale};
+      attn_head_fwd(&h, o + base, lse + (size_t)bh * N, scores, acc);
     }
     free(scores);
     free(acc);
@@ -262,9 +261,9 @@ typedef struct {
   real *dq, *dk, *dv;
   const real *dout, *o, *lse;
   real *p, *dp, *delta;
-} FN(attn_grads);
+} attn_grads;
 
-static void FN(attn_head_bwd)(const FN(attn_head) *h, const FN(attn_grads) *g)
+static void attn_head_bwd(const attn_head *h, const attn_grads *g)
 {
   const int ld = h->ld, HD = h->HD;
   for (int i = 0; i < h->N; i++) {
@@ -302,8 +301,8 @@ static void FN(attn_head_bwd)(const FN(attn_head) *h, const FN(attn_grads) *g)
   }
 }
 
-void FN(attention_bwd)(real *dq, real *dk, real *dv, const real *dout, const real *q, const real *k,
-                       const real *v, const real *o, const real *lse, int B, int N, int NH, int HD, real scale)
+static void attention_bwd_real(real *dq, real *dk, real *dv, const real *dout, const real *q, const real *k,
+                               const real *v, const real *o, const real *lse, int B, int N, int NH, int HD, real scale)
 {
   const int ld = NH * HD;
 #pragma omp parallel
@@ -315,10 +314,10 @@ void FN(attention_bwd)(real *dq, real *dk, real *dv, const real *dout, const rea
     for (int bh = 0; bh < B * NH; bh++) {
       const int b = bh / NH, head = bh % NH;
       const size_t base = (size_t)b * N * ld + (size_t)head * HD;
-      const FN(attn_head) h = {q + base, k + base, v + base, N, HD, ld, scale};
-      const FN(attn_grads) g = {dq + base, dk + base, dv + base, dout + base, o + base, lse + (size_t)bh * N,
+      const attn_head h = {q + base, k + base, v + base, N, HD, ld, scale};
+      const attn_grads g = {dq + base, dk + base, dv + base, dout + base, o + base, lse + (size_t)bh * N,
                                 p, dp, delta};
-      FN(attn_head_bwd)(&h, &g);
+      attn_head_bwd(&h, &g);
     }
     free(p);
     free(dp);
@@ -326,8 +325,8 @@ void FN(attention_bwd)(real *dq, real *dk, real *dv, const real *dout, const rea
   }
 }
 
-void FN(attention_naive_fwd)(real *o, const real *q, const real *k, const real *v, int B, int N, int NH, int HD,
-                             real scale)
+static void attention_naive_fwd_real(real *o, const real *q, const real *k, const real *v, int B, int N, int NH, int HD,
+                                     real scale)
 {
   const int ld = NH * HD;
   real *scores = malloc(sizeof(real) * (size_t)N * N), *probs = malloc(sizeof(real) * (size_t)N * N);
@@ -341,7 +340,7 @@ void FN(attention_naive_fwd)(real *o, const real *q, const real *k, const real *
             s += q[base + (size_t)i * ld + d] * k[base + (size_t)j * ld + d];
           scores[(size_t)i * N + j] = (real)(s * scale);
         }
-      FN(softmax_fwd)(probs, scores, N, N);
+      softmax_fwd_real(probs, scores, N, N);
       for (int i = 0; i < N; i++)
         for (int d = 0; d < HD; d++) {
           double s = 0;
@@ -357,7 +356,7 @@ void FN(attention_naive_fwd)(real *o, const real *q, const real *k, const real *
 
 /* ------------------------------------------------------------ loss */
 
-real FN(l2_loss_fwd)(real *per_sample, const real *pred, const real *target, int B, size_t n)
+static real l2_loss_fwd_real(real *per_sample, const real *pred, const real *target, int B, size_t n)
 {
   double total = 0;
   for (int b = 0; b < B; b++) {
@@ -376,7 +375,7 @@ real FN(l2_loss_fwd)(real *per_sample, const real *pred, const real *target, int
   return (real)(total / B);
 }
 
-void FN(l2_loss_bwd)(real *dpred, const real *pred, const real *target, int B, size_t n, real dloss)
+static void l2_loss_bwd_real(real *dpred, const real *pred, const real *target, int B, size_t n, real dloss)
 {
   for (int b = 0; b < B; b++) {
     const real *p = pred + (size_t)b * n, *t = target + (size_t)b * n;
@@ -397,8 +396,8 @@ void FN(l2_loss_bwd)(real *dpred, const real *pred, const real *target, int B, s
 
 /* ------------------------------------------------------------ adam */
 
-void FN(adam_update)(real *param, real *m, real *v, const real *grad, size_t n, real lr, real beta1, real beta2,
-                     real eps, long t)
+static void adam_update_real(real *param, real *m, real *v, const real *grad, size_t n, real lr, real beta1, real beta2,
+                             real eps, long t)
 {
   /* torch.optim.Adam's arithmetic: step = lr / bc1; denom = sqrt(v) / sqrt(bc2) + eps */
   const double bc1 = 1.0 - pow(beta1, (double)t), bc2 = 1.0 - pow(beta2, (double)t);
@@ -413,7 +412,7 @@ void FN(adam_update)(real *param, real *m, real *v, const real *grad, size_t n, 
 
 /* ------------------------------------------------------------ patches */
 
-void FN(patchify)(real *patches, const real *img, int B, int C, int H, int W, int P)
+static void patchify_real(real *patches, const real *img, int B, int C, int H, int W, int P)
 {
   const int hp = H / P, wp = W / P, K = C * P * P;
 #pragma omp parallel for collapse(2)
@@ -428,12 +427,12 @@ void FN(patchify)(real *patches, const real *img, int B, int C, int H, int W, in
 }
 
 /* token (b, i, j), entry (a*P + e)*C + c  <->  pixel (b, c, i*P + a, j*P + e) */
-static size_t FN(token_entry)(int b, int i, int j, int a, int e, int c, int hp, int wp, int C, int P)
+static size_t token_entry(int b, int i, int j, int a, int e, int c, int hp, int wp, int C, int P)
 {
   return ((size_t)b * hp * wp + (size_t)i * wp + j) * ((size_t)P * P * C) + ((size_t)a * P + e) * C + c;
 }
 
-void FN(unpatchify)(real *img, const real *tokens, int B, int C, int H, int W, int P)
+static void unpatchify_real(real *img, const real *tokens, int B, int C, int H, int W, int P)
 {
   const int hp = H / P, wp = W / P;
 #pragma omp parallel for collapse(2)
@@ -442,10 +441,10 @@ void FN(unpatchify)(real *img, const real *tokens, int B, int C, int H, int W, i
       for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++)
           img[(((size_t)b * C + c) * H + y) * W + x] =
-              tokens[FN(token_entry)(b, y / P, x / P, y % P, x % P, c, hp, wp, C, P)];
+              tokens[token_entry(b, y / P, x / P, y % P, x % P, c, hp, wp, C, P)];
 }
 
-void FN(unpatchify_bwd)(real *dtokens, const real *dimg, int B, int C, int H, int W, int P)
+static void unpatchify_bwd_real(real *dtokens, const real *dimg, int B, int C, int H, int W, int P)
 {
   const int hp = H / P, wp = W / P;
 #pragma omp parallel for collapse(2)
@@ -453,13 +452,13 @@ void FN(unpatchify_bwd)(real *dtokens, const real *dimg, int B, int C, int H, in
     for (int c = 0; c < C; c++)
       for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++)
-          dtokens[FN(token_entry)(b, y / P, x / P, y % P, x % P, c, hp, wp, C, P)] =
+          dtokens[token_entry(b, y / P, x / P, y % P, x % P, c, hp, wp, C, P)] =
               dimg[(((size_t)b * C + c) * H + y) * W + x];
 }
 
 /* ------------------------------------------------------------ metrics */
 
-void FN(lat_weights)(real *w, int H)
+static void lat_weights_real(real *w, int H)
 {
   double sum = 0;
   for (int j = 0; j < H; j++)
@@ -468,7 +467,8 @@ void FN(lat_weights)(real *w, int H)
     w[j] = (real)(H * cos((90.0 - j * 180.0 / (H - 1)) * M_PI / 180.0) / sum);
 }
 
-double FN(weighted_rmse)(const real *pred, const real *target, const real *lat_w, int B, int C, int H, int W, int c)
+static double weighted_rmse_real(const real *pred, const real *target, const real *lat_w, int B, int C, int H, int W,
+                                 int c)
 {
   double total = 0;
   for (int b = 0; b < B; b++) {

@@ -88,7 +88,7 @@ static int attention_fwd(void *o, float *lse, const void *q, const void *k, cons
 {
   flash_fwd_kernel<T><<<dim3((a.N + ROWS - 1) / ROWS, B * a.NH), ROWS, 0, s>>>((T *)o, lse, (const T *)q, (const T *)k,
                                                                               (const T *)v, a);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -206,13 +206,13 @@ static int attention_bwd(void *dq, void *dk, void *dv, const void *dout, const v
 {
   const dim3 grid((a.N + ROWS - 1) / ROWS, B * a.NH);
   delta_kernel<T><<<dl_blocks((size_t)B * a.NH * a.N, 256), 256, 0, s>>>(delta, (const T *)dout, (const T *)o, B, a);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   flash_dkdv_kernel<T><<<grid, ROWS, 0, s>>>((T *)dk, (T *)dv, (const T *)q, (const T *)k, (const T *)v,
                                              (const T *)dout, lse, delta, a);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   flash_dq_kernel<T><<<grid, ROWS, 0, s>>>((T *)dq, (const T *)q, (const T *)k, (const T *)v, (const T *)dout, lse,
                                            delta, a);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 

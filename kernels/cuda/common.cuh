@@ -1,6 +1,6 @@
-/* kernels/cuda/common.cuh: what every CUDA kernel file shares: the CHECK
- * macros (return the library's status; the caller prints file:line and
- * dl_status_string), the conversions between fp32 and the activation types,
+/* kernels/cuda/common.cuh: what every CUDA kernel file shares:
+ * CUDA_RETURN_ON_ERROR (returns CUDA's status; the caller prints file:line
+ * and dl_status_string), the conversions between fp32 and the activation types,
  * grid sizes, dtype dispatch and block reductions. */
 #ifndef DLPAR_KERNELS_CUDA_COMMON_CUH
 #define DLPAR_KERNELS_CUDA_COMMON_CUH
@@ -11,7 +11,10 @@
 
 #include "kernels/cuda/ops.h"
 
-#define CHECK_CUDA(call)                                                                      \
+/* On a CUDA error, returns it as the dl status: the caller (model_cuda.cu's
+ * CHECK_DL) prints its file:line, the call and dl_status_string's
+ * cudaGetErrorString. */
+#define CUDA_RETURN_ON_ERROR(call)                                                            \
   do {                                                                                        \
     cudaError_t e_ = (call);                                                                  \
     if (e_ != cudaSuccess)                                                                    \
@@ -19,7 +22,7 @@
   } while (0)
 
 /* After a kernel launch: the launch's own error (bad configuration). */
-#define CHECK_LAUNCH() CHECK_CUDA(cudaGetLastError())
+#define CUDA_RETURN_ON_LAUNCH_ERROR() CUDA_RETURN_ON_ERROR(cudaGetLastError())
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }

@@ -20,7 +20,7 @@ template <typename D> static int cast_from(D *dst, const void *src, dl_dtype src
     cast_kernel<D, __nv_bfloat16><<<dl_blocks(n, 256), 256, 0, s>>>(dst, (const __nv_bfloat16 *)src, n);
   else
     cast_kernel<D, __half><<<dl_blocks(n, 256), 256, 0, s>>>(dst, (const __half *)src, n);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -46,7 +46,7 @@ template <typename T> static int add_pos(void *x, const float *pos, int B, int N
 {
   const size_t n = (size_t)B * N * D;
   add_pos_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)x, pos, (size_t)B * N, N, D);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -69,7 +69,7 @@ template <typename T> __global__ void pos_grad_kernel(float *dpos, const T *dx, 
 template <typename T> static int pos_grad(float *dpos, const void *dx, int B, int N, int D, cudaStream_t s)
 {
   pos_grad_kernel<T><<<dl_blocks((size_t)N * D, 256), 256, 0, s>>>(dpos, (const T *)dx, B, N, D);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -100,14 +100,14 @@ template <typename T> __global__ void gelu_bwd_kernel(T *dinp, const T *inp, con
 template <typename T> static int gelu_fwd(void *out, const void *inp, size_t n, cudaStream_t s)
 {
   gelu_fwd_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)out, (const T *)inp, n);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
 template <typename T> static int gelu_bwd(void *dinp, const void *inp, const void *dout, size_t n, cudaStream_t s)
 {
   gelu_bwd_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)dinp, (const T *)inp, (const T *)dout, n);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -163,7 +163,7 @@ template <typename T> static int patchify(void *patches, const float *img, int B
                                           cudaStream_t s)
 {
   patchify_kernel<T><<<dl_blocks((size_t)B * C * H * W, 256), 256, 0, s>>>((T *)patches, img, B, C, H, W, P);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -201,7 +201,7 @@ template <typename T> static int unpatchify(float *img, const void *tokens, int 
                                             cudaStream_t s)
 {
   unpatchify_kernel<T><<<dl_blocks((size_t)B * C * H * W, 256), 256, 0, s>>>(img, (const T *)tokens, B, C, H, W, P);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -209,7 +209,7 @@ template <typename T> static int unpatchify_bwd(void *dtokens, const float *dimg
                                                 cudaStream_t s)
 {
   unpatchify_bwd_kernel<T><<<dl_blocks((size_t)B * C * H * W, 256), 256, 0, s>>>((T *)dtokens, dimg, B, C, H, W, P);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 

@@ -24,7 +24,9 @@
 
 #include "kernels/cuda/common.cuh"
 
-#define CHECK_CUBLAS(call)                                                                    \
+/* On a cuBLAS error, returns it as a dl status (DL_CUBLAS_BASE + status;
+ * dl_status_string names it). */
+#define CUBLAS_RETURN_ON_ERROR(call)                                                          \
   do {                                                                                        \
     cublasStatus_t st_ = (call);                                                              \
     if (st_ != CUBLAS_STATUS_SUCCESS)                                                         \
@@ -83,8 +85,8 @@ extern "C" int dl_blas_create(dl_blas **out, size_t workspace_bytes, int allow_t
     return (int)cudaErrorMemoryAllocation;
   b->workspace_bytes = workspace_bytes;
   b->allow_tf32 = allow_tf32;
-  CHECK_CUBLAS(cublasLtCreate(&b->lt));
-  CHECK_CUDA(cudaMalloc(&b->workspace, workspace_bytes));
+  CUBLAS_RETURN_ON_ERROR(cublasLtCreate(&b->lt));
+  CUDA_RETURN_ON_ERROR(cudaMalloc(&b->workspace, workspace_bytes));
   return 0;
 }
 
@@ -130,16 +132,17 @@ static int alignment_of(const void *ptr, int64_t stride, dl_dtype type)
 static int set_planes(cublasLtMatrixLayout_t layout, int planes, int64_t stride)
 {
   const int32_t count = planes;
-  CHECK_CUBLAS(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
-  CHECK_CUBLAS(
-      cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                          sizeof(count)));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                          sizeof(stride)));
   return 0;
 }
 
 static int set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, int align)
 {
   const uint32_t bytes = (uint32_t)align;
-  CHECK_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof(bytes)));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof(bytes)));
   return 0;
 }
 
@@ -162,7 +165,7 @@ static int ask_heuristic(dl_blas *blas, const gemm_key *key, cublasLtMatmulDesc_
   cublasLtMatmulPreference_t pref;
   cublasStatus_t st;
   int rc;
-  CHECK_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulPreferenceCreate(&pref));
   st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &blas->workspace_bytes,
                                             sizeof(blas->workspace_bytes));
   rc = st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
@@ -211,17 +214,22 @@ static int set_epilogue(cublasLtMatmulDesc_t op, const gemm_call *g, cublasLtEpi
 {
   const cudaDataType bias_type = cuda_type(g->d_type);
   const int64_t aux_ld = g->m;
-  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                        sizeof(epilogue)));
   if (g->bias) {
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias, sizeof(g->bias)));
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof(bias_type)));
+    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
+                                                          sizeof(g->bias)));
+    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                          sizeof(bias_type)));
     if (planes > 1)
-      CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &g->stride_bias,
-                                                  sizeof(g->stride_bias)));
+      CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &g->stride_bias,
+                                                            sizeof(g->stride_bias)));
   }
   if (g->aux) {
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux, sizeof(g->aux)));
-    CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof(aux_ld)));
+    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux,
+                                                          sizeof(g->aux)));
+    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                                          sizeof(aux_ld)));
   }
   return 0;
 }
@@ -245,14 +253,14 @@ static int lt_matmul_run(dl_blas *blas, const gemm_call *g, int run, cudaStream_
   cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
   cublasLtMatmulAlgo_t algo;
   int rc;
-  CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
-  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  CHECK_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&la, cuda_type(g->ab_type), g->transa ? g->k : g->m,
-                                          g->transa ? g->m : g->k, g->transa ? g->k : g->m));
-  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
-                                          g->transb ? g->k : g->n, g->transb ? g->n : g->k));
-  CHECK_CUBLAS(cublasLtMatrixLayoutCreate(&lc, cuda_type(g->d_type), g->m, g->n, g->m));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&la, cuda_type(g->ab_type), g->transa ? g->k : g->m,
+                                                    g->transa ? g->m : g->k, g->transa ? g->k : g->m));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
+                                                    g->transb ? g->k : g->n, g->transb ? g->n : g->k));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&lc, cuda_type(g->d_type), g->m, g->n, g->m));
   if ((rc = set_epilogue(op, g, epilogue, planes)) == 0 && (rc = set_batch(g, planes, la, lb, lc)) == 0)
     rc = choose_algo(blas, &key, op, la, lb, lc, &algo);
   if (rc == 0 && run) {

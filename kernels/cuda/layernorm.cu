@@ -47,7 +47,7 @@ static int layernorm_fwd(void *x_out, void *out, float *mean, float *rstd, const
 {
   layernorm_fwd_kernel<T><<<(BT + 7) / 8, 256, 0, s>>>((T *)x_out, (T *)out, mean, rstd, (const T *)x, (const T *)y,
                                                         bias, w, b, BT, C, eps);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -111,7 +111,7 @@ static int layernorm_bwd(void *dinp, float *dw, float *db, const void *dout, con
   float *const grads[2] = {dw, db};
   layernorm_bwd_rows_kernel<T><<<(BT + 7) / 8, 256, 0, s>>>((T *)dinp, (const T *)dout, (const T *)inp, w, mean, rstd,
                                                              BT, C);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return column_reduce<2>(grads, 1, term, BT, C, partials, s);
 }
 

@@ -38,9 +38,9 @@ extern "C" int dl_l2_loss_fwd(float *loss_sum, float *sums, const float *pred, c
                               cudaStream_t s)
 {
   l2_sums_kernel<<<B, 1024, 0, s>>>(sums, pred, target, n);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   l2_mean_kernel<<<1, 1, 0, s>>>(loss_sum, sums, B);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -61,7 +61,7 @@ extern "C" int dl_l2_loss_bwd(float *dpred, const float *sums, const float *pred
                               const float *dloss, cudaStream_t s)
 {
   l2_loss_bwd_kernel<<<dl_blocks((size_t)B * n, 256), 256, 0, s>>>(dpred, sums, pred, target, B, n, dloss);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
@@ -94,8 +94,8 @@ extern "C" int dl_weighted_rmse(float *rmse_sum, const float *pred, const float 
 {
   /* the per-sample values land in rmse_sum[1..B]: the caller gives B + 1 floats */
   weighted_rmse_kernel<<<B, 1024, 0, s>>>(rmse_sum + 1, pred, target, lat_w, C, H, W, c);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   add_samples_kernel<<<1, 1, 0, s>>>(rmse_sum, rmse_sum + 1, B);
-  CHECK_LAUNCH();
+  CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }

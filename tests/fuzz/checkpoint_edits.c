@@ -8,6 +8,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "trainer/model.h"
+
 static unsigned next_byte(checkpoint_edits *e)
 {
   if (!e->n)
@@ -124,9 +126,11 @@ void checkpoint_edits_write(const char *path, const param_table *t, float *value
   H5Fclose(file);
 }
 
-int checkpoint_edits_table(param_table *t)
+int checkpoint_edits_table(param_table *t, int tp, int tp_rank)
 {
   const train_config cfg = {.embed_dim = 8, .depth = 1, .num_heads = 2, .patch_size = 4, .img_size = {8, 8},
                             .n_in_channels = 2, .n_out_channels = 2};
-  return params_build(t, &cfg, 1, 0);
+  vit_dims dims;
+  vit_dims_fill(&dims, &cfg, tp, 1);
+  return params_build(t, &dims, tp_rank);
 }

@@ -22,8 +22,9 @@ typedef struct {
   size_t n;
 } checkpoint_edits;
 
-/* The tiny model's table (embed 8, depth 1, 8x8 images, patch 4, 2 channels). */
-int checkpoint_edits_table(param_table *t);
+/* The tiny model's table (embed 8, depth 1, 8x8 images, patch 4, 2
+ * channels) of tensor-parallel rank tp_rank of tp. */
+int checkpoint_edits_table(param_table *t, int tp, int tp_rank);
 /* values: room for the table's largest tensor (scratch, 4096 floats do). */
 void checkpoint_edits_write(const char *path, const param_table *t, float *values, checkpoint_edits *e);
 /* The next 8 bytes, little-endian (0 past the end). */

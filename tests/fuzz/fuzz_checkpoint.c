@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   int rc;
   if (!values) {
     h5_quiet();
-    if (checkpoint_edits_table(&table) != DLPAR_OK || !(values = calloc(4096, sizeof(float))))
+    if (checkpoint_edits_table(&table, 1, 0) != DLPAR_OK || !(values = calloc(4096, sizeof(float))))
       abort();
   }
   checkpoint_edits_write(path, &table, values, &e);

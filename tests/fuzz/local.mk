@@ -31,7 +31,7 @@ LIBFUZZER_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-reco
 	-I$(top_srcdir) -I$(top_builddir) $(HDF5_CFLAGS) $(YAML_CFLAGS)
 LIBFUZZER_READERS = $(top_srcdir)/trainer/yamltree.c $(top_srcdir)/trainer/input_file.c \
 	$(top_srcdir)/trainer/train_config.c $(top_srcdir)/trainer/npy.c $(top_srcdir)/trainer/atomic_file.c \
-	$(top_srcdir)/trainer/checkpoint.c $(top_srcdir)/trainer/h5util.c $(top_srcdir)/trainer/params.c \
+	$(top_srcdir)/trainer/checkpoint.c $(top_srcdir)/trainer/h5util.c $(top_srcdir)/trainer/params.c $(top_srcdir)/trainer/model_common.c \
 	$(top_srcdir)/trainer/rng.c $(top_srcdir)/tests/fuzz/fuzz_common.c $(top_srcdir)/tests/fuzz/checkpoint_edits.c
 LIBFUZZER_TARGETS = tests/fuzz/libfuzzer/fuzz_yaml tests/fuzz/libfuzzer/fuzz_config tests/fuzz/libfuzzer/fuzz_npy \
 	tests/fuzz/libfuzzer/fuzz_checkpoint

@@ -11,6 +11,7 @@
 
 #include "launcher/status.h"
 #include "tests/unit/check.h"
+#include "trainer/model.h"
 #include "trainer/params.h"
 #include "trainer/rng.h"
 
@@ -26,6 +27,14 @@ static int load(const char *yaml, char *const *overrides, int n)
   return config_load(&set, path, "base", overrides, n, err, sizeof(err));
 }
 
+/* The loaded config's table on tensor-parallel rank tp_rank of tp. */
+static int build(param_table *t, int tp, int tp_rank)
+{
+  vit_dims dims;
+  vit_dims_fill(&dims, &set.cfg, tp, 1);
+  return params_build(t, &dims, tp_rank);
+}
+
 static void test_table(void)
 {
   param_table full, half[2];
@@ -33,7 +42,7 @@ static void test_table(void)
   float *values, *pieces, *back;
   CHECK_INT(load("base: {embed_dim: 8, depth: 2, num_heads: 2, patch_size: 4, img_size: [8, 16], n_in_channels: 3, "
                  "n_out_channels: 2}\n", NULL, 0), DLPAR_OK);
-  CHECK_INT(params_build(&full, &set.cfg, 1, 0), DLPAR_OK);
+  CHECK_INT(build(&full, 1, 0), DLPAR_OK);
   CHECK_INT(full.n, 6 + 16 * 2);
   p = &full.p[full.pos_embed];
   CHECK_STR(p->name, "pos_embed");
@@ -41,7 +50,7 @@ static void test_table(void)
   CHECK_STR(full.p[full.blocks[1].fc1_w].name, "blocks.1.mlp.fc1.weight");
   CHECK_INT(full.p[full.head_w].rows, 2 * 4 * 4);
   for (int r = 0; r < 2; r++)
-    CHECK_INT(params_build(&half[r], &set.cfg, 2, r), DLPAR_OK);
+    CHECK_INT(build(&half[r], 2, r), DLPAR_OK);
   CHECK_INT(half[0].total * 2 > full.total, 1); /* replicated tensors on both */
   values = malloc(sizeof(float) * full.total);
   pieces = malloc(sizeof(float) * full.total * 2);
@@ -107,7 +116,7 @@ static void test_fused_qkv(void)
   CHECK_INT(load("base: {embed_dim: 8, depth: 2, num_heads: 2, patch_size: 4, img_size: [8, 16], n_in_channels: 3, "
                  "n_out_channels: 2}\n", NULL, 0), DLPAR_OK);
   for (int tp = 1; tp <= 2; tp++) {
-    CHECK_INT(params_build(&t, &set.cfg, tp, tp - 1), DLPAR_OK);
+    CHECK_INT(build(&t, tp, tp - 1), DLPAR_OK);
     for (int i = 0; i < t.n; i++)
       CHECK_INT(t.p[i].offset, i ? t.p[i - 1].offset + t.p[i - 1].count : 0);
     for (int l = 0; l < t.depth; l++) {
@@ -123,7 +132,7 @@ static void test_fused_qkv(void)
     }
     params_free(&t);
   }
-  CHECK_INT(params_build(&t, &set.cfg, 1, 0), DLPAR_OK);
+  CHECK_INT(build(&t, 1, 0), DLPAR_OK);
   values = malloc(sizeof(float) * t.total);
   CHECK_INT(params_init(&t, 5, values), DLPAR_OK);
   rng_init(&rng, 5, (uint64_t)(t.p[t.blocks[1].norm1_w].stream + 4)); /* blocks.1.attn.k.weight's stream */

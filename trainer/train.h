@@ -1,0 +1,83 @@
+/* trainer/train.h: dlpar-train's state and the loop's pieces that its
+ * other mode reuses: the training loop (train.c) and --benchy (benchy.c)
+ * run the same steps, report errors and lines the same way. */
+#ifndef DLPAR_TRAIN_H
+#define DLPAR_TRAIN_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "trainer/checkpoint.h"
+#include "trainer/data.h"
+#include "trainer/metrics.h"
+#include "trainer/model.h"
+#include "trainer/progress.h"
+#include "trainer/train_config.h"
+
+/* The ranks' host-side step times, every skew_every steps: each rank posts
+ * its mean busy time (wall less the time blocked in collectives) over the
+ * interval; the gather is read one interval later (no synchronisation). */
+typedef struct {
+  double start, waited;  /* dlpar_now() and dlpar_wait_seconds() at the last post */
+  long posted_step;      /* the step of the posted interval; 0: none */
+  double *times;         /* every rank's, by rank; then the same sorted */
+} step_skew;
+
+typedef struct {
+  dlpar_ctx *comm;
+  const dlpar_info *info;
+  config_set config;
+  char config_yaml[16384];
+  char run_dir[PATH_MAX];
+  float *means, *stds;
+  pthread_mutex_t hdf5_lock;
+  era5_data train_data, valid_data;
+  loader *train, *valid;
+  model *net;
+  metrics_writer *metrics;
+  progress *progress; /* rank 0's progress line; NULL: none */
+  checkpoint_position pos;
+  long epochs, total_steps;  /* the tutorial's whole epochs, and their steps */
+  long schedule_steps;       /* the cosine schedule's length, as the tutorial computes it */
+  long steps_this_run;
+  long skipped_steps;  /* this run's steps with a non-finite loss or gradients */
+  long saved_step;     /* the last checkpoint's step, -1: none yet */
+  bool on_gpu;
+  step_skew skew;
+} trainer;
+
+/* Train-loss bookkeeping of the current epoch (sums over dp). Every
+ * log_every steps the model posts the window since the last one; its line
+ * is written a step later, so on a GPU its sums travel while the next step
+ * runs and the host never waits for the device it has to keep fed. */
+typedef struct {
+  double loss_sum;
+  long steps;
+  double start;
+  long posted_step; /* the step whose window is posted, not yet logged; 0: none */
+} epoch_progress;
+
+/* Ends the run (after dlpar_init) with one line. An error every rank finds
+ * alike is printed by rank 0 alone (dlpar_abort_shared); one that may be
+ * this rank's alone (every_rank) by each rank that finds it, with its rank. */
+void train_die(trainer *t, bool every_rank, const char *fmt, ...) __attribute__((noreturn, format(printf, 3, 4)));
+/* A line on rank 0's stdout (after the progress line, if any). */
+void train_say(const trainer *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* rc from the model: anything but DLPAR_OK ends the run, `what` and the model's error. */
+void train_check(trainer *t, int rc, const char *what);
+
+/* One optimizer step; returns 1 when the run should end after it (a stop
+ * request agreed by all ranks, or stop_after_iters). */
+int train_step(trainer *t, epoch_progress *e);
+/* The sums since the last post, over dp, now (waits for the device). */
+void metrics_now(trainer *t, model_metrics *m);
+/* Every step so far logged: before validation, a checkpoint or the end. */
+void flush_windows(trainer *t, epoch_progress *e);
+/* The step-time skew's first interval starts now. */
+void step_skew_start(trainer *t);
+
+/* --benchy (benchy.c): the SC22 tutorial's benchmark instead of training. */
+void benchy(trainer *t);
+
+#endif
