@@ -585,12 +585,13 @@ static void train(trainer *t)
 
 /* ------------------------------------------------------------ benchy */
 
-/* Waits for this rank's device (the host allreduce waits for its stream),
- * then for every rank; returns the mean of `seconds`. */
+/* Waits for this rank's device (a host allreduce waits for it), then for
+ * every rank; returns the mean of `seconds`. */
 static double synchronize(trainer *t, double seconds)
 {
-  check(t, t->net->ops->host_allreduce(t->net, DLPAR_WORLD, &seconds, 1), "benchy");
-  return seconds / t->info->size;
+  if (dlpar_allreduce_host(t->comm, DLPAR_WORLD, &seconds, 1, DLPAR_FLOAT64, DLPAR_AVG) != 0)
+    die(t, true, "benchy: %s", dlpar_last_error(t->comm));
+  return seconds;
 }
 
 /* The SC22 tutorial's benchy: the loader alone (IO), compute on one batch
