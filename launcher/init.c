@@ -228,8 +228,8 @@ static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const
 /* How the start-up exchanges and builds things (doc/scaling.md):
  * DLPAR_NCCL_GROUPS initrank (default: tp and dp from ids exchanged over
  * PMIx) or split (ncclCommSplit of an eager world communicator);
- * DLPAR_NCCL_WORLD lazy (default: the world communicator at the first world
- * collective) or eager; DLPAR_MODEX direct (default: the fence carries no
+ * DLPAR_NCCL_WORLD lazy (default: the world communicator at the first device
+ * collective on the world group) or eager; DLPAR_MODEX direct (default: the fence carries no
  * data) or collect (every rank's keys to every node, the old scheme);
  * DLPAR_NCCL_RANKS_PER_ROOT, the ranks per NCCL bootstrap root;
  * DLPAR_WORLD_VIA_GROUPS 1: host world collectives composed from tp and dp
