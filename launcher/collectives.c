@@ -115,7 +115,7 @@ int dlpar_allgather_host(dlpar_ctx *ctx, dlpar_group_id group, const void *send,
   allgather = ctx->backend->host_allgather ? ctx->backend->host_allgather : ctx->backend->allgather;
   if (group != DLPAR_WORLD || !dlpar_world_by_groups(ctx))
     return allgather(ctx, (dlpar_group)group, send, recv, count, dtype, NULL);
-  if (!(row = malloc(count * dlpar_dtype_size(dtype) * (size_t)ctx->grid.tp + 1)))
+  if (!(row = malloc(count * dlpar_dtype_size(dtype) * (size_t)ctx->grid.tp + 1))) /* + 1: never malloc(0) */
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory for a host allgather of %zu elements", count);
   rc = dlpar_world_allgather_by_groups(ctx, allgather, send, row, recv, count, dtype, NULL);
   free(row);

@@ -3,11 +3,12 @@
 # max, min, avg), dlpar_allgather_host (float64, float32) and dlpar_barrier
 # on the tp, dp and world groups, values checked exactly
 # (tests/integration/host_collectives.c), on 1, 2 and 4 ranks with grids
-# 1x1, 2x1, 1x2 and 2x2 under dlpar-run, each with the world communicator
-# and with DLPAR_WORLD_VIA_GROUPS=1 (the world collectives composed from the
-# tp and dp groups, behind a guard that fails any use of the world
-# communicator), one 2x2 across the bed's 2 nodes under srun, and a plain
-# run (one rank, the self backend).
+# 1x1, 2x1, 1x2 and 2x2 under dlpar-run: on MPI with the world
+# communicator, and on the default backend with DLPAR_WORLD_VIA_GROUPS=1
+# (the world collectives composed from the tp and dp groups, behind a guard
+# that fails any use of the world communicator; on NCCL, where there are
+# GPUs, they are so anyway); one 2x2 across the bed's 2 nodes under srun,
+# and a plain run (one rank, the self backend).
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
 prog=$B/tests/integration/host_collectives
@@ -23,7 +24,7 @@ expect_ranks() {
 
 for grid in 1x1 2x1 1x2 2x2; do
   m=${grid%x*} d=${grid#*x} n=$(( ${grid%x*} * ${grid#*x} ))
-  out=$("$B/launcher/dlpar-run" -n $n --dl-parallel=$grid -- "$prog" 2>&1)
+  out=$(DLPAR_BACKEND=mpi "$B/launcher/dlpar-run" -n $n --dl-parallel=$grid -- "$prog" 2>&1)
   expect_rc "dlpar-run $grid" $? 0
   expect_ranks "dlpar-run $grid" "$out" $n direct
   out=$(DLPAR_WORLD_VIA_GROUPS=1 "$B/launcher/dlpar-run" -n $n --dl-parallel=$grid -- "$prog" 2>&1)
@@ -42,7 +43,7 @@ expect_rc "plain run" $? 0
 expect_ranks "plain run" "$out" 1 "by groups"
 
 # The guard is real: world collectives through the world communicator fail behind it.
-out=$("$B/launcher/dlpar-run" -n 2 -- "$prog" --guard 2>&1)
+out=$(DLPAR_BACKEND=mpi "$B/launcher/dlpar-run" -n 2 -- "$prog" --guard 2>&1)
 expect_rc "--guard, world direct" $? 1
 expect_contains "--guard, world direct" "$out" \
   "allreduce sum: allreduce on the world communicator, which the composition must not use"
