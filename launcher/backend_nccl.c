@@ -4,9 +4,13 @@
  * ncclCommInitRankScalable from one bootstrap root per ranks_per_root ranks
  * in a bigger group (or tp and dp split from an eager world with
  * DLPAR_NCCL_GROUPS=split, to compare: bench/nccl-groups). The world
- * communicator is built at the first world collective (its ids exchanged
- * then), or at init with DLPAR_NCCL_WORLD=eager; the stop agreement runs
- * over tp then dp, so training never needs it. Collectives
+ * communicator is built at the first device collective on the world group
+ * (its ids exchanged then), or at init with DLPAR_NCCL_WORLD=eager; the
+ * stop agreement, the step-time gather and, without a world communicator,
+ * the host and barrier world collectives run over tp then dp
+ * (collectives.c's composition), so training never needs it. Host-memory
+ * collectives go through a device staging buffer of the backend's, grown
+ * on demand up to STAGING_MAX_BYTES, in chunks beyond that. Collectives
  * enqueue on the caller's stream (stream semantics). The watchdog polls
  * ncclCommGetAsyncError and an event recorded after the last collective of
  * each group: an error or a collective that does not complete within the
@@ -43,10 +47,16 @@ typedef struct {
   int *device_ints;            /* [0] barrier, [1] stop agreement */
   int *stop_host;              /* pinned: [0] this rank's flag, [1] the world's max */
   cudaEvent_t stop_done;       /* recorded after the stop agreement's copy back */
-  double *times_device;        /* the step-time gather: [0] this rank's, [1..size] everyone's */
-  double *times_host;          /* pinned, as times_device */
+  double *times_device;        /* the step-time gather: [0] this rank's, [1..size] everyone's, then the tp row */
+  double *times_host;          /* pinned: [0] this rank's, [1..size] everyone's */
   cudaEvent_t times_done;      /* recorded after the gather's copy back */
+  unsigned char *staging;      /* host collectives' device buffer (NULL until the first) */
+  size_t staging_bytes;
 } nccl_state;
+
+/* The host collectives' staging buffer never grows past this: bigger
+ * buffers go in chunks. */
+#define STAGING_MAX_BYTES ((size_t)16 << 20)
 
 static nccl_state *state_of(dlpar_ctx *ctx)
 {
@@ -198,7 +208,7 @@ static int nccl_init(dlpar_ctx *ctx)
   CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
   CUDA_RECORD_IN_CTX(ctx, cudaHostAlloc((void **)&st->stop_host, 2 * sizeof(int), cudaHostAllocDefault));
   CUDA_RECORD_IN_CTX(ctx, cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming));
-  CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1)));
+  CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1 + ctx->grid.tp)));
   CUDA_RECORD_IN_CTX(ctx, cudaHostAlloc((void **)&st->times_host, sizeof(double) * (size_t)(ctx->info.size + 1),
                                         cudaHostAllocDefault));
   CUDA_RECORD_IN_CTX(ctx, cudaEventCreateWithFlags(&st->times_done, cudaEventDisableTiming));
@@ -224,6 +234,7 @@ static void nccl_finalize(dlpar_ctx *ctx)
     cudaEventDestroy(st->times_done);
   cudaFreeHost(st->times_host);
   cudaFree(st->times_device);
+  cudaFree(st->staging);
   if (st->stop_host)
     cudaFreeHost(st->stop_host);
   if (st->device_ints)
@@ -348,8 +359,8 @@ static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
   st->stop_host[0] = local;
   CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
                                           (cudaStream_t)stream));
-  if ((rc = nccl_allreduce(ctx, DLPAR_GROUP_TP, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream)) != DLPAR_OK ||
-      (rc = nccl_allreduce(ctx, DLPAR_GROUP_DP, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream)) != DLPAR_OK)
+  rc = dlpar_world_allreduce_by_groups(ctx, nccl_allreduce, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream);
+  if (rc != DLPAR_OK)
     return rc;
   CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
                                           (cudaStream_t)stream));
@@ -367,7 +378,8 @@ static int nccl_stop_wait(dlpar_ctx *ctx, int *global)
 }
 
 /* As the stop agreement: in the caller's stream behind the step's work,
- * the copy back to pinned memory, an event that times_wait waits for. */
+ * over tp then dp (no world communicator), the copy back to pinned memory,
+ * an event that times_wait waits for. */
 static int nccl_times_post(dlpar_ctx *ctx, double local, void *stream)
 {
   nccl_state *st = state_of(ctx);
@@ -375,7 +387,8 @@ static int nccl_times_post(dlpar_ctx *ctx, double local, void *stream)
   st->times_host[0] = local;
   CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
                                           (cudaStream_t)stream));
-  rc = nccl_allgather(ctx, DLPAR_GROUP_WORLD, st->times_device, st->times_device + 1, 1, DLPAR_FLOAT64, stream);
+  rc = dlpar_world_allgather_by_groups(ctx, nccl_allgather, st->times_device, st->times_device + 1 + ctx->info.size,
+                                       st->times_device + 1, 1, DLPAR_FLOAT64, stream);
   if (rc != DLPAR_OK)
     return rc;
   CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->times_host + 1, st->times_device + 1,
@@ -391,6 +404,79 @@ static int nccl_times_wait(dlpar_ctx *ctx, double *all)
   CUDA_RECORD_IN_CTX(ctx, cudaEventSynchronize(st->times_done));
   memcpy(all, st->times_host + 1, sizeof(double) * (size_t)ctx->info.size);
   return DLPAR_OK;
+}
+
+/* The staging buffer, at least `bytes` (at most STAGING_MAX_BYTES asked). */
+static int staging_reserve(dlpar_ctx *ctx, size_t bytes)
+{
+  nccl_state *st = state_of(ctx);
+  if (bytes <= st->staging_bytes)
+    return DLPAR_OK;
+  CUDA_RECORD_IN_CTX(ctx, cudaFree(st->staging));
+  st->staging = NULL, st->staging_bytes = 0;
+  CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->staging, bytes));
+  st->staging_bytes = bytes;
+  return DLPAR_OK;
+}
+
+/* Host collectives start once the device has finished what the program
+ * queued (their values may come from it, and one communicator's
+ * collectives must not overlap); they run on the backend's own stream. */
+static int host_collective_start(dlpar_ctx *ctx, size_t bytes)
+{
+  CUDA_RECORD_IN_CTX(ctx, cudaDeviceSynchronize());
+  return staging_reserve(ctx, bytes);
+}
+
+/* Chunks of at most STAGING_MAX_BYTES: in, allreduce in place, out. */
+static int nccl_host_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                               dlpar_op op, void *stream)
+{
+  nccl_state *st = state_of(ctx);
+  const size_t elem = dlpar_dtype_size(dtype), chunk = STAGING_MAX_BYTES / elem;
+  int rc = host_collective_start(ctx, (count < chunk ? count : chunk) * elem);
+  (void)stream;
+  for (size_t done = 0; rc == DLPAR_OK && done < count; done += chunk) {
+    const size_t n = count - done < chunk ? count - done : chunk;
+    unsigned char *host = (unsigned char *)buf + done * elem;
+    CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->staging, host, n * elem, cudaMemcpyHostToDevice, st->barrier_stream));
+    if ((rc = nccl_allreduce(ctx, group, st->staging, n, dtype, op, st->barrier_stream)) != DLPAR_OK)
+      break;
+    CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(host, st->staging, n * elem, cudaMemcpyDeviceToHost, st->barrier_stream));
+    CUDA_RECORD_IN_CTX(ctx, cudaStreamSynchronize(st->barrier_stream));
+  }
+  return rc;
+}
+
+/* Chunks of `chunk` elements per rank: this rank's in, the group's
+ * gathered after it, each rank's piece out to its place in recv. */
+static int nccl_host_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
+                               dlpar_dtype dtype, void *stream)
+{
+  nccl_state *st = state_of(ctx);
+  const size_t elem = dlpar_dtype_size(dtype), ranks = (size_t)dlpar_group_size(ctx, group);
+  const size_t fit = STAGING_MAX_BYTES / ((ranks + 1) * elem), chunk = fit < 1 ? 1 : fit;
+  int rc = host_collective_start(ctx, (ranks + 1) * (count < chunk ? count : chunk) * elem);
+  (void)stream;
+  for (size_t done = 0; rc == DLPAR_OK && done < count; done += chunk) {
+    const size_t n = count - done < chunk ? count - done : chunk, piece = n * elem;
+    unsigned char *gathered = st->staging + piece;
+    CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->staging, (const unsigned char *)send + done * elem, piece,
+                                            cudaMemcpyHostToDevice, st->barrier_stream));
+    if ((rc = nccl_allgather(ctx, group, st->staging, gathered, n, dtype, st->barrier_stream)) != DLPAR_OK)
+      break;
+    const size_t copies = n == count ? 1 : ranks, copy_bytes = n == count ? ranks * piece : piece; /* one chunk: in place */
+    for (size_t r = 0; r < copies; r++)
+      CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync((unsigned char *)recv + (r * count + done) * elem, gathered + r * piece,
+                                              copy_bytes, cudaMemcpyDeviceToHost, st->barrier_stream));
+    CUDA_RECORD_IN_CTX(ctx, cudaStreamSynchronize(st->barrier_stream));
+  }
+  return rc;
+}
+
+static bool nccl_has_world(const dlpar_ctx *ctx)
+{
+  return ctx->info.size == 1 || ((const nccl_state *)ctx->backend_state)->comm[DLPAR_GROUP_WORLD] != NULL;
 }
 
 /* Runs on the watchdog thread, which may query events while the trainer
@@ -462,4 +548,7 @@ const dlpar_backend_ops dlpar_backend_nccl = {
     .times_post = nccl_times_post,
     .times_wait = nccl_times_wait,
     .graph_launched = nccl_graph_launched,
+    .host_allreduce = nccl_host_allreduce,
+    .host_allgather = nccl_host_allgather,
+    .has_world = nccl_has_world,
 };

@@ -7,8 +7,10 @@
  * rank getting only its groups' ids (no ports, no MASTER_ADDR); then
  * tensor-parallel (M consecutive ranks), data-parallel and world groups, on
  * NCCL (GPUs) or MPI (CPUs) behind the same calls. On NCCL the world
- * communicator is built at the first world collective (DLPAR_NCCL_WORLD=eager:
- * at init); see doc/scaling.md. A plain run
+ * communicator is built at the first device collective on the world group
+ * (DLPAR_NCCL_WORLD=eager: at init); libdlpar's own world collectives and
+ * the host ones compose the tp and dp groups' instead; see
+ * doc/scaling.md. A plain run
  * outside PMIx is one rank, grid 1x1.
  *
  * It fails fast: a rank missing at the rendezvous, a collective that does
@@ -83,7 +85,19 @@ int dlpar_reduce_scatter(dlpar_ctx *ctx, dlpar_group_id group, const void *send,
                          dlpar_dtype dtype, dlpar_op op, void *stream);
 int dlpar_broadcast(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
                     int root, void *stream);
+/* Blocks until every rank of the group called it (no world communicator
+ * needed on NCCL: the tp group's barrier, then the dp group's). */
 int dlpar_barrier(dlpar_ctx *ctx, dlpar_group_id group);
+/* The allreduce and allgather on host memory, blocking, on every backend
+ * (on NCCL it first waits for the device, then goes through a device
+ * staging buffer of libdlpar's, in chunks of at most 16 MiB): for counters,
+ * flags, timings and tables the program keeps on the host. On the world
+ * group they are the tp group's then the dp group's collective, so NCCL
+ * builds no world communicator for them (doc/scaling.md). */
+int dlpar_allreduce_host(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
+                         dlpar_op op);
+int dlpar_allgather_host(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
+                         dlpar_dtype dtype);
 /* Call after each launch of a CUDA graph that holds collectives: the
  * watchdog times them from this launch (their completion events are graph
  * nodes, recorded again by every replay). Nothing to do on MPI. */

@@ -162,10 +162,13 @@ static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const
 /* How the start-up exchanges and builds things (doc/scaling.md):
  * DLPAR_NCCL_GROUPS initrank (default: tp and dp from ids exchanged over
  * PMIx) or split (ncclCommSplit of an eager world communicator);
- * DLPAR_NCCL_WORLD lazy (default: the world communicator at the first world
- * collective) or eager; DLPAR_MODEX direct (default: the fence carries no
+ * DLPAR_NCCL_WORLD lazy (default: the world communicator at the first device
+ * collective on the world group) or eager; DLPAR_MODEX direct (default: the fence carries no
  * data) or collect (every rank's keys to every node, the old scheme);
- * DLPAR_NCCL_RANKS_PER_ROOT, the ranks per NCCL bootstrap root. */
+ * DLPAR_NCCL_RANKS_PER_ROOT, the ranks per NCCL bootstrap root;
+ * DLPAR_WORLD_VIA_GROUPS 1: host world collectives composed from tp and dp
+ * on every backend (on NCCL they are so anyway without a world
+ * communicator; on MPI this tests the composition). */
 static int choose_startup(dlpar_ctx *ctx)
 {
   const char *per_root = getenv("DLPAR_NCCL_RANKS_PER_ROOT");
@@ -174,7 +177,8 @@ static int choose_startup(dlpar_ctx *ctx)
   int rc;
   if ((rc = env_switch(ctx, "DLPAR_NCCL_GROUPS", "initrank", "split", &ctx->nccl_split)) != DLPAR_OK ||
       (rc = env_switch(ctx, "DLPAR_NCCL_WORLD", "lazy", "eager", &ctx->eager_world)) != DLPAR_OK ||
-      (rc = env_switch(ctx, "DLPAR_MODEX", "direct", "collect", &ctx->collect_modex)) != DLPAR_OK)
+      (rc = env_switch(ctx, "DLPAR_MODEX", "direct", "collect", &ctx->collect_modex)) != DLPAR_OK ||
+      (rc = env_switch(ctx, "DLPAR_WORLD_VIA_GROUPS", "0", "1", &ctx->world_via_groups)) != DLPAR_OK)
     return rc;
   if (per_root && *per_root && ((value = strtol(per_root, &end, 10)) < 1 || value > 1000000 || *end))
     return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_NCCL_RANKS_PER_ROOT=%s: not a number of ranks from 1 to 1000000 "

@@ -52,6 +52,13 @@ typedef struct {
 
 typedef struct dlpar_backend_ops dlpar_backend_ops;
 
+/* A group's allreduce and allgather, as the backends implement them (the
+ * world compositions in collectives.c take either kind). */
+typedef int (*dlpar_allreduce_fn)(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                                  dlpar_op op, void *stream);
+typedef int (*dlpar_allgather_fn)(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
+                                  dlpar_dtype dtype, void *stream);
+
 /* Start-up phases (telemetry.c), in the order they happen. */
 typedef enum {
   DLPAR_PHASE_PMIX = 0,  /* PMIx ready: rank, size, hosts known */
@@ -87,6 +94,7 @@ struct dlpar_ctx {
   bool nccl_split;             /* DLPAR_NCCL_GROUPS=split: tp, dp = ncclCommSplit(world) */
   bool eager_world;            /* DLPAR_NCCL_WORLD=eager: the world communicator at init */
   bool collect_modex;          /* DLPAR_MODEX=collect: the fence hands every rank's keys to every node */
+  bool world_via_groups;       /* DLPAR_WORLD_VIA_GROUPS=1: host world collectives from tp and dp, whatever the backend */
   int ranks_per_root;          /* NCCL bootstrap roots: one per this many ranks of a group */
   dlpar_pmix_traffic traffic;
   const dlpar_backend_ops *backend;
@@ -117,10 +125,8 @@ struct dlpar_backend_ops {
   dlpar_backend id;
   int (*init)(dlpar_ctx *ctx);
   void (*finalize)(dlpar_ctx *ctx);
-  int (*allreduce)(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
-                   dlpar_op op, void *stream);
-  int (*allgather)(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
-                   dlpar_dtype dtype, void *stream);
+  dlpar_allreduce_fn allreduce;
+  dlpar_allgather_fn allgather;
   int (*reduce_scatter)(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv,
                         size_t count, dlpar_dtype dtype, dlpar_op op, void *stream);
   int (*broadcast)(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
@@ -140,6 +146,12 @@ struct dlpar_backend_ops {
    * world group (stream: as the collectives), then wait for it into `all`. */
   int (*times_post)(dlpar_ctx *ctx, double local, void *stream);
   int (*times_wait)(dlpar_ctx *ctx, double *all);
+  /* Blocking collectives on host memory (dlpar_*_host; stream unused);
+   * NULL where allreduce and allgather take host memory (MPI, one rank). */
+  dlpar_allreduce_fn host_allreduce;
+  dlpar_allgather_fn host_allgather;
+  /* Whether the world group has a communicator now (NULL: always). */
+  bool (*has_world)(const dlpar_ctx *ctx);
 };
 
 extern const dlpar_backend_ops dlpar_backend_self;
@@ -159,6 +171,19 @@ size_t dlpar_dtype_size(dlpar_dtype dtype);
 int dlpar_group_size(const dlpar_ctx *ctx, dlpar_group group);
 /* "tp group (ranks 4-7)" for messages. */
 void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
+
+/* collectives.c: world collectives composed from the tp and dp groups'
+ * (rank = tp_rank + M * dp_rank), for a backend without a world
+ * communicator (NCCL unless one was asked for; any with
+ * DLPAR_WORLD_VIA_GROUPS=1). `allreduce`/`allgather`: the group collective
+ * to compose (device or host memory, as that function takes it); `row`
+ * holds M * count elements (the tp group's gather) of the same memory. */
+int dlpar_world_allreduce_by_groups(dlpar_ctx *ctx, dlpar_allreduce_fn allreduce, void *buf, size_t count,
+                                    dlpar_dtype dtype, dlpar_op op, void *stream);
+int dlpar_world_allgather_by_groups(dlpar_ctx *ctx, dlpar_allgather_fn allgather, const void *send, void *row,
+                                    void *recv, size_t count, dlpar_dtype dtype, void *stream);
+/* Whether this context's host world collectives are composed so. */
+bool dlpar_world_by_groups(const dlpar_ctx *ctx);
 
 /* pmixboot.c */
 int dlpar_pmix_init(dlpar_ctx *ctx);
@@ -208,9 +233,6 @@ void dlpar_profiling_finish(dlpar_ctx *ctx);
 void dlpar_phase_mark(dlpar_ctx *ctx, dlpar_phase phase);
 /* When this process started, on dlpar_now()'s clock (/proc; else now). */
 double dlpar_process_start(void);
-/* An allgather of host doubles over the world group on any backend (a
- * device buffer in between on NCCL); blocking, for start-up and checks. */
-int dlpar_host_allgather(dlpar_ctx *ctx, const double *send, double *recv, size_t count);
 /* Waits for a posted step-time gather (before finalize). */
 int dlpar_times_drain(dlpar_ctx *ctx);
 

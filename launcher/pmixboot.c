@@ -351,7 +351,7 @@ static int rendezvous_fence(dlpar_ctx *ctx)
  * rank (a 1-rank group has no communicator: its collectives are no-ops or
  * copies); tp and dp unless they are split from the world's; the world only
  * when asked for at init (split mode, DLPAR_NCCL_WORLD=eager), else at its
- * first collective (dlpar_pmix_world_ids). Every group gets its own ids:
+ * first device collective (dlpar_pmix_world_ids). Every group gets its own ids:
  * an id's bootstrap root serves one communicator. */
 bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group)
 {

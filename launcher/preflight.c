@@ -373,7 +373,7 @@ done:
 /* Every rank starts together, so a slow node is slow against its peers. */
 static int check_gemm(dlpar_ctx *ctx, rank_report *report)
 {
-  int rc = ctx->backend->barrier(ctx, DLPAR_GROUP_WORLD);
+  int rc = dlpar_barrier(ctx, DLPAR_WORLD);
   if (rc != DLPAR_OK)
     return rc;
 #ifdef HAVE_CUDA
@@ -570,7 +570,7 @@ int dlpar_preflight(dlpar_ctx *ctx)
     return rc;
   if (!(all = malloc(sizeof(rank_report) * (size_t)v.size)))
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
-  rc = dlpar_host_allgather(ctx, (const double *)&mine, (double *)all, sizeof(rank_report) / sizeof(double));
+  rc = dlpar_allgather_host(ctx, DLPAR_WORLD, &mine, all, sizeof(rank_report) / sizeof(double), DLPAR_FLOAT64);
   v.all = all;
   if (rc == DLPAR_OK && (rc = gemm_median(&v)) != DLPAR_OK)
     rc = dlpar_fail(ctx, rc, "out of memory");
@@ -585,7 +585,7 @@ int dlpar_preflight(dlpar_ctx *ctx)
       fprintf(stderr, "dlpar-check: %s in %.1f s%s\n", v.failures ? "FAILED" : "all checks passed",
               dlpar_now() - start, v.failures ? "" : ctx->env.check == DLPAR_CHECK_ONLY ? "" : "; running the program");
     }
-    rc = ctx->backend->barrier(ctx, DLPAR_GROUP_WORLD); /* rank 0's table is out before any rank leaves */
+    rc = dlpar_barrier(ctx, DLPAR_WORLD); /* rank 0's table is out before any rank leaves */
   }
   free(all);
   if (rc != DLPAR_OK)

@@ -4,8 +4,7 @@
  * process started, so no clocks need to agree); one allgather after the
  * first step and rank 0 prints one line with the slowest rank of each.
  * Step-time skew: the program's host-side step times, gathered with a
- * nonblocking allgather completed at the next call. Also the host-memory
- * allgather that start-up and the checks (preflight.c) share. */
+ * nonblocking allgather completed at the next call. */
 #include "config.h"
 
 #include <stdio.h>
@@ -52,29 +51,6 @@ double dlpar_process_start(void)
     return now;
   age = (double)boot.tv_sec + 1e-9 * (double)boot.tv_nsec - (double)ticks / (double)hz;
   return age >= 0 ? now - age : now;
-}
-
-int dlpar_host_allgather(dlpar_ctx *ctx, const double *send, double *recv, size_t count)
-{
-#ifdef HAVE_CUDA
-  if (ctx->info.backend == DLPAR_BACKEND_NCCL) {
-    const size_t bytes = count * sizeof(double);
-    double *device = NULL;
-    int rc = DLPAR_ERR_CUDA;
-    cudaError_t err = cudaMalloc((void **)&device, bytes * (size_t)(ctx->info.size + 1));
-    if (err == cudaSuccess && (err = cudaMemcpy(device, send, bytes, cudaMemcpyHostToDevice)) == cudaSuccess &&
-        (rc = ctx->backend->allgather(ctx, DLPAR_GROUP_WORLD, device, device + count, count, DLPAR_FLOAT64,
-                                      NULL)) == DLPAR_OK &&
-        (err = cudaMemcpy(recv, device + count, bytes * (size_t)ctx->info.size, cudaMemcpyDeviceToHost)) != cudaSuccess)
-      rc = DLPAR_ERR_CUDA;
-    if (err != cudaSuccess)
-      rc = dlpar_fail(ctx, DLPAR_ERR_CUDA, "%s:%d: host allgather through the device: %s", __FILE__, __LINE__,
-                      cudaGetErrorString(err));
-    cudaFree(device);
-    return rc;
-  }
-#endif
-  return ctx->backend->allgather(ctx, DLPAR_GROUP_WORLD, send, recv, count, DLPAR_FLOAT64, NULL);
 }
 
 /* The program's step was queued on `stream`: done when the device is. */
@@ -127,7 +103,7 @@ int dlpar_startup_done(dlpar_ctx *ctx, void *stream)
     mine[phase] = ctx->phase_at[phase] > 0 ? ctx->phase_at[phase] - ctx->process_start : -1;
   if (!(all = malloc(sizeof(double) * DLPAR_PHASES * (size_t)ctx->info.size)))
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
-  rc = dlpar_host_allgather(ctx, mine, all, DLPAR_PHASES);
+  rc = dlpar_allgather_host(ctx, DLPAR_WORLD, mine, all, DLPAR_PHASES, DLPAR_FLOAT64);
   if (rc == DLPAR_OK && ctx->info.rank == 0 && ctx->info.size > 1) { /* one rank: nothing to attribute */
     startup_line(ctx, all, line, sizeof(line));
     fprintf(stderr, "%s\n", line);

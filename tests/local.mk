@@ -66,6 +66,7 @@ INTEGRATION_TESTS = \
 	tests/integration/launcher_faults.sh \
 	tests/integration/launcher_nccl_ids.sh \
 	tests/integration/launcher_startup.sh \
+	tests/integration/launcher_host_collectives.sh \
 	tests/integration/launcher_check.sh \
 	tests/integration/dlpar_run_cli.sh \
 	tests/integration/train_torch.sh \
@@ -83,9 +84,11 @@ INTEGRATION_TESTS = \
 dist_check_SCRIPTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
 TESTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
 EXTRA_DIST += tests/lib/common.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary
-check_PROGRAMS += tests/integration/rank_probe
+check_PROGRAMS += tests/integration/rank_probe tests/integration/host_collectives
 tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
 tests_integration_rank_probe_LDADD = launcher/libdlpar.la
+tests_integration_host_collectives_SOURCES = tests/integration/host_collectives.c
+tests_integration_host_collectives_LDADD = launcher/libdlpar.la
 
 # Numerics: the CPU model against PyTorch.
 check_PROGRAMS += tests/numerics/vit_dump

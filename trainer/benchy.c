@@ -10,12 +10,13 @@
 #include "launcher/text.h"
 #include "trainer/train.h"
 
-/* Waits for this rank's device (the host allreduce waits for its stream),
- * then for every rank; returns the mean of `seconds`. */
+/* Waits for this rank's device (a host allreduce waits for it), then for
+ * every rank; returns the mean of `seconds`. */
 static double synchronize(trainer *t, double seconds)
 {
-  train_check(t, t->net->ops->host_allreduce(t->net, DLPAR_WORLD, &seconds, 1), "benchy");
-  return seconds / t->info->size;
+  if (dlpar_allreduce_host(t->comm, DLPAR_WORLD, &seconds, 1, DLPAR_FLOAT64, DLPAR_AVG) != 0)
+    train_die(t, true, "benchy: %s", dlpar_last_error(t->comm));
+  return seconds;
 }
 
 /* Each of the three after a few warm-up steps; one line. */

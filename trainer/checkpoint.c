@@ -111,8 +111,8 @@ static int save_group(model *m, int which, hid_t file, buffers *b, int *write_rc
     const param_info *p = &t->p[i];
     const float *full = b->host + p->offset;
     if (p->split != SPLIT_NONE) {
-      if (m->ops->host_tp_allgather(m, b->host + p->offset, b->pieces, p->count) != DLPAR_OK) {
-        snprintf(err, errlen, "%s", m->error);
+      if (dlpar_allgather_host(m->comm, DLPAR_TP, b->host + p->offset, b->pieces, p->count, DLPAR_FLOAT32) != 0) {
+        snprintf(err, errlen, "tensor-parallel allgather: %s", dlpar_last_error(m->comm));
         h5_close(group);
         return DLPAR_ERR_MPI;
       }
@@ -195,8 +195,8 @@ static int write_file(model *m, const checkpoint_position *pos, const char *conf
 static int agree(model *m, int rc, char *err, size_t errlen)
 {
   double failed = rc != DLPAR_OK;
-  if (m->ops->host_allreduce(m, DLPAR_WORLD, &failed, 1) != DLPAR_OK) {
-    snprintf(err, errlen, "%s", m->error);
+  if (dlpar_allreduce_host(m->comm, DLPAR_WORLD, &failed, 1, DLPAR_FLOAT64, DLPAR_MAX) != 0) {
+    snprintf(err, errlen, "checkpoint agreement: %s", dlpar_last_error(m->comm));
     return DLPAR_ERR_MPI;
   }
   if (failed > 0 && rc == DLPAR_OK) {

@@ -53,10 +53,6 @@ typedef struct {
   /* the whole local flat buffer (params.h's layout), to and from the host */
   int (*read_tensor)(model *m, model_tensor which, float *host);
   int (*write_tensor)(model *m, model_tensor which, const float *host);
-  /* collectives on host values, whatever memory the backend wants:
-   * sum of n doubles over a group; gather of count floats over the tp group */
-  int (*host_allreduce)(model *m, dlpar_group_id group, double *values, int n);
-  int (*host_tp_allgather)(model *m, const float *local, float *pieces, size_t count);
   size_t (*peak_memory)(const model *m);
   void (*destroy)(model *m);
 } model_ops;

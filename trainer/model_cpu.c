@@ -213,8 +213,6 @@ static int cpu_forward_backward(model *base, const float *inp, const float *tgt)
   return backward(m, tgt);
 }
 
-static int cpu_host_allreduce(model *base, dlpar_group_id group, double *values, int n);
-
 /* Whether any rank of the tp group holds a non-finite gradient (dp ranks
  * hold the same averaged ones). */
 static int grads_nonfinite(model_cpu *m, double *found)
@@ -222,7 +220,9 @@ static int grads_nonfinite(model_cpu *m, double *found)
   *found = 0;
   for (size_t i = 0; i < m->base.table.total && !*found; i++)
     *found = !isfinite(m->grads[i]);
-  return cpu_host_allreduce(&m->base, DLPAR_TP, found, 1);
+  if (dlpar_allreduce_host(m->base.comm, DLPAR_TP, found, 1, DLPAR_FLOAT64, DLPAR_MAX) != 0)
+    return model_fail(&m->base, DLPAR_ERR_MPI, "tensor-parallel allreduce: %s", dlpar_last_error(m->base.comm));
+  return DLPAR_OK;
 }
 
 static int cpu_optimizer_step(model *base, double lr, long t)
@@ -252,22 +252,14 @@ static int cpu_evaluate(model *base, const float *inp, const float *tgt)
   return DLPAR_OK;
 }
 
-static int cpu_host_allreduce(model *base, dlpar_group_id group, double *values, int n)
-{
-  if (dlpar_allreduce(base->comm, group, values, (size_t)n, DLPAR_FLOAT64, DLPAR_SUM, NULL) != 0)
-    return model_fail(base, DLPAR_ERR_MPI, "allreduce: %s", dlpar_last_error(base->comm));
-  return DLPAR_OK;
-}
-
 static int cpu_post_metrics(model *base)
 {
   model_cpu *m = (model_cpu *)base;
   const model_metrics *local = &m->metrics;
   double sums[6] = {local->train_loss_sum, (double)local->train_steps, (double)local->skipped_steps,
                     local->val_loss_sum, local->val_rmse_sum, (double)local->val_samples};
-  int rc = cpu_host_allreduce(base, DLPAR_DP, sums, 6);
-  if (rc != DLPAR_OK)
-    return rc;
+  if (dlpar_allreduce_host(base->comm, DLPAR_DP, sums, 6, DLPAR_FLOAT64, DLPAR_SUM) != 0)
+    return model_fail(base, DLPAR_ERR_MPI, "data-parallel allreduce: %s", dlpar_last_error(base->comm));
   m->posted = (model_metrics){sums[0], (long)sums[1], (long)sums[2], sums[3], sums[4], (long)sums[5]};
   memset(&m->metrics, 0, sizeof(m->metrics));
   return DLPAR_OK;
@@ -296,13 +288,6 @@ static int cpu_read_tensor(model *base, model_tensor which, float *host)
 static int cpu_write_tensor(model *base, model_tensor which, const float *host)
 {
   memcpy(tensor_of((model_cpu *)base, which), host, sizeof(float) * base->table.total);
-  return DLPAR_OK;
-}
-
-static int cpu_host_tp_allgather(model *base, const float *local, float *pieces, size_t count)
-{
-  if (dlpar_allgather(base->comm, DLPAR_TP, local, pieces, count, DLPAR_FLOAT32, NULL) != 0)
-    return model_fail(base, DLPAR_ERR_MPI, "tensor-parallel allgather: %s", dlpar_last_error(base->comm));
   return DLPAR_OK;
 }
 
@@ -389,8 +374,6 @@ static const model_ops cpu_ops = {
     .take_metrics = cpu_take_metrics,
     .read_tensor = cpu_read_tensor,
     .write_tensor = cpu_write_tensor,
-    .host_allreduce = cpu_host_allreduce,
-    .host_tp_allgather = cpu_host_tp_allgather,
     .peak_memory = cpu_peak_memory,
     .destroy = cpu_destroy,
 };

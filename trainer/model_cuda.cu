@@ -556,34 +556,6 @@ static int cuda_write_tensor(model *base, model_tensor which, const float *host)
   return DLPAR_OK;
 }
 
-/* Host values through the device scratch at the arena's end (NCCL wants device memory). */
-static int cuda_host_allreduce(model *base, dlpar_group_id group, double *values, int n)
-{
-  model_cuda *m = (model_cuda *)base;
-  double *scratch = (double *)m->delta; /* B*NH*N floats: room enough for a few doubles */
-  CHECK_DL(m, cudaMemcpyAsync(scratch, values, sizeof(double) * (size_t)n, cudaMemcpyHostToDevice, m->compute));
-  CHECK_COMM(m, dlpar_allreduce(base->comm, group, scratch, (size_t)n, DLPAR_FLOAT64, DLPAR_SUM, m->compute));
-  CHECK_DL(m, cudaMemcpyAsync(values, scratch, sizeof(double) * (size_t)n, cudaMemcpyDeviceToHost, m->compute));
-  CHECK_DL(m, cudaStreamSynchronize(m->compute));
-  return DLPAR_OK;
-}
-
-static int cuda_host_tp_allgather(model *base, const float *local, float *pieces, size_t count)
-{
-  model_cuda *m = (model_cuda *)base;
-  if (base->table.tp == 1) {
-    memcpy(pieces, local, sizeof(float) * count);
-    return DLPAR_OK;
-  }
-  float *send = (float *)m->dpred, *recv = (float *)m->dx; /* scratch, larger than any tensor piece */
-  CHECK_DL(m, cudaMemcpyAsync(send, local, sizeof(float) * count, cudaMemcpyHostToDevice, m->compute));
-  CHECK_COMM(m, dlpar_allgather(base->comm, DLPAR_TP, send, recv, count, DLPAR_FLOAT32, m->compute));
-  CHECK_DL(m, cudaMemcpyAsync(pieces, recv, sizeof(float) * count * (size_t)base->table.tp, cudaMemcpyDeviceToHost,
-                              m->compute));
-  CHECK_DL(m, cudaStreamSynchronize(m->compute));
-  return DLPAR_OK;
-}
-
 static size_t cuda_peak_memory(const model *base)
 {
   return ((const model_cuda *)base)->arena_bytes;
@@ -613,7 +585,6 @@ static void layout(model_cuda *m)
   const size_t total = m->base.table.total, img_in = (size_t)d->B * d->Cin * d->H * d->W;
   const size_t img_out = (size_t)d->B * d->Cout * d->H * d->W, head = BT * d->P * d->P * d->Cout;
   const size_t rows = (size_t)d->B * d->heads * d->N, widest = BT * (Fl > D ? Fl : D);
-  size_t scratch_floats = total > img_out ? total : img_out;
   m->arena_used = 0;
   m->params = (float *)take(m, 4 * total), m->grads = (float *)take(m, 4 * total);
   m->adam_m = (float *)take(m, 4 * total), m->adam_v = (float *)take(m, 4 * total);
@@ -634,12 +605,11 @@ static void layout(model_cuda *m)
     b->gelu = take(m, a * BT * Fl), b->ln1_mean = (float *)take(m, 4 * BT), b->ln1_rstd = (float *)take(m, 4 * BT);
     b->ln2_mean = (float *)take(m, 4 * BT), b->ln2_rstd = (float *)take(m, 4 * BT), b->lse = (float *)take(m, 4 * rows);
   }
-  /* dx and dpred double as the checkpoint gathers' scratch: widen them to a full tensor */
-  m->dx = take(m, a * BT * D > 4 * total * (size_t)m->base.table.tp ? a * BT * D : 4 * total * (size_t)m->base.table.tp);
+  m->dx = take(m, a * BT * D);
   m->dln = take(m, a * widest), m->datt = take(m, a * BT * Dl), m->dq = take(m, 3 * a * BT * Dl);
   m->dk = plane(m->dq, 1, a * BT * Dl), m->dv = plane(m->dq, 2, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
   m->dgelu = m->gelu_fused ? NULL : take(m, a * BT * Fl), m->dhead = take(m, a * head);
-  m->dpred = (float *)take(m, 4 * scratch_floats), m->delta = (float *)take(m, 4 * (rows > 64 ? rows : 64));
+  m->dpred = (float *)take(m, 4 * img_out), m->delta = (float *)take(m, 4 * rows);
   m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;
   m->reduce_ws = (float *)take(m, dl_column_partials_bytes((int)BT, 2 * d->D));
 }
@@ -735,8 +705,7 @@ static void cuda_destroy(model *base)
 
 static const model_ops cuda_ops = {
     cuda_forward_backward, cuda_optimizer_step, cuda_evaluate,          cuda_post_metrics, cuda_take_metrics,
-    cuda_read_tensor,      cuda_write_tensor,   cuda_host_allreduce,    cuda_host_tp_allgather,
-    cuda_peak_memory,      cuda_destroy,
+    cuda_read_tensor,      cuda_write_tensor,   cuda_peak_memory,       cuda_destroy,
 };
 
 /* The per-thread stack the attention kernels need, set before any graph
