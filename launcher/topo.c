@@ -360,29 +360,36 @@ int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link 
   return DLPAR_OK;
 }
 
-/* The fastest port of an HCA: sysfs "400 Gb/sec (4X NDR)" per port. */
+/* The number a sysfs file starts with ("400 Gb/sec (4X NDR)", "10000"); 0 when none or negative. */
+static double sysfs_number(const char *path)
+{
+  double value = 0;
+  FILE *file = fopen(path, "r");
+  if (!file)
+    return 0;
+  if (fscanf(file, "%lf", &value) != 1 || value < 0)
+    value = 0;
+  fclose(file);
+  return value;
+}
+
+/* The fastest port of an HCA (sysfs rates in Gb/s). */
 static double hca_gbs(const char *hca)
 {
-  char path[PATH_MAX];
+  char path[PATH_MAX], rate_path[PATH_MAX + 300];
   double best = 0;
   DIR *ports;
   struct dirent *port;
   snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports", hca);
   if (!(ports = opendir(path)))
     return 0;
-  while ((port = readdir(ports))) {
-    char rate_path[PATH_MAX + 300];
-    double gbits = 0;
-    FILE *rate;
-    if (port->d_name[0] == '.')
-      continue;
-    snprintf(rate_path, sizeof(rate_path), "%s/%s/rate", path, port->d_name);
-    if ((rate = fopen(rate_path, "r"))) {
-      if (fscanf(rate, "%lf", &gbits) == 1 && gbits / 8 > best)
-        best = gbits / 8;
-      fclose(rate);
+  while ((port = readdir(ports)))
+    if (port->d_name[0] != '.') {
+      double gbs;
+      snprintf(rate_path, sizeof(rate_path), "%s/%s/rate", path, port->d_name);
+      if ((gbs = sysfs_number(rate_path) / 8) > best)
+        best = gbs;
     }
-  }
   closedir(ports);
   return best;
 }
@@ -442,18 +449,12 @@ static double ethtool_gbs(const char *ifname)
   return gbs;
 }
 
+/* An interface's speed as sysfs has it (Mb/s -> GB/s; this machine's namespace at mount time). */
 static double sysfs_speed_gbs(const char *ifname)
 {
   char path[PATH_MAX];
-  long mbits = 0;
-  FILE *speed;
   snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
-  if (!(speed = fopen(path, "r")))
-    return 0;
-  if (fscanf(speed, "%ld", &mbits) != 1 || mbits < 0)
-    mbits = 0;
-  fclose(speed);
-  return mbits / 8000.0;
+  return sysfs_number(path) / 8000.0;
 }
 
 void dlpar_link_nic(const char *hca, const char *socket_wanted, dlpar_link *link)
