@@ -39,10 +39,31 @@ extern char **environ;
 #define GPU_GEMM_N 4096
 #define GPU_GEMM_REPS 20
 #define DEFAULT_STRAGGLER 0.5
-/* Bus bandwidth below which an allreduce fails (GB/s), unless DLPAR_CHECK_MIN_BUSBW says. */
-#define DEFAULT_BUSBW_CPU 0.001 /* a floor: the path works; set the real figure */
-#define DEFAULT_BUSBW_GPU_NODE 20.0
-#define DEFAULT_BUSBW_GPU_NET 2.0
+/* An allreduce passes at DLPAR_CHECK_BUSBW_FRACTION x its group's link, unless
+ * DLPAR_CHECK_MIN_BUSBW gives the figure. A 1 MiB allreduce reaches a few
+ * percent of a GPU link (20 GB/s on NVLink4's 450); on CPUs the fraction is
+ * a floor that says the path works (MPI on shared cores is no link test). */
+#define DEFAULT_FRACTION_GPU 0.04
+#define DEFAULT_FRACTION_CPU 0.0001
+/* Links no source knows (GB/s one way), shown as "default". */
+#define DEFAULT_LINK_MEMORY 10.0 /* shared memory between CPU ranks */
+#define DEFAULT_LINK_GPU 31.5    /* PCIe 4 x16 */
+#define DEFAULT_LINK_NIC 12.5    /* 100 Gb/s */
+
+#ifdef HAVE_CUDA
+/* Per-generation figures by compute capability (GB/s one way): NVLink per
+ * GPU (links x rate) and a PCIe x16 link; the row with the highest sm not
+ * above the GPU's. Used where hwloc knows neither. */
+static const struct {
+  int sm;
+  double nvlink, pcie;
+} GPU_GENERATIONS[] = {
+    {70, 150.0, 15.75}, /* V100: NVLink2 6 x 25, PCIe 3 */
+    {80, 300.0, 31.5},  /* A100: NVLink3 12 x 25, PCIe 4 */
+    {90, 450.0, 63.0},  /* H100, H200, GH200: NVLink4 18 x 25, PCIe 5 */
+    {100, 900.0, 63.0}, /* B200, GB200: NVLink5 18 x 50, PCIe 5 */
+};
+#endif
 
 enum { CHECK_SKIP = -1, CHECK_FAIL = 0, CHECK_OK = 1 };
 
@@ -50,9 +71,10 @@ enum { CHECK_SKIP = -1, CHECK_FAIL = 0, CHECK_OK = 1 };
 typedef struct {
   double binding, gpu, peer;   /* CHECK_* */
   double busbw[2];             /* GB/s on tp, dp; -1: a group of one */
-  double busbw_expected[2];
+  double busbw_expected[2];    /* the figure that passes */
   double gemm;                 /* GFLOP/s */
   char cpus[64], nic[64], device[64];
+  char link[2][48];            /* "1.25 eth0 ethtool": the group's link (GB/s) and its source */
   char settings[SETTINGS_LEN]; /* "K=V\n" lines, sorted */
 } rank_report;
 _Static_assert(sizeof(rank_report) % sizeof(double) == 0, "rank_report must be whole doubles");
@@ -250,13 +272,116 @@ static int env_number(dlpar_ctx *ctx, const char *name, double *out)
   return DLPAR_OK;
 }
 
-/* DLPAR_CHECK_MIN_BUSBW, else by backend and whether the group leaves the node. */
-static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, double *expected)
+static void set_link(dlpar_link *link, double gbs, const char *source)
 {
-  if (ctx->info.backend != DLPAR_BACKEND_NCCL)
-    *expected = DEFAULT_BUSBW_CPU;
+  link->gbs = gbs;
+  snprintf(link->source, sizeof(link->source), "%s", source);
+}
+
+#ifdef HAVE_CUDA
+/* Whether the GPU reaches a peer with native atomics: NVLink does, PCIe
+ * does not (CUDA's own sign of an NVLink path where hwloc has no NVML). */
+static bool gpu_nvlinked(int device)
+{
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess)
+    return false;
+  for (int peer = 0; peer < devices; peer++) {
+    int atomics = 0;
+    if (peer != device &&
+        cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, device, peer) == cudaSuccess &&
+        atomics)
+      return true;
+  }
+  return false;
+}
+
+/* hwloc's NVLink figure, else the generation table's when CUDA sees
+ * NVLink, else hwloc's PCIe link, else the table's. */
+static void gpu_link(const dlpar_ctx *ctx, const dlpar_link *nvlink, const dlpar_link *pcie, dlpar_link *link)
+{
+  struct cudaDeviceProp prop;
+  char source[sizeof(link->source)];
+  int row = -1, sm = 0;
+  if (nvlink->gbs > 0) {
+    *link = *nvlink;
+    return;
+  }
+  if (cudaGetDeviceProperties(&prop, ctx->info.device) == cudaSuccess)
+    sm = prop.major * 10 + prop.minor;
+  for (int i = 0; i < (int)(sizeof(GPU_GENERATIONS) / sizeof(GPU_GENERATIONS[0])); i++)
+    if (GPU_GENERATIONS[i].sm <= sm)
+      row = i;
+  if (row >= 0 && gpu_nvlinked(ctx->info.device)) {
+    snprintf(source, sizeof(source), "NVLink sm%d table", GPU_GENERATIONS[row].sm);
+    set_link(link, GPU_GENERATIONS[row].nvlink, source);
+  } else if (pcie->gbs > 0) {
+    *link = *pcie;
+  } else if (row >= 0) {
+    snprintf(source, sizeof(source), "PCIe sm%d table", GPU_GENERATIONS[row].sm);
+    set_link(link, GPU_GENERATIONS[row].pcie, source);
+  } else {
+    set_link(link, DEFAULT_LINK_GPU, "GPU default");
+  }
+}
+#endif
+
+/* The link inside this node: between GPUs (NVLink or PCIe) or, between CPU
+ * ranks, shared memory. hwloc reads $DLPAR_HWLOC_XML where set. */
+static void link_in_node(const dlpar_ctx *ctx, dlpar_link *link)
+{
+  dlpar_link nvlink, pcie, memory;
+  char err[256], busid[32] = "";
+  const char *xml = getenv("DLPAR_HWLOC_XML");
+  bool gpu = false;
+#ifdef HAVE_CUDA
+  gpu = ctx->info.backend == DLPAR_BACKEND_NCCL &&
+        cudaDeviceGetPCIBusId(busid, (int)sizeof(busid), ctx->info.device) == cudaSuccess;
+#else
+  (void)ctx;
+#endif
+  if (dlpar_links_in_node(xml && *xml ? xml : NULL, gpu ? busid : NULL, &nvlink, &pcie, &memory, err,
+                          sizeof(err)) != DLPAR_OK)
+    memory.gbs = 0; /* every figure unknown: the defaults below */
+#ifdef HAVE_CUDA
+  if (gpu) {
+    gpu_link(ctx, &nvlink, &pcie, link);
+    return;
+  }
+#endif
+  if (memory.gbs > 0)
+    *link = memory;
   else
-    *expected = group_on_node(ctx, group) ? DEFAULT_BUSBW_GPU_NODE : DEFAULT_BUSBW_GPU_NET;
+    set_link(link, DEFAULT_LINK_MEMORY, "memory default");
+}
+
+/* The NIC the topology module gave the rank (an HCA), else the socket interface. */
+static void link_between_nodes(const dlpar_ctx *ctx, dlpar_link *link)
+{
+  dlpar_link_nic(ctx->env.binding.nic, getenv("NCCL_SOCKET_IFNAME"), link);
+  if (link->gbs <= 0)
+    set_link(link, DEFAULT_LINK_NIC, "NIC default");
+}
+
+/* The group's link (into link_text) and the busbw that passes:
+ * DLPAR_CHECK_MIN_BUSBW, else DLPAR_CHECK_BUSBW_FRACTION x the link. */
+static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, double *expected, char *link_text, size_t len)
+{
+  double fraction = ctx->info.backend == DLPAR_BACKEND_NCCL ? DEFAULT_FRACTION_GPU : DEFAULT_FRACTION_CPU;
+  dlpar_link link = {.gbs = 0};
+  int rc;
+  if (dlpar_group_size(ctx, group) == 1)
+    snprintf(link_text, len, "-");
+  else {
+    if (group_on_node(ctx, group))
+      link_in_node(ctx, &link);
+    else
+      link_between_nodes(ctx, &link);
+    snprintf(link_text, len, "%.3g %s", link.gbs, link.source);
+  }
+  if ((rc = env_number(ctx, "DLPAR_CHECK_BUSBW_FRACTION", &fraction)) != DLPAR_OK)
+    return rc;
+  *expected = fraction * link.gbs;
   return env_number(ctx, "DLPAR_CHECK_MIN_BUSBW", expected);
 }
 
@@ -289,7 +414,8 @@ static int check_allreduce(dlpar_ctx *ctx, rank_report *report)
   float *buf;
   int rc = buffer_alloc(ctx, sizeof(float) * ALLREDUCE_FLOATS, &buf);
   for (int g = 0; g < 2 && rc == DLPAR_OK; g++)
-    if ((rc = expected_busbw(ctx, groups[g], &report->busbw_expected[g])) == DLPAR_OK)
+    if ((rc = expected_busbw(ctx, groups[g], &report->busbw_expected[g], report->link[g],
+                             sizeof(report->link[g]))) == DLPAR_OK)
       rc = time_allreduce(ctx, groups[g], buf, &report->busbw[g]);
   if (buf)
     buffer_free(ctx, buf);
@@ -470,21 +596,23 @@ static void busbw_cell(const rank_report *r, int g, char *out, size_t len)
 
 static void print_table(const dlpar_ctx *ctx, const verdict *v)
 {
-  fprintf(stderr, "dlpar-check: %d ranks, grid %dx%d, backend %s; allreduce busbw (GB/s) expected >= %g tp, %g dp; "
-          "GEMM straggler under %g x the median %.2f GFLOP/s\n", v->size, ctx->grid.tp, ctx->grid.dp,
+  fprintf(stderr, "dlpar-check: %d ranks, grid %dx%d, backend %s; allreduce busbw (GB/s) expected >= %g tp, %g dp "
+          "(DLPAR_CHECK_BUSBW_FRACTION x the group's link, or DLPAR_CHECK_MIN_BUSBW); links: GB/s one way and "
+          "their source; GEMM straggler under %g x the median %.2f GFLOP/s\n", v->size, ctx->grid.tp, ctx->grid.dp,
           dlpar_backend_name(ctx->info.backend), v->all[0].busbw_expected[0], v->all[0].busbw_expected[1],
           v->straggler_ratio, v->gemm_median);
-  fprintf(stderr, "%-5s %-12s %-8s %-8s %-10s %-7s %-5s %-5s %-8s %-14s %-14s %s\n", "rank", "host", "device",
-          "NIC", "cpus", "binding", "gpu", "peer", "settings", "tp busbw", "dp busbw", "GEMM GFLOP/s");
+  fprintf(stderr, "%-5s %-12s %-8s %-8s %-10s %-7s %-5s %-5s %-8s %-14s %-14s %-14s %-22s %s\n", "rank", "host",
+          "device", "NIC", "cpus", "binding", "gpu", "peer", "settings", "tp busbw", "dp busbw", "GEMM GFLOP/s",
+          "tp link", "dp link");
   for (int r = 0; r < v->size; r++) {
     const rank_report *rep = &v->all[r];
-    char tp[32], dp[32];
+    char tp[32], dp[32], gemm[32];
     busbw_cell(rep, 0, tp, sizeof(tp));
     busbw_cell(rep, 1, dp, sizeof(dp));
-    fprintf(stderr, "%-5d %-12s %-8s %-8s %-10s %-7s %-5s %-5s %-8s %-14s %-14s %.2f %s\n", r, ctx->hosts[r],
+    snprintf(gemm, sizeof(gemm), "%.2f %s", rep->gemm, gemm_ok(v, r) ? "ok" : "SLOW");
+    fprintf(stderr, "%-5d %-12s %-8s %-8s %-10s %-7s %-5s %-5s %-8s %-14s %-14s %-14s %-22s %s\n", r, ctx->hosts[r],
             rep->device, rep->nic, rep->cpus, status_text(rep->binding), status_text(rep->gpu),
-            status_text(rep->peer), settings_ok(v, r) ? "ok" : "DIFFERS", tp, dp, rep->gemm,
-            gemm_ok(v, r) ? "ok" : "SLOW");
+            status_text(rep->peer), settings_ok(v, r) ? "ok" : "DIFFERS", tp, dp, gemm, rep->link[0], rep->link[1]);
   }
 }
 

@@ -4,11 +4,20 @@
 #include "config.h"
 
 #include <slurm/spank.h>
+#include <string.h>
 
 #include "launcher/status.h"
 #include "spank/plugin.h"
 
 enum { OPT_PARALLEL, OPT_PROFILE, OPT_PROFILE_STEPS, OPT_PROFILE_RANKS, OPT_VERBOSE, OPT_CHECK };
+
+/* A bare --dl-check given to sbatch/salloc reaches the job's steps through
+ * the environment as the text "(null)" (Slurm 22.05 prints the option's NULL
+ * argument there): the bare option again. */
+static const char *optional_argument(const char *optarg)
+{
+  return optarg && strcmp(optarg, "(null)") == 0 ? NULL : optarg;
+}
 
 static int store_option(int val, const char *optarg, int remote UNUSED)
 {
@@ -19,7 +28,7 @@ static int store_option(int val, const char *optarg, int remote UNUSED)
   case OPT_PROFILE_STEPS: dlpar_user_value_store(&options->profile_steps, optarg); break;
   case OPT_PROFILE_RANKS: dlpar_user_value_store(&options->profile_ranks, optarg); break;
   case OPT_VERBOSE: options->verbose = true; break;
-  case OPT_CHECK: dlpar_user_value_store(&options->check, optarg); break;
+  case OPT_CHECK: dlpar_user_value_store(&options->check, optional_argument(optarg)); break;
   default: return -1;
   }
   return 0;

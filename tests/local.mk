@@ -68,6 +68,7 @@ INTEGRATION_TESTS = \
 	tests/integration/launcher_startup.sh \
 	tests/integration/launcher_host_collectives.sh \
 	tests/integration/launcher_check.sh \
+	tests/integration/check_batch.sh \
 	tests/integration/dlpar_run_cli.sh \
 	tests/integration/train_torch.sh \
 	tests/integration/train_grids.sh \

@@ -2,7 +2,8 @@
 # tests/integration/launcher_check.sh: the pre-flight checks on the CPU path.
 # srun --dl-check=only (2-node bed) and dlpar-run --check=only print one
 # table (a row per rank: host, device, NIC, CPUs, binding, GPU and peer
-# SKIP, settings, tp/dp allreduce busbw, GEMM rate) and stop; --dl-check
+# SKIP, settings, tp/dp allreduce busbw, GEMM rate, tp/dp link and the
+# source of its figure) and stop; --dl-check
 # then runs the program. Injected faults (tests/lib/slow_rank) are named:
 # a rank with a different NCCL setting, a throttled rank as a straggler
 # with a ready --exclude= list, an allreduce under its expected busbw; each
@@ -34,6 +35,21 @@ expect_rc "srun --dl-check=only" $? 0
 expect_table "srun --dl-check=only" "$out" 4 n1 n1 n2 n2
 expect_contains "srun --dl-check=only" "$out" "dlpar-check: all checks passed in "
 expect_eq "srun --dl-check=only: the program did not run" "$(grep -c 'collectives ok' <<<"$out")" 0
+# Each group's link and its source: shared memory inside a node (hwloc's
+# memory bandwidth, else the default), the NIC between nodes: the bed's
+# veth, whose driver says 10000 Mb/s (the ethtool ioctl in the node's own
+# network namespace).
+for r in 0 1 2 3; do
+  grep -Eq "^$r .* [0-9.]+ memory (hwloc|default) +1\.25 eth0 ethtool$" <<<"$out" ||
+    fail "srun --dl-check=only: rank $r's links are not shared memory (tp) and eth0 at 1.25 GB/s (dp): $out"
+  TEST_CHECKS=$((TEST_CHECKS + 1))
+done
+# The pass mark follows the link: 1000 x eth0's 1.25 GB/s fails every dp allreduce.
+out=$(DLPAR_CHECK_BUSBW_FRACTION=1000 srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-check=only "$hello" 2>&1)
+expect_rc "DLPAR_CHECK_BUSBW_FRACTION=1000" $? nonzero
+expect_contains "DLPAR_CHECK_BUSBW_FRACTION=1000" "$out" ", 1250 dp (DLPAR_CHECK_BUSBW_FRACTION x the group's link"
+[ "$(grep -Ec "^[0-3] .* [0-9.]+ (ok|FAIL) +[0-9.]+ FAIL " <<<"$out")" = 4 ] ||
+  fail "DLPAR_CHECK_BUSBW_FRACTION=1000: not every rank's dp allreduce FAILs: $out"
 out=$(env $relaxed "$B/launcher/dlpar-run" -n 4 --dl-parallel=1x4 --check -- "$hello" 2>&1)
 expect_rc "dlpar-run --check" $? 0
 expect_table "dlpar-run --check" "$out" 4 "$(hostname)" "$(hostname)" "$(hostname)" "$(hostname)"
@@ -48,6 +64,8 @@ expect_rc "srun --dl-check, rank 3's NCCL setting" $? nonzero
 expect_contains "srun --dl-check, rank 3's NCCL setting" "$out" \
   "dlpar-check: rank 3 on n2: NCCL settings differ from rank 0's (and the ranks like it): NCCL_SOCKET_IFNAME=eth9 here, nothing there"
 expect_contains "srun --dl-check, rank 3's NCCL setting" "$out" "dlpar-check: FAILED in "
+grep -Eq "^3 .* 12\.5 NIC default$" <<<"$out" ||
+  fail "rank 3's NCCL_SOCKET_IFNAME=eth9 (no such interface): its dp link is not the NIC default: $out"
 expect_eq "srun --dl-check, failed: the program did not run" "$(grep -c 'collectives ok' <<<"$out")" 0
 out=$(DLPAR_TEST_SLOW_RANK=1 DLPAR_TEST_THROTTLE=0.2:0.02 \
       srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-check=only "$slow" "$hello" 2>&1)
