@@ -108,7 +108,9 @@ static int mpi_start(dlpar_ctx *ctx)
  * not wait for every rank and libdlpar's rendezvous still names a rank that
  * never came (a collecting modex in MPI_Init waits without a limit). Open
  * MPI 4.1 takes either order and keeps the older one (MPI once the backend
- * is chosen). */
+ * is chosen). Open MPI 5's MPI_Init still waits for every rank (its
+ * barrier; and its node's ranks' keys): the guard (pmixboot.c) bounds it
+ * by the rendezvous timeout and names the ranks that never came. */
 int dlpar_mpi_start_early(dlpar_ctx *ctx)
 {
 #if OMPI_MAJOR_VERSION >= 5
@@ -116,7 +118,11 @@ int dlpar_mpi_start_early(dlpar_ctx *ctx)
   if (setenv("OMPI_MCA_pmix_base_async_modex", "1", 0) != 0 ||
       setenv("OMPI_MCA_pmix_base_collect_data", "0", 0) != 0)
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "setenv OMPI_MCA_pmix_base_*: out of memory");
+  dlpar_init_guard *guard;
+  if ((rc = dlpar_pmix_guard_start(ctx, &guard)) != DLPAR_OK)
+    return rc;
   rc = mpi_start(ctx);
+  dlpar_pmix_guard_stop(guard);
   ctx->backend = &dlpar_backend_mpi; /* so that dlpar_finalize ends MPI whatever happens next */
   return rc;
 #else
