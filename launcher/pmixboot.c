@@ -332,7 +332,8 @@ static void *guard_main(void *arg)
   }
   if (guard->timeout <= 0)
     limit = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * probe_ctx->info.size;
-  if (waiter_wait(&guard->w, limit - (dlpar_now() - guard->start))) {
+  limit -= dlpar_now() - guard->start;
+  if (waiter_wait(&guard->w, limit > 0 ? limit : 0)) {
     release_ranks(probe_ctx);
     return NULL;
   }
@@ -360,7 +361,7 @@ void dlpar_pmix_guard_stop(dlpar_init_guard *guard)
 {
   if (!guard)
     return;
-  fence_done(PMIX_SUCCESS, &guard->w);
+  fence_done(PMIX_SUCCESS, &guard->w); /* MPI_Init returned: the guard's wait ends */
   pthread_join(guard->thread, NULL);
   free(guard);
 }
