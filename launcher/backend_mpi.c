@@ -122,7 +122,7 @@ int dlpar_mpi_start_early(dlpar_ctx *ctx)
   if ((rc = dlpar_pmix_guard_start(ctx, &guard)) != DLPAR_OK)
     return rc;
   rc = mpi_start(ctx);
-  dlpar_pmix_guard_stop(guard);
+  ctx->phase_at[DLPAR_PHASE_PMIX] = dlpar_pmix_guard_stop(guard);
   ctx->backend = &dlpar_backend_mpi; /* so that dlpar_finalize ends MPI whatever happens next */
   return rc;
 #else

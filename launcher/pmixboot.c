@@ -306,7 +306,27 @@ struct dlpar_init_guard {
   waiter w;
   pthread_t thread;
   double timeout, start;
+  double pmix_ready_at; /* when Open MPI's PMIx_Init had returned; 0: not seen */
 };
+
+#define GUARD_POLL_SECONDS 0.002
+
+/* Waits for PMIx to be up inside MPI_Init (PMIx_Initialized waits while
+ * Open MPI's PMIx_Init runs): the start-up line's "PMIx ready" under Open
+ * MPI 5, where the end of MPI_Init also counts the wait for other ranks.
+ * false if MPI_Init returned first or the limit passed. */
+static bool guard_see_pmix(dlpar_init_guard *guard, double limit)
+{
+  while (dlpar_now() - guard->start < limit) {
+    if (PMIx_Initialized()) {
+      guard->pmix_ready_at = dlpar_now();
+      return true;
+    }
+    if (waiter_wait(&guard->w, GUARD_POLL_SECONDS))
+      return false;
+  }
+  return true;
+}
 
 static void release_ranks(dlpar_ctx *ctx)
 {
@@ -320,8 +340,11 @@ static void *guard_main(void *arg)
 {
   dlpar_init_guard *guard = arg;
   dlpar_ctx *probe_ctx;
-  double limit = guard->timeout > 0 ? guard->timeout : DLPAR_RENDEZVOUS_TIMEOUT_BASE;
-  if (waiter_wait(&guard->w, limit))
+  double limit = guard->timeout > 0 ? guard->timeout : DLPAR_RENDEZVOUS_TIMEOUT_BASE, left;
+  if (!guard_see_pmix(guard, limit))
+    return NULL;
+  left = limit - (dlpar_now() - guard->start);
+  if (waiter_wait(&guard->w, left > 0 ? left : 0))
     return NULL;
   probe_ctx = calloc(1, sizeof(*probe_ctx));
   if (!probe_ctx || dlpar_pmix_init(probe_ctx) != DLPAR_OK) {
@@ -332,8 +355,8 @@ static void *guard_main(void *arg)
   }
   if (guard->timeout <= 0)
     limit = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * probe_ctx->info.size;
-  limit -= dlpar_now() - guard->start;
-  if (waiter_wait(&guard->w, limit > 0 ? limit : 0)) {
+  left = limit - (dlpar_now() - guard->start);
+  if (waiter_wait(&guard->w, left > 0 ? left : 0)) {
     release_ranks(probe_ctx);
     return NULL;
   }
@@ -357,13 +380,16 @@ int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out)
   return DLPAR_OK;
 }
 
-void dlpar_pmix_guard_stop(dlpar_init_guard *guard)
+double dlpar_pmix_guard_stop(dlpar_init_guard *guard)
 {
+  double pmix_ready_at;
   if (!guard)
-    return;
+    return 0;
   fence_done(PMIX_SUCCESS, &guard->w); /* MPI_Init returned: the guard's wait ends */
   pthread_join(guard->thread, NULL);
+  pmix_ready_at = guard->pmix_ready_at;
   free(guard);
+  return pmix_ready_at;
 }
 
 static int put_bytes(dlpar_ctx *ctx, const char *key, const void *bytes, size_t len)

@@ -94,7 +94,7 @@ expect_contains "tp group across nodes" "$out" "dlpar-hello: --dl-parallel=4x1: 
 # SIGTERM (scancel, time limit, or forwarded by dlpar-run)
 "$run" -n 4 --dl-parallel=2x2 -- "$probe" --wait-stop >"$TEST_TMP/stop.out" 2>&1 &
 pid=$!
-for i in $(seq 50); do [ "$(grep -c waiting "$TEST_TMP/stop.out")" = 4 ] && break; sleep 0.1; done
+for i in $(seq 300); do [ "$(grep -c waiting "$TEST_TMP/stop.out")" = 4 ] && break; sleep 0.1; done
 kill -TERM $pid
 wait $pid
 expect_rc "dlpar-run: SIGTERM" $? 0
@@ -103,7 +103,7 @@ expect_eq "dlpar-run: same iteration" "$(grep 'stopping at iteration' "$TEST_TMP
 
 srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 -J stoptest "$probe" --wait-stop >"$TEST_TMP/sstop.out" 2>&1 &
 pid=$!
-for i in $(seq 50); do [ "$(grep -c waiting "$TEST_TMP/sstop.out")" = 4 ] && break; sleep 0.1; done
+for i in $(seq 300); do [ "$(grep -c waiting "$TEST_TMP/sstop.out")" = 4 ] && break; sleep 0.1; done
 scancel --signal=TERM --name=stoptest
 wait $pid
 expect_eq "srun: ranks stopping" "$(grep -c 'stopping at iteration' "$TEST_TMP/sstop.out")" 4
