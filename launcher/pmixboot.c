@@ -8,7 +8,8 @@
  * The world's roots put its ids too, but they are got only at its first
  * collective (unless asked for at init). A fence that does not complete within the timeout is
  * diagnosed (which ranks never arrived, on which hosts) and ends the step
- * with PMIx_Abort. */
+ * with PMIx_Abort; so is an Open MPI 5 MPI_Init that does not return (the
+ * init guard). */
 #include "config.h"
 
 #include <pmix.h>
