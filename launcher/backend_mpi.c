@@ -104,11 +104,12 @@ static int mpi_start(dlpar_ctx *ctx)
  * yet, and otherwise never learns its own process name: it aborts ("An
  * error occurred in MPI_Init_thread on a NULL communicator", 5.0.7 on the
  * Debian 13 bed). There MPI starts before libdlpar's PMIx_Init, with the
- * modex on demand (unless the user chose otherwise), so that MPI_Init does
- * not wait for every rank and libdlpar's rendezvous still names a rank that
- * never came (a collecting modex in MPI_Init waits without a limit). Open
- * MPI 4.1 takes either order and keeps the older one (MPI once the backend
- * is chosen). */
+ * modex on demand (unless the user chose otherwise). Its MPI_Init still
+ * waits without a limit for every rank (its closing barrier) and for its
+ * node's ranks' keys: the guard (pmixboot.c) bounds it by the rendezvous
+ * timeout and names the ranks that never came, as the rendezvous would.
+ * Open MPI 4.1 takes either order and keeps the older one (MPI once the
+ * backend is chosen). */
 int dlpar_mpi_start_early(dlpar_ctx *ctx)
 {
 #if OMPI_MAJOR_VERSION >= 5
@@ -116,7 +117,11 @@ int dlpar_mpi_start_early(dlpar_ctx *ctx)
   if (setenv("OMPI_MCA_pmix_base_async_modex", "1", 0) != 0 ||
       setenv("OMPI_MCA_pmix_base_collect_data", "0", 0) != 0)
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "setenv OMPI_MCA_pmix_base_*: out of memory");
+  dlpar_init_guard *guard;
+  if ((rc = dlpar_pmix_guard_start(ctx, &guard)) != DLPAR_OK)
+    return rc;
   rc = mpi_start(ctx);
+  ctx->phase_at[DLPAR_PHASE_PMIX] = dlpar_pmix_guard_stop(guard);
   ctx->backend = &dlpar_backend_mpi; /* so that dlpar_finalize ends MPI whatever happens next */
   return rc;
 #else

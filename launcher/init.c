@@ -242,7 +242,8 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
       (rc = requested_backend(ctx, options, &requested)) != DLPAR_OK || (rc = choose_startup(ctx)) != DLPAR_OK ||
       (rc = start_mpi_early(ctx, requested)) != DLPAR_OK || (rc = dlpar_pmix_init(ctx)) != DLPAR_OK)
     return rc;
-  dlpar_phase_mark(ctx, DLPAR_PHASE_PMIX);
+  if (ctx->phase_at[DLPAR_PHASE_PMIX] == 0) /* else seen inside Open MPI 5's MPI_Init */
+    dlpar_phase_mark(ctx, DLPAR_PHASE_PMIX);
   if ((rc = default_timeouts(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK ||
       (rc = select_backend(ctx, choose_backend(ctx, requested))) != DLPAR_OK ||
       (rc = set_device(ctx)) != DLPAR_OK ||

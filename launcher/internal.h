@@ -200,6 +200,13 @@ bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group);
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where);
 /* The pid of every rank on this node but this one into ctx->peer_pid (after the rendezvous). */
 int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
+/* Bounds Open MPI 5's MPI_Init (called between start and stop) by the
+ * rendezvous timeout: past it, the ranks of this node that never started
+ * are named and the step ends. stop: when PMIx was up inside MPI_Init
+ * (dlpar_now(); 0: not seen). */
+typedef struct dlpar_init_guard dlpar_init_guard;
+int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out);
+double dlpar_pmix_guard_stop(dlpar_init_guard *guard);
 /* Ends the whole step (PMIx_Abort; _exit outside PMIx). Prints nothing. */
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
 void dlpar_pmix_finalize(dlpar_ctx *ctx);

@@ -8,7 +8,8 @@
  * The world's roots put its ids too, but they are got only at its first
  * collective (unless asked for at init). A fence that does not complete within the timeout is
  * diagnosed (which ranks never arrived, on which hosts) and ends the step
- * with PMIx_Abort. */
+ * with PMIx_Abort; so is an Open MPI 5 MPI_Init that does not return (the
+ * init guard). */
 #include "config.h"
 
 #include <pmix.h>
@@ -224,7 +225,17 @@ static void probe_done(pmix_status_t status, pmix_value_t *value, void *cbdata)
  * node is complete, says the missing ranks are elsewhere; the others stay
  * quiet. Each aborts only after the probe window, so the lines get out. */
 #define PROBE_SECONDS 3.0
-static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
+
+/* A probe's answer: the rank put dlpar.host (it reached the rendezvous);
+ * or, asked from inside Open MPI 5's MPI_Init (where no rank has put it
+ * yet), the rank committed other keys, Open MPI's: it started and is held
+ * in MPI_Init as well, not missing. */
+static bool probe_arrived(pmix_status_t status, bool in_mpi_init)
+{
+  return status == PMIX_SUCCESS || (in_mpi_init && status == PMIX_ERR_NOT_FOUND);
+}
+
+__attribute__((noreturn)) static void diagnose_and_abort(dlpar_ctx *ctx, double waited, bool in_mpi_init)
 {
   const int size = ctx->info.size, me = ctx->info.rank;
   waiter w;
@@ -259,14 +270,14 @@ static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
                           ctx->info.host, waited);
   pthread_mutex_lock(&w.lock);
   for (int rank = 0; rank < size && used < sizeof(message) - 64; rank++) {
-    if (rank == me || ctx->rank_node[rank] != ctx->info.node || w.per_rank[rank] == PMIX_SUCCESS)
+    if (rank == me || ctx->rank_node[rank] != ctx->info.node || probe_arrived(w.per_rank[rank], in_mpi_init))
       continue;
     used += (size_t)snprintf(message + used, sizeof(message) - used, "%s%d (%s)", missing ? ", " : "rank ",
                              rank, ctx->hosts[rank]);
     missing++;
   }
   for (int rank = 0; rank < me; rank++) /* a lower arrived rank of this node reports */
-    reporter &= ctx->rank_node[rank] != ctx->info.node || w.per_rank[rank] != PMIX_SUCCESS;
+    reporter &= ctx->rank_node[rank] != ctx->info.node || !probe_arrived(w.per_rank[rank], in_mpi_init);
   pthread_mutex_unlock(&w.lock);
   snprintf(message + used, sizeof(message) - used, "%s",
            missing ? " did not arrive (crashed, stuck before dlpar_init, or slow to start: see their "
@@ -280,6 +291,106 @@ static void diagnose_and_abort(dlpar_ctx *ctx, double waited)
   while (dlpar_now() < abort_at)
     usleep(100000);
   dlpar_pmix_abort(ctx, 1, message);
+}
+
+/* ---------------------------------------------------- Open MPI 5's MPI_Init */
+
+/* Open MPI 5's MPI_Init, which comes before libdlpar's PMIx_Init there
+ * (backend_mpi.c), waits without a limit: for each rank of its node (their
+ * keys) and for every rank (its closing barrier). A rank that never starts
+ * holds the whole step in it. The guard bounds that wait by the rendezvous
+ * timeout (unset: its default for the job's size, learnt from PMIx, which
+ * Open MPI has initialised by then), then diagnoses as the rendezvous
+ * does: the ranks of this node that never started are named, those held
+ * in MPI_Init like this one are not. */
+struct dlpar_init_guard {
+  waiter w;
+  pthread_t thread;
+  double timeout, start;
+  double pmix_ready_at; /* when Open MPI's PMIx_Init had returned; 0: not seen */
+};
+
+#define GUARD_POLL_SECONDS 0.002
+
+/* Waits for PMIx to be up inside MPI_Init (PMIx_Initialized waits while
+ * Open MPI's PMIx_Init runs): the start-up line's "PMIx ready" under Open
+ * MPI 5, where the end of MPI_Init also counts the wait for other ranks.
+ * false if MPI_Init returned first or the limit passed. */
+static bool guard_see_pmix(dlpar_init_guard *guard, double limit)
+{
+  while (dlpar_now() - guard->start < limit) {
+    if (PMIx_Initialized()) {
+      guard->pmix_ready_at = dlpar_now();
+      return true;
+    }
+    if (waiter_wait(&guard->w, GUARD_POLL_SECONDS))
+      return false;
+  }
+  return true;
+}
+
+static void release_ranks(dlpar_ctx *ctx)
+{
+  free(ctx->hosts);
+  free(ctx->rank_node);
+  dlpar_pmix_finalize(ctx);
+  free(ctx);
+}
+
+static void *guard_main(void *arg)
+{
+  dlpar_init_guard *guard = arg;
+  dlpar_ctx *probe_ctx;
+  double limit = guard->timeout > 0 ? guard->timeout : DLPAR_RENDEZVOUS_TIMEOUT_BASE, left;
+  if (!guard_see_pmix(guard, limit))
+    return NULL;
+  left = limit - (dlpar_now() - guard->start);
+  if (waiter_wait(&guard->w, left > 0 ? left : 0))
+    return NULL;
+  probe_ctx = calloc(1, sizeof(*probe_ctx));
+  if (!probe_ctx || dlpar_pmix_init(probe_ctx) != DLPAR_OK) {
+    fprintf(stderr, "dlpar: MPI_Init has not returned after %.0f s, and PMIx cannot tell which ranks are "
+            "missing (%s)\n", dlpar_now() - guard->start, probe_ctx ? probe_ctx->error : "out of memory");
+    fflush(stderr);
+    _exit(1);
+  }
+  if (guard->timeout <= 0)
+    limit = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * probe_ctx->info.size;
+  left = limit - (dlpar_now() - guard->start);
+  if (waiter_wait(&guard->w, left > 0 ? left : 0)) {
+    release_ranks(probe_ctx);
+    return NULL;
+  }
+  diagnose_and_abort(probe_ctx, dlpar_now() - guard->start, true);
+}
+
+int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out)
+{
+  dlpar_init_guard *guard = calloc(1, sizeof(*guard));
+  *out = NULL;
+  if (!guard)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
+  waiter_init(&guard->w, 1);
+  guard->timeout = ctx->rendezvous_timeout;
+  guard->start = dlpar_now();
+  if (pthread_create(&guard->thread, NULL, guard_main, guard) != 0) {
+    free(guard);
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot start a thread to bound MPI_Init");
+  }
+  *out = guard;
+  return DLPAR_OK;
+}
+
+double dlpar_pmix_guard_stop(dlpar_init_guard *guard)
+{
+  double pmix_ready_at;
+  if (!guard)
+    return 0;
+  fence_done(PMIX_SUCCESS, &guard->w); /* MPI_Init returned: the guard's wait ends */
+  pthread_join(guard->thread, NULL);
+  pmix_ready_at = guard->pmix_ready_at;
+  free(guard);
+  return pmix_ready_at;
 }
 
 static int put_bytes(dlpar_ctx *ctx, const char *key, const void *bytes, size_t len)
@@ -340,7 +451,7 @@ static int rendezvous_fence(dlpar_ctx *ctx)
   waiter_init(&w, 1);
   CHECK_PMIX(ctx, PMIx_Fence_nb(NULL, 0, ninfo ? &info : NULL, ninfo, fence_done, &w));
   if (!waiter_wait(&w, ctx->rendezvous_timeout)) /* w must outlive its callback: no return */
-    diagnose_and_abort(ctx, dlpar_now() - start);
+    diagnose_and_abort(ctx, dlpar_now() - start, false);
   if (w.status != PMIX_SUCCESS)
     return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence: %s (a rank failed during the rendezvous)",
                       PMIx_Error_string(w.status));

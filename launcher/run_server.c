@@ -26,6 +26,8 @@ struct dlpar_run_server {
   int nprocs;
   int abort_fd;
   bool initialized;
+  bool *connected;  /* per rank: its PMIx client connected (the progress thread's) */
+  bool named_absent;
 };
 
 /* ------------------------------------------------------------- callbacks */
@@ -33,8 +35,33 @@ struct dlpar_run_server {
 static pmix_status_t client_connected(const pmix_proc_t *proc, void *server_object,
                                       pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-  (void)proc, (void)server_object, (void)cbfunc, (void)cbdata;
+  dlpar_run_server *server = server_object;
+  (void)cbfunc, (void)cbdata;
+  if (server && proc->rank < (pmix_rank_t)server->nprocs)
+    server->connected[proc->rank] = true;
   return PMIX_OPERATION_SUCCEEDED;
+}
+
+/* Once per job, at the first abort: the ranks that never started PMIx.
+ * (Open MPI 5's MPI_Init, before libdlpar's rendezvous, aborts when a
+ * rank of its node has not: the rendezvous cannot name it then.) */
+static void name_absent_ranks(dlpar_run_server *server)
+{
+  char line[512];
+  size_t used = 0;
+  int absent = 0;
+  if (server->named_absent)
+    return;
+  server->named_absent = true;
+  for (int rank = 0; rank < server->nprocs && used < sizeof(line) - 64; rank++) {
+    if (server->connected[rank])
+      continue;
+    used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%d (%s)", absent ? ", " : "", rank, server->host);
+    absent++;
+  }
+  if (absent)
+    fprintf(stderr, "dlpar-run: never started PMIx: %s %s (crashed, stuck before dlpar_init, or slow to start: "
+            "see %s output)\n", absent == 1 ? "rank" : "ranks", line, absent == 1 ? "its" : "their");
 }
 
 static pmix_status_t client_finalized(const pmix_proc_t *proc, void *server_object,
@@ -53,6 +80,8 @@ static pmix_status_t abort_job(const pmix_proc_t *proc, void *server_object, int
   (void)procs, (void)nprocs, (void)cbfunc, (void)cbdata;
   (void)msg; /* the rank printed it */
   fprintf(stderr, "dlpar-run: rank %u called PMIx_Abort(%d): ending the job\n", proc->rank, status);
+  if (server)
+    name_absent_ranks(server);
   if (server && write(server->abort_fd, &code, sizeof(code)) != (ssize_t)sizeof(code))
     perror("dlpar-run: abort pipe");
   return PMIX_OPERATION_SUCCEEDED;
@@ -205,6 +234,10 @@ int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **out, cha
   }
   server->nprocs = nprocs;
   server->abort_fd = abort_fd;
+  if (!(server->connected = calloc((size_t)nprocs, sizeof(bool)))) {
+    snprintf(err, errlen, "out of memory");
+    return DLPAR_ERR_SYSTEM;
+  }
   gethostname(server->host, sizeof(server->host) - 1);
   snprintf(server->nspace, sizeof(server->nspace), "dlpar-run.%ld", (long)getpid());
   snprintf(server->tmpdir, sizeof(server->tmpdir), "%s/dlpar-run.XXXXXX", tmp);
@@ -260,5 +293,6 @@ void dlpar_run_server_stop(dlpar_run_server *server)
     PMIx_server_finalize();
   if (server->tmpdir[0] && strstr(server->tmpdir, "/dlpar-run."))
     nftw(server->tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  free(server->connected);
   free(server);
 }

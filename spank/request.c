@@ -88,3 +88,15 @@ void dlpar_pmix_refusal(const char *mpi, char *err, size_t errlen)
   snprintf(err, errlen, "--dl-parallel needs PMIx but the step uses --mpi=%.32s (use --mpi=pmix, or ask the admin "
            "for MpiDefault=pmix)", mpi);
 }
+
+int dlpar_het_refusal(const char *components, const char *step_tasks, long spank_tasks, char *err, size_t errlen)
+{
+  long all_tasks;
+  if (!components || !step_tasks || dlpar_parse_int(step_tasks, 1, 1L << 30, &all_tasks) != 0 ||
+      all_tasks == spank_tasks)
+    return DLPAR_OK;
+  snprintf(err, errlen, "--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here %ld "
+           "tasks in %.8s components): run the parallel program as a step of one component (srun --het-group=N)",
+           all_tasks, components);
+  return DLPAR_ERR_INPUT;
+}

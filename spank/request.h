@@ -39,6 +39,13 @@ int dlpar_nsys_find(const char *path, const char *whose, char *nsys, size_t len,
 /* The refusal of a step whose MPI plugin (SLURM_MPI_TYPE, "none" when
  * unset) is not PMIx: libdlpar bootstraps from PMIx. */
 void dlpar_pmix_refusal(const char *mpi, char *err, size_t errlen);
+/* A heterogeneous step (srun A : B, --het-group=0,1): SPANK's task count
+ * (S_JOB_TOTAL_TASK_COUNT) is one component's, while Slurm's environment
+ * counts every component's tasks (step_tasks; components: SLURM_HET_SIZE,
+ * NULL outside a heterogeneous job). A one-component step of a
+ * heterogeneous job inherits SLURM_HET_SIZE but its counts agree.
+ * DLPAR_ERR_INPUT with the message when they differ. */
+int dlpar_het_refusal(const char *components, const char *step_tasks, long spank_tasks, char *err, size_t errlen);
 
 /* Slurm's compressed tasks-per-node list, e.g. "2(x3),1" -> 2,2,2,1.
  * Returns the node count, or -1. */

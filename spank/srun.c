@@ -96,7 +96,11 @@ int dlpar_srun_local_user_init(spank_t sp)
     dlpar_spank_error("cannot read the step's task and node counts from srun");
     return -1;
   }
-  if (dlpar_grid_resolve(&dlpar_spank.grid_request, (int)ntasks, &grid, err, sizeof(err)) != DLPAR_OK ||
+  /* srun's own SLURM_NTASKS is the whole step's; the task count SPANK gives
+   * is one component's (24.11: the last one's, so the grid's task count would
+   * be refused instead of the heterogeneous step). */
+  if (dlpar_het_refusal(getenv("SLURM_HET_SIZE"), getenv("SLURM_NTASKS"), (long)ntasks, err, sizeof(err)) != DLPAR_OK ||
+      dlpar_grid_resolve(&dlpar_spank.grid_request, (int)ntasks, &grid, err, sizeof(err)) != DLPAR_OK ||
       dlpar_profile_check(&dlpar_spank.profile, (int)ntasks, err, sizeof(err)) != DLPAR_OK) {
     dlpar_spank_error(err);
     return -1;

@@ -52,24 +52,17 @@ static int check_pmix(spank_t sp, char *err, size_t errlen)
   return DLPAR_ERR_INPUT;
 }
 
-/* A heterogeneous step (srun A : B, --het-group=0,1): Slurm 22.05 tells
- * SPANK nothing about step components, and S_JOB_TOTAL_TASK_COUNT is this
- * component's count while SLURM_STEP_NUM_TASKS counts every component's
- * tasks (one PMIx namespace). SLURM_HET_SIZE alone is not enough: a
- * one-component step of a heterogeneous job inherits it. Every task of
- * every component refuses, so the step ends at once. */
+/* A heterogeneous step: SLURM_STEP_NUM_TASKS counts every component's tasks
+ * (one PMIx namespace); S_JOB_TOTAL_TASK_COUNT, this component's (22.05 and
+ * 24.11 alike). Every task of every component refuses, so the step ends at
+ * once. */
 static int check_not_heterogeneous(spank_t sp, const task_facts *facts, char *err, size_t errlen)
 {
   char components[16], step_tasks[16];
-  long all_tasks;
   if (spank_getenv(sp, "SLURM_HET_SIZE", components, sizeof(components)) != ESPANK_SUCCESS ||
-      spank_getenv(sp, "SLURM_STEP_NUM_TASKS", step_tasks, sizeof(step_tasks)) != ESPANK_SUCCESS ||
-      dlpar_parse_int(step_tasks, 1, 1L << 30, &all_tasks) != 0 || all_tasks == (long)facts->ntasks)
+      spank_getenv(sp, "SLURM_STEP_NUM_TASKS", step_tasks, sizeof(step_tasks)) != ESPANK_SUCCESS)
     return DLPAR_OK;
-  snprintf(err, errlen, "--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here %ld "
-           "tasks in %s components): run the parallel program as a step of one component (srun --het-group=N)",
-           all_tasks, components);
-  return DLPAR_ERR_INPUT;
+  return dlpar_het_refusal(components, step_tasks, (long)facts->ntasks, err, errlen);
 }
 
 /* Every tensor-parallel group with a rank on this node must be whole on
