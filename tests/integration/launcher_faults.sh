@@ -54,8 +54,7 @@ run_timed() {
 # rendezvous does; under dlpar-run it aborts at once when a rank of the node
 # has not started PMIx, and dlpar-run names that rank.
 absent="rendezvous timed out after 3 s: rank 3 ($here) did not arrive"
-ompi_major=$(ompi_info --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p' | cut -d. -f1)
-[ "${ompi_major:-0}" -ge 5 ] && absent="dlpar-run: never started PMIx: rank 3 ($here) (crashed"
+[ "$(ompi_major)" -ge 5 ] && absent="dlpar-run: never started PMIx: rank 3 ($here) (crashed"
 
 export DLPAR_RENDEZVOUS_TIMEOUT=3 DLPAR_COLLECTIVE_TIMEOUT=3
 run_timed "srun: late rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --sleep-rank=3 --sleep=50

@@ -73,6 +73,9 @@ dp_members() {
 # elapsed_since START (from `date +%s.%N`) in whole seconds, rounded up
 elapsed_since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { d = e - s; printf "%d", (d == int(d)) ? d : int(d) + 1 }'; }
 
+# The major version of the Open MPI libdlpar runs with (0: none found).
+ompi_major() { ompi_info --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p' | cut -d. -f1 | grep . || echo 0; }
+
 B=$DLPAR_BUILDDIR
 BED_TOPOLOGY=topology_xml=$DLPAR_SRCDIR/tests/topo/bed-node.xml
 
