@@ -2,7 +2,7 @@
 # run, reported as ratios in bench/RESULTS.md. Never part of make check.
 noinst_PROGRAMS += bench/rendezvous_probe
 bench_rendezvous_probe_SOURCES = bench/rendezvous_probe.c
-bench_rendezvous_probe_LDADD = launcher/libdlpar.la
+bench_rendezvous_probe_LDADD = libdlpar/libdlpar.la
 if HAVE_CUDA
 noinst_PROGRAMS += bench/dlpar-gemm-peak
 bench_dlpar_gemm_peak_SOURCES = bench/gemm_peak.c

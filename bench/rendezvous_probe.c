@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launcher/internal.h"
+#include "libdlpar/internal.h"
 
 /* Seconds since this process was created. */
 static double since_process_start(void)

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "launcher/status.h"
-#include "launcher/text.h"
+#include "common/status.h"
+#include "common/text.h"
 
 static int parse_bool(const char *key, const char *value, bool *out, char *err, size_t errlen)
 {

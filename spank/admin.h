@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "launcher/grid.h"
+#include "common/grid.h"
 
 typedef struct {
   dlpar_span_policy tp_span; /* tp_span=error|warn|allow (default error) */

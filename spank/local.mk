@@ -8,6 +8,6 @@ spank_spank_dlpar_la_SOURCES = \
 spank_spank_dlpar_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 spank_spank_dlpar_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
 	-Wl,--version-script=$(srcdir)/spank/dlpar.map $(HARDEN_LDFLAGS)
-spank_spank_dlpar_la_LIBADD = launcher/libdlpar_core.la
+spank_spank_dlpar_la_LIBADD = common/libdlpar_common.la
 EXTRA_spank_spank_dlpar_la_DEPENDENCIES = spank/dlpar.map
 EXTRA_DIST += spank/dlpar.map

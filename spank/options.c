@@ -6,7 +6,7 @@
 #include <slurm/spank.h>
 #include <string.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "spank/plugin.h"
 
 enum { OPT_PARALLEL, OPT_PROFILE, OPT_PROFILE_STEPS, OPT_PROFILE_RANKS, OPT_VERBOSE, OPT_CHECK };

@@ -7,7 +7,7 @@
 
 #include <slurm/spank.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "spank/plugin.h"
 
 SPANK_PLUGIN(dlpar, 1)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 
 void dlpar_user_value_store(dlpar_user_value *slot, const char *value)
 {

@@ -7,10 +7,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "launcher/grid.h"
-#include "launcher/profile.h"
-#include "launcher/taskenv.h"
-#include "launcher/text.h"
+#include "common/grid.h"
+#include "common/profile.h"
+#include "common/taskenv.h"
+#include "common/text.h"
 
 /* Each value is kept up to DLPAR_TEXT_MAX + 1 bytes: longer ones stay
  * detectably too long without keeping a user's huge string. */

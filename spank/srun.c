@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "spank/plugin.h"
 
 /* Where each rank runs, from Slurm's tasks-per-node and distribution; 0 when

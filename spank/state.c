@@ -8,7 +8,7 @@
 #include <slurm/spank.h>
 #include <string.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 
 dlpar_spank_state dlpar_spank;
 

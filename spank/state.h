@@ -7,10 +7,10 @@
 
 #include <stdbool.h>
 
-#include "launcher/grid.h"
-#include "launcher/status.h"
-#include "launcher/profile.h"
-#include "launcher/topo.h"
+#include "common/grid.h"
+#include "common/status.h"
+#include "common/profile.h"
+#include "common/topo.h"
 #include "spank/admin.h"
 #include "spank/request.h"
 

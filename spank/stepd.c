@@ -14,9 +14,9 @@
 
 #include <slurm/slurm.h>
 
-#include "launcher/status.h"
-#include "launcher/taskenv.h"
-#include "launcher/topo.h"
+#include "common/status.h"
+#include "common/taskenv.h"
+#include "common/topo.h"
 #include "spank/plugin.h"
 
 typedef struct {

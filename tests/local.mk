@@ -7,12 +7,12 @@ TESTS_ENVIRONMENT = \
 
 check_PROGRAMS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing
 tests_unit_test_grid_SOURCES = tests/unit/test_grid.c tests/unit/check.h
-tests_unit_test_grid_LDADD = launcher/libdlpar_core.la
+tests_unit_test_grid_LDADD = common/libdlpar_common.la
 tests_unit_test_topo_SOURCES = tests/unit/test_topo.c tests/unit/check.h
-tests_unit_test_topo_LDADD = launcher/libdlpar_core.la
+tests_unit_test_topo_LDADD = common/libdlpar_common.la
 tests_unit_test_spank_parsing_SOURCES = tests/unit/test_spank_parsing.c tests/unit/check.h \
 	spank/admin.c spank/request.c
-tests_unit_test_spank_parsing_LDADD = launcher/libdlpar_core.la
+tests_unit_test_spank_parsing_LDADD = common/libdlpar_common.la
 
 check_PROGRAMS += tests/unit/test_kernels
 tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check.h
@@ -87,9 +87,9 @@ TESTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
 EXTRA_DIST += tests/lib/common.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary
 check_PROGRAMS += tests/integration/rank_probe tests/integration/host_collectives
 tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
-tests_integration_rank_probe_LDADD = launcher/libdlpar.la
+tests_integration_rank_probe_LDADD = libdlpar/libdlpar.la
 tests_integration_host_collectives_SOURCES = tests/integration/host_collectives.c
-tests_integration_host_collectives_LDADD = launcher/libdlpar.la
+tests_integration_host_collectives_LDADD = libdlpar/libdlpar.la
 
 # Numerics: the CPU model against PyTorch.
 check_PROGRAMS += tests/numerics/vit_dump

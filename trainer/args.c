@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "trainer/progress.h"
 #include "trainer/train_config.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 
 void atomic_file_prepare(atomic_file *f, const char *path)
 {

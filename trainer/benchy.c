@@ -6,8 +6,8 @@
 
 #include <sys/resource.h>
 
-#include "launcher/clock.h"
-#include "launcher/text.h"
+#include "common/clock.h"
+#include "common/text.h"
 #include "trainer/train.h"
 
 /* Waits for this rank's device (a host allreduce waits for it), then for

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launcher/clock.h"
-#include "launcher/status.h"
-#include "launcher/text.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "common/text.h"
 #include "trainer/h5util.h"
 #include "trainer/npy.h"
 #include "trainer/rng.h"

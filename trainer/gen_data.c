@@ -15,8 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "launcher/status.h"
-#include "launcher/text.h"
+#include "common/status.h"
+#include "common/text.h"
 #include "trainer/atomic_file.h"
 #include "trainer/h5util.h"
 #include "trainer/npy.h"

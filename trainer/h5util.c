@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "trainer/input_file.h"
 
 void h5_quiet(void)

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 
 int input_file_open(const char *path, const char *cannot_open, int *fd, off_t *size, char *err, size_t errlen)
 {

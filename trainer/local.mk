@@ -10,14 +10,14 @@ trainer_libdlpar_trainer_la_SOURCES = \
 	trainer/metrics.c trainer/metrics.h trainer/progress.c trainer/progress.h \
 	trainer/args.c trainer/args.h
 trainer_libdlpar_trainer_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(YAML_CFLAGS) $(PTHREAD_CFLAGS) -O3
-trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la launcher/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
+trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la libdlpar/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
 
 bin_PROGRAMS += trainer/dlpar-train trainer/dlpar-gen-data
 trainer_dlpar_train_SOURCES = trainer/train.c trainer/train.h trainer/benchy.c
 trainer_dlpar_train_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(BLAS_CFLAGS) $(PTHREAD_CFLAGS)
 trainer_dlpar_train_LDADD =
 trainer_dlpar_gen_data_SOURCES = trainer/gen_data.c trainer/rng.c trainer/npy.c trainer/atomic_file.c trainer/h5util.c \
-	launcher/text.c trainer/input_file.c
+	common/text.c trainer/input_file.c
 trainer_dlpar_gen_data_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 trainer_dlpar_gen_data_LDADD = $(HDF5_LIBS) -lm
 if HAVE_CUDA

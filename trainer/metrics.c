@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 
 struct metrics_writer {
   FILE *json, *events;

@@ -13,8 +13,8 @@
 
 #include <stddef.h>
 
-#include "launcher/dlpar.h"
-#include "launcher/status.h"
+#include "libdlpar/dlpar.h"
+#include "common/status.h"
 #include "trainer/params.h"
 #include "trainer/train_config.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "trainer/atomic_file.h"
 #include "trainer/input_file.h"
 

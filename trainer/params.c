@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "trainer/rng.h"
 
 long params_full_count(const param_info *p)

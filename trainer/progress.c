@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/status.h"
-#include "launcher/text.h"
+#include "common/status.h"
+#include "common/text.h"
 
 struct progress {
   FILE *stream;

@@ -20,10 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launcher/clock.h"
-#include "launcher/dlpar.h"
-#include "launcher/status.h"
-#include "launcher/text.h"
+#include "common/clock.h"
+#include "libdlpar/dlpar.h"
+#include "common/status.h"
+#include "common/text.h"
 #include "trainer/args.h"
 #include "trainer/checkpoint.h"
 #include "trainer/data.h"

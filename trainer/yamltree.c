@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "trainer/input_file.h"
 
 /* Names to nodes, for a mapping's keys (node unused) and the anchors: an

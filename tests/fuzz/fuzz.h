@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -36,10 +36,10 @@ LIBFUZZER_READERS = $(top_srcdir)/trainer/yamltree.c $(top_srcdir)/trainer/input
 LIBFUZZER_TARGETS = tests/fuzz/libfuzzer/fuzz_yaml tests/fuzz/libfuzzer/fuzz_config tests/fuzz/libfuzzer/fuzz_npy \
 	tests/fuzz/libfuzzer/fuzz_checkpoint
 $(LIBFUZZER_TARGETS): $(LIBFUZZER_READERS) $(top_srcdir)/tests/fuzz/fuzz.h $(top_srcdir)/tests/fuzz/checkpoint_edits.h \
-		launcher/libdlpar.la
+		libdlpar/libdlpar.la
 	@$(MKDIR_P) tests/fuzz/libfuzzer
 	$(AM_V_CCLD)$(LIBTOOL) --quiet --tag=CC --mode=link $(FUZZ_CC) $(LIBFUZZER_CFLAGS) -o $@ \
-	  $(top_srcdir)/tests/fuzz/`basename $@`.c $(LIBFUZZER_READERS) launcher/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
+	  $(top_srcdir)/tests/fuzz/`basename $@`.c $(LIBFUZZER_READERS) libdlpar/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
 tests/fuzz/libfuzzer/fuzz_yaml: $(top_srcdir)/tests/fuzz/fuzz_yaml.c
 tests/fuzz/libfuzzer/fuzz_config: $(top_srcdir)/tests/fuzz/fuzz_config.c
 tests/fuzz/libfuzzer/fuzz_npy: $(top_srcdir)/tests/fuzz/fuzz_npy.c

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/dlpar.h"
+#include "libdlpar/dlpar.h"
 #include "tests/gpu/gpu_check.h"
 #include "trainer/model.h"
 

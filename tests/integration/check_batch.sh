@@ -6,7 +6,7 @@
 # and a step's own --dl-check=off wins over the job's.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
-hello=$B/launcher/dlpar-hello
+hello=$B/tools/dlpar-hello
 export DLPAR_CHECK_STRAGGLER=0.2 DLPAR_CHECK_MIN_BUSBW=0.001 # a busy test machine is no straggler
 
 # batch_job NAME CHECK-LINE STEP-OPTIONS: sbatch -W a 2x2 job; its output in $TEST_TMP/NAME.out

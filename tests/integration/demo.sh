@@ -53,7 +53,7 @@ fi
 out=$(DLPAR_DEMO_LAUNCHER=dlpar-run "$demo" "$B" "$TEST_TMP/demo-run" 2>&1)
 expect_rc "contrib/demo (dlpar-run)" $? 0
 expect_contains "demo: why" "$out" "demo: no local Slurm cluster: DLPAR_DEMO_LAUNCHER=dlpar-run; training with dlpar-run"
-expect_contains "demo: dlpar-run" "$out" "demo\$ $B/launcher/dlpar-run -n 4 --dl-parallel=2x2 -- $B/trainer/dlpar-train"
+expect_contains "demo: dlpar-run" "$out" "demo\$ $B/tools/dlpar-run -n 4 --dl-parallel=2x2 -- $B/trainer/dlpar-train"
 expect_contains "demo: grid" "$out" "dlpar-train: grid 2x2 (tensor x data parallel)"
 expect_contains "demo: loss" "$out" "demo: average train loss fell from"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then

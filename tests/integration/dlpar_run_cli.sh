@@ -5,7 +5,7 @@
 # can be tagged with the rank; each rank gets the same DLPAR_* contract as
 # under srun; the program's missing binary is named.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
-run=$B/launcher/dlpar-run
+run=$B/tools/dlpar-run
 
 while IFS='|' read -r args message; do
   [ -n "$args" ] || continue

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/internal.h"
+#include "libdlpar/internal.h"
 
 #define VALUES 3
 #define GATHERED 5

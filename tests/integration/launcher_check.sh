@@ -11,7 +11,7 @@
 # rank runs 1/11 of the time (SIGSTOP/SIGCONT), its start-up too: ~20 s.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
-hello=$B/launcher/dlpar-hello
+hello=$B/tools/dlpar-hello
 slow=$DLPAR_SRCDIR/tests/lib/slow_rank
 export DLPAR_STOPPED_TIMEOUT=600 # the throttled rank is stopped often, briefly
 
@@ -50,7 +50,7 @@ expect_rc "DLPAR_CHECK_BUSBW_FRACTION=1000" $? nonzero
 expect_contains "DLPAR_CHECK_BUSBW_FRACTION=1000" "$out" ", 1250 dp (DLPAR_CHECK_BUSBW_FRACTION x the group's link"
 [ "$(grep -Ec "^[0-3] .* [0-9.]+ (ok|FAIL) +[0-9.]+ FAIL " <<<"$out")" = 4 ] ||
   fail "DLPAR_CHECK_BUSBW_FRACTION=1000: not every rank's dp allreduce FAILs: $out"
-out=$(env $relaxed "$B/launcher/dlpar-run" -n 4 --dl-parallel=1x4 --check -- "$hello" 2>&1)
+out=$(env $relaxed "$B/tools/dlpar-run" -n 4 --dl-parallel=1x4 --check -- "$hello" 2>&1)
 expect_rc "dlpar-run --check" $? 0
 expect_table "dlpar-run --check" "$out" 4 "$(hostname)" "$(hostname)" "$(hostname)" "$(hostname)"
 expect_contains "dlpar-run --check" "$out" "; running the program"
@@ -74,10 +74,10 @@ expect_contains "srun --dl-check=only, rank 1 throttled" "$out" "dlpar-check: st
 expect_contains "srun --dl-check=only, rank 1 throttled" "$out" "): rank 1 on n1 ("
 expect_contains "srun --dl-check=only, rank 1 throttled" "$out" "; to leave their nodes out: --exclude=n1"
 out=$(DLPAR_TEST_SLOW_RANK=2 DLPAR_TEST_RANK_ENV=UCX_TLS=tcp \
-      "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 --check=only -- "$slow" "$hello" 2>&1)
+      "$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 --check=only -- "$slow" "$hello" 2>&1)
 expect_rc "dlpar-run --check=only, rank 2's UCX setting" $? nonzero
 expect_contains "dlpar-run --check=only, rank 2's UCX setting" "$out" "dlpar-check: rank 2 on $(hostname): NCCL settings differ"
-out=$(DLPAR_CHECK_MIN_BUSBW=1000 "$B/launcher/dlpar-run" -n 2 --check=only -- "$hello" 2>&1)
+out=$(DLPAR_CHECK_MIN_BUSBW=1000 "$B/tools/dlpar-run" -n 2 --check=only -- "$hello" 2>&1)
 expect_rc "an allreduce under 1000 GB/s" $? nonzero
 expect_contains "an allreduce under 1000 GB/s" "$out" "expected >= 1000 tp, 1000 dp"
 grep -Eq "^0 .* - +[0-9.]+ FAIL " <<<"$out" || fail "an allreduce under 1000 GB/s: no FAIL in dp busbw: $out"
@@ -87,10 +87,10 @@ out=$(srun -N1 -n1 --dl-check=sometimes true 2>&1)
 expect_rc "srun --dl-check=sometimes" $? nonzero
 expect_contains "srun --dl-check=sometimes" "$out" \
   "--dl-check=sometimes: expected nothing (check, then run), 'only' (check and stop) or 'off'"
-out=$("$B/launcher/dlpar-run" -n 1 --check=sometimes -- true 2>&1)
+out=$("$B/tools/dlpar-run" -n 1 --check=sometimes -- true 2>&1)
 expect_rc "dlpar-run --check=sometimes" $? nonzero
 expect_contains "dlpar-run --check=sometimes" "$out" "'only' (check and stop) or 'off'"
-out=$(DLPAR_CHECK_STRAGGLER=half "$B/launcher/dlpar-run" -n 2 --check -- "$hello" 2>&1)
+out=$(DLPAR_CHECK_STRAGGLER=half "$B/tools/dlpar-run" -n 2 --check -- "$hello" 2>&1)
 expect_rc "DLPAR_CHECK_STRAGGLER=half" $? nonzero
 expect_contains "DLPAR_CHECK_STRAGGLER=half" "$out" "DLPAR_CHECK_STRAGGLER=half: not a number (e.g. 0.5, or unset it)"
 finish

@@ -19,7 +19,7 @@
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
 probe=$B/tests/integration/rank_probe
-run=$B/launcher/dlpar-run
+run=$B/tools/dlpar-run
 here=$(hostname)
 
 # The limits below are what a fault may add to a healthy run under the
@@ -102,7 +102,7 @@ expect_contains "dlpar-run: killed rank" "$out" "dlpar-run: rank 1 killed by Kil
 
 # A grid exported by hand whose tensor-parallel group spans both nodes.
 out=$(srun -N2 -n4 --ntasks-per-node=2 bash -c 'DLPAR_VERSION=1 DLPAR_TP_SIZE=4 DLPAR_DP_SIZE=1 \
-  DLPAR_RANK=$SLURM_PROCID DLPAR_LOCAL_RANK=$SLURM_LOCALID DLPAR_LOCAL_SIZE=2 DLPAR_DEVICE=-1 exec '"$B/launcher/dlpar-hello" 2>&1)
+  DLPAR_RANK=$SLURM_PROCID DLPAR_LOCAL_RANK=$SLURM_LOCALID DLPAR_LOCAL_SIZE=2 DLPAR_DEVICE=-1 exec '"$B/tools/dlpar-hello" 2>&1)
 expect_rc "tp group across nodes" $? nonzero
 expect_contains "tp group across nodes" "$out" "dlpar-hello: --dl-parallel=4x1: tensor-parallel group 0 (ranks 0-3) spans n1 and n2"
 

@@ -7,7 +7,7 @@
 # plain run outside PMIx (one rank, 1x1).
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
-hello=$B/launcher/dlpar-hello
+hello=$B/tools/dlpar-hello
 
 # expect_hello WHAT OUTPUT M D PER_NODE HOST_PATTERN DEVICE_MODE(local|none)
 expect_hello() {
@@ -35,7 +35,7 @@ expect_hello "srun -N1 4x1" "$out" 4 1 4 nodes local
 here=$(hostname)
 for grid in 1x4 2x2 4x1; do
   m=${grid%x*} d=${grid#*x}
-  out=$("$B/launcher/dlpar-run" -n 4 --dl-parallel=$grid -- "$hello" 2>&1)
+  out=$("$B/tools/dlpar-run" -n 4 --dl-parallel=$grid -- "$hello" 2>&1)
   expect_rc "dlpar-run $grid" $? 0
   expect_hello "dlpar-run $grid" "$out" "$m" "$d" 4 "$here" none
 done
@@ -49,7 +49,7 @@ expect_contains "plain run" "$out" "collectives ok"
 out=$(env -u PMIX_NAMESPACE DLPAR_BACKEND=ncl "$hello" 2>&1)
 expect_rc "DLPAR_BACKEND=ncl" $? 1
 expect_contains "DLPAR_BACKEND=ncl" "$out" "DLPAR_BACKEND=ncl: unknown backend (use nccl or mpi, or unset it)"
-out=$(DLPAR_NCCL_GROUPS=splt "$B/launcher/dlpar-run" -n 2 -- "$hello" 2>&1)
+out=$(DLPAR_NCCL_GROUPS=splt "$B/tools/dlpar-run" -n 2 -- "$hello" 2>&1)
 expect_rc "DLPAR_NCCL_GROUPS=splt" $? 1
 expect_contains "DLPAR_NCCL_GROUPS=splt" "$out" "DLPAR_NCCL_GROUPS=splt: unknown (use initrank or split, or unset it)"
 out=$(env -u PMIX_NAMESPACE DLPAR_RENDEZVOUS_TIMEOUT=2min "$hello" 2>&1)

@@ -24,10 +24,10 @@ expect_ranks() {
 
 for grid in 1x1 2x1 1x2 2x2; do
   m=${grid%x*} d=${grid#*x} n=$(( ${grid%x*} * ${grid#*x} ))
-  out=$(DLPAR_BACKEND=mpi "$B/launcher/dlpar-run" -n $n --dl-parallel=$grid -- "$prog" 2>&1)
+  out=$(DLPAR_BACKEND=mpi "$B/tools/dlpar-run" -n $n --dl-parallel=$grid -- "$prog" 2>&1)
   expect_rc "dlpar-run $grid" $? 0
   expect_ranks "dlpar-run $grid" "$out" $n direct
-  out=$(DLPAR_WORLD_VIA_GROUPS=1 "$B/launcher/dlpar-run" -n $n --dl-parallel=$grid -- "$prog" 2>&1)
+  out=$(DLPAR_WORLD_VIA_GROUPS=1 "$B/tools/dlpar-run" -n $n --dl-parallel=$grid -- "$prog" 2>&1)
   expect_rc "dlpar-run $grid, world via groups" $? 0
   expect_ranks "dlpar-run $grid, world via groups" "$out" $n "by groups"
   [ $n -gt 1 ] && expect_contains "dlpar-run $grid, world via groups: start-up line" "$out" \
@@ -43,14 +43,14 @@ expect_rc "plain run" $? 0
 expect_ranks "plain run" "$out" 1 "by groups"
 
 # The guard is real: world collectives through the world communicator fail behind it.
-out=$(DLPAR_BACKEND=mpi "$B/launcher/dlpar-run" -n 2 -- "$prog" --guard 2>&1)
+out=$(DLPAR_BACKEND=mpi "$B/tools/dlpar-run" -n 2 -- "$prog" --guard 2>&1)
 expect_rc "--guard, world direct" $? 1
 expect_contains "--guard, world direct" "$out" \
   "allreduce sum: allreduce on the world communicator, which the composition must not use"
 expect_contains "--guard, world direct" "$out" "host_collectives: rank 1 world direct: FAILED"
 
 # A misspelt switch is one line naming the fix.
-out=$(DLPAR_WORLD_VIA_GROUPS=yes "$B/launcher/dlpar-run" -n 2 -- "$prog" 2>&1)
+out=$(DLPAR_WORLD_VIA_GROUPS=yes "$B/tools/dlpar-run" -n 2 -- "$prog" 2>&1)
 expect_rc "DLPAR_WORLD_VIA_GROUPS=yes" $? 1
 expect_contains "DLPAR_WORLD_VIA_GROUPS=yes" "$out" "DLPAR_WORLD_VIA_GROUPS=yes: unknown (use 0 or 1, or unset it)"
 finish

@@ -55,10 +55,10 @@ expect_rc "srun --world-ids, 1 rank per root" $? 0
 expect_eq "srun: one world id set" "$(world_ids "$out" | wc -l)" 1
 expect_eq "srun: roots per group" "$(sed -n 's/.* roots \(.*\)$/\1/p' <<<"$out" | sort -u)" "tp 2 dp 2 world 4"
 expect_eq "srun: two dp id sets" "$(sed -n 's/.* ids .* dp \([0-9a-f]*\) world .*/\1/p' <<<"$out" | sort -u | wc -l)" 2
-out=$(DLPAR_NCCL_WORLD=eager "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
+out=$(DLPAR_NCCL_WORLD=eager "$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
 expect_rc "dlpar-run --nccl-ids, eager world" $? 0
 expect_eq "eager world: one world id at init" "$(world_ids "$out" | wc -l)" 1
-out=$("$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
+out=$("$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
 expect_rc "dlpar-run --nccl-ids" $? 0
 check_ids "dlpar-run" "$out"
 # A 1-rank group gets no id (it has no communicator); every multi-rank group
@@ -72,7 +72,7 @@ expect_eq "one rank: no group has an id" "$(ids_of "$out")" "- - -"
 # the other has one rank
 one_group() {
   local out ids
-  out=$("$B/launcher/dlpar-run" -n 2 --dl-parallel=$1 -- "$probe" --nccl-ids --world-ids 2>&1)
+  out=$("$B/tools/dlpar-run" -n 2 --dl-parallel=$1 -- "$probe" --nccl-ids --world-ids 2>&1)
   expect_rc "dlpar-run $1 --nccl-ids" $? 0
   ids=($(ids_of "$out"))
   expect_eq "$1: one id set for both ranks" "${#ids[@]}" 3
@@ -85,7 +85,7 @@ one_group 2x1 0 1 tp
 one_group 1x2 1 0 dp
 # DLPAR_NCCL_GROUPS=split: tp and dp come from ncclCommSplit, so only the
 # world's id is made and travels (the tp and dp ids stay unset, all zeros).
-out=$(DLPAR_NCCL_GROUPS=split "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
+out=$(DLPAR_NCCL_GROUPS=split "$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- "$probe" --nccl-ids 2>&1)
 expect_rc "dlpar-run --nccl-ids, split" $? 0
 expect_eq "split: one world id" "$(world_ids "$out" | wc -l)" 1
 expect_eq "split: no tp or dp ids" "$(sed -n 's/.* ids tp \([-0-9a-f]*\) dp \([-0-9a-f]*\) .*/\1\n\2/p' <<<"$out" | sort -u)" "-"

@@ -7,7 +7,7 @@
 # srun on the 2-node bed and under dlpar-run.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
-hello=$B/launcher/dlpar-hello
+hello=$B/tools/dlpar-hello
 slow=$DLPAR_SRCDIR/tests/lib/slow_rank
 delay=3
 
@@ -42,7 +42,7 @@ if [ "$(ompi_major)" -ge 5 ]; then
   finish
 fi
 out=$(DLPAR_TEST_SLOW_RANK=1 DLPAR_TEST_SLOW_START=$delay \
-      "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$slow" "$hello" 2>&1)
+      "$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- "$slow" "$hello" 2>&1)
 expect_rc "dlpar-run 2x2, rank 1 slow" $? 0
 expect_startup "dlpar-run 2x2, rank 1 slow" "$out" 4 1 "$(hostname)"
 finish

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launcher/internal.h"
+#include "libdlpar/internal.h"
 
 typedef struct {
   int sleep_rank, kill_rank, stall_rank, exit_rank;

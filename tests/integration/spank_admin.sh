@@ -22,7 +22,7 @@ for r in 0 1 2 3; do
   expect_eq "tp_span=warn, bind_*=no: rank $r" "$(grep "^$r|" <<<"$out")" \
     "$r|4|1|$r|0|$(( r % 2 ))|$(( r % 2 ))||$unbound||unset"
 done
-out=$(srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=4x1 "$B/launcher/dlpar-hello" 2>&1)
+out=$(srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=4x1 "$B/tools/dlpar-hello" 2>&1)
 expect_rc "tp_span=warn: dlpar-hello 4x1 on 2 x 2" $? 0
 for r in 0 1 2 3; do
   expect_contains "tp_span=warn: dlpar-hello rank $r" "$out" "rank $r/4 host n$(( r / 2 + 1 )) node $(( r / 2 )) local $(( r % 2 ))/2 tp $r/4 [0,1,2,3] dp 0/1 [$r]"

@@ -11,7 +11,7 @@
 use_bed
 export PATH=$DLPAR_SRCDIR/tests/stand-ins:$PATH
 export DLPAR_NSYS_RECORD=$TEST_TMP/nsys.record
-hello=$B/launcher/dlpar-hello
+hello=$B/tools/dlpar-hello
 cd "$TEST_TMP"
 
 out=$(srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-profile=nsys --dl-profile-ranks=1,2 \
@@ -54,7 +54,7 @@ expect_eq "nvtx: nsys not called" "$(cat "$DLPAR_NSYS_RECORD" 2>/dev/null | wc -
 
 # dlpar-run: the same request, the same wrapping
 rm -f "$DLPAR_NSYS_RECORD"
-out=$("$B/launcher/dlpar-run" -n 2 --dl-profile=nsys --dl-profile-ranks=0 -- "$hello" 2>&1)
+out=$("$B/tools/dlpar-run" -n 2 --dl-profile=nsys --dl-profile-ranks=0 -- "$hello" 2>&1)
 expect_rc "dlpar-run --dl-profile=nsys" $? 0
 expect_eq "dlpar-run: nsys calls" "$(wc -l <"$DLPAR_NSYS_RECORD")" 1
 expect_contains "dlpar-run: nsys argv" "$(cat "$DLPAR_NSYS_RECORD")" \

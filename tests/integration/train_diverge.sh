@@ -10,7 +10,7 @@
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 make_data
 export OMP_NUM_THREADS=1
-run() { "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train" --config=test \
+run() { "$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train" --config=test \
           "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=20 --checkpoint_every=1 "$@"; }
 dir=$TEST_TMP/runs/test/2x2
 ckpt_step() { h5dump -a step "$dir/$1/checkpoint.h5" 2>/dev/null | sed -n 's/^ *(0): \([0-9]*\)/\1/p'; }

@@ -24,7 +24,7 @@ compare() {
 }
 
 for grid in 2x1 1x2 2x2; do
-  out=$("$B/launcher/dlpar-run" -n $(( ${grid%x*} * ${grid#*x} )) --dl-parallel=$grid -- $train $args --run=run 2>&1)
+  out=$("$B/tools/dlpar-run" -n $(( ${grid%x*} * ${grid#*x} )) --dl-parallel=$grid -- $train $args --run=run 2>&1)
   expect_rc "dlpar-run $grid" $? 0
   compare "dlpar-run $grid" "$TEST_TMP/runs/test/$grid/run/metrics.jsonl"
 done

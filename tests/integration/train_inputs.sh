@@ -141,7 +141,7 @@ expect_rc "the unedited checkpoint resumes" $? 0
 expect_contains "the unedited checkpoint resumes" "$out" "resumed from $runs/good/checkpoint.h5 at step 4"
 
 # the grid: tensor parallelism needs heads to split, data parallelism the batch
-out=$("$B/launcher/dlpar-run" -n 3 --dl-parallel=3x1 -- $train --config=test $yaml $ok 2>&1)
+out=$("$B/tools/dlpar-run" -n 3 --dl-parallel=3x1 -- $train --config=test $yaml $ok 2>&1)
 expect_rc "3x1" $? nonzero
 expect_contains "3x1" "$out" "dlpar-train: $yaml:"
 expect_contains "3x1" "$out" ": num_heads=4 cannot be split over 3 tensor-parallel ranks (use --dl-parallel=MxD with M dividing 4)"
@@ -149,12 +149,12 @@ expect_contains "3x1" "$out" ": num_heads=4 cannot be split over 3 tensor-parall
 expect_eq "3x1: one line from the trainer" "$(grep -c '^dlpar-train:' <<<"$out")" 1
 expect_eq "3x1: rank 0 ends the job" "$(grep '^dlpar-run: rank' <<<"$out")" "dlpar-run: rank 0 called PMIx_Abort(1): ending the job"
 # a rank that found an error rank 0 did not (here rank 1's own --lr) reports it itself after 10 s
-out=$("$B/launcher/dlpar-run" -n 2 --dl-parallel=1x2 -- bash -c \
+out=$("$B/tools/dlpar-run" -n 2 --dl-parallel=1x2 -- bash -c \
   '[ "$PMIX_RANK" = 0 ] || bad=--lr=abc; exec "$@" $bad' - $train --config=test $yaml $ok --num_iters=100000 2>&1)
 expect_rc "rank 1 alone" $? nonzero
 expect_contains "rank 1 alone" "$out" "dlpar-train: command line: lr: expected a number, got 'abc'"
 expect_contains "rank 1 alone" "$out" "dlpar-run: rank 1 called PMIx_Abort(1): ending the job"
-out=$("$B/launcher/dlpar-run" -n 3 --dl-parallel=1x3 -- $train --config=test $yaml $ok 2>&1)
+out=$("$B/tools/dlpar-run" -n 3 --dl-parallel=1x3 -- $train --config=test $yaml $ok 2>&1)
 expect_rc "1x3" $? nonzero
 expect_contains "1x3" "$out" ": global_batch_size=4 cannot be split over 3 data-parallel ranks (use a multiple of 3, or another grid)"
 finish

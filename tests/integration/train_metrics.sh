@@ -56,7 +56,7 @@ expect_eq "log_every 1: a line per step, in order" "$(step_losses "$run/metrics.
   "$(seq -s ' ' 1 24) "
 TEST_CHECKS=$((TEST_CHECKS + 1))
 epoch_check "$run/metrics.jsonl" 2 || fail "log_every 1: epoch 2's train_loss is not the mean of its step lines"
-out=$("$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train" --config=test \
+out=$("$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train" --config=test \
         "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=30 --log_every=5 --run=w 2>&1)
 expect_rc "2x2, log_every 5" $? 0
 jsonl=$TEST_TMP/runs/test/2x2/w/metrics.jsonl
@@ -67,7 +67,7 @@ for epoch in 1 2; do
   TEST_CHECKS=$((TEST_CHECKS + 1))
   epoch_check "$jsonl" $epoch || fail "log_every 5: epoch $epoch's train_loss is not its windows' weighted mean"
 done
-out=$("$B/launcher/dlpar-run" -n 2 --dl-parallel=1x2 -- "$B/trainer/dlpar-train" --config=test \
+out=$("$B/tools/dlpar-run" -n 2 --dl-parallel=1x2 -- "$B/trainer/dlpar-train" --config=test \
         "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=30 --stop_after_iters=7 --run=s 2>&1)
 expect_rc "stop_after_iters 7" $? 0
 expect_eq "stopped run: its last step has its line" \

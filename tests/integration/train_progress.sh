@@ -9,7 +9,7 @@
 command -v script >/dev/null || skip "script not installed (apt-get install bsdutils)"
 make_data
 export OMP_NUM_THREADS=1
-train="$B/launcher/dlpar-run -n 2 --dl-parallel=1x2 -- $B/trainer/dlpar-train --config=test $DLPAR_SRCDIR/etc/vit.yaml $(data_args) --num_iters=24"
+train="$B/tools/dlpar-run -n 2 --dl-parallel=1x2 -- $B/trainer/dlpar-train --config=test $DLPAR_SRCDIR/etc/vit.yaml $(data_args) --num_iters=24"
 
 # a log: every step after the first of an epoch is due (an interval of 1 ns, whatever the machine's speed)
 out=$($train --run=log --progress=0.000000001 2>&1)

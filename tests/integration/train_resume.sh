@@ -12,7 +12,7 @@
 make_data
 # run ARGS: a 2x2 training, 2 epochs of 12 steps; in a subshell it becomes dlpar-run (exec), so
 # `run ... &` gives dlpar-run's pid
-run() { exec "$B/launcher/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train" --config=test \
+run() { exec "$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- "$B/trainer/dlpar-train" --config=test \
           "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=24 "$@"; }
 export OMP_NUM_THREADS=1
 losses() { step_losses "$TEST_TMP/runs/test/2x2/$1/metrics.jsonl"; }

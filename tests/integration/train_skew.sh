@@ -25,7 +25,7 @@ expect_straggler() {
   expect_contains "$what: start-up line" "$out" "dlpar: start-up of 4 ranks"
 }
 
-out=$(DLPAR_TEST_SLOW_RANK=2 DLPAR_TEST_THROTTLE=0.05:0.01 "$B/launcher/dlpar-run" -n 4 --dl-parallel=1x4 -- \
+out=$(DLPAR_TEST_SLOW_RANK=2 DLPAR_TEST_THROTTLE=0.05:0.01 "$B/tools/dlpar-run" -n 4 --dl-parallel=1x4 -- \
         "$slow" "$B/trainer/dlpar-train" --config=test "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) $model --run=r 2>&1)
 expect_rc "dlpar-run 1x4, rank 2 throttled" $? 0
 expect_straggler "dlpar-run 1x4, rank 2 throttled" "$out" 2 "$(hostname)"

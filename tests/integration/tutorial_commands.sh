@@ -24,7 +24,7 @@ one() { local sc=$1; shift; (cd "$TEST_TMP/$sc" && env -u PMIX_NAMESPACE "$train
 # ranks SC GRID ARGS...: the same under dlpar-run on an MxD grid
 ranks() {
   local sc=$1 grid=$2; shift 2
-  (cd "$TEST_TMP/$sc" && "$B/launcher/dlpar-run" -n $(( ${grid%x*} * ${grid#*x} )) --dl-parallel=$grid -- \
+  (cd "$TEST_TMP/$sc" && "$B/tools/dlpar-run" -n $(( ${grid%x*} * ${grid#*x} )) --dl-parallel=$grid -- \
      "$train" --yaml_config=./config/ViT.yaml "$@" $shrink 2>&1)
 }
 # epochs OUT: "EPOCHS STEPS_PER_EPOCH" from the banner

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/dlpar.h"
+#include "libdlpar/dlpar.h"
 #include "trainer/model.h"
 #include "trainer/rng.h"
 #include "trainer/train_config.h"

@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "tests/fuzz/checkpoint_edits.h"
 #include "tests/unit/check.h"
 #include "trainer/checkpoint.h"

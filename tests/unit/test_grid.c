@@ -1,11 +1,11 @@
-/* tests/unit/test_grid.c: the grid (launcher/grid.c) and the text parsers
+/* tests/unit/test_grid.c: the grid (common/grid.c) and the text parsers
  * under it: syntax, resolution against a step, coordinates, group
  * membership (Megatron's tp-dp order) and the node-spanning check. */
 #include "config.h"
 
-#include "launcher/grid.h"
-#include "launcher/status.h"
-#include "launcher/text.h"
+#include "common/grid.h"
+#include "common/status.h"
+#include "common/text.h"
 #include "tests/unit/check.h"
 
 static void expect_parse_error(const char *text, const char *message)

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "tests/unit/check.h"
 #include "trainer/npy.h"
 

@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "tests/unit/check.h"
 #include "trainer/model.h"
 #include "trainer/params.h"

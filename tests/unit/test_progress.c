@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "trainer/progress.h"
 #include "tests/unit/check.h"
 

@@ -1,9 +1,9 @@
 /* tests/unit/test_spank_parsing.c: the plugin's plain modules without Slurm:
  * admin keys from plugstack.conf (spank/admin.c), the user's --dl-* options
- * (spank/request.c, launcher/profile.c) and Slurm's tasks-per-node text. */
+ * (spank/request.c, common/profile.c) and Slurm's tasks-per-node text. */
 #include "config.h"
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "spank/admin.h"
 #include "spank/request.h"
 #include "tests/unit/check.h"

@@ -5,9 +5,9 @@
 
 #include <stdlib.h>
 
-#include "launcher/status.h"
-#include "launcher/taskenv.h"
-#include "launcher/topo.h"
+#include "common/status.h"
+#include "common/taskenv.h"
+#include "common/topo.h"
 #include "tests/unit/check.h"
 
 static void load(const char *name, dlpar_topology *topo)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "tests/unit/check.h"
 #include "trainer/args.h"
 #include "trainer/train_config.h"

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launcher/status.h"
+#include "common/status.h"
 #include "tests/unit/check.h"
 #include "trainer/input_file.h"
 #include "trainer/yamltree.h"

@@ -1,0 +1,174 @@
+/* common/taskenv.c: the launcher -> library environment contract (see taskenv.h). */
+#include "config.h"
+
+#include "taskenv.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+#include "text.h"
+
+static void add(dlpar_env_list *list, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void add(dlpar_env_list *list, const char *name, const char *fmt, ...)
+{
+  va_list ap;
+  if (list->count == DLPAR_ENV_MAX_VARS)
+    return;
+  list->var[list->count].name = name;
+  va_start(ap, fmt);
+  vsnprintf(list->var[list->count].value, sizeof(list->var[0].value), fmt, ap);
+  va_end(ap);
+  list->count++;
+}
+
+int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, char *err, size_t errlen)
+{
+  char quoted[64];
+  if (!text || !*text || strcmp(text, "on") == 0)
+    *mode = DLPAR_CHECK_ON;
+  else if (strcmp(text, "only") == 0)
+    *mode = DLPAR_CHECK_ONLY;
+  else if (strcmp(text, "off") == 0)
+    *mode = DLPAR_CHECK_OFF;
+  else {
+    snprintf(err, errlen, "--dl-check=%s: expected nothing (check, then run), 'only' (check and stop) or 'off'",
+             dlpar_quote(text, quoted, sizeof(quoted)));
+    return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
+void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
+{
+  const int size = env->grid.tp * env->grid.dp;
+  int tp_rank, dp_rank;
+  dlpar_grid_coords(&env->grid, env->rank, &tp_rank, &dp_rank);
+  list->count = 0;
+  add(list, "DLPAR_VERSION", "%d", DLPAR_ENV_VERSION);
+  add(list, "DLPAR_TP_SIZE", "%d", env->grid.tp);
+  add(list, "DLPAR_DP_SIZE", "%d", env->grid.dp);
+  add(list, "DLPAR_TP_RANK", "%d", tp_rank);
+  add(list, "DLPAR_DP_RANK", "%d", dp_rank);
+  add(list, "DLPAR_RANK", "%d", env->rank);
+  add(list, "DLPAR_LOCAL_RANK", "%d", env->local_rank);
+  add(list, "DLPAR_LOCAL_SIZE", "%d", env->local_size);
+  add(list, "DLPAR_DEVICE", "%d", env->binding.device);
+  add(list, "DLPAR_TP_SPAN", "%s", dlpar_span_policy_name(env->span));
+  add(list, "DLPAR_CPUS", "%s", env->binding.cpus);
+  add(list, "DLPAR_NIC", "%s", env->binding.nic);
+  add(list, "DLPAR_PROFILE", "%s", dlpar_profile_tool_name(env->profile));
+  if (env->profile_first_step < 0)
+    add(list, "DLPAR_PROFILE_STEPS", "all");
+  else
+    add(list, "DLPAR_PROFILE_STEPS", "%ld-%ld", env->profile_first_step, env->profile_last_step);
+  add(list, "DLPAR_PROFILE_RANK", "%d", env->profile_this_rank ? 1 : 0);
+  add(list, "DLPAR_PROFILE_OUTPUT", "%s", env->profile_output);
+  add(list, "DLPAR_VERBOSE", "%d", env->verbose ? 1 : 0);
+  add(list, "DLPAR_CHECK", "%s", env->check == DLPAR_CHECK_ONLY ? "only" : env->check == DLPAR_CHECK_ON ? "on" : "off");
+  add(list, "RANK", "%d", env->rank);
+  add(list, "LOCAL_RANK", "%d", env->local_rank);
+  add(list, "WORLD_SIZE", "%d", size);
+  add(list, "LOCAL_WORLD_SIZE", "%d", env->local_size);
+  if (env->binding.gpu >= 0) {
+    add(list, "CUDA_VISIBLE_DEVICES", "%s", env->binding.visible);
+    add(list, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+  }
+  if (env->binding.node_nics[0])
+    add(list, "NCCL_IB_HCA", "=%s", env->binding.node_nics);
+  if (env->binding.nic[0])
+    add(list, "UCX_NET_DEVICES", "%s:1", env->binding.nic);
+}
+
+/* Reads an integer variable in [lo, hi]; names the variable on error. */
+static int get_int(const char *name, long lo, long hi, long *out, char *err, size_t errlen)
+{
+  const char *text = getenv(name);
+  if (!text || dlpar_parse_int(text, lo, hi, out) != 0) {
+    char quoted[64];
+    snprintf(err, errlen, "%s=%s is not a whole number in [%ld, %ld] (unset the DLPAR_* variables "
+             "or relaunch with srun --dl-parallel / dlpar-run)",
+             name, text ? dlpar_quote(text, quoted, sizeof(quoted)) : "(unset)", lo, hi);
+    return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
+static int import_profile(dlpar_task_env *env, char *err, size_t errlen)
+{
+  dlpar_profile_request req;
+  const char *tool = getenv("DLPAR_PROFILE"), *steps = getenv("DLPAR_PROFILE_STEPS");
+  const char *output = getenv("DLPAR_PROFILE_OUTPUT"), *selected = getenv("DLPAR_PROFILE_RANK");
+  dlpar_profile_init(&req);
+  if (tool && dlpar_profile_parse_tool(tool, &req, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
+  if (steps && strcmp(steps, "all") != 0 && dlpar_profile_parse_steps(steps, &req, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
+  env->profile = req.tool;
+  env->profile_first_step = req.first_step;
+  env->profile_last_step = req.last_step;
+  env->profile_this_rank = selected && strcmp(selected, "1") == 0;
+  snprintf(env->profile_output, sizeof(env->profile_output), "%s", output ? output : "");
+  return DLPAR_OK;
+}
+
+int dlpar_task_env_import(dlpar_task_env *env, bool *present, char *err, size_t errlen)
+{
+  const char *span = getenv("DLPAR_TP_SPAN"), *verbose = getenv("DLPAR_VERBOSE");
+  long version, tp, dp, rank, local_rank, local_size, device;
+  memset(env, 0, sizeof(*env));
+  *present = getenv("DLPAR_VERSION") != NULL;
+  if (!*present)
+    return DLPAR_OK;
+  if (get_int("DLPAR_VERSION", 1, 1000000, &version, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
+  if (version != DLPAR_ENV_VERSION) {
+    snprintf(err, errlen, "the launcher exported dlpar environment version %ld but this libdlpar "
+             "reads version %d (rebuild the program against the installed libdlpar)",
+             version, DLPAR_ENV_VERSION);
+    return DLPAR_ERR_INPUT;
+  }
+  if (get_int("DLPAR_TP_SIZE", 1, DLPAR_GRID_MAX, &tp, err, errlen) ||
+      get_int("DLPAR_DP_SIZE", 1, DLPAR_GRID_MAX, &dp, err, errlen) ||
+      get_int("DLPAR_RANK", 0, tp * dp - 1, &rank, err, errlen) ||
+      get_int("DLPAR_LOCAL_SIZE", 1, DLPAR_GRID_MAX, &local_size, err, errlen) ||
+      get_int("DLPAR_LOCAL_RANK", 0, local_size - 1, &local_rank, err, errlen) ||
+      get_int("DLPAR_DEVICE", -1, DLPAR_MAX_GPUS - 1, &device, err, errlen))
+    return DLPAR_ERR_INPUT;
+  env->grid.tp = (int)tp;
+  env->grid.dp = (int)dp;
+  env->rank = (int)rank;
+  env->local_rank = (int)local_rank;
+  env->local_size = (int)local_size;
+  env->binding.device = (int)device;
+  env->binding.gpu = (int)device;
+  if (span && dlpar_span_policy_parse(span, &env->span) != DLPAR_OK) {
+    snprintf(err, errlen, "DLPAR_TP_SPAN must be error, warn or allow");
+    return DLPAR_ERR_INPUT;
+  }
+  snprintf(env->binding.cpus, sizeof(env->binding.cpus), "%s", getenv("DLPAR_CPUS") ? getenv("DLPAR_CPUS") : "");
+  snprintf(env->binding.nic, sizeof(env->binding.nic), "%s", getenv("DLPAR_NIC") ? getenv("DLPAR_NIC") : "");
+  env->verbose = verbose && strcmp(verbose, "1") == 0;
+  if (getenv("DLPAR_CHECK") && dlpar_check_mode_parse(getenv("DLPAR_CHECK"), &env->check, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
+  return import_profile(env, err, errlen);
+}
+
+void dlpar_task_env_describe(const dlpar_task_env *env, const char *node, char *out, size_t len)
+{
+  int tp_rank, dp_rank;
+  char gpu[16];
+  dlpar_grid_coords(&env->grid, env->rank, &tp_rank, &dp_rank);
+  if (env->binding.gpu >= 0)
+    snprintf(gpu, sizeof(gpu), "%d", env->binding.gpu);
+  else
+    snprintf(gpu, sizeof(gpu), "none");
+  snprintf(out, len, "rank %d node %s local %d/%d tp %d/%d dp %d/%d gpu %s device %d cpus %s nic %s",
+           env->rank, node, env->local_rank, env->local_size, tp_rank, env->grid.tp, dp_rank,
+           env->grid.dp, gpu, env->binding.device, env->binding.cpus[0] ? env->binding.cpus : "unbound",
+           env->binding.nic[0] ? env->binding.nic : "none");
+}

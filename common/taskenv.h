@@ -1,0 +1,58 @@
+/* common/taskenv.h: the environment contract between the launchers (the
+ * SPANK plugin, dlpar-run) and the library (libdlpar). The launchers build
+ * a dlpar_task_env per task and export it; the library imports it and
+ * cross-checks it against PMIx. DLPAR_VERSION marks the contract, so a
+ * library that meets a newer launcher says so instead of misreading. */
+#ifndef DLPAR_TASKENV_H
+#define DLPAR_TASKENV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "grid.h"
+#include "profile.h"
+#include "topo.h"
+
+#define DLPAR_ENV_VERSION 1
+
+/* --dl-check (srun) / --check (dlpar-run): the pre-flight checks before the
+ * program's own work; ONLY stops after them. */
+typedef enum { DLPAR_CHECK_OFF = 0, DLPAR_CHECK_ON, DLPAR_CHECK_ONLY } dlpar_check_mode;
+
+/* The option's value: NULL or "" (the bare option) and "on": ON; "only";
+ * "off". Else DLPAR_ERR_INPUT with the fix in err. */
+int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, char *err, size_t errlen);
+
+typedef struct {
+  dlpar_grid grid;
+  int rank, local_rank, local_size;
+  dlpar_span_policy span;
+  dlpar_binding binding;
+  dlpar_profile_tool profile;
+  bool profile_this_rank;
+  long profile_first_step, profile_last_step; /* -1: the whole run */
+  char profile_output[512];
+  bool verbose;
+  dlpar_check_mode check;
+} dlpar_task_env;
+
+#define DLPAR_ENV_MAX_VARS 32
+typedef struct {
+  int count;
+  struct {
+    const char *name;
+    char value[512];
+  } var[DLPAR_ENV_MAX_VARS];
+} dlpar_env_list;
+
+/* The variables to set in the task's environment. */
+void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list);
+
+/* From the process environment. *present is false when no launcher exported
+ * a grid (a plain run): env is then left zeroed and DLPAR_OK returned. */
+int dlpar_task_env_import(dlpar_task_env *env, bool *present, char *err, size_t errlen);
+
+/* One line for --dl-verbose: rank, node, local rank, coordinates, GPU, CPUs, NIC. */
+void dlpar_task_env_describe(const dlpar_task_env *env, const char *node, char *out, size_t len);
+
+#endif

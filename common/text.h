@@ -1,0 +1,46 @@
+/* common/text.h: defensive parsing of user-supplied text (numbers, lists,
+ * ranges) and safe quoting of it in messages. Shared with spank/, where the
+ * input comes from users and is parsed inside privileged slurmstepd. */
+#ifndef DLPAR_TEXT_H
+#define DLPAR_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Inputs longer than this are refused before parsing. */
+#define DLPAR_TEXT_MAX 256
+
+/* Parse a whole string of decimal digits (no sign, no blanks) into 0..max.
+ * Returns 0, or -1 if not all digits / empty, or -2 if above max. */
+int dlpar_parse_uint(const char *text, size_t len, long max, long *out);
+
+/* A whole decimal number with an optional leading '-' in [lo, hi]; 0 or -1. */
+int dlpar_parse_int(const char *text, long lo, long hi, long *out);
+
+/* A whole decimal number of seconds, > 0 and at most a year ("120", "0.5";
+ * no sign, exponent or blanks); 0 or -1. */
+int dlpar_parse_seconds(const char *text, double *out);
+
+/* Writes text into buf for display: printable ASCII as is, other bytes as
+ * \xNN, cut with "..." when too long. Always NUL-terminates. Returns buf. */
+const char *dlpar_quote(const char *text, char *buf, size_t buflen);
+
+/* A list of ranks "0,2,5-7" or "all": selected[r] for r in [0, n). */
+typedef struct {
+  bool all;
+  int count;             /* number of ranges */
+  struct { long lo, hi; } range[32];
+} dlpar_rank_list;
+
+int dlpar_rank_list_parse(const char *text, dlpar_rank_list *out);
+bool dlpar_rank_list_has(const dlpar_rank_list *list, long rank);
+long dlpar_rank_list_max(const dlpar_rank_list *list);
+
+/* The noun that agrees with the count n, for messages:
+ * "%d %s", n, dlpar_plural(n, "thread", "threads"). */
+const char *dlpar_plural(long n, const char *one, const char *many);
+
+/* The median of n > 0 values, for straggler reports; sorts them in place. */
+double dlpar_median_sorting(double *values, int n);
+
+#endif

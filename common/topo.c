@@ -1,0 +1,479 @@
+/* common/topo.c: GPU topology from hwloc, the task mapping, and the
+ * rates of the links a rank's groups cross (see topo.h). */
+#include "config.h"
+
+#include "topo.h"
+
+#include <dirent.h>
+#include <hwloc.h>
+#include <ifaddrs.h>
+#include <limits.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "status.h"
+#include "text.h"
+
+static int is_nvidia_gpu(hwloc_obj_t obj)
+{
+  const unsigned cls = obj->attr->pcidev.class_id;
+  return obj->attr->pcidev.vendor_id == 0x10de && (cls == 0x0300 || cls == 0x0302);
+}
+
+/* Depth of obj counted from the root, for I/O objects too. */
+static int tree_depth(hwloc_obj_t obj)
+{
+  int depth = 0;
+  for (; obj->parent; obj = obj->parent)
+    depth++;
+  return depth;
+}
+
+static hwloc_obj_t common_ancestor(hwloc_obj_t a, hwloc_obj_t b)
+{
+  int da = tree_depth(a), db = tree_depth(b);
+  for (; da > db; da--)
+    a = a->parent;
+  for (; db > da; db--)
+    b = b->parent;
+  while (a != b) {
+    a = a->parent;
+    b = b->parent;
+  }
+  return a;
+}
+
+static const char *hca_name(hwloc_obj_t pcidev)
+{
+  for (hwloc_obj_t child = pcidev->io_first_child; child; child = child->next_sibling) {
+    if (child->type == HWLOC_OBJ_OS_DEVICE && child->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS)
+      return child->name;
+  }
+  return NULL;
+}
+
+/* The HCA sharing the deepest ancestor with the GPU (ties: lower bus). */
+static void closest_hca(hwloc_topology_t topology, hwloc_obj_t gpu, char *out, size_t len)
+{
+  int best_depth = -1;
+  out[0] = '\0';
+  for (hwloc_obj_t dev = NULL; (dev = hwloc_get_next_pcidev(topology, dev));) {
+    const char *name = hca_name(dev);
+    int depth;
+    if (!name)
+      continue;
+    depth = tree_depth(common_ancestor(gpu, dev));
+    if (depth > best_depth) {
+      best_depth = depth;
+      snprintf(out, len, "%s", name);
+    }
+  }
+}
+
+/* Every HCA of the node, in hwloc's (PCI bus) order, comma-separated. */
+static void list_hcas(hwloc_topology_t topology, char *out, size_t len)
+{
+  size_t used = 0;
+  out[0] = '\0';
+  for (hwloc_obj_t dev = NULL; (dev = hwloc_get_next_pcidev(topology, dev)) && used < len;) {
+    const char *name = hca_name(dev);
+    if (name)
+      used += (size_t)snprintf(out + used, len - used, "%s%s", used ? "," : "", name);
+  }
+}
+
+/* The PCI bridge right above the GPU's switch: groups GPUs behind one switch. */
+static unsigned long switch_id(hwloc_obj_t gpu)
+{
+  hwloc_obj_t parent = gpu->parent;
+  return parent && parent->type == HWLOC_OBJ_BRIDGE ? (unsigned long)parent->gp_index : 0;
+}
+
+static void describe_gpu(hwloc_topology_t topology, hwloc_obj_t dev, dlpar_gpu *gpu)
+{
+  const struct hwloc_pcidev_attr_s *pci = &dev->attr->pcidev;
+  hwloc_obj_t local = hwloc_get_non_io_ancestor_obj(topology, dev);
+  hwloc_obj_t package = hwloc_get_ancestor_obj_by_type(topology, HWLOC_OBJ_PACKAGE, local);
+  int numa = local && local->nodeset ? hwloc_bitmap_first(local->nodeset) : -1;
+  if (local && local->type == HWLOC_OBJ_PACKAGE)
+    package = local;
+  snprintf(gpu->busid, sizeof(gpu->busid), "%04x:%02x:%02x.%x", pci->domain, pci->bus, pci->dev,
+           pci->func);
+  gpu->package = package ? (int)package->os_index : -1;
+  gpu->numa = numa;
+  gpu->locality[0] = (unsigned long)(gpu->package + 1);
+  gpu->locality[1] = (unsigned long)(numa + 1);
+  gpu->locality[2] = switch_id(dev);
+  gpu->locality[3] = ((unsigned long)pci->domain << 16) | ((unsigned long)pci->bus << 8) |
+                     ((unsigned long)pci->dev << 3) | pci->func;
+  if (local && local->cpuset)
+    hwloc_bitmap_list_snprintf(gpu->cpus, sizeof(gpu->cpus), local->cpuset);
+  else
+    gpu->cpus[0] = '\0';
+  closest_hca(topology, dev, gpu->nic, sizeof(gpu->nic));
+}
+
+static int by_bus(const void *a, const void *b)
+{
+  const dlpar_gpu *x = a, *y = b;
+  return x->locality[3] < y->locality[3] ? -1 : x->locality[3] > y->locality[3];
+}
+
+/* This machine's topology (xml_path NULL) or the XML's, with its I/O devices. */
+static int load_hwloc(const char *xml_path, hwloc_topology_t *topology, char *err, size_t errlen)
+{
+  if (hwloc_topology_init(topology) != 0) {
+    snprintf(err, errlen, "hwloc: cannot initialise a topology");
+    return DLPAR_ERR_SYSTEM;
+  }
+  hwloc_topology_set_io_types_filter(*topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (xml_path && hwloc_topology_set_xml(*topology, xml_path) != 0) {
+    snprintf(err, errlen, "topology %s: not a readable hwloc XML file (check the topology_xml key)",
+             xml_path);
+    hwloc_topology_destroy(*topology);
+    return DLPAR_ERR_INPUT;
+  }
+  if (hwloc_topology_load(*topology) != 0) {
+    snprintf(err, errlen, "hwloc: cannot load the topology%s%s", xml_path ? " from " : "",
+             xml_path ? xml_path : "");
+    hwloc_topology_destroy(*topology);
+    return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
+int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, char *err, size_t errlen)
+{
+  hwloc_topology_t topology;
+  int rc;
+  memset(topo, 0, sizeof(*topo));
+  if ((rc = load_hwloc(xml_path, &topology, err, errlen)) != DLPAR_OK)
+    return rc;
+  hwloc_bitmap_list_snprintf(topo->all_cpus, sizeof(topo->all_cpus),
+                             hwloc_topology_get_topology_cpuset(topology));
+  for (hwloc_obj_t dev = NULL; (dev = hwloc_get_next_pcidev(topology, dev));) {
+    if (!is_nvidia_gpu(dev) || topo->ngpus == DLPAR_MAX_GPUS)
+      continue;
+    describe_gpu(topology, dev, &topo->gpu[topo->ngpus++]);
+  }
+  qsort(topo->gpu, (size_t)topo->ngpus, sizeof(topo->gpu[0]), by_bus);
+  list_hcas(topology, topo->all_nics, sizeof(topo->all_nics));
+  hwloc_topology_destroy(topology);
+  return DLPAR_OK;
+}
+
+static int by_locality(const void *a, const void *b, void *topology)
+{
+  const dlpar_topology *topo = topology;
+  const int x = *(const int *)a, y = *(const int *)b;
+  const unsigned long *kx = topo->gpu[x].locality, *ky = topo->gpu[y].locality;
+  for (int i = 0; i < 4; i++) {
+    if (kx[i] != ky[i])
+      return kx[i] < ky[i] ? -1 : 1;
+  }
+  return 0;
+}
+
+static int by_value(const void *a, const void *b)
+{
+  return *(const int *)a - *(const int *)b;
+}
+
+static void join_ids(const int *ids, int n, char *out, size_t len)
+{
+  size_t used = 0;
+  out[0] = '\0';
+  for (int i = 0; i < n && used < len; i++)
+    used += (size_t)snprintf(out + used, len - used, "%s%d", i ? "," : "", ids[i]);
+}
+
+int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_gpus,
+                   int local_rank, int local_size, dlpar_binding *out, char *err, size_t errlen)
+{
+  int visible[DLPAR_MAX_GPUS], ordered[DLPAR_MAX_GPUS], n = 0;
+  memset(out, 0, sizeof(*out));
+  out->gpu = out->device = -1;
+  snprintf(out->node_nics, sizeof(out->node_nics), "%s", topo->all_nics);
+  if (step_gpus && nstep_gpus > 0) {
+    for (int i = 0; i < nstep_gpus && n < DLPAR_MAX_GPUS; i++) {
+      if (step_gpus[i] < 0 || step_gpus[i] >= topo->ngpus) {
+        snprintf(err, errlen,
+                 "GPU %d of the step is not in the node's topology (%d %s found; check the "
+                 "topology_xml key or gres.conf)",
+                 step_gpus[i], topo->ngpus, dlpar_plural(topo->ngpus, "GPU", "GPUs"));
+        return DLPAR_ERR_INPUT;
+      }
+      visible[n++] = step_gpus[i];
+    }
+  } else {
+    for (; n < topo->ngpus; n++)
+      visible[n] = n;
+  }
+  if (n == 0) /* a CPU-only node: no GPU, no binding */
+    return DLPAR_OK;
+  qsort(visible, (size_t)n, sizeof(int), by_value);
+  memcpy(ordered, visible, sizeof(int) * (size_t)n);
+  qsort_r(ordered, (size_t)n, sizeof(int), by_locality, (void *)topo);
+  out->gpu = ordered[local_rank % n];
+  for (int i = 0; i < n; i++) {
+    if (visible[i] == out->gpu)
+      out->device = i;
+  }
+  join_ids(visible, n, out->visible, sizeof(out->visible));
+  snprintf(out->cpus, sizeof(out->cpus), "%s", topo->gpu[out->gpu].cpus);
+  snprintf(out->nic, sizeof(out->nic), "%s", topo->gpu[out->gpu].nic);
+  if (local_size > n) {
+    snprintf(err, errlen, "%d tasks share %d GPUs on this node: GPU %d is shared (request one GPU "
+             "per task, e.g. --gpus-per-node=%d)", local_size, n, out->gpu, local_size);
+    return DLPAR_WARN;
+  }
+  return DLPAR_OK;
+}
+
+int dlpar_parse_id_list(const char *text, int *ids, int max_ids)
+{
+  int n = 0;
+  for (const char *p = text; p && *p;) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    long id;
+    if (n == max_ids || dlpar_parse_uint(p, len, 1 << 20, &id) != 0)
+      return -1;
+    ids[n++] = (int)id;
+    p = comma ? comma + 1 : NULL;
+  }
+  return n;
+}
+
+int dlpar_parse_cpu_list(const char *text, unsigned char *mask, int ncpus)
+{
+  dlpar_rank_list list;
+  int count = 0;
+  if (dlpar_rank_list_parse(text, &list) != 0 || list.all)
+    return -1;
+  memset(mask, 0, (size_t)ncpus);
+  for (int i = 0; i < list.count; i++) {
+    for (long cpu = list.range[i].lo; cpu <= list.range[i].hi && cpu < ncpus; cpu++) {
+      count += !mask[cpu];
+      mask[cpu] = 1;
+    }
+  }
+  return count;
+}
+
+int dlpar_bind_cpus(const char *cpus)
+{
+  unsigned char wanted[CPU_SETSIZE];
+  cpu_set_t allowed, chosen;
+  int count = 0;
+  if (!cpus[0] || dlpar_parse_cpu_list(cpus, wanted, CPU_SETSIZE) <= 0 ||
+      sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+    return 0;
+  CPU_ZERO(&chosen);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (wanted[cpu] && CPU_ISSET(cpu, &allowed)) {
+      CPU_SET(cpu, &chosen);
+      count++;
+    }
+  }
+  return count > 0 && sched_setaffinity(0, sizeof(chosen), &chosen) == 0 ? count : 0;
+}
+
+/* ------------------------------------------------------------ links */
+
+static void set_link(dlpar_link *link, double gbs, const char *source)
+{
+  link->gbs = gbs;
+  snprintf(link->source, sizeof(link->source), "%s", gbs > 0 ? source : "unknown");
+}
+
+/* The GPU's NVLink bandwidth, one way (GB/s): its row of hwloc's
+ * NVLinkBandwidth matrix (MB/s; its objects are the GPUs' NVML OS devices
+ * and the NVSwitches), summed over the peers it links to. */
+static double nvlink_gbs(hwloc_topology_t topology, hwloc_obj_t gpu)
+{
+  struct hwloc_distances_s *matrices[4];
+  unsigned count = 4;
+  double total_mbs = 0;
+  if (hwloc_distances_get_by_name(topology, "NVLinkBandwidth", &count, matrices, 0) != 0)
+    return 0;
+  for (unsigned m = 0; m < count && m < 4; m++) {
+    const struct hwloc_distances_s *matrix = matrices[m];
+    for (unsigned i = 0; i < matrix->nbobjs; i++) {
+      if (matrix->objs[i] != gpu && matrix->objs[i]->parent != gpu)
+        continue;
+      for (unsigned j = 0; j < matrix->nbobjs; j++)
+        total_mbs += j == i ? 0 : (double)matrix->values[i * matrix->nbobjs + j];
+    }
+    hwloc_distances_release(topology, matrices[m]);
+  }
+  return total_mbs / 1000.0;
+}
+
+/* Bandwidth of the memory local to this process's CPUs (hwloc reports MiB/s), 0 unknown. */
+static double memory_gbs(hwloc_topology_t topology)
+{
+  hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+  struct hwloc_location initiator = {.type = HWLOC_LOCATION_TYPE_CPUSET};
+  hwloc_uint64_t mibs = 0;
+  hwloc_obj_t numa = NULL;
+  if (!cpus)
+    return 0;
+  if (hwloc_get_cpubind(topology, cpus, HWLOC_CPUBIND_PROCESS) != 0 || hwloc_bitmap_iszero(cpus))
+    hwloc_bitmap_copy(cpus, hwloc_topology_get_topology_cpuset(topology));
+  initiator.location.cpuset = cpus;
+  while ((numa = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, numa)) &&
+         !hwloc_bitmap_intersects(numa->cpuset, cpus))
+    ;
+  if (!numa || hwloc_memattr_get_value(topology, HWLOC_MEMATTR_ID_BANDWIDTH, numa, &initiator, 0, &mibs) != 0)
+    mibs = 0;
+  hwloc_bitmap_free(cpus);
+  return (double)mibs * 1.048576 / 1000.0;
+}
+
+int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link *nvlink, dlpar_link *pcie,
+                        dlpar_link *memory, char *err, size_t errlen)
+{
+  hwloc_topology_t topology;
+  hwloc_obj_t gpu;
+  int rc = load_hwloc(xml_path, &topology, err, errlen);
+  set_link(nvlink, 0, "");
+  set_link(pcie, 0, "");
+  set_link(memory, 0, "");
+  if (rc != DLPAR_OK)
+    return rc;
+  if (!gpu_busid)
+    set_link(memory, memory_gbs(topology), "memory hwloc");
+  else if ((gpu = hwloc_get_pcidev_by_busidstring(topology, gpu_busid))) {
+    set_link(nvlink, nvlink_gbs(topology, gpu), "NVLink hwloc");
+    set_link(pcie, gpu->attr->pcidev.linkspeed, "PCIe hwloc");
+  }
+  hwloc_topology_destroy(topology);
+  return DLPAR_OK;
+}
+
+/* The number a sysfs file starts with ("400 Gb/sec (4X NDR)", "10000"); 0 when none or negative. */
+static double sysfs_number(const char *path)
+{
+  double value = 0;
+  FILE *file = fopen(path, "r");
+  if (!file)
+    return 0;
+  if (fscanf(file, "%lf", &value) != 1 || value < 0)
+    value = 0;
+  fclose(file);
+  return value;
+}
+
+/* The fastest port of an HCA (sysfs rates in Gb/s). */
+static double hca_gbs(const char *hca)
+{
+  char path[PATH_MAX], rate_path[PATH_MAX + 300];
+  double best = 0;
+  DIR *ports;
+  struct dirent *port;
+  snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports", hca);
+  if (!(ports = opendir(path)))
+    return 0;
+  while ((port = readdir(ports)))
+    if (port->d_name[0] != '.') {
+      double gbs;
+      snprintf(rate_path, sizeof(rate_path), "%s/%s/rate", path, port->d_name);
+      if ((gbs = sysfs_number(rate_path) / 8) > best)
+        best = gbs;
+    }
+  closedir(ports);
+  return best;
+}
+
+/* The interface of the default route (/proc/net/route: this network namespace's). */
+static void default_route_ifname(char *out, size_t len)
+{
+  char name[IF_NAMESIZE + 1], line[256];
+  unsigned long destination;
+  FILE *routes = fopen("/proc/net/route", "r");
+  out[0] = '\0';
+  while (routes && fgets(line, sizeof(line), routes))
+    if (sscanf(line, "%16s %lx", name, &destination) == 2 && destination == 0) {
+      snprintf(out, len, "%s", name);
+      break;
+    }
+  if (routes)
+    fclose(routes);
+}
+
+/* NCCL_SOCKET_IFNAME's way: "=eth0" exactly, "eth" as a prefix, "^..." excludes
+ * (then the default route's); the first up, non-loopback match. */
+static void socket_ifname(const char *wanted, char *out, size_t len)
+{
+  const bool exact = wanted && wanted[0] == '=';
+  struct ifaddrs *all = NULL;
+  size_t prefix_len;
+  out[0] = '\0';
+  if (!wanted || !wanted[0] || wanted[0] == '^' || getifaddrs(&all) != 0) {
+    default_route_ifname(out, len);
+    return;
+  }
+  wanted += exact;
+  prefix_len = strcspn(wanted, ",");
+  for (const struct ifaddrs *ifa = all; ifa && !out[0]; ifa = ifa->ifa_next)
+    if ((ifa->ifa_flags & IFF_UP) && !(ifa->ifa_flags & IFF_LOOPBACK) &&
+        strncmp(ifa->ifa_name, wanted, prefix_len) == 0 && (!exact || strlen(ifa->ifa_name) == prefix_len))
+      snprintf(out, len, "%s", ifa->ifa_name);
+  freeifaddrs(all);
+}
+
+/* An interface's speed (Mb/s -> GB/s) from the driver, 0 unknown. */
+static double ethtool_gbs(const char *ifname)
+{
+  struct ethtool_cmd cmd = {.cmd = ETHTOOL_GSET};
+  struct ifreq request;
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  double gbs = 0;
+  if (fd < 0)
+    return 0;
+  memset(&request, 0, sizeof(request));
+  snprintf(request.ifr_name, sizeof(request.ifr_name), "%s", ifname);
+  request.ifr_data = (char *)&cmd;
+  if (ioctl(fd, SIOCETHTOOL, &request) == 0 && ethtool_cmd_speed(&cmd) != (__u32)SPEED_UNKNOWN)
+    gbs = ethtool_cmd_speed(&cmd) / 8000.0;
+  close(fd);
+  return gbs;
+}
+
+/* An interface's speed as sysfs has it (Mb/s -> GB/s; this machine's namespace at mount time). */
+static double sysfs_speed_gbs(const char *ifname)
+{
+  char path[PATH_MAX];
+  snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
+  return sysfs_number(path) / 8000.0;
+}
+
+void dlpar_link_nic(const char *hca, const char *socket_wanted, dlpar_link *link)
+{
+  char ifname[IF_NAMESIZE + 1], source[sizeof(link->source)];
+  set_link(link, 0, "");
+  if (hca && hca[0]) {
+    snprintf(source, sizeof(source), "%.24s rate", hca);
+    set_link(link, hca_gbs(hca), source);
+  }
+  if (link->gbs > 0)
+    return;
+  socket_ifname(socket_wanted, ifname, sizeof(ifname));
+  if (!ifname[0])
+    return;
+  snprintf(source, sizeof(source), "%s ethtool", ifname);
+  set_link(link, ethtool_gbs(ifname), source);
+  if (link->gbs > 0)
+    return;
+  snprintf(source, sizeof(source), "%s sysfs", ifname);
+  set_link(link, sysfs_speed_gbs(ifname), source);
+}

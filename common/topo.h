@@ -1,0 +1,87 @@
+/* common/topo.h: a node's GPU topology (from hwloc: this machine, or an
+ * hwloc XML file) and the rank -> GPU / CPUs / NIC mapping. Shared by spank/
+ * (slurmstepd binds tasks with it) and dlpar-run, so srun and the
+ * one-machine launcher bind the same way. No Slurm or PMIx types here.
+ *
+ * GPUs are NVIDIA PCI devices (vendor 0x10de, display or 3D class), indexed
+ * in PCI bus order: the order of CUDA_DEVICE_ORDER=PCI_BUS_ID and, with
+ * Slurm's NVML autodetection, of gres indices. */
+#ifndef DLPAR_TOPO_H
+#define DLPAR_TOPO_H
+
+#include <stddef.h>
+
+#define DLPAR_MAX_GPUS 64
+#define DLPAR_LIST_LEN 256
+
+typedef struct {
+  char busid[16];           /* "0000:3b:00.0" */
+  int package;              /* os index of the package, -1 unknown */
+  int numa;                 /* os index of the closest NUMA node, -1 unknown */
+  unsigned long locality[4];/* sort key: package, numa, switch, bus */
+  char cpus[DLPAR_LIST_LEN];/* PUs of the GPU's NUMA node, list format */
+  char nic[64];             /* closest InfiniBand/RoCE HCA ("mlx5_0"), "" none */
+} dlpar_gpu;
+
+typedef struct {
+  int ngpus;
+  dlpar_gpu gpu[DLPAR_MAX_GPUS];
+  char all_cpus[DLPAR_LIST_LEN];
+  char all_nics[DLPAR_LIST_LEN];  /* every InfiniBand/RoCE HCA of the node, in bus order ("mlx5_0,mlx5_1") */
+} dlpar_topology;
+
+/* xml_path NULL: this machine. */
+int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, char *err, size_t errlen);
+
+typedef struct {
+  int gpu;                        /* the chosen GPU (index into topo->gpu, = gres index), -1 none */
+  int device;                     /* its index in `visible`, -1 none */
+  char visible[DLPAR_LIST_LEN];   /* CUDA_VISIBLE_DEVICES: all of the step's GPUs on the node */
+  char cpus[DLPAR_LIST_LEN];      /* CPUs to bind to, "" for no binding */
+  char nic[64];                   /* the HCA nearest the GPU (UCX_NET_DEVICES), "" for none */
+  char node_nics[DLPAR_LIST_LEN]; /* NCCL_IB_HCA: the node's HCAs, the same for every rank of the
+                                   * node (NCCL needs one list and picks each GPU's nearest itself) */
+} dlpar_binding;
+
+/* step_gpus: the step's GPUs on this node (gres indices, any order), or
+ * NULL/0 for every GPU of the topology. Local ranks take GPUs in locality
+ * order (package, NUMA node, PCI switch, bus), so the M consecutive local
+ * ranks of a tensor-parallel group get GPUs that are close together. */
+int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_gpus,
+                   int local_rank, int local_size, dlpar_binding *out, char *err, size_t errlen);
+
+/* Parses "0,1,3" (CUDA_VISIBLE_DEVICES / SLURM_STEP_GPUS) into ids; returns count or -1. */
+int dlpar_parse_id_list(const char *text, int *ids, int max_ids);
+
+/* Parses a CPU list "0-3,8" into a bit mask of up to ncpus CPUs; returns count or -1. */
+int dlpar_parse_cpu_list(const char *text, unsigned char *mask, int ncpus);
+
+/* Binds the calling process to the CPUs of the list it may use (its
+ * current affinity); returns how many, 0 (binding left as it was) when the
+ * list is empty or bad or none of its CPUs is allowed. */
+int dlpar_bind_cpus(const char *cpus);
+
+/* A link a group's traffic crosses (--dl-check's expectations): its rate
+ * one way and where the figure came from. */
+typedef struct {
+  double gbs;      /* GB/s one way; 0: not known */
+  char source[40]; /* "NVLink hwloc", "eth0 ethtool", ... */
+} dlpar_link;
+
+/* Links inside this node from hwloc (xml_path NULL: this machine).
+ * gpu_busid "0000:3b:00.0": *nvlink is the GPU's NVLink bandwidth (the
+ * row of hwloc's NVLinkBandwidth matrix, which hwloc's NVML backend fills
+ * where it is built in), *pcie its PCIe link (hwloc's linkspeed); each 0
+ * when hwloc does not know it. gpu_busid NULL: *memory is the bandwidth of
+ * the memory local to this process's CPUs (hwloc's memory attributes,
+ * from ACPI HMAT where the firmware has it). */
+int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link *nvlink, dlpar_link *pcie,
+                        dlpar_link *memory, char *err, size_t errlen);
+
+/* The NIC between nodes: the HCA's port rate (sysfs), else the socket
+ * interface (NCCL_SOCKET_IFNAME's first prefix, else the default route's)
+ * and its speed (the ethtool ioctl, which sees this network namespace;
+ * else sysfs). link->gbs 0 when neither says. */
+void dlpar_link_nic(const char *hca, const char *socket_ifname, dlpar_link *link);
+
+#endif

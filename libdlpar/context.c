@@ -1,0 +1,83 @@
+/* libdlpar/context.c: the leaf every part of libdlpar uses: recording the
+ * one-line error in the context, and what the context says about itself
+ * (sizes, group names, hosts, the info the program reads). Calls nothing
+ * else of libdlpar. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "libdlpar/internal.h"
+
+int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+size_t dlpar_dtype_size(dlpar_dtype dtype)
+{
+  switch (dtype) {
+  case DLPAR_FLOAT64:
+  case DLPAR_INT64: return 8;
+  case DLPAR_BFLOAT16:
+  case DLPAR_FLOAT16: return 2;
+  default: return 4;
+  }
+
+}
+
+int dlpar_group_size(const dlpar_ctx *ctx, dlpar_group group)
+{
+  return group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp : ctx->info.size;
+}
+
+void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len)
+{
+  int ranks[64];
+  const int n = dlpar_group_size(ctx, group);
+  size_t used = (size_t)snprintf(out, len, "%s group (ranks ", dlpar_group_name(group));
+  if (n > 64) {
+    snprintf(out + used, len - used, "%d of them)", n);
+    return;
+  }
+  dlpar_grid_members(&ctx->grid, group, ctx->info.rank, ranks);
+  for (int i = 0; i < n && used < len; i++)
+    used += (size_t)snprintf(out + used, len - used, "%s%d", i ? "," : "", ranks[i]);
+  if (used < len)
+    snprintf(out + used, len - used, ")");
+}
+
+const char *dlpar_backend_name(dlpar_backend backend)
+{
+  switch (backend) {
+  case DLPAR_BACKEND_MPI: return "mpi";
+  case DLPAR_BACKEND_NCCL: return "nccl";
+  case DLPAR_BACKEND_SELF: return "self";
+  default: return "auto";
+  }
+
+}
+
+const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx)
+{
+  return &ctx->info;
+}
+
+const char *dlpar_last_error(const dlpar_ctx *ctx)
+{
+  return ctx ? ctx->error : "out of memory";
+}
+
+int dlpar_group_members(const dlpar_ctx *ctx, dlpar_group_id group, int *ranks)
+{
+  return dlpar_grid_members(&ctx->grid, (dlpar_group)group, ctx->info.rank, ranks);
+}
+
+const char *dlpar_rank_host(const dlpar_ctx *ctx, int rank)
+{
+  return rank >= 0 && rank < ctx->info.size ? ctx->hosts[rank] : "?";
+}

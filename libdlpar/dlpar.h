@@ -1,0 +1,169 @@
+/* dlpar.h: libdlpar, the library a distributed training program links.
+ *
+ * dlpar_init() bootstraps from PMIx (srun --mpi=pmix, dlpar-run, mpirun):
+ * rank, size, local rank and host of every rank; the M x D grid exported by
+ * the launcher (srun --dl-parallel / dlpar-run), cross-checked against PMIx;
+ * NCCL unique ids exchanged with one PMIx fence that carries no data, each
+ * rank getting only its groups' ids (no ports, no MASTER_ADDR); then
+ * tensor-parallel (M consecutive ranks), data-parallel and world groups, on
+ * NCCL (GPUs) or MPI (CPUs) behind the same calls. On NCCL the world
+ * communicator is built at the first device collective on the world group
+ * (DLPAR_NCCL_WORLD=eager: at init); libdlpar's own world collectives and
+ * the host ones compose the tp and dp groups' instead; see
+ * doc/scaling.md. A plain run
+ * outside PMIx is one rank, grid 1x1.
+ *
+ * It fails fast: a rank missing at the rendezvous, a collective that does
+ * not complete, or an NCCL error ends the whole step with one line naming
+ * the ranks, hosts and group, instead of a hang.
+ *
+ * Every function returns a dlpar_status (0 = DLPAR_OK); dlpar_last_error()
+ * holds the one-line message of the last failure. */
+#ifndef DLPAR_H
+#define DLPAR_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlpar_ctx dlpar_ctx;
+
+typedef enum { DLPAR_BACKEND_AUTO = 0, DLPAR_BACKEND_MPI, DLPAR_BACKEND_NCCL, DLPAR_BACKEND_SELF } dlpar_backend;
+
+/* Same values as common/grid.h's dlpar_group. */
+typedef enum { DLPAR_WORLD = 0, DLPAR_TP = 1, DLPAR_DP = 2 } dlpar_group_id;
+
+typedef enum { DLPAR_FLOAT32 = 0, DLPAR_FLOAT64, DLPAR_INT32, DLPAR_INT64, DLPAR_BFLOAT16, DLPAR_FLOAT16 } dlpar_dtype;
+typedef enum { DLPAR_SUM = 0, DLPAR_AVG, DLPAR_MAX, DLPAR_MIN } dlpar_op;
+
+typedef struct {
+  dlpar_backend backend;       /* AUTO: NCCL when a GPU is there, else MPI (env DLPAR_BACKEND) */
+  double rendezvous_timeout_s; /* 0: env DLPAR_RENDEZVOUS_TIMEOUT, else 120 s + 2 ms per rank */
+  double collective_timeout_s; /* 0: env DLPAR_COLLECTIVE_TIMEOUT, else 300 s + 2 ms per rank */
+  int exchange_nccl_ids;       /* exchange NCCL ids even on the MPI backend (tests) */
+} dlpar_options;
+
+typedef struct {
+  int rank, size;              /* in the world group */
+  int local_rank, local_size;  /* on this node */
+  int node, nnodes;            /* node index (order of first rank), node count */
+  int tp_rank, tp_size;        /* tensor-parallel coordinates (M) */
+  int dp_rank, dp_size;        /* data-parallel coordinates (D) */
+  int device;                  /* CUDA device index, -1: CPU */
+  dlpar_backend backend;       /* the backend in use */
+  double rendezvous_seconds;   /* dlpar_init until the PMIx rendezvous (hosts, NCCL ids) was done */
+  double init_seconds;         /* wall time spent in dlpar_init (groups ready) */
+  char host[256];
+} dlpar_info;
+
+/* argc/argv are needed to re-execute the program under nsys when the
+ * launcher asked for it (before any CUDA call); they may be NULL otherwise. */
+int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **ctx);
+/* Waits for a posted stop agreement, then tears everything down; returns
+ * DLPAR_OK, or the error (already printed) of that last wait. */
+int dlpar_finalize(dlpar_ctx *ctx);
+
+const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx);
+const char *dlpar_last_error(const dlpar_ctx *ctx);
+const char *dlpar_backend_name(dlpar_backend backend);
+/* The world ranks of this rank's group, in group order; returns the count. */
+int dlpar_group_members(const dlpar_ctx *ctx, dlpar_group_id group, int *ranks);
+/* Host name of a world rank. */
+const char *dlpar_rank_host(const dlpar_ctx *ctx, int rank);
+
+/* Collectives on a group. `stream` is a cudaStream_t on NCCL (stream
+ * semantics: the call enqueues and returns), NULL on MPI (blocking).
+ * count is per rank; allgather receives size*count, reduce_scatter sends
+ * size*count and receives count. */
+int dlpar_allreduce(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
+                    dlpar_op op, void *stream);
+int dlpar_allgather(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
+                    dlpar_dtype dtype, void *stream);
+int dlpar_reduce_scatter(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
+                         dlpar_dtype dtype, dlpar_op op, void *stream);
+int dlpar_broadcast(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
+                    int root, void *stream);
+/* Blocks until every rank of the group called it (no world communicator
+ * needed on NCCL: the tp group's barrier, then the dp group's). */
+int dlpar_barrier(dlpar_ctx *ctx, dlpar_group_id group);
+/* The allreduce and allgather on host memory, blocking, on every backend
+ * (on NCCL it first waits for the device, then goes through a device
+ * staging buffer of libdlpar's, in chunks of at most 16 MiB): for counters,
+ * flags, timings and tables the program keeps on the host. On the world
+ * group they are the tp group's then the dp group's collective, so NCCL
+ * builds no world communicator for them (doc/scaling.md). */
+int dlpar_allreduce_host(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
+                         dlpar_op op);
+int dlpar_allgather_host(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
+                         dlpar_dtype dtype);
+/* Call after each launch of a CUDA graph that holds collectives: the
+ * watchdog times them from this launch (their completion events are graph
+ * nodes, recorded again by every replay). Nothing to do on MPI. */
+void dlpar_graph_launched(dlpar_ctx *ctx);
+
+/* Profiling (the launcher's --dl-profile request): call at the start of
+ * every training step; opens/closes the CUDA profiler range at the
+ * requested steps on the selected ranks. Ranges are NVTX ranges, emitted
+ * only when profiling was requested. */
+int dlpar_profile_step(dlpar_ctx *ctx, long step);
+/* The program's own profiling window (the tutorial's
+ * --enable_manual_profiling), for when the launcher asked for none: this
+ * rank then emits the NVTX ranges and opens the CUDA profiler range (what
+ * `nsys profile -c cudaProfilerApi` captures) at first_step and closes it
+ * after last_step. Returns 1 when the window was taken, 0 when the
+ * launcher's --dl-profile request stands instead. */
+int dlpar_profile_window(dlpar_ctx *ctx, long first_step, long last_step);
+void dlpar_range_push(const dlpar_ctx *ctx, const char *name);
+void dlpar_range_pop(const dlpar_ctx *ctx);
+
+/* Start-up telemetry: call once, after the program's first step (its work
+ * queued on `stream` on NCCL, which this waits for; NULL on MPI). One
+ * allgather over the world group, then rank 0 of a run of more than one
+ * rank prints one line to stderr:
+ * seconds since each process started until PMIx was ready, the ids were
+ * exchanged, each group's communicator was ready and the first step was
+ * done, each with its slowest rank and host. Later calls do nothing. */
+int dlpar_startup_done(dlpar_ctx *ctx, void *stream);
+
+/* Step-time skew without a synchronisation of its own: every rank calls it
+ * at the same steps with its host-side step time. It posts a nonblocking
+ * allgather of `seconds` over the world group (on NCCL into `stream`,
+ * behind the step's work) and returns in `times` (size values, by rank)
+ * those the previous call posted, with *ready = 1 (0 on the first call).
+ * The previous gather has had a whole interval to complete. */
+int dlpar_step_times(dlpar_ctx *ctx, double seconds, void *stream, double *times, int *ready);
+/* Seconds this rank has spent blocked in libdlpar's collectives (on MPI;
+ * on NCCL the host does not wait in them): a step's time less these is the
+ * rank's own work, which a slow peer does not inflate. */
+double dlpar_wait_seconds(const dlpar_ctx *ctx);
+
+/* Slurm's SIGTERM (time limit, scancel) or SIGINT/SIGUSR1, agreed over the
+ * world group without making the caller wait for its peers: each call
+ * posts whether this rank got a signal (on a GPU into `stream`, behind the
+ * step's work; a nonblocking allreduce on the CPU) and returns in *stop the
+ * agreement the previous call posted. Every rank calls it once per step, so
+ * all return 1 in the same call, one call after the first rank got the
+ * signal: write a checkpoint, then dlpar_finalize and exit. Called after the
+ * step's work is queued, it waits on a GPU only for the previous step.
+ * A second signal ends the process at once. */
+int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
+
+/* Ends the whole step (every rank), printing "dlpar: message" unless message
+ * is NULL (the caller printed its own). Does not return. */
+void dlpar_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
+
+/* Ends the step for an error every rank finds alike (a bad config, a grid
+ * the model cannot split): rank 0 prints `line` as given and ends the
+ * step; the other ranks wait for that, so that their exit cannot make the
+ * launcher kill rank 0 before its line is out. A waiting rank leaves
+ * quietly when the launcher's stop signal comes, and prints `line` itself
+ * if rank 0 has not ended the step within 10 s. Does not return. */
+void dlpar_abort_shared(dlpar_ctx *ctx, int code, const char *line) __attribute__((noreturn));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,311 @@
+/* libdlpar/init.c: dlpar_init and dlpar_finalize, the order of things:
+ * nsys re-exec (before any CUDA call) -> signals -> the launcher's grid ->
+ * MPI where it must precede PMIx (Open MPI 5) -> PMIx (ranks, hosts) ->
+ * grid cross-check and tensor-parallel locality ->
+ * GPU device -> one PMIx rendezvous (hosts, NCCL ids) -> communicators ->
+ * watchdog. The context's small helpers are in context.c, aborting the
+ * step in abort.c. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "libdlpar/internal.h"
+
+/* A timeout: the program's option, else the environment's, else fallback
+ * (0: default_timeouts sets it once the job's size is known). */
+static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double fallback, double example,
+                          double *out)
+{
+  const char *text = getenv(env);
+  char shown[64];
+  *out = given > 0 ? given : fallback;
+  if (given > 0 || !text || !*text)
+    return DLPAR_OK;
+  if (dlpar_parse_seconds(text, out) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: not a number of seconds (use e.g. %g, or unset it)", env,
+                      dlpar_quote(text, shown, sizeof(shown)), example);
+  return DLPAR_OK;
+}
+
+/* Each tensor-parallel group must sit on one node (as the launcher's policy says). */
+static int check_locality(const dlpar_ctx *ctx, char *err, size_t errlen)
+{
+  const char **node_names = calloc((size_t)ctx->info.nnodes, sizeof(char *));
+  int rc;
+  if (!node_names) {
+    snprintf(err, errlen, "out of memory");
+    return DLPAR_ERR_SYSTEM;
+  }
+  for (int rank = ctx->info.size - 1; rank >= 0; rank--)
+    node_names[ctx->rank_node[rank]] = ctx->hosts[rank];
+  rc = dlpar_grid_check_span(&ctx->grid, ctx->rank_node, node_names, ctx->env.span, NULL, err, errlen);
+  free(node_names);
+  return rc;
+}
+
+/* The launcher's contract (DLPAR_*), read before PMIx: MPI may have to
+ * start first (start_mpi_early), and whether it serves depends on it. */
+static int import_launcher_env(dlpar_ctx *ctx)
+{
+  char err[DLPAR_ERRLEN];
+  int rc = dlpar_task_env_import(&ctx->env, &ctx->launched, err, sizeof(err));
+  if (rc != DLPAR_OK)
+    return dlpar_fail(ctx, rc, "%s", err);
+  return DLPAR_OK;
+}
+
+/* The grid: the launcher's, cross-checked against PMIx; or 1 x size. */
+static int settle_grid(dlpar_ctx *ctx)
+{
+  char err[DLPAR_ERRLEN];
+  int rc;
+  if (!ctx->launched) {
+    ctx->env.grid = (dlpar_grid){1, ctx->info.size};
+    ctx->env.rank = ctx->info.rank;
+    ctx->env.binding.device = ctx->env.binding.gpu = -1;
+  } else if (ctx->env.grid.tp * ctx->env.grid.dp != ctx->info.size || ctx->env.rank != ctx->info.rank ||
+             ctx->env.local_rank != ctx->info.local_rank) {
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT,
+                      "the launcher's grid (rank %d of %dx%d, local rank %d) does not match PMIx (rank "
+                      "%d of %d, local rank %d): launch with srun --dl-parallel or dlpar-run, not both",
+                      ctx->env.rank, ctx->env.grid.tp, ctx->env.grid.dp, ctx->env.local_rank,
+                      ctx->info.rank, ctx->info.size, ctx->info.local_rank);
+  }
+  ctx->grid = ctx->env.grid;
+  dlpar_grid_coords(&ctx->grid, ctx->info.rank, &ctx->info.tp_rank, &ctx->info.dp_rank);
+  ctx->info.tp_size = ctx->grid.tp;
+  ctx->info.dp_size = ctx->grid.dp;
+  ctx->info.device = ctx->env.binding.device;
+  rc = check_locality(ctx, err, sizeof(err));
+  if (rc < 0)
+    return dlpar_fail(ctx, rc, "%s", err);
+  return DLPAR_OK; /* a warning (tp_span=warn) was the plugin's to print, once per step */
+}
+
+/* The launcher gave this rank a GPU (device >= 0) and CUDA sees one. */
+static bool rank_has_gpu(int device)
+{
+#ifdef HAVE_CUDA
+  int devices = 0;
+  return device >= 0 && cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
+/* The backend asked for: the options', else DLPAR_BACKEND's, else auto. */
+static int requested_backend(dlpar_ctx *ctx, const dlpar_options *options, dlpar_backend *out)
+{
+  const char *env = getenv("DLPAR_BACKEND");
+  *out = options ? options->backend : DLPAR_BACKEND_AUTO;
+  if (*out != DLPAR_BACKEND_AUTO || !env || !*env)
+    return DLPAR_OK;
+  if (strcmp(env, "nccl") == 0)
+    *out = DLPAR_BACKEND_NCCL;
+  else if (strcmp(env, "mpi") == 0)
+    *out = DLPAR_BACKEND_MPI;
+  else
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_BACKEND=%s: unknown backend (use nccl or mpi, or unset it)",
+                      env);
+  return DLPAR_OK;
+}
+
+/* Where MPI must come up before PMIx (Open MPI 5, backend_mpi.c), it does
+ * so when the MPI backend serves this rank as far as can be told before
+ * PMIx: a PMIx job, MPI asked for or no GPU given, and not a launcher's
+ * one-rank grid. It then serves whatever size PMIx reports. */
+static int start_mpi_early(dlpar_ctx *ctx, dlpar_backend requested)
+{
+  const int device = ctx->launched ? ctx->env.binding.device : -1;
+  if (!getenv("PMIX_NAMESPACE") || requested == DLPAR_BACKEND_NCCL ||
+      (requested == DLPAR_BACKEND_AUTO && rank_has_gpu(device)) ||
+      (ctx->launched && ctx->env.grid.tp * ctx->env.grid.dp == 1))
+    return DLPAR_OK;
+  return dlpar_mpi_start_early(ctx);
+}
+
+/* The requested backend, else NCCL when this rank has a GPU; one rank needs
+ * no communication library unless NCCL is asked for or MPI already runs. */
+static dlpar_backend choose_backend(const dlpar_ctx *ctx, dlpar_backend requested)
+{
+  if (ctx->backend == &dlpar_backend_mpi)
+    return DLPAR_BACKEND_MPI;
+  if (ctx->info.size == 1 && requested != DLPAR_BACKEND_NCCL)
+    return DLPAR_BACKEND_SELF;
+  if (requested == DLPAR_BACKEND_AUTO)
+    return rank_has_gpu(ctx->info.device) ? DLPAR_BACKEND_NCCL : DLPAR_BACKEND_MPI;
+  return requested;
+}
+
+/* A two-way switch from the environment: unset or `first` leaves *on
+ * false, `second` sets it. */
+static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const char *second, bool *on)
+{
+  const char *env = getenv(name);
+  *on = false;
+  if (!env || !*env || strcmp(env, first) == 0)
+    return DLPAR_OK;
+  if (strcmp(env, second) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: unknown (use %s or %s, or unset it)", name, env, first, second);
+  *on = true;
+  return DLPAR_OK;
+}
+
+/* How the start-up exchanges and builds things (doc/scaling.md):
+ * DLPAR_NCCL_GROUPS initrank (default: tp and dp from ids exchanged over
+ * PMIx) or split (ncclCommSplit of an eager world communicator);
+ * DLPAR_NCCL_WORLD lazy (default: the world communicator at the first device
+ * collective on the world group) or eager; DLPAR_MODEX direct (default: the fence carries no
+ * data) or collect (every rank's keys to every node, the old scheme);
+ * DLPAR_NCCL_RANKS_PER_ROOT, the ranks per NCCL bootstrap root;
+ * DLPAR_WORLD_VIA_GROUPS 1: host world collectives composed from tp and dp
+ * on every backend (on NCCL they are so anyway without a world
+ * communicator; on MPI this tests the composition). */
+static int choose_startup(dlpar_ctx *ctx)
+{
+  const char *per_root = getenv("DLPAR_NCCL_RANKS_PER_ROOT");
+  char *end = NULL;
+  long value = DLPAR_NCCL_RANKS_PER_ROOT;
+  int rc;
+  if ((rc = env_switch(ctx, "DLPAR_NCCL_GROUPS", "initrank", "split", &ctx->nccl_split)) != DLPAR_OK ||
+      (rc = env_switch(ctx, "DLPAR_NCCL_WORLD", "lazy", "eager", &ctx->eager_world)) != DLPAR_OK ||
+      (rc = env_switch(ctx, "DLPAR_MODEX", "direct", "collect", &ctx->collect_modex)) != DLPAR_OK ||
+      (rc = env_switch(ctx, "DLPAR_WORLD_VIA_GROUPS", "0", "1", &ctx->world_via_groups)) != DLPAR_OK)
+    return rc;
+  if (per_root && *per_root && ((value = strtol(per_root, &end, 10)) < 1 || value > 1000000 || *end))
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_NCCL_RANKS_PER_ROOT=%s: not a number of ranks from 1 to 1000000 "
+                      "(default %d, or unset it)", per_root, DLPAR_NCCL_RANKS_PER_ROOT);
+  ctx->ranks_per_root = (int)value;
+  return DLPAR_OK;
+}
+
+/* Timeouts nobody set grow with the job: base + per-rank term. */
+static int default_timeouts(dlpar_ctx *ctx)
+{
+  if (ctx->rendezvous_timeout <= 0)
+    ctx->rendezvous_timeout = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * ctx->info.size;
+  if (ctx->collective_timeout <= 0)
+    ctx->collective_timeout = DLPAR_COLLECTIVE_TIMEOUT_BASE + DLPAR_COLLECTIVE_TIMEOUT_PER_RANK * ctx->info.size;
+  return DLPAR_OK;
+}
+
+static int select_backend(dlpar_ctx *ctx, dlpar_backend backend)
+{
+  switch (backend) {
+  case DLPAR_BACKEND_SELF: ctx->backend = &dlpar_backend_self; break;
+  case DLPAR_BACKEND_MPI: ctx->backend = &dlpar_backend_mpi; break;
+#ifdef HAVE_CUDA
+  case DLPAR_BACKEND_NCCL: ctx->backend = &dlpar_backend_nccl; break;
+#endif
+  default:
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "the %s backend is not built in (rebuild with CUDA, or "
+                      "set DLPAR_BACKEND=mpi)", dlpar_backend_name(backend));
+  }
+  ctx->info.backend = backend;
+  return DLPAR_OK;
+}
+
+/* The device comes from the launcher's index, set before any NCCL call. */
+static int set_device(dlpar_ctx *ctx)
+{
+#ifdef HAVE_CUDA
+  if (ctx->info.backend == DLPAR_BACKEND_NCCL) {
+    int device = ctx->info.device >= 0 ? ctx->info.device : ctx->info.local_rank;
+    cudaError_t err = cudaSetDevice(device);
+    if (err != cudaSuccess)
+      return dlpar_fail(ctx, DLPAR_ERR_CUDA, "cudaSetDevice(%d): %s (check CUDA_VISIBLE_DEVICES=%s)",
+                        device, cudaGetErrorString(err),
+                        getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)");
+    ctx->info.device = device;
+  }
+#else
+  (void)ctx;
+#endif
+  return DLPAR_OK;
+}
+
+static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options *options, double start)
+{
+  int rc;
+  const bool want_ids = options && options->exchange_nccl_ids;
+  dlpar_backend requested = DLPAR_BACKEND_AUTO;
+  if ((rc = dlpar_profiling_reexec(ctx, argc, argv)) != DLPAR_OK ||
+      (rc = dlpar_watchdog_block_signals(ctx)) != DLPAR_OK || (rc = import_launcher_env(ctx)) != DLPAR_OK ||
+      (rc = requested_backend(ctx, options, &requested)) != DLPAR_OK || (rc = choose_startup(ctx)) != DLPAR_OK ||
+      (rc = start_mpi_early(ctx, requested)) != DLPAR_OK || (rc = dlpar_pmix_init(ctx)) != DLPAR_OK)
+    return rc;
+  if (ctx->phase_at[DLPAR_PHASE_PMIX] == 0) /* else seen inside Open MPI 5's MPI_Init */
+    dlpar_phase_mark(ctx, DLPAR_PHASE_PMIX);
+  if ((rc = default_timeouts(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK ||
+      (rc = select_backend(ctx, choose_backend(ctx, requested))) != DLPAR_OK ||
+      (rc = set_device(ctx)) != DLPAR_OK ||
+      (rc = dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)) != DLPAR_OK)
+    return rc;
+  ctx->info.rendezvous_seconds = dlpar_now() - start;
+  dlpar_phase_mark(ctx, DLPAR_PHASE_IDS);
+  if ((rc = ctx->backend->init(ctx)) != DLPAR_OK || (rc = dlpar_watchdog_start(ctx)) != DLPAR_OK)
+    return rc;
+  dlpar_profiling_setup(ctx);
+  if (ctx->env.verbose) {
+    char line[DLPAR_ERRLEN];
+    dlpar_task_env_describe(&ctx->env, ctx->info.host, line, sizeof(line));
+    fprintf(stderr, "dlpar: %s backend %s\n", line, dlpar_backend_name(ctx->info.backend));
+  }
+  return DLPAR_OK;
+}
+
+int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **out)
+{
+  const double start = dlpar_now();
+  dlpar_ctx *ctx = calloc(1, sizeof(*ctx));
+  int rc;
+  *out = ctx;
+  if (!ctx)
+    return DLPAR_ERR_SYSTEM;
+  ctx->signal_fd = -1;
+  ctx->info.device = -1;
+  ctx->process_start = dlpar_process_start();
+  if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
+                           DLPAR_RENDEZVOUS_TIMEOUT_BASE,
+                           &ctx->rendezvous_timeout)) == DLPAR_OK &&
+      (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 0,
+                           DLPAR_COLLECTIVE_TIMEOUT_BASE,
+                           &ctx->collective_timeout)) == DLPAR_OK &&
+      (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, 10, &ctx->stopped_timeout)) == DLPAR_OK)
+    rc = init_steps(ctx, argc, argv, options, start);
+  ctx->info.init_seconds = dlpar_now() - start;
+  return rc == DLPAR_OK ? dlpar_preflight(ctx) : rc;
+}
+
+int dlpar_finalize(dlpar_ctx *ctx)
+{
+  int rc;
+  if (!ctx)
+    return DLPAR_OK;
+  dlpar_profiling_finish(ctx);
+  if ((rc = dlpar_stop_drain(ctx)) != DLPAR_OK || (rc = dlpar_times_drain(ctx)) != DLPAR_OK)
+    fprintf(stderr, "dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error);
+  dlpar_watchdog_stop(ctx);
+  if (ctx->backend)
+    ctx->backend->finalize(ctx);
+  dlpar_pmix_finalize(ctx);
+  dlpar_nccl_ids_free(&ctx->nccl_ids);
+  free(ctx->hosts);
+  free(ctx->rank_node);
+  free(ctx);
+  return rc;
+}
+
+void dlpar_graph_launched(dlpar_ctx *ctx)
+{
+  if (ctx->backend && ctx->backend->graph_launched)
+    ctx->backend->graph_launched(ctx);
+}

@@ -1,0 +1,260 @@
+/* libdlpar/internal.h: libdlpar's context and the pieces that share it:
+ * context.c (the leaf: errors, sizes, names), init.c (the order of things),
+ * pmixboot.c (PMIx), backend_*.c (collectives on MPI, NCCL or a single
+ * rank), watchdog.c (timeouts, async errors, signals), abort.c (ending the
+ * step), profiling.c (nsys re-exec, NVTX, profiler range), telemetry.c,
+ * preflight.c and ncclid.c. Dependencies run one way: context.c calls
+ * nothing of libdlpar, abort.c only PMIx and the backend, init.c calls all. */
+#ifndef DLPAR_INTERNAL_H
+#define DLPAR_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/clock.h"
+#include "libdlpar/dlpar.h"
+#include "common/grid.h"
+#include "common/status.h"
+#include "common/taskenv.h"
+
+#define DLPAR_NCCL_ID_BYTES 128 /* sizeof(ncclUniqueId) */
+/* A group of more than this many ranks bootstraps NCCL from one root per
+ * this many ranks (ncclCommInitRankScalable; PyTorch's default too,
+ * TORCH_NCCL_RANKS_PER_ROOT=128); env DLPAR_NCCL_RANKS_PER_ROOT overrides. */
+#define DLPAR_NCCL_RANKS_PER_ROOT 128
+/* Default timeouts grow with the job: base + per-rank term (doc/scaling.md). */
+#define DLPAR_RENDEZVOUS_TIMEOUT_BASE 120.0
+#define DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK 0.002
+#define DLPAR_COLLECTIVE_TIMEOUT_BASE 300.0
+#define DLPAR_COLLECTIVE_TIMEOUT_PER_RANK 0.002
+
+typedef unsigned char dlpar_nccl_id[DLPAR_NCCL_ID_BYTES];
+
+/* One group's NCCL ids: one per bootstrap root (count 0: no communicator). */
+typedef struct {
+  dlpar_nccl_id *ids;
+  int count;
+} dlpar_group_ids;
+
+typedef struct {
+  dlpar_group_ids group[3];    /* indexed by dlpar_group */
+  bool valid;
+} dlpar_nccl_ids;
+
+/* What this rank moved through PMIx's key-value store (its own keys put;
+ * other ranks' keys got, on this node and from other nodes). */
+typedef struct {
+  size_t put, got_local, got_remote;
+  int keys_got;
+} dlpar_pmix_traffic;
+
+typedef struct dlpar_backend_ops dlpar_backend_ops;
+
+/* A group's allreduce and allgather, as the backends implement them (the
+ * world compositions in collectives.c take either kind). */
+typedef int (*dlpar_allreduce_fn)(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                                  dlpar_op op, void *stream);
+typedef int (*dlpar_allgather_fn)(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
+                                  dlpar_dtype dtype, void *stream);
+
+/* Start-up phases (telemetry.c), in the order they happen. */
+typedef enum {
+  DLPAR_PHASE_PMIX = 0,  /* PMIx ready: rank, size, hosts known */
+  DLPAR_PHASE_IDS,       /* the rendezvous (NCCL ids) done */
+  DLPAR_PHASE_WORLD,     /* a group's communicator ready (dlpar_group order) */
+  DLPAR_PHASE_TP,
+  DLPAR_PHASE_DP,
+  DLPAR_PHASE_FIRST_STEP, /* the program's dlpar_startup_done */
+  DLPAR_PHASES
+} dlpar_phase;
+
+/* What the watchdog watches: the collective in flight on each group. */
+typedef struct {
+  atomic_int active;           /* 1 while a blocking (MPI) collective runs */
+  _Atomic double since;        /* when it started (monotonic seconds) */
+  const char *op;              /* "allreduce", ... (static strings) */
+} dlpar_inflight;
+
+struct dlpar_ctx {
+  dlpar_info info;
+  dlpar_grid grid;
+  dlpar_task_env env;          /* the launcher's contract (or a 1xN default) */
+  bool launched;               /* DLPAR_* came from a launcher */
+  bool pmix;                   /* PMIx_Init succeeded */
+  char nspace[256];            /* PMIx namespace (PMIX_MAX_NSLEN + 1) */
+  char (*hosts)[256];          /* host of every world rank */
+  int *rank_node;              /* node index of every world rank */
+  double rendezvous_timeout, collective_timeout;
+  double stopped_timeout;      /* a rank of this node stopped this long ends the step */
+  long *peer_pid;              /* pid of every world rank on this node (0: elsewhere, or this rank) */
+  int *peer_stopped_polls;     /* consecutive watchdog polls that found that rank stopped */
+  dlpar_nccl_ids nccl_ids;     /* tp and dp ids (world's: split mode, eager world, or lazily) */
+  bool nccl_split;             /* DLPAR_NCCL_GROUPS=split: tp, dp = ncclCommSplit(world) */
+  bool eager_world;            /* DLPAR_NCCL_WORLD=eager: the world communicator at init */
+  bool collect_modex;          /* DLPAR_MODEX=collect: the fence hands every rank's keys to every node */
+  bool world_via_groups;       /* DLPAR_WORLD_VIA_GROUPS=1: host world collectives from tp and dp, whatever the backend */
+  int ranks_per_root;          /* NCCL bootstrap roots: one per this many ranks of a group */
+  dlpar_pmix_traffic traffic;
+  const dlpar_backend_ops *backend;
+  void *backend_state;
+  dlpar_inflight inflight[3];  /* per group */
+  /* watchdog thread */
+  pthread_t watchdog;
+  bool watchdog_running;
+  atomic_int watchdog_stop;
+  atomic_int stop_signals;     /* SIGTERM/SIGINT/SIGUSR1 received */
+  atomic_int quiet_exit_code;  /* set while this rank ends the step: a stop signal exits with it, silently */
+  bool stop_posted;            /* a stop agreement is posted, not yet waited for */
+  int signal_fd;
+  /* profiling */
+  bool profiling;              /* this rank emits ranges / drives the profiler */
+  bool profiler_on, profiler_done;
+  uint64_t profiler_range;     /* the NVTX range over the profiled steps */
+  /* telemetry */
+  double process_start;        /* dlpar_now() at this process's start (else at dlpar_init) */
+  double phase_at[DLPAR_PHASES]; /* dlpar_now() at each start-up phase, 0: not reached */
+  bool startup_reported;
+  double wait_seconds;         /* blocked in collectives (MPI; the host's waits) */
+  bool skew_posted;            /* a step-time gather is posted, not yet waited for */
+  char error[DLPAR_ERRLEN];
+};
+
+struct dlpar_backend_ops {
+  dlpar_backend id;
+  int (*init)(dlpar_ctx *ctx);
+  void (*finalize)(dlpar_ctx *ctx);
+  dlpar_allreduce_fn allreduce;
+  dlpar_allgather_fn allgather;
+  int (*reduce_scatter)(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv,
+                        size_t count, dlpar_dtype dtype, dlpar_op op, void *stream);
+  int (*broadcast)(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
+                   int root, void *stream);
+  int (*barrier)(dlpar_ctx *ctx, dlpar_group group);
+  /* Watchdog: DLPAR_OK, or an error in err (asynchronous failure, timeout). */
+  int (*poll)(dlpar_ctx *ctx, double now, char *err, size_t errlen);
+  /* Tear communicators down without waiting (before aborting the step). */
+  void (*abort_comms)(dlpar_ctx *ctx);
+  /* The stop agreement (dlpar_stop_requested): post the maximum of `local`
+   * over the world group (stream: as the collectives), then wait for it. */
+  int (*stop_post)(dlpar_ctx *ctx, int local, void *stream);
+  int (*stop_wait)(dlpar_ctx *ctx, int *global);
+  /* A graph with captured collectives was launched (NULL: nothing to do). */
+  void (*graph_launched)(dlpar_ctx *ctx);
+  /* Step-time skew: post a nonblocking allgather of one double over the
+   * world group (stream: as the collectives), then wait for it into `all`. */
+  int (*times_post)(dlpar_ctx *ctx, double local, void *stream);
+  int (*times_wait)(dlpar_ctx *ctx, double *all);
+  /* Blocking collectives on host memory (dlpar_*_host; stream unused);
+   * NULL where allreduce and allgather take host memory (MPI, one rank). */
+  dlpar_allreduce_fn host_allreduce;
+  dlpar_allgather_fn host_allgather;
+  /* Whether the world group has a communicator now (NULL: always). */
+  bool (*has_world)(const dlpar_ctx *ctx);
+};
+
+extern const dlpar_backend_ops dlpar_backend_self;
+extern const dlpar_backend_ops dlpar_backend_mpi;
+/* backend_mpi.c: starts MPI where it must precede PMIx_Init (Open MPI 5;
+ * elsewhere nothing) and makes the MPI backend the one that serves. */
+int dlpar_mpi_start_early(dlpar_ctx *ctx);
+#ifdef HAVE_CUDA
+extern const dlpar_backend_ops dlpar_backend_nccl;
+#endif
+
+/* context.c */
+/* Records a one-line error in ctx and returns status. */
+int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+size_t dlpar_dtype_size(dlpar_dtype dtype);
+/* Ranks in the group: grid.tp, grid.dp or the world's size. */
+int dlpar_group_size(const dlpar_ctx *ctx, dlpar_group group);
+/* "tp group (ranks 4-7)" for messages. */
+void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
+
+/* collectives.c: world collectives composed from the tp and dp groups'
+ * (rank = tp_rank + M * dp_rank), for a backend without a world
+ * communicator (NCCL unless one was asked for; any with
+ * DLPAR_WORLD_VIA_GROUPS=1). `allreduce`/`allgather`: the group collective
+ * to compose (device or host memory, as that function takes it); `row`
+ * holds M * count elements (the tp group's gather) of the same memory. */
+int dlpar_world_allreduce_by_groups(dlpar_ctx *ctx, dlpar_allreduce_fn allreduce, void *buf, size_t count,
+                                    dlpar_dtype dtype, dlpar_op op, void *stream);
+int dlpar_world_allgather_by_groups(dlpar_ctx *ctx, dlpar_allgather_fn allgather, const void *send, void *row,
+                                    void *recv, size_t count, dlpar_dtype dtype, void *stream);
+/* Whether this context's host world collectives are composed so. */
+bool dlpar_world_by_groups(const dlpar_ctx *ctx);
+
+/* pmixboot.c */
+int dlpar_pmix_init(dlpar_ctx *ctx);
+/* The one rendezvous: this rank's host and pid, and the NCCL ids of the
+ * groups that need one at init; then each rank gets only its groups' ids. */
+int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids);
+/* Later (the first world collective on NCCL): the world group's ids, put
+ * by its roots at the rendezvous, got now. */
+int dlpar_pmix_world_ids(dlpar_ctx *ctx);
+/* Whether the group gets NCCL ids at the rendezvous. */
+bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group);
+/* A fence without data: every rank got to `where` ("the end of MPI_Init");
+ * past the rendezvous timeout the step ends with a message. */
+int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where);
+/* The pid of every rank on this node but this one into ctx->peer_pid (after the rendezvous). */
+int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
+/* Bounds Open MPI 5's MPI_Init (called between start and stop) by the
+ * rendezvous timeout: past it, the ranks of this node that never started
+ * are named and the step ends. stop: when PMIx was up inside MPI_Init
+ * (dlpar_now(); 0: not seen). */
+typedef struct dlpar_init_guard dlpar_init_guard;
+int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out);
+double dlpar_pmix_guard_stop(dlpar_init_guard *guard);
+/* Ends the whole step (PMIx_Abort; _exit outside PMIx). Prints nothing. */
+void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
+void dlpar_pmix_finalize(dlpar_ctx *ctx);
+
+/* procstat.c: the fields of /proc/PID/stat after the command name (from
+ * the state on; pid 0: this process) in buf, or NULL. */
+const char *dlpar_proc_stat_fields(long pid, char *buf, size_t len);
+
+/* watchdog.c */
+int dlpar_watchdog_block_signals(dlpar_ctx *ctx);
+int dlpar_watchdog_start(dlpar_ctx *ctx);
+void dlpar_watchdog_stop(dlpar_ctx *ctx);
+void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op);
+void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group);
+/* For a stalled collective of `group` (on the watchdog thread): a rank of
+ * this node found stopped, else the group's ranks on other hosts. */
+void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
+/* "rank R on H: OP on the tp group (ranks ...) has not completed after S s: ..." */
+void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
+                           char *err, size_t errlen);
+/* Waits for a posted stop agreement (before the watchdog stops, at finalize). */
+int dlpar_stop_drain(dlpar_ctx *ctx);
+
+/* profiling.c */
+int dlpar_profiling_reexec(dlpar_ctx *ctx, int argc, char **argv);
+void dlpar_profiling_setup(dlpar_ctx *ctx);
+void dlpar_profiling_finish(dlpar_ctx *ctx);
+
+/* telemetry.c */
+/* Records that this rank reached `phase` now. */
+void dlpar_phase_mark(dlpar_ctx *ctx, dlpar_phase phase);
+/* When this process started, on dlpar_now()'s clock (/proc; else now). */
+double dlpar_process_start(void);
+/* Waits for a posted step-time gather (before finalize). */
+int dlpar_times_drain(dlpar_ctx *ctx);
+
+/* preflight.c: the --dl-check checks (env.check), after the groups are
+ * ready; exits (through dlpar_finalize) when a check fails or after
+ * --dl-check=only, else DLPAR_OK. */
+int dlpar_preflight(dlpar_ctx *ctx);
+
+/* ncclid.c: NCCL ids for the exchange (ncclGetUniqueId works without a GPU). */
+int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES]);
+/* Bootstrap roots for a group of `size` ranks: 1, or one per ranks_per_root
+ * where NCCL has ncclCommInitRankScalable (2.23+). */
+int dlpar_nccl_roots(const dlpar_ctx *ctx, int size);
+/* The group rank of root `index` of `roots` (NCCL's recommended spread). */
+int dlpar_nccl_root_rank(int size, int roots, int index);
+void dlpar_nccl_ids_free(dlpar_nccl_ids *ids);
+
+#endif

@@ -1,0 +1,65 @@
+/* libdlpar/ncclid.c: making an NCCL unique id, the only NCCL call that
+ * works without a GPU (it opens a bootstrap socket), so the PMIx exchange of
+ * real ids is tested on machines without GPUs too; and how many bootstrap
+ * roots (ids) a group gets, and which of its ranks hold them. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HAVE_CUDA
+#include <nccl.h>
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 23, 0)
+#define HAVE_NCCL_INIT_SCALABLE 1 /* ncclCommInitRankScalable */
+#endif
+#endif
+
+#include "libdlpar/internal.h"
+
+int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES])
+{
+#ifdef HAVE_CUDA
+  ncclUniqueId unique;
+  ncclResult_t rc;
+  _Static_assert(sizeof(unique) == DLPAR_NCCL_ID_BYTES, "ncclUniqueId size");
+  rc = ncclGetUniqueId(&unique);
+  if (rc != ncclSuccess)
+    return dlpar_fail(ctx, DLPAR_ERR_NCCL, "ncclGetUniqueId: %s %s (NIC hint: NCCL_SOCKET_IFNAME=%s)",
+                      ncclGetErrorString(rc), ncclGetLastError(NULL),
+                      getenv("NCCL_SOCKET_IFNAME") ? getenv("NCCL_SOCKET_IFNAME") : "(unset)");
+  memcpy(id, &unique, DLPAR_NCCL_ID_BYTES);
+  return DLPAR_OK;
+#else
+  (void)id;
+  return dlpar_fail(ctx, DLPAR_ERR_NCCL, "NCCL ids need libdlpar built with CUDA (configure --with-cuda)");
+#endif
+}
+
+int dlpar_nccl_roots(const dlpar_ctx *ctx, int size)
+{
+#ifdef HAVE_NCCL_INIT_SCALABLE
+  const int roots = (size + ctx->ranks_per_root - 1) / ctx->ranks_per_root;
+  return roots > 1 ? roots : 1;
+#else
+  (void)ctx, (void)size;
+  return 1; /* no ncclCommInitRankScalable: one root */
+#endif
+}
+
+/* NCCL's documented spread (rankHasRoot in the ncclCommInitRankScalable
+ * docs): the first size % roots roots cover size / roots + 1 ranks each,
+ * the others size / roots. */
+int dlpar_nccl_root_rank(int size, int roots, int index)
+{
+  const int per_root = size / roots, longer = size % roots;
+  return index < longer ? index * (per_root + 1) : longer * (per_root + 1) + (index - longer) * per_root;
+}
+
+void dlpar_nccl_ids_free(dlpar_nccl_ids *ids)
+{
+  for (int g = 0; g < 3; g++) {
+    free(ids->group[g].ids);
+    ids->group[g] = (dlpar_group_ids){NULL, 0};
+  }
+  ids->valid = false;
+}

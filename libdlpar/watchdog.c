@@ -1,0 +1,250 @@
+/* libdlpar/watchdog.c: a thread that keeps a step from hanging. Every
+ * 100 ms it asks the backend for asynchronous errors and collectives that
+ * exceeded the timeout (then the step ends with a message naming the
+ * group), and it receives the stop signals: SIGTERM, SIGINT and SIGUSR1 are
+ * blocked in every thread (before PMIx, MPI or CUDA start theirs) and read
+ * from a signalfd here. Threads that libraries started before dlpar_init
+ * (OpenBLAS starts its pool when it is loaded) do not block them: a handler
+ * catches the signals those threads get and leaves them in `stray_signal`,
+ * which the watchdog reads too: the one global in libdlpar, because a
+ * signal handler can only talk through one. The first signal asks the
+ * program to stop (dlpar_stop_requested); a second one ends it at once.
+ * A rank that is ending the step (dlpar_abort, dlpar_abort_shared) exits
+ * at the first, silently. Once a second it also looks at the other ranks of
+ * its node (/proc): one that stays stopped ends the step, by name. */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "libdlpar/internal.h"
+
+/* Groups up to this size get their suspects listed by rank. */
+#define DLPAR_SUSPECTS_MAX 16
+
+static volatile sig_atomic_t stray_signal;
+
+static void catch_stray_signal(int sig)
+{
+  stray_signal = sig;
+}
+
+static sigset_t stop_signal_set(void)
+{
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR1);
+  return set;
+}
+
+int dlpar_watchdog_block_signals(dlpar_ctx *ctx)
+{
+  sigset_t set = stop_signal_set();
+  struct sigaction catcher;
+  memset(&catcher, 0, sizeof(catcher));
+  catcher.sa_handler = catch_stray_signal;
+  catcher.sa_flags = SA_RESTART;
+  sigemptyset(&catcher.sa_mask);
+  sigaction(SIGTERM, &catcher, NULL);
+  sigaction(SIGINT, &catcher, NULL);
+  sigaction(SIGUSR1, &catcher, NULL);
+  if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot block the stop signals");
+  ctx->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (ctx->signal_fd < 0)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "signalfd: %s", strerror(errno));
+  return DLPAR_OK;
+}
+
+static void on_stop_signal(dlpar_ctx *ctx, int sig)
+{
+  const int quiet_exit_code = atomic_load(&ctx->quiet_exit_code);
+  if (quiet_exit_code)
+    _exit(quiet_exit_code);
+  if (atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
+    fprintf(stderr, "dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal(sig));
+    _exit(128 + sig);
+  }
+  fprintf(stderr, "dlpar: rank %d: %s received: stopping at the next step boundary (again to exit now)\n",
+          ctx->info.rank, strsignal(sig));
+}
+
+static void read_signals(dlpar_ctx *ctx)
+{
+  struct signalfd_siginfo info;
+  const int stray = stray_signal;
+  while (read(ctx->signal_fd, &info, sizeof(info)) == (ssize_t)sizeof(info))
+    on_stop_signal(ctx, (int)info.ssi_signo);
+  if (stray) {
+    stray_signal = 0;
+    on_stop_signal(ctx, stray);
+  }
+}
+
+/* Whether process pid is stopped (SIGSTOP, SIGTSTP: state T in /proc). */
+static bool process_stopped(long pid)
+{
+  char stat[512];
+  const char *fields = dlpar_proc_stat_fields(pid, stat, sizeof(stat));
+  return fields && fields[0] == 'T';
+}
+
+/* Once a second: the ranks of this node that stay stopped (SIGSTOP,
+ * SIGTSTP; not a debugger's ptrace stop) past stopped_timeout end the step, named by the lowest
+ * running rank of the node, so one line tells which. Polls, not wall time,
+ * are counted: when the whole node is suspended (scontrol suspend) this
+ * thread is stopped too and counts nothing. Stopped ranks elsewhere (a hung
+ * node) are found by the collective timeout. */
+static void check_stopped_peers(dlpar_ctx *ctx)
+{
+  char message[DLPAR_ERRLEN];
+  int reporter = ctx->info.rank, culprit = -1;
+  for (int rank = 0; rank < ctx->info.size; rank++) {
+    if (!ctx->peer_pid[rank])
+      continue;
+    ctx->peer_stopped_polls[rank] = process_stopped(ctx->peer_pid[rank]) ? ctx->peer_stopped_polls[rank] + 1 : 0;
+    if (ctx->peer_stopped_polls[rank] == 0 && rank < reporter)
+      reporter = rank;
+    if (culprit < 0 && ctx->peer_stopped_polls[rank] > ctx->stopped_timeout)
+      culprit = rank;
+  }
+  if (culprit < 0 || reporter != ctx->info.rank)
+    return;
+  snprintf(message, sizeof(message), "rank %d (pid %ld) on %s has been stopped for %d s (SIGSTOP, "
+           "SIGTSTP): ending the step (send it SIGCONT sooner; DLPAR_STOPPED_TIMEOUT=%g s)", culprit,
+           ctx->peer_pid[culprit], ctx->info.host, ctx->peer_stopped_polls[culprit] - 1, ctx->stopped_timeout);
+  dlpar_abort(ctx, 1, message);
+}
+
+void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len)
+{
+  const int me = ctx->info.rank;
+  const int n = group == DLPAR_GROUP_TP ? ctx->grid.tp : group == DLPAR_GROUP_DP ? ctx->grid.dp : ctx->info.size;
+  int ranks[DLPAR_SUSPECTS_MAX], remote = 0;
+  size_t used;
+  if (n > DLPAR_SUSPECTS_MAX || !ctx->peer_pid) {
+    snprintf(out, len, "a rank of the group died or is stuck");
+    return;
+  }
+  dlpar_grid_members(&ctx->grid, group, me, ranks);
+  for (int i = 0; i < n; i++) {
+    if (ctx->peer_stopped_polls[ranks[i]] > 0) {
+      snprintf(out, len, "rank %d (pid %ld) on this host is stopped", ranks[i], ctx->peer_pid[ranks[i]]);
+      return;
+    }
+  }
+  used = (size_t)snprintf(out, len, "the group's ranks on this host are running; look at");
+  for (int i = 0; i < n && used < len; i++) {
+    if (ctx->rank_node[ranks[i]] != ctx->rank_node[me])
+      used += (size_t)snprintf(out + used, len - used, "%s rank %d (%s)", remote++ ? "," : "", ranks[i],
+                               ctx->hosts[ranks[i]]);
+  }
+  if (!remote)
+    snprintf(out, len, "every rank of the group runs on this host and one of them is stuck");
+}
+
+void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
+                           char *err, size_t errlen)
+{
+  char name[128], suspects[256];
+  dlpar_describe_group(ctx, group, name, sizeof(name));
+  dlpar_watchdog_suspects(ctx, group, suspects, sizeof(suspects));
+  snprintf(err, errlen, "rank %d on %s: %s on the %s has not completed after %.0f s: %s (see that rank's output; raise "
+           "DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)", ctx->info.rank, ctx->info.host, op, name, waited,
+           suspects);
+}
+
+static void *watchdog_main(void *arg)
+{
+  dlpar_ctx *ctx = arg;
+  char err[DLPAR_ERRLEN];
+  struct pollfd fd = {.fd = ctx->signal_fd, .events = POLLIN};
+  for (long polls = 1; !atomic_load(&ctx->watchdog_stop); polls++) {
+    poll(&fd, 1, 100);
+    read_signals(ctx);
+    if (ctx->backend->poll(ctx, dlpar_now(), err, sizeof(err)) != DLPAR_OK)
+      dlpar_abort(ctx, 1, err);
+    if (polls % 10 == 0)
+      check_stopped_peers(ctx);
+  }
+  return NULL;
+}
+
+int dlpar_watchdog_start(dlpar_ctx *ctx)
+{
+  ctx->peer_pid = calloc((size_t)ctx->info.size, sizeof(long));
+  ctx->peer_stopped_polls = calloc((size_t)ctx->info.size, sizeof(int));
+  if (!ctx->peer_pid || !ctx->peer_stopped_polls)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory for the watchdog");
+  if (dlpar_pmix_peer_pids(ctx) != DLPAR_OK)
+    return DLPAR_ERR_PMIX;
+  if (pthread_create(&ctx->watchdog, NULL, watchdog_main, ctx) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot start the watchdog thread");
+  ctx->watchdog_running = true;
+  return DLPAR_OK;
+}
+
+void dlpar_watchdog_stop(dlpar_ctx *ctx)
+{
+  if (ctx->watchdog_running) {
+    atomic_store(&ctx->watchdog_stop, 1);
+    pthread_join(ctx->watchdog, NULL);
+    ctx->watchdog_running = false;
+  }
+  if (ctx->signal_fd >= 0)
+    close(ctx->signal_fd);
+  ctx->signal_fd = -1;
+  free(ctx->peer_pid);
+  free(ctx->peer_stopped_polls);
+  ctx->peer_pid = NULL;
+  ctx->peer_stopped_polls = NULL;
+}
+
+void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op)
+{
+  ctx->inflight[group].op = op;
+  atomic_store(&ctx->inflight[group].since, dlpar_now());
+  atomic_store(&ctx->inflight[group].active, 1);
+}
+
+void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group)
+{
+  atomic_store(&ctx->inflight[group].active, 0);
+  ctx->wait_seconds += dlpar_now() - atomic_load(&ctx->inflight[group].since);
+}
+
+/* The posted agreement's answer (0 when none is posted). */
+static int wait_posted_stop(dlpar_ctx *ctx, int *stop)
+{
+  *stop = 0;
+  if (!ctx->stop_posted)
+    return DLPAR_OK;
+  ctx->stop_posted = false;
+  return ctx->backend->stop_wait(ctx, stop);
+}
+
+int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop)
+{
+  int rc = wait_posted_stop(ctx, stop);
+  if (rc != DLPAR_OK || *stop)
+    return rc;
+  if ((rc = ctx->backend->stop_post(ctx, atomic_load(&ctx->stop_signals) > 0, stream)) != DLPAR_OK)
+    return rc;
+  ctx->stop_posted = true;
+  return DLPAR_OK;
+}
+
+int dlpar_stop_drain(dlpar_ctx *ctx)
+{
+  int ignored;
+  return wait_posted_stop(ctx, &ignored);
+}
