@@ -9,7 +9,7 @@
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 make_data
 use_bed
-export PATH=$B/trainer:$B/launcher:$DLPAR_SRCDIR/tests/stand-ins:$PATH
+export PATH=$B/trainer:$B/tools:$DLPAR_SRCDIR/tests/stand-ins:$PATH
 export DLPAR_NSYS_RECORD=$TEST_TMP/nsys.record OMP_NUM_THREADS=1
 cd "$TEST_TMP"
 

@@ -20,7 +20,7 @@ ln -s "$DLPAR_SRCDIR/contrib" "$work/contrib"
 ln -s "$DLPAR_SRCDIR/quickstart" "$work/quickstart"
 ln -s "$B" "$work/build"
 export BUILD=$B OMP_NUM_THREADS=1
-export PATH=$B/trainer:$B/launcher:$DLPAR_SRCDIR/contrib:$DLPAR_SRCDIR/tests/stand-ins:$PATH
+export PATH=$B/trainer:$B/tools:$DLPAR_SRCDIR/contrib:$DLPAR_SRCDIR/tests/stand-ins:$PATH
 cd "$work"
 
 # the "$ " commands of a guide's sh blocks, continuation lines joined
