@@ -109,18 +109,18 @@ expect_contains "tp group across nodes" "$out" "dlpar-hello: --dl-parallel=4x1: 
 # SIGTERM (scancel, time limit, or forwarded by dlpar-run)
 "$run" -n 4 --dl-parallel=2x2 -- "$probe" --wait-stop >"$TEST_TMP/stop.out" 2>&1 &
 pid=$!
-for i in $(seq 300); do [ "$(grep -c waiting "$TEST_TMP/stop.out")" = 4 ] && break; sleep 0.1; done
+for i in $(seq 300); do [ "$(grep -o waiting "$TEST_TMP/stop.out" | wc -l)" = 4 ] && break; sleep 0.1; done
 kill -TERM $pid
 wait $pid
 expect_rc "dlpar-run: SIGTERM" $? 0
-expect_eq "dlpar-run: ranks stopping" "$(grep -c 'stopping at iteration' "$TEST_TMP/stop.out")" 4
-expect_eq "dlpar-run: same iteration" "$(grep 'stopping at iteration' "$TEST_TMP/stop.out" | awk '{print $NF}' | sort -u | wc -l)" 1
+expect_eq "dlpar-run: ranks stopping" "$(grep -o 'stopping at iteration' "$TEST_TMP/stop.out" | wc -l)" 4
+expect_eq "dlpar-run: same iteration" "$(grep -o 'stopping at iteration [0-9]*' "$TEST_TMP/stop.out" | awk '{print $NF}' | sort -u | wc -l)" 1
 
 srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 -J stoptest "$probe" --wait-stop >"$TEST_TMP/sstop.out" 2>&1 &
 pid=$!
-for i in $(seq 300); do [ "$(grep -c waiting "$TEST_TMP/sstop.out")" = 4 ] && break; sleep 0.1; done
+for i in $(seq 300); do [ "$(grep -o waiting "$TEST_TMP/sstop.out" | wc -l)" = 4 ] && break; sleep 0.1; done
 scancel --signal=TERM --name=stoptest
 wait $pid
-expect_eq "srun: ranks stopping" "$(grep -c 'stopping at iteration' "$TEST_TMP/sstop.out")" 4
-expect_eq "srun: same iteration" "$(grep 'stopping at iteration' "$TEST_TMP/sstop.out" | awk '{print $NF}' | sort -u | wc -l)" 1
+expect_eq "srun: ranks stopping" "$(grep -o 'stopping at iteration' "$TEST_TMP/sstop.out" | wc -l)" 4
+expect_eq "srun: same iteration" "$(grep -o 'stopping at iteration [0-9]*' "$TEST_TMP/sstop.out" | awk '{print $NF}' | sort -u | wc -l)" 1
 finish
