@@ -226,13 +226,21 @@ static void probe_done(pmix_status_t status, pmix_value_t *value, void *cbdata)
  * quiet. Each aborts only after the probe window, so the lines get out. */
 #define PROBE_SECONDS 3.0
 
-/* A probe's answer: the rank put dlpar.host (it reached the rendezvous);
- * or, asked from inside Open MPI 5's MPI_Init (where no rank has put it
- * yet), the rank committed other keys, Open MPI's: it started and is held
- * in MPI_Init as well, not missing. */
-static bool probe_arrived(pmix_status_t status, bool in_mpi_init)
+/* The key a probe asks for: dlpar.host, put at the rendezvous; or, from
+ * inside Open MPI 5's MPI_Init (where no rank has put that yet),
+ * dlpar.started, put by each rank's init guard as soon as PMIx is up in
+ * there: a rank that has it started and is held in MPI_Init as well, not
+ * missing. (Whether a rank committed no such key, or never connected, PMIx
+ * servers do not tell apart the same way: with every rank local, as under
+ * dlpar-run, both time out.) */
+static const char *probe_key(bool in_mpi_init)
 {
-  return status == PMIX_SUCCESS || (in_mpi_init && status == PMIX_ERR_NOT_FOUND);
+  return in_mpi_init ? "dlpar.started" : "dlpar.host";
+}
+
+static bool probe_arrived(pmix_status_t status)
+{
+  return status == PMIX_SUCCESS;
 }
 
 __attribute__((noreturn)) static void diagnose_and_abort(dlpar_ctx *ctx, double waited, bool in_mpi_init)
@@ -262,7 +270,7 @@ __attribute__((noreturn)) static void diagnose_and_abort(dlpar_ctx *ctx, double 
       continue;
     probes[rank] = (probe){&w, rank};
     PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
-    if (PMIx_Get_nb(&proc, "dlpar.host", &info, 1, probe_done, &probes[rank]) != PMIX_SUCCESS)
+    if (PMIx_Get_nb(&proc, probe_key(in_mpi_init), &info, 1, probe_done, &probes[rank]) != PMIX_SUCCESS)
       probe_done(PMIX_ERR_NOT_FOUND, NULL, &probes[rank]);
   }
   waiter_wait(&w, PROBE_SECONDS);
@@ -270,14 +278,14 @@ __attribute__((noreturn)) static void diagnose_and_abort(dlpar_ctx *ctx, double 
                           ctx->info.host, waited);
   pthread_mutex_lock(&w.lock);
   for (int rank = 0; rank < size && used < sizeof(message) - 64; rank++) {
-    if (rank == me || ctx->rank_node[rank] != ctx->info.node || probe_arrived(w.per_rank[rank], in_mpi_init))
+    if (rank == me || ctx->rank_node[rank] != ctx->info.node || probe_arrived(w.per_rank[rank]))
       continue;
     used += (size_t)snprintf(message + used, sizeof(message) - used, "%s%d (%s)", missing ? ", " : "rank ",
                              rank, ctx->hosts[rank]);
     missing++;
   }
   for (int rank = 0; rank < me; rank++) /* a lower arrived rank of this node reports */
-    reporter &= ctx->rank_node[rank] != ctx->info.node || !probe_arrived(w.per_rank[rank], in_mpi_init);
+    reporter &= ctx->rank_node[rank] != ctx->info.node || !probe_arrived(w.per_rank[rank]);
   pthread_mutex_unlock(&w.lock);
   snprintf(message + used, sizeof(message) - used, "%s",
            missing ? " did not arrive (crashed, stuck before dlpar_init, or slow to start: see their "
@@ -337,6 +345,23 @@ static void release_ranks(dlpar_ctx *ctx)
   free(ctx);
 }
 
+/* dlpar.started, for the node-mates' probes (diagnose_and_abort): put as
+ * soon as PMIx is up in MPI_Init, committed by Open MPI's own commit (a
+ * commit of ours before it would answer the other nodes' requests for this
+ * rank's data without Open MPI's keys: MPI_Init failed so, exit 14, under
+ * Slurm 24.11); committed by the guard only at the timeout, in case Open
+ * MPI committed before the put. */
+static void put_started(void)
+{
+  pmix_value_t value;
+  bool started = true;
+  pmix_status_t rc;
+  PMIX_VALUE_LOAD(&value, &started, PMIX_BOOL);
+  if ((rc = PMIx_Put(PMIX_GLOBAL, "dlpar.started", &value)) != PMIX_SUCCESS)
+    fprintf(stderr, "dlpar: PMIx_Put(dlpar.started): %s: a rendezvous timeout may name this rank as "
+            "missing\n", PMIx_Error_string(rc));
+}
+
 static void *guard_main(void *arg)
 {
   dlpar_init_guard *guard = arg;
@@ -344,6 +369,8 @@ static void *guard_main(void *arg)
   double limit = guard->timeout > 0 ? guard->timeout : DLPAR_RENDEZVOUS_TIMEOUT_BASE, left;
   if (!guard_see_pmix(guard, limit))
     return NULL;
+  if (guard->pmix_ready_at > 0)
+    put_started();
   left = limit - (dlpar_now() - guard->start);
   if (waiter_wait(&guard->w, left > 0 ? left : 0))
     return NULL;
@@ -361,6 +388,7 @@ static void *guard_main(void *arg)
     release_ranks(probe_ctx);
     return NULL;
   }
+  PMIx_Commit(); /* dlpar.started, if Open MPI committed before it was put; failing, the probes say so */
   diagnose_and_abort(probe_ctx, dlpar_now() - guard->start, true);
 }
 

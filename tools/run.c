@@ -113,6 +113,13 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   setenv("OMPI_MCA_ess", "pmi", 0);
   setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
   setenv("OMPI_MCA_pml", "ob1", 0);
+  /* Open MPI 5's modex as a fence, not on demand (libdlpar asks for on
+   * demand unless set): PMIx's server holds a Get for a rank of its node
+   * that has not committed for 2 s only when every rank is local
+   * (pmix_server_get.c, 4.2 and 5.0), so a node-mate starting later than
+   * that failed MPI_Init; the fence waits for it, as srun's server does,
+   * and libdlpar bounds that wait by the rendezvous timeout. */
+  setenv("OMPI_MCA_pmix_base_async_modex", "0", 0);
   if (l->args.ntasks > sysconf(_SC_NPROCESSORS_ONLN)) /* oversubscribed: yield, as mpirun does */
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   dlpar_task_env_export(env, &list);

@@ -84,7 +84,10 @@ static int wait_for_stop(dlpar_ctx *ctx)
     if (dlpar_stop_requested(ctx, NULL, &stop) != DLPAR_OK)
       return 1;
     if (stop) {
+      /* flushed now: a second SIGTERM (Slurm may send one) ends the rank
+       * at once, before exit would flush it */
       printf("rank_probe: rank %d stopping at iteration %ld\n", ctx->info.rank, iteration);
+      fflush(stdout);
       return 0;
     }
     if (iteration == 0)
@@ -128,8 +131,11 @@ int main(int argc, char **argv)
     raise(SIGKILL);
   if (ctx->info.rank == a.stall_rank)
     raise(SIGSTOP);
-  if (a.wait_stop)
-    return wait_for_stop(ctx);
+  if (a.wait_stop) {
+    int rc = wait_for_stop(ctx);
+    dlpar_finalize(ctx); /* before exit: Open MPI 5 ends the node-mates of a rank that exits without it */
+    return rc;
+  }
   if (dlpar_allreduce(ctx, DLPAR_WORLD, &value, 1, DLPAR_INT32, DLPAR_SUM, NULL) != DLPAR_OK) {
     fprintf(stderr, "rank_probe: %s\n", dlpar_last_error(ctx));
     return 1;

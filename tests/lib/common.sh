@@ -17,7 +17,9 @@ skip() { echo "SKIP: $*"; exit 77; }
 # expect_eq WHAT GOT WANT
 expect_eq() {
   TEST_CHECKS=$((TEST_CHECKS + 1))
-  [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
+  [ "$2" = "$3" ] && return 0
+  fail "$1: got '$2', expected '$3'"
+  return 1
 }
 
 # expect_contains WHAT TEXT NEEDLE
