@@ -364,8 +364,11 @@ static void link_between_nodes(const dlpar_ctx *ctx, dlpar_link *link)
 }
 
 /* The group's link (into link_text) and the busbw that passes:
- * DLPAR_CHECK_MIN_BUSBW, else DLPAR_CHECK_BUSBW_FRACTION x the link. */
-static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, double *expected, char *link_text, size_t len)
+ * DLPAR_CHECK_MIN_BUSBW, else DLPAR_CHECK_BUSBW_FRACTION x the link.
+ * in_node: this node's link, looked up (hwloc's topology loaded) by the
+ * first group that stays on the node; gbs < 0 until then. */
+static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, dlpar_link *in_node, double *expected,
+                          char *link_text, size_t len)
 {
   double fraction = ctx->info.backend == DLPAR_BACKEND_NCCL ? DEFAULT_FRACTION_GPU : DEFAULT_FRACTION_CPU;
   dlpar_link link = {.gbs = 0};
@@ -373,9 +376,11 @@ static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, double *expected, c
   if (dlpar_group_size(ctx, group) == 1)
     snprintf(link_text, len, "-");
   else {
-    if (group_on_node(ctx, group))
-      link_in_node(ctx, &link);
-    else
+    if (group_on_node(ctx, group)) {
+      if (in_node->gbs < 0)
+        link_in_node(ctx, in_node);
+      link = *in_node;
+    } else
       link_between_nodes(ctx, &link);
     snprintf(link_text, len, "%.3g %s", link.gbs, link.source);
   }
@@ -411,10 +416,11 @@ static int time_allreduce(dlpar_ctx *ctx, dlpar_group group, float *buf, double 
 static int check_allreduce(dlpar_ctx *ctx, rank_report *report)
 {
   const dlpar_group groups[2] = {DLPAR_GROUP_TP, DLPAR_GROUP_DP};
+  dlpar_link in_node = {.gbs = -1};
   float *buf;
   int rc = buffer_alloc(ctx, sizeof(float) * ALLREDUCE_FLOATS, &buf);
   for (int g = 0; g < 2 && rc == DLPAR_OK; g++)
-    if ((rc = expected_busbw(ctx, groups[g], &report->busbw_expected[g], report->link[g],
+    if ((rc = expected_busbw(ctx, groups[g], &in_node, &report->busbw_expected[g], report->link[g],
                              sizeof(report->link[g]))) == DLPAR_OK)
       rc = time_allreduce(ctx, groups[g], buf, &report->busbw[g]);
   if (buf)
