@@ -367,6 +367,7 @@ static void *guard_main(void *arg)
   dlpar_init_guard *guard = arg;
   dlpar_ctx *probe_ctx;
   double limit = guard->timeout > 0 ? guard->timeout : DLPAR_RENDEZVOUS_TIMEOUT_BASE, left;
+  pmix_status_t status;
   if (!guard_see_pmix(guard, limit))
     return NULL;
   if (guard->pmix_ready_at > 0)
@@ -388,7 +389,9 @@ static void *guard_main(void *arg)
     release_ranks(probe_ctx);
     return NULL;
   }
-  PMIx_Commit(); /* dlpar.started, if Open MPI committed before it was put; failing, the probes say so */
+  if ((status = PMIx_Commit()) != PMIX_SUCCESS) /* dlpar.started, if Open MPI committed before it was put */
+    fprintf(stderr, "dlpar: PMIx_Commit(dlpar.started): %s: node-mates may name this rank as missing\n",
+            PMIx_Error_string(status));
   diagnose_and_abort(probe_ctx, dlpar_now() - guard->start, true);
 }
 
