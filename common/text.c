@@ -1,8 +1,9 @@
-/* common/text.c: defensive parsing and quoting of user text, and nouns that agree with their counts (see text.h). */
+/* common/text.c: defensive parsing and quoting of user text, nouns that agree with their counts, and stderr lines written whole (see text.h). */
 #include "config.h"
 
 #include "text.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,4 +154,17 @@ double dlpar_median_sorting(double *values, int n)
 {
   qsort(values, (size_t)n, sizeof(double), compare_doubles);
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+void dlpar_eprintf(const char *format, ...)
+{
+  char text[4096];
+  va_list args;
+  int len;
+  va_start(args, format);
+  len = vsnprintf(text, sizeof(text), format, args);
+  va_end(args);
+  if (len < 0)
+    return;
+  fwrite(text, 1, (size_t)len < sizeof(text) ? (size_t)len : sizeof(text) - 1, stderr); /* unbuffered: one write */
 }

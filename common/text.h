@@ -1,6 +1,7 @@
 /* common/text.h: defensive parsing of user-supplied text (numbers, lists,
- * ranges) and safe quoting of it in messages. Shared with spank/, where the
- * input comes from users and is parsed inside privileged slurmstepd. */
+ * ranges), safe quoting of it in messages, and stderr lines written whole.
+ * Shared with spank/, where the input comes from users and is parsed inside
+ * privileged slurmstepd. */
 #ifndef DLPAR_TEXT_H
 #define DLPAR_TEXT_H
 
@@ -42,5 +43,11 @@ const char *dlpar_plural(long n, const char *one, const char *many);
 
 /* The median of n > 0 values, for straggler reports; sorts them in place. */
 double dlpar_median_sorting(double *values, int n);
+
+/* fprintf(stderr, ...) in one write: the ranks of a job share a stderr,
+ * and glibc 2.37 and later write an unbuffered stream's printf output in
+ * 128-byte pieces, so other ranks' lines landed inside a long one (seen on
+ * Debian 13). Longer than 4 KiB is cut. */
+void dlpar_eprintf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "common/text.h"
 
 /* How long ranks other than 0 wait for rank 0 to report an error they all found. */
 #define SHARED_ERROR_GRACE_SECONDS 10.0
@@ -17,7 +18,7 @@ void dlpar_abort(dlpar_ctx *ctx, int code, const char *message)
 {
   atomic_store(&ctx->quiet_exit_code, code ? code : 1); /* the launcher's signal that ends the step */
   if (message)
-    fprintf(stderr, "dlpar: %s\n", message);
+    dlpar_eprintf("dlpar: %s\n", message);
   if (ctx->backend && ctx->backend->abort_comms)
     ctx->backend->abort_comms(ctx);
   dlpar_pmix_abort(ctx, code, message ? message : "aborted by the program");
@@ -35,6 +36,6 @@ void dlpar_abort_shared(dlpar_ctx *ctx, int code, const char *line)
     if (atomic_load(&ctx->stop_signals) > 0) /* it came before quiet_exit_code was set */
       _exit(status);
   }
-  fprintf(stderr, "%s\n", line);
+  dlpar_eprintf("%s\n", line);
   dlpar_abort(ctx, code, NULL);
 }

@@ -17,6 +17,7 @@
 #endif
 
 #include "libdlpar/internal.h"
+#include "common/text.h"
 
 /* A timeout: the program's option, else the environment's, else fallback
  * (0: default_timeouts sets it once the job's size is known). */
@@ -257,7 +258,7 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
   if (ctx->env.verbose) {
     char line[DLPAR_ERRLEN];
     dlpar_task_env_describe(&ctx->env, ctx->info.host, line, sizeof(line));
-    fprintf(stderr, "dlpar: %s backend %s\n", line, dlpar_backend_name(ctx->info.backend));
+    dlpar_eprintf("dlpar: %s backend %s\n", line, dlpar_backend_name(ctx->info.backend));
   }
   return DLPAR_OK;
 }
@@ -292,7 +293,7 @@ int dlpar_finalize(dlpar_ctx *ctx)
     return DLPAR_OK;
   dlpar_profiling_finish(ctx);
   if ((rc = dlpar_stop_drain(ctx)) != DLPAR_OK || (rc = dlpar_times_drain(ctx)) != DLPAR_OK)
-    fprintf(stderr, "dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error);
+    dlpar_eprintf("dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error);
   dlpar_watchdog_stop(ctx);
   if (ctx->backend)
     ctx->backend->finalize(ctx);

@@ -258,7 +258,7 @@ __attribute__((noreturn)) static void diagnose_and_abort(dlpar_ctx *ctx, double 
   waiter_init(&w, local);
   w.per_rank = calloc((size_t)size, sizeof(pmix_status_t));
   if (!probes || !w.per_rank) {
-    fprintf(stderr, "dlpar: rendezvous timed out (and no memory to say which ranks are missing)\n");
+    dlpar_eprintf("dlpar: rendezvous timed out (and no memory to say which ranks are missing)\n");
     dlpar_pmix_abort(ctx, 1, "rendezvous timed out");
   }
   for (int rank = 0; rank < size; rank++) {
@@ -293,7 +293,7 @@ __attribute__((noreturn)) static void diagnose_and_abort(dlpar_ctx *ctx, double 
                    : "every rank of this node arrived: the missing ranks are on other nodes, named by those "
                      "nodes' ranks (a node none of whose ranks arrived: see the launcher's output)");
   if (reporter && (missing || me == 0)) {
-    fprintf(stderr, "dlpar: %s\n", message);
+    dlpar_eprintf("dlpar: %s\n", message);
     fflush(stderr);
   }
   while (dlpar_now() < abort_at)
@@ -358,8 +358,8 @@ static void put_started(void)
   pmix_status_t rc;
   PMIX_VALUE_LOAD(&value, &started, PMIX_BOOL);
   if ((rc = PMIx_Put(PMIX_GLOBAL, "dlpar.started", &value)) != PMIX_SUCCESS)
-    fprintf(stderr, "dlpar: PMIx_Put(dlpar.started): %s: a rendezvous timeout may name this rank as "
-            "missing\n", PMIx_Error_string(rc));
+    dlpar_eprintf("dlpar: PMIx_Put(dlpar.started): %s: a rendezvous timeout may name this rank as "
+                  "missing\n", PMIx_Error_string(rc));
 }
 
 static void *guard_main(void *arg)
@@ -377,8 +377,8 @@ static void *guard_main(void *arg)
     return NULL;
   probe_ctx = calloc(1, sizeof(*probe_ctx));
   if (!probe_ctx || dlpar_pmix_init(probe_ctx) != DLPAR_OK) {
-    fprintf(stderr, "dlpar: MPI_Init has not returned after %.0f s, and PMIx cannot tell which ranks are "
-            "missing (%s)\n", dlpar_now() - guard->start, probe_ctx ? probe_ctx->error : "out of memory");
+    dlpar_eprintf("dlpar: MPI_Init has not returned after %.0f s, and PMIx cannot tell which ranks are "
+                  "missing (%s)\n", dlpar_now() - guard->start, probe_ctx ? probe_ctx->error : "out of memory");
     fflush(stderr);
     _exit(1);
   }
@@ -390,8 +390,8 @@ static void *guard_main(void *arg)
     return NULL;
   }
   if ((status = PMIx_Commit()) != PMIX_SUCCESS) /* dlpar.started, if Open MPI committed before it was put */
-    fprintf(stderr, "dlpar: PMIx_Commit(dlpar.started): %s: node-mates may name this rank as missing\n",
-            PMIx_Error_string(status));
+    dlpar_eprintf("dlpar: PMIx_Commit(dlpar.started): %s: node-mates may name this rank as missing\n",
+                  PMIx_Error_string(status));
   diagnose_and_abort(probe_ctx, dlpar_now() - guard->start, true);
 }
 
@@ -626,7 +626,7 @@ int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where)
     snprintf(message, sizeof(message), "rank %d on %s: not every rank reached %s within %.0f s (one died or is "
              "stuck: see its output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)", ctx->info.rank,
              ctx->info.host, where, ctx->rendezvous_timeout);
-    fprintf(stderr, "dlpar: %s\n", message);
+    dlpar_eprintf("dlpar: %s\n", message);
     dlpar_pmix_abort(ctx, 1, message);
   }
   if (w.status != PMIX_SUCCESS)

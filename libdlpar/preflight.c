@@ -602,23 +602,23 @@ static void busbw_cell(const rank_report *r, int g, char *out, size_t len)
 
 static void print_table(const dlpar_ctx *ctx, const verdict *v)
 {
-  fprintf(stderr, "dlpar-check: %d ranks, grid %dx%d, backend %s; allreduce busbw (GB/s) expected >= %g tp, %g dp "
-          "(DLPAR_CHECK_BUSBW_FRACTION x the group's link, or DLPAR_CHECK_MIN_BUSBW); links: GB/s one way and "
-          "their source; GEMM straggler under %g x the median %.2f GFLOP/s\n", v->size, ctx->grid.tp, ctx->grid.dp,
-          dlpar_backend_name(ctx->info.backend), v->all[0].busbw_expected[0], v->all[0].busbw_expected[1],
-          v->straggler_ratio, v->gemm_median);
-  fprintf(stderr, "%-5s %-12s %-8s %-8s %-10s %-7s %-5s %-5s %-8s %-14s %-14s %-14s %-22s %s\n", "rank", "host",
-          "device", "NIC", "cpus", "binding", "gpu", "peer", "settings", "tp busbw", "dp busbw", "GEMM GFLOP/s",
-          "tp link", "dp link");
+  dlpar_eprintf("dlpar-check: %d ranks, grid %dx%d, backend %s; allreduce busbw (GB/s) expected >= %g tp, %g dp "
+                "(DLPAR_CHECK_BUSBW_FRACTION x the group's link, or DLPAR_CHECK_MIN_BUSBW); links: GB/s one way and "
+                "their source; GEMM straggler under %g x the median %.2f GFLOP/s\n", v->size, ctx->grid.tp, ctx->grid.dp,
+                dlpar_backend_name(ctx->info.backend), v->all[0].busbw_expected[0], v->all[0].busbw_expected[1],
+                v->straggler_ratio, v->gemm_median);
+  dlpar_eprintf("%-5s %-12s %-8s %-8s %-10s %-7s %-5s %-5s %-8s %-14s %-14s %-14s %-22s %s\n", "rank", "host",
+                "device", "NIC", "cpus", "binding", "gpu", "peer", "settings", "tp busbw", "dp busbw", "GEMM GFLOP/s",
+                "tp link", "dp link");
   for (int r = 0; r < v->size; r++) {
     const rank_report *rep = &v->all[r];
     char tp[32], dp[32], gemm[32];
     busbw_cell(rep, 0, tp, sizeof(tp));
     busbw_cell(rep, 1, dp, sizeof(dp));
     snprintf(gemm, sizeof(gemm), "%.2f %s", rep->gemm, gemm_ok(v, r) ? "ok" : "SLOW");
-    fprintf(stderr, "%-5d %-12s %-8s %-8s %-10s %-7s %-5s %-5s %-8s %-14s %-14s %-14s %-22s %s\n", r, ctx->hosts[r],
-            rep->device, rep->nic, rep->cpus, status_text(rep->binding), status_text(rep->gpu),
-            status_text(rep->peer), settings_ok(v, r) ? "ok" : "DIFFERS", tp, dp, gemm, rep->link[0], rep->link[1]);
+    dlpar_eprintf("%-5d %-12s %-8s %-8s %-10s %-7s %-5s %-5s %-8s %-14s %-14s %-14s %-22s %s\n", r, ctx->hosts[r],
+                  rep->device, rep->nic, rep->cpus, status_text(rep->binding), status_text(rep->gpu),
+                  status_text(rep->peer), settings_ok(v, r) ? "ok" : "DIFFERS", tp, dp, gemm, rep->link[0], rep->link[1]);
   }
 }
 
@@ -648,8 +648,8 @@ static void print_settings(const dlpar_ctx *ctx, const verdict *v)
       continue;
     first_difference(v->all[r].settings, v->all[v->reference].settings, mine, sizeof(mine));
     first_difference(v->all[v->reference].settings, v->all[r].settings, theirs, sizeof(theirs));
-    fprintf(stderr, "dlpar-check: rank %d on %s: NCCL settings differ from rank %d's (and the ranks like it): "
-            "%s here, %s there (export the same everywhere)\n", r, ctx->hosts[r], v->reference, mine, theirs);
+    dlpar_eprintf("dlpar-check: rank %d on %s: NCCL settings differ from rank %d's (and the ranks like it): "
+                  "%s here, %s there (export the same everywhere)\n", r, ctx->hosts[r], v->reference, mine, theirs);
   }
 }
 
@@ -678,8 +678,8 @@ static void print_stragglers(const dlpar_ctx *ctx, const verdict *v)
                                    ctx->hosts[r]);
   }
   if (used)
-    fprintf(stderr, "dlpar-check: stragglers (GEMM under %g x the median %.2f GFLOP/s): %s; to leave their nodes "
-            "out: --exclude=%s\n", v->straggler_ratio, v->gemm_median, ranks, exclude);
+    dlpar_eprintf("dlpar-check: stragglers (GEMM under %g x the median %.2f GFLOP/s): %s; to leave their nodes "
+                  "out: --exclude=%s\n", v->straggler_ratio, v->gemm_median, ranks, exclude);
 }
 
 /* ------------------------------------------------------------ entry */
@@ -716,8 +716,8 @@ int dlpar_preflight(dlpar_ctx *ctx)
       print_table(ctx, &v);
       print_settings(ctx, &v);
       print_stragglers(ctx, &v);
-      fprintf(stderr, "dlpar-check: %s in %.1f s%s\n", v.failures ? "FAILED" : "all checks passed",
-              dlpar_now() - start, v.failures ? "" : ctx->env.check == DLPAR_CHECK_ONLY ? "" : "; running the program");
+      dlpar_eprintf("dlpar-check: %s in %.1f s%s\n", v.failures ? "FAILED" : "all checks passed",
+                    dlpar_now() - start, v.failures ? "" : ctx->env.check == DLPAR_CHECK_ONLY ? "" : "; running the program");
     }
     rc = dlpar_barrier(ctx, DLPAR_WORLD); /* rank 0's table is out before any rank leaves */
   }

@@ -18,6 +18,7 @@
 #endif
 
 #include "libdlpar/internal.h"
+#include "common/text.h"
 
 static const char *const phase_names[DLPAR_PHASES] = {
     [DLPAR_PHASE_PMIX] = "PMIx ready", [DLPAR_PHASE_IDS] = "ids exchanged", [DLPAR_PHASE_WORLD] = "world ready",
@@ -106,7 +107,7 @@ int dlpar_startup_done(dlpar_ctx *ctx, void *stream)
   rc = dlpar_allgather_host(ctx, DLPAR_WORLD, mine, all, DLPAR_PHASES, DLPAR_FLOAT64);
   if (rc == DLPAR_OK && ctx->info.rank == 0 && ctx->info.size > 1) { /* one rank: nothing to attribute */
     startup_line(ctx, all, line, sizeof(line));
-    fprintf(stderr, "%s\n", line);
+    dlpar_eprintf("%s\n", line);
   }
   free(all);
   return rc;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "common/text.h"
 
 /* Groups up to this size get their suspects listed by rank. */
 #define DLPAR_SUSPECTS_MAX 16
@@ -71,11 +72,11 @@ static void on_stop_signal(dlpar_ctx *ctx, int sig)
   if (quiet_exit_code)
     _exit(quiet_exit_code);
   if (atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
-    fprintf(stderr, "dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal(sig));
+    dlpar_eprintf("dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal(sig));
     _exit(128 + sig);
   }
-  fprintf(stderr, "dlpar: rank %d: %s received: stopping at the next step boundary (again to exit now)\n",
-          ctx->info.rank, strsignal(sig));
+  dlpar_eprintf("dlpar: rank %d: %s received: stopping at the next step boundary (again to exit now)\n",
+                ctx->info.rank, strsignal(sig));
 }
 
 static void read_signals(dlpar_ctx *ctx)
