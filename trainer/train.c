@@ -47,7 +47,7 @@ void train_die(trainer *t, bool every_rank, const char *fmt, ...)
     snprintf(line, sizeof(line), "dlpar-train: %s", message);
   progress_break(t->progress);
   if (every_rank) {
-    fprintf(stderr, "%s\n", line);
+    dlpar_eprintf("%s\n", line);
     dlpar_abort(t->comm, 1, NULL);
   }
   dlpar_abort_shared(t->comm, 1, line);
@@ -569,7 +569,7 @@ int main(int argc, char **argv)
   h5_quiet();
   if (args_parse(argc, argv, &args, err, sizeof(err)) != DLPAR_OK || args.help) {
     if (!args.help)
-      fprintf(stderr, "dlpar-train: %s\n", err);
+      dlpar_eprintf("dlpar-train: %s\n", err);
     else
       args_usage();
     args_free(&args);
@@ -578,7 +578,7 @@ int main(int argc, char **argv)
   options.backend = args.device == DEVICE_CPU ? DLPAR_BACKEND_MPI : args.device == DEVICE_CUDA ? DLPAR_BACKEND_NCCL
                                                                                                : DLPAR_BACKEND_AUTO;
   if (dlpar_init(argc, argv, &options, &t.comm) != 0) {
-    fprintf(stderr, "dlpar-train: %s\n", dlpar_last_error(t.comm));
+    dlpar_eprintf("dlpar-train: %s\n", dlpar_last_error(t.comm));
     return 1;
   }
   t.info = dlpar_get_info(t.comm);
