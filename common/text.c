@@ -60,24 +60,114 @@ const char *dlpar_plural(long n, const char *one, const char *many)
   return n == 1 || n == -1 ? one : many;
 }
 
+size_t dlpar_utf8_decode(const char *text, unsigned long *code)
+{
+  const unsigned char *p = (const unsigned char *)text;
+  const size_t len = p[0] < 0x80                   ? 1
+                     : p[0] >= 0xc2 && p[0] < 0xe0 ? 2
+                     : p[0] >= 0xe0 && p[0] < 0xf0 ? 3
+                     : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                                    : 0;
+  *code = len == 1 ? p[0] : len == 2 ? p[0] & 0x1fu : len == 3 ? p[0] & 0x0fu : p[0] & 0x07u;
+  for (size_t i = 1; i < len; i++) {
+    if ((p[i] & 0xc0) != 0x80) /* also stops at the NUL */
+      return 0;
+    *code = *code << 6 | (p[i] & 0x3fu);
+  }
+  if (len == 0 || (len == 3 && *code < 0x800) || (len == 4 && (*code < 0x10000 || *code > 0x10ffff)) ||
+      (*code >= 0xd800 && *code <= 0xdfff))
+    return 0;
+  return len;
+}
+
+/* The length of the printable UTF-8 character at p (2 to 4 bytes), or 0:
+ * invalid or overlong sequences, surrogates, C1 controls (U+0080..U+009F),
+ * U+200E/F, U+2028/9, U+202A..U+202E and U+2066..U+2069 (they break a line
+ * or reorder what a terminal shows). */
+static size_t printable_utf8(const unsigned char *p)
+{
+  unsigned long code;
+  const size_t len = dlpar_utf8_decode((const char *)p, &code);
+  if (len < 2 || code < 0xa0 || code == 0x200e || code == 0x200f || code == 0x2028 || code == 0x2029 ||
+      (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069))
+    return 0;
+  return len;
+}
+
+/* The shown form of the character at p into out (at most 4 bytes, not
+ * NUL-terminated); returns its length and sets *consumed. */
+static size_t show_char(const unsigned char *p, char out[4], size_t *consumed)
+{
+  static const char hex[] = "0123456789abcdef";
+  const size_t utf8 = *p >= 0x80 ? printable_utf8(p) : 0;
+  *consumed = utf8 ? utf8 : 1;
+  if (utf8) {
+    memcpy(out, p, utf8);
+    return utf8;
+  }
+  if (*p >= 0x20 && *p < 0x7f) {
+    out[0] = (char)*p;
+    return 1;
+  }
+  if (*p == '\n' || *p == '\r' || *p == '\t') {
+    out[0] = '\\';
+    out[1] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+    return 2;
+  }
+  out[0] = '\\', out[1] = 'x', out[2] = hex[*p >> 4], out[3] = hex[*p & 15];
+  return 4;
+}
+
 const char *dlpar_quote(const char *text, char *buf, size_t buflen)
 {
-  size_t used = 0;
-  const size_t keep = buflen > 8 ? buflen - 8 : 0; /* room for \xNN and ... */
+  const unsigned char *p = (const unsigned char *)(text ? text : "(none)");
+  size_t used = 0, whole = 0, room;
+  char shown[4];
+  for (const unsigned char *q = p; *q;) {
+    size_t consumed;
+    whole += show_char(q, shown, &consumed);
+    q += consumed;
+  }
   if (buflen == 0)
     return buf;
-  for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-    if (used >= keep) {
-      snprintf(buf + used, buflen - used, "...");
+  room = whole < buflen ? buflen : buflen > 3 ? buflen - 3 : 0; /* a cut text ends "..." */
+  while (*p) {
+    size_t consumed, len = show_char(p, shown, &consumed);
+    if (used + len >= room) {
+      snprintf(buf + used, buflen - used, "%s", room ? "..." : "");
       return buf;
     }
-    if (*p >= 0x20 && *p < 0x7f)
-      buf[used++] = (char)*p;
-    else
-      used += (size_t)snprintf(buf + used, buflen - used, "\\x%02x", *p);
+    memcpy(buf + used, shown, len);
+    used += len;
+    p += consumed;
   }
   buf[used] = '\0';
   return buf;
+}
+
+char *dlpar_one_line(char *text)
+{
+  for (unsigned char *p = (unsigned char *)text; *p; p++) {
+    if (*p < 0x20 || *p == 0x7f)
+      *p = ' ';
+  }
+  return text;
+}
+
+bool dlpar_is_printable(const char *text)
+{
+  for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+    if (*p < 0x20 || *p == 0x7f)
+      return false;
+  }
+  return true;
+}
+
+dlpar_shown dlpar_show(const char *text)
+{
+  dlpar_shown shown;
+  dlpar_quote(text, shown.text, sizeof(shown.text));
+  return shown;
 }
 
 static int parse_rank_range(const char *text, size_t len, long *lo, long *hi)

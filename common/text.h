@@ -22,9 +22,38 @@ int dlpar_parse_int(const char *text, long lo, long hi, long *out);
  * no sign, exponent or blanks); 0 or -1. */
 int dlpar_parse_seconds(const char *text, double *out);
 
-/* Writes text into buf for display: printable ASCII as is, other bytes as
- * \xNN, cut with "..." when too long. Always NUL-terminates. Returns buf. */
+/* How much of one input text a message shows, NUL included: longer is
+ * cut with "...". */
+#define DLPAR_SHOWN_LEN 160
+
+/* Writes input text into buf for a one-line message: printable ASCII and
+ * printable UTF-8 as is; \n, \r and \t as C writes them; every other byte
+ * (control characters, DEL, invalid UTF-8, C1 controls, line and paragraph
+ * separators, bidirectional overrides) as \xNN; cut with "..." where buf is
+ * full. NULL shows as "(none)". Always NUL-terminates. Returns buf. */
 const char *dlpar_quote(const char *text, char *buf, size_t buflen);
+
+/* The UTF-8 character at text: its length (1 to 4) and code point, or 0
+ * for an invalid, overlong or surrogate sequence (or one cut by the NUL). */
+size_t dlpar_utf8_decode(const char *text, unsigned long *code);
+
+/* dlpar_quote into a value, so a message quotes input where it names it:
+ *   snprintf(err, errlen, "%s: no such file", dlpar_show(path).text);
+ * The returned struct lives to the end of the full expression (C11 6.2.4). */
+typedef struct {
+  char text[DLPAR_SHOWN_LEN];
+} dlpar_shown;
+
+dlpar_shown dlpar_show(const char *text);
+
+/* A formatted message made one line in place: every control byte left in
+ * it (a library's own error text, NCCL's last error, may hold newlines)
+ * becomes a space. The last guard where a message is recorded; input text
+ * is still quoted with dlpar_show where the message names it. Returns text. */
+char *dlpar_one_line(char *text);
+
+/* Whether text holds no control byte (a name that becomes a path). */
+bool dlpar_is_printable(const char *text);
 
 /* A list of ranks "0,2,5-7" or "all": selected[r] for r in [0, n). */
 typedef struct {

@@ -137,13 +137,13 @@ static int load_hwloc(const char *xml_path, hwloc_topology_t *topology, char *er
   hwloc_topology_set_io_types_filter(*topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (xml_path && hwloc_topology_set_xml(*topology, xml_path) != 0) {
     snprintf(err, errlen, "topology %s: not a readable hwloc XML file (check the topology_xml key)",
-             xml_path);
+             dlpar_show(xml_path).text);
     hwloc_topology_destroy(*topology);
     return DLPAR_ERR_INPUT;
   }
   if (hwloc_topology_load(*topology) != 0) {
     snprintf(err, errlen, "hwloc: cannot load the topology%s%s", xml_path ? " from " : "",
-             xml_path ? xml_path : "");
+             xml_path ? dlpar_show(xml_path).text : "");
     hwloc_topology_destroy(*topology);
     return DLPAR_ERR_INPUT;
   }

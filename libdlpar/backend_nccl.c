@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "libdlpar/internal.h"
+#include "common/text.h"
 
 typedef struct {
   cudaEvent_t event;
@@ -63,10 +64,11 @@ static nccl_state *state_of(dlpar_ctx *ctx)
   return ctx->backend_state;
 }
 
-static const char *nic_hint(void)
+/* The NIC the user pointed NCCL at, for messages (escaped: it is input). */
+static dlpar_shown nic_hint(void)
 {
   const char *hca = getenv("NCCL_IB_HCA"), *ifname = getenv("NCCL_SOCKET_IFNAME");
-  return hca ? hca : ifname ? ifname : "none exported (NCCL chooses)";
+  return dlpar_show(hca ? hca : ifname ? ifname : "none exported (NCCL chooses)");
 }
 
 /* On a CUDA error: file:line, the call and cudaGetErrorString recorded in
@@ -85,7 +87,7 @@ static const char *nic_hint(void)
     if (rc_ != ncclSuccess)                                                                    \
       return dlpar_fail(ctx, DLPAR_ERR_NCCL, "%s:%d: %s: %s: %s (NIC hint: %s; NCCL_DEBUG=INFO "  \
                         "says more)", __FILE__, __LINE__, #call, ncclGetErrorString(rc_),      \
-                        ncclGetLastError(NULL), nic_hint());                                   \
+                        ncclGetLastError(NULL), nic_hint().text);                              \
   } while (0)
 
 static ncclDataType_t nccl_type(dlpar_dtype dtype)
@@ -158,7 +160,7 @@ static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
     dlpar_describe_group(ctx, group, name, sizeof(name));
     return dlpar_fail(ctx, DLPAR_ERR_NCCL, "%s for the %s on device %d: %s: %s (NIC hint: %s; NCCL_DEBUG=INFO "
                       "says more)", how, name, ctx->info.device, ncclGetErrorString(rc), ncclGetLastError(NULL),
-                      nic_hint());
+                      nic_hint().text);
   }
   CUDA_RECORD_IN_CTX(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
   dlpar_phase_mark(ctx, group == DLPAR_GROUP_WORLD ? DLPAR_PHASE_WORLD
@@ -501,7 +503,7 @@ static int nccl_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
         async != ncclInProgress) {
       dlpar_describe_group(ctx, (dlpar_group)g, group, sizeof(group));
       snprintf(err, errlen, "rank %d on %s: NCCL error on the %s: %s: %s (NIC hint: %s)", ctx->info.rank,
-               ctx->info.host, group, ncclGetErrorString(async), ncclGetLastError(comm), nic_hint());
+               ctx->info.host, group, ncclGetErrorString(async), ncclGetLastError(comm), nic_hint().text);
       return DLPAR_ERR_NCCL;
     }
     pthread_mutex_lock(&st->lock);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "libdlpar/internal.h"
+#include "common/text.h"
 
 int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
 {
@@ -15,6 +16,7 @@ int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
   va_end(ap);
+  dlpar_one_line(ctx->error);
   return status;
 }
 

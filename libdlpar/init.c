@@ -115,7 +115,7 @@ static int requested_backend(dlpar_ctx *ctx, const dlpar_options *options, dlpar
     *out = DLPAR_BACKEND_MPI;
   else
     return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_BACKEND=%s: unknown backend (use nccl or mpi, or unset it)",
-                      env);
+                      dlpar_show(env).text);
   return DLPAR_OK;
 }
 
@@ -155,7 +155,8 @@ static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const
   if (!env || !*env || strcmp(env, first) == 0)
     return DLPAR_OK;
   if (strcmp(env, second) != 0)
-    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: unknown (use %s or %s, or unset it)", name, env, first, second);
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: unknown (use %s or %s, or unset it)", name, dlpar_show(env).text,
+                      first, second);
   *on = true;
   return DLPAR_OK;
 }
@@ -224,7 +225,7 @@ static int set_device(dlpar_ctx *ctx)
     if (err != cudaSuccess)
       return dlpar_fail(ctx, DLPAR_ERR_CUDA, "cudaSetDevice(%d): %s (check CUDA_VISIBLE_DEVICES=%s)",
                         device, cudaGetErrorString(err),
-                        getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "(unset)");
+                        getenv("CUDA_VISIBLE_DEVICES") ? dlpar_show(getenv("CUDA_VISIBLE_DEVICES")).text : "(unset)");
     ctx->info.device = device;
   }
 #else

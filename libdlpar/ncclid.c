@@ -15,6 +15,7 @@
 #endif
 
 #include "libdlpar/internal.h"
+#include "common/text.h"
 
 int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES])
 {
@@ -26,7 +27,7 @@ int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES])
   if (rc != ncclSuccess)
     return dlpar_fail(ctx, DLPAR_ERR_NCCL, "ncclGetUniqueId: %s %s (NIC hint: NCCL_SOCKET_IFNAME=%s)",
                       ncclGetErrorString(rc), ncclGetLastError(NULL),
-                      getenv("NCCL_SOCKET_IFNAME") ? getenv("NCCL_SOCKET_IFNAME") : "(unset)");
+                      getenv("NCCL_SOCKET_IFNAME") ? dlpar_show(getenv("NCCL_SOCKET_IFNAME")).text : "(unset)");
   memcpy(id, &unique, DLPAR_NCCL_ID_BYTES);
   return DLPAR_OK;
 #else

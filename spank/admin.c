@@ -19,7 +19,7 @@ static int parse_bool(const char *key, const char *value, bool *out, char *err, 
     *out = false;
     return DLPAR_OK;
   }
-  snprintf(err, errlen, "plugstack.conf: %s=%s: expected yes or no", key, value);
+  snprintf(err, errlen, "plugstack.conf: %s=%s: expected yes or no", key, dlpar_show(value).text);
   return DLPAR_ERR_INPUT;
 }
 
@@ -27,7 +27,7 @@ static int parse_path(const char *key, const char *value, char *out, size_t len,
                       size_t errlen)
 {
   if (value[0] != '/' || strlen(value) >= len) {
-    snprintf(err, errlen, "plugstack.conf: %s=%s: expected an absolute path", key, value);
+    snprintf(err, errlen, "plugstack.conf: %s=%s: expected an absolute path", key, dlpar_show(value).text);
     return DLPAR_ERR_INPUT;
   }
   snprintf(out, len, "%s", value);
@@ -40,7 +40,7 @@ static int parse_pair(const char *key, const char *value, dlpar_admin_config *co
   if (strcmp(key, "tp_span") == 0) {
     if (dlpar_span_policy_parse(value, &config->tp_span) == DLPAR_OK)
       return DLPAR_OK;
-    snprintf(err, errlen, "plugstack.conf: tp_span=%s: expected error, warn or allow", value);
+    snprintf(err, errlen, "plugstack.conf: tp_span=%s: expected error, warn or allow", dlpar_show(value).text);
     return DLPAR_ERR_INPUT;
   }
   if (strcmp(key, "topology_xml") == 0)
@@ -52,7 +52,7 @@ static int parse_pair(const char *key, const char *value, dlpar_admin_config *co
   if (strcmp(key, "bind_nic") == 0)
     return parse_bool(key, value, &config->bind_nic, err, errlen);
   snprintf(err, errlen, "plugstack.conf: unknown key '%s' (known: tp_span, topology_xml, "
-           "profile_dir, bind_cpus, bind_nic)", key);
+           "profile_dir, bind_cpus, bind_nic)", dlpar_show(key).text);
   return DLPAR_ERR_INPUT;
 }
 
@@ -67,9 +67,7 @@ int dlpar_admin_config_parse(int argc, char **argv, dlpar_admin_config *config, 
     char key[64];
     const char *eq = strchr(argv[i], '=');
     if (!eq || eq == argv[i] || (size_t)(eq - argv[i]) >= sizeof(key)) {
-      char quoted[64];
-      snprintf(err, errlen, "plugstack.conf: '%s' is not key=value (e.g. tp_span=warn)",
-               dlpar_quote(argv[i], quoted, sizeof(quoted)));
+      snprintf(err, errlen, "plugstack.conf: '%s' is not key=value (e.g. tp_span=warn)", dlpar_show(argv[i]).text);
       return DLPAR_ERR_INPUT;
     }
     snprintf(key, sizeof(key), "%.*s", (int)(eq - argv[i]), argv[i]);

@@ -6,15 +6,19 @@
 #include "spank/state.h"
 
 #include <slurm/spank.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/status.h"
+#include "common/text.h"
 
 dlpar_spank_state dlpar_spank;
 
 void dlpar_spank_error(const char *message)
 {
-  slurm_error("%s: %s", DLPAR_PLUGIN, message);
+  char line[DLPAR_ERRLEN];
+  snprintf(line, sizeof(line), "%s", message);
+  slurm_error("%s: %s", DLPAR_PLUGIN, dlpar_one_line(line));
 }
 
 int dlpar_spank_state_init(int ac, char **av)

@@ -34,7 +34,7 @@ TESTS += tests/unit/sdpa_plan.sh
 # The trainer's modules, one program each (tests/unit/NAME.c, automake's
 # default source) against libdlpar_trainer (test_checkpoint, with HDF5, below).
 TRAINER_UNIT_TESTS = tests/unit/test_progress tests/unit/test_metrics tests/unit/test_train_args \
-	tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_params
+	tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_params tests/unit/test_quoting
 check_PROGRAMS += $(TRAINER_UNIT_TESTS)
 TESTS += $(TRAINER_UNIT_TESTS)
 EXTRA_DIST += tests/unit/check.h
@@ -44,6 +44,10 @@ tests_unit_test_train_args_LDADD = trainer/libdlpar_trainer.la
 tests_unit_test_yamltree_LDADD = trainer/libdlpar_trainer.la
 tests_unit_test_npy_LDADD = trainer/libdlpar_trainer.la
 tests_unit_test_params_LDADD = trainer/libdlpar_trainer.la
+# every site that quotes input, the plugin's plugstack.conf and dlpar-run's flags included
+tests_unit_test_quoting_SOURCES = tests/unit/test_quoting.c spank/admin.c tools/run_args.c
+tests_unit_test_quoting_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
+tests_unit_test_quoting_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS)
 
 EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \

@@ -23,6 +23,7 @@
 #include "common/status.h"
 #include "common/taskenv.h"
 #include "common/topo.h"
+#include "common/text.h"
 
 #define GRACE_SECONDS 5.0
 
@@ -128,7 +129,7 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   dlpar_bind_cpus(env->binding.cpus); /* none allowed: the inherited set */
   execvp(l->args.program[0], l->args.program);
   fprintf(stderr, "dlpar-run: cannot run %s: %s (check the path and that it is executable)\n",
-          l->args.program[0], strerror(errno));
+          dlpar_show(l->args.program[0]).text, strerror(errno));
   _exit(127);
 }
 

@@ -64,7 +64,7 @@ static int parse_option(int argc, char **argv, int *i, dlpar_run_args *args, boo
     args->tag_output = true;
     return DLPAR_OK;
   }
-  snprintf(err, errlen, "unknown option '%.64s' (see dlpar-run --help)", arg);
+  snprintf(err, errlen, "unknown option '%s' (see dlpar-run --help)", dlpar_show(arg).text);
   return DLPAR_ERR_INPUT;
 }
 

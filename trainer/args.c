@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "trainer/progress.h"
 #include "trainer/train_config.h"
+#include "common/text.h"
 
 typedef int (*flag_handler)(train_args *a, const char *value, char *err, size_t errlen);
 
@@ -47,7 +48,8 @@ static int set_config_name(train_args *a, const char *value, char *err, size_t e
 static int set_config_file(train_args *a, const char *value, char *err, size_t errlen)
 {
   if (a->config_file) {
-    snprintf(err, errlen, "%s: one config file only (already %s)", value, a->config_file);
+    snprintf(err, errlen, "%s: one config file only (already %s)", dlpar_show(value).text,
+             dlpar_show(a->config_file).text);
     return DLPAR_ERR_INPUT;
   }
   a->config_file = value;
@@ -56,8 +58,9 @@ static int set_config_file(train_args *a, const char *value, char *err, size_t e
 
 static int set_run(train_args *a, const char *value, char *err, size_t errlen)
 {
-  if (!*value || strchr(value, '/')) {
-    snprintf(err, errlen, "--run=%s: a name without '/' (e.g. --run=01)", value);
+  if (!*value || strchr(value, '/') || !dlpar_is_printable(value)) {
+    snprintf(err, errlen, "--run=%s: a directory name without '/' or control characters (e.g. --run=01)",
+             dlpar_show(value).text);
     return DLPAR_ERR_INPUT;
   }
   a->run = value;
@@ -93,7 +96,7 @@ static int set_device(train_args *a, const char *value, char *err, size_t errlen
   else if (strcmp(value, "auto") == 0)
     a->device = DEVICE_AUTO;
   else {
-    snprintf(err, errlen, "--device=%s: expected --device=cpu, cuda or auto", value);
+    snprintf(err, errlen, "--device=%s: expected --device=cpu, cuda or auto", dlpar_show(value).text);
     return DLPAR_ERR_INPUT;
   }
   return DLPAR_OK;
@@ -140,13 +143,13 @@ static int parse_option(train_args *a, int argc, char **argv, int *i, char *err,
   const char *value = eq ? eq + 1 : NULL;
   bool takes_value, is_key;
   if (len == 0 || len >= sizeof(key)) {
-    snprintf(err, errlen, "%.64s: expected --key=value or --key value (e.g. --lr=1e-3)", argv[*i]);
+    snprintf(err, errlen, "%s: expected --key=value or --key value (e.g. --lr=1e-3)", dlpar_show(argv[*i]).text);
     return DLPAR_ERR_INPUT;
   }
   snprintf(key, sizeof(key), "%.*s", (int)len, arg);
   is_key = !flag && config_is_key(key);
   if (!flag && !is_key) {
-    snprintf(err, errlen, "--%s: unknown flag or config key (see dlpar-train(1) for both)", key);
+    snprintf(err, errlen, "--%s: unknown flag or config key (see dlpar-train(1) for both)", dlpar_show(key).text);
     return DLPAR_ERR_INPUT;
   }
   takes_value = flag ? flag->handle != NULL : !config_key_is_bool(key);
@@ -155,7 +158,7 @@ static int parse_option(train_args *a, int argc, char **argv, int *i, char *err,
   else if (!flag && !takes_value)
     ; /* --enable_jit=false: as given */
   else if (!takes_value) {
-    snprintf(err, errlen, "--%s=%s: --%s takes no value (give it alone)", key, value, key);
+    snprintf(err, errlen, "--%s=%s: --%s takes no value (give it alone)", key, dlpar_show(value).text, key);
     return DLPAR_ERR_INPUT;
   }
   if (!value) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "common/text.h"
 
 void atomic_file_prepare(atomic_file *f, const char *path)
 {
@@ -23,7 +24,8 @@ int atomic_file_open(atomic_file *f, const char *path, char *err, size_t errlen)
   atomic_file_prepare(f, path);
   f->stream = fopen(f->temp, "wb");
   if (!f->stream) {
-    snprintf(err, errlen, "%s: cannot create: %s (check the directory and its permissions)", f->temp, strerror(errno));
+    snprintf(err, errlen, "%s: cannot create: %s (check the directory and its permissions)", dlpar_show(f->temp).text,
+             strerror(errno));
     return DLPAR_ERR_SYSTEM;
   }
   return DLPAR_OK;
@@ -51,8 +53,8 @@ int atomic_file_commit(atomic_file *f, char *err, size_t errlen)
     failed = fsync_path(f->temp, O_RDONLY) != 0;
   }
   if (failed || rename(f->temp, f->path) != 0) {
-    snprintf(err, errlen, "%s: cannot write: %s (disk full or read-only? the previous file is kept)", f->path,
-             strerror(errno));
+    snprintf(err, errlen, "%s: cannot write: %s (disk full or read-only? the previous file is kept)",
+             dlpar_show(f->path).text, strerror(errno));
     unlink(f->temp);
     return DLPAR_ERR_SYSTEM;
   }

@@ -14,6 +14,7 @@
 
 #include "trainer/atomic_file.h"
 #include "trainer/h5util.h"
+#include "common/text.h"
 
 static const char *const groups[3] = {"params", "adam_m", "adam_v"};
 static const model_tensor tensors[3] = {TENSOR_PARAMS, TENSOR_ADAM_M, TENSOR_ADAM_V};
@@ -173,7 +174,8 @@ static int write_file(model *m, const checkpoint_position *pos, const char *conf
     char h5msg[256];
     file = H5Fcreate(af->temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (file < 0) {
-      snprintf(err, errlen, "%s: %s (check expdir and its free space)", af->temp, h5_error_string(h5msg, sizeof(h5msg)));
+      snprintf(err, errlen, "%s: %s (check expdir and its free space)", dlpar_show(af->temp).text,
+               h5_error_string(h5msg, sizeof(h5msg)));
       *write_rc = TRAINER_ERR_HDF5;
     } else {
       *write_rc = write_header(file, m, pos, config_yaml, err, errlen);
@@ -185,7 +187,7 @@ static int write_file(model *m, const checkpoint_position *pos, const char *conf
       maybe_fault();
   }
   if (file >= 0 && H5Fclose(file) < 0 && *write_rc == DLPAR_OK) {
-    snprintf(err, errlen, "%s: cannot close the HDF5 file (disk full?)", af->temp);
+    snprintf(err, errlen, "%s: cannot close the HDF5 file (disk full?)", dlpar_show(af->temp).text);
     *write_rc = TRAINER_ERR_HDF5;
   }
   return rc;
@@ -245,14 +247,14 @@ static int read_attr(hid_t file, const char *path, const char *name, long *value
   hid_t attr = -1, space = -1, type = -1;
   int rc = DLPAR_OK;
   if (H5Aexists(file, name) <= 0) {
-    snprintf(err, errlen, "%s: no attribute '%s' (%s)", path, name, NOT_OURS);
+    snprintf(err, errlen, "%s: no attribute '%s' (%s)", dlpar_show(path).text, name, NOT_OURS);
     return DLPAR_ERR_INPUT;
   }
   CHECK_H5(attr = H5Aopen(file, name, H5P_DEFAULT), name);
   CHECK_H5(space = H5Aget_space(attr), name);
   CHECK_H5(type = H5Aget_type(attr), name);
   if (H5Sget_simple_extent_npoints(space) != 1 || H5Tget_class(type) != H5T_INTEGER) {
-    snprintf(err, errlen, "%s: attribute '%s' is not one whole number (%s)", path, name, NOT_OURS);
+    snprintf(err, errlen, "%s: attribute '%s' is not one whole number (%s)", dlpar_show(path).text, name, NOT_OURS);
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
@@ -274,7 +276,7 @@ static int check_tensor(hid_t dset, const param_info *p, const char *path, char 
   CHECK_H5(type = H5Dget_type(dset), p->name);
   if ((ndim = H5Sget_simple_extent_ndims(space)) != p->ndim || H5Tget_class(type) != H5T_FLOAT) {
     snprintf(err, errlen, "%s: %s is %s with %d dimensions, the config makes floats with %d (resume with the config "
-             "the checkpoint was written with)", path, p->name,
+             "the checkpoint was written with)", dlpar_show(path).text, p->name,
              H5Tget_class(type) == H5T_FLOAT ? "floats" : "not floats", ndim, p->ndim);
     rc = DLPAR_ERR_INPUT;
     goto out;
@@ -282,9 +284,10 @@ static int check_tensor(hid_t dset, const param_info *p, const char *path, char 
   H5Sget_simple_extent_dims(space, dims, NULL); /* ndim == p->ndim <= 4 */
   for (int d = 0; d < p->ndim && rc == DLPAR_OK; d++) {
     if (dims[d] != (hsize_t)p->shape[d]) {
-      snprintf(err, errlen, "%s: %s has another shape than the config makes (dimension %d: %llu vs %ld; resume with "
-               "the config the checkpoint was written with)", path, p->name, d, (unsigned long long)dims[d],
-               p->shape[d]);
+      snprintf(err, errlen,
+               "%s: %s has another shape than the config makes (dimension %d: %llu vs %ld; resume with "
+               "the config the checkpoint was written with)",
+               dlpar_show(path).text, p->name, d, (unsigned long long)dims[d], p->shape[d]);
       rc = DLPAR_ERR_INPUT;
     }
   }
@@ -300,8 +303,8 @@ static int read_tensor(hid_t group, const param_info *p, float *full, const char
   hid_t dset = -1;
   int rc = DLPAR_OK;
   if (H5Lexists(group, p->name, H5P_DEFAULT) <= 0) {
-    snprintf(err, errlen, "%s: no tensor %s (this checkpoint is of another model; resume with its config)", path,
-             p->name);
+    snprintf(err, errlen, "%s: no tensor %s (this checkpoint is of another model; resume with its config)",
+             dlpar_show(path).text, p->name);
     return DLPAR_ERR_INPUT;
   }
   CHECK_H5(dset = H5Dopen2(group, p->name, H5P_DEFAULT), p->name);
@@ -310,8 +313,8 @@ static int read_tensor(hid_t group, const param_info *p, float *full, const char
   CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), p->name);
   for (long i = 0; i < n; i++) {
     if (!isfinite(full[i])) {
-      snprintf(err, errlen, "%s: %s[%ld] is %g (a diverged run's checkpoint: resume from an earlier one)", path,
-               p->name, i, (double)full[i]);
+      snprintf(err, errlen, "%s: %s[%ld] is %g (a diverged run's checkpoint: resume from an earlier one)",
+               dlpar_show(path).text, p->name, i, (double)full[i]);
       rc = DLPAR_ERR_INPUT;
       break;
     }
@@ -328,7 +331,7 @@ static int read_group(const param_table *t, hid_t file, int which, buffers *b, c
   hid_t group = -1;
   int rc = DLPAR_OK;
   if (H5Lexists(file, groups[which], H5P_DEFAULT) <= 0) {
-    snprintf(err, errlen, "%s: no group '%s' (%s)", path, groups[which], NOT_OURS);
+    snprintf(err, errlen, "%s: no group '%s' (%s)", dlpar_show(path).text, groups[which], NOT_OURS);
     return DLPAR_ERR_INPUT;
   }
   CHECK_H5(group = H5Gopen2(file, groups[which], H5P_DEFAULT), groups[which]);
@@ -386,16 +389,17 @@ int checkpoint_check_position(const checkpoint_position *pos, long total_steps, 
                               const char *path, char *err, size_t errlen)
 {
   if (pos->step < 0 || pos->epoch < 0 || pos->step_in_epoch < 0)
-    snprintf(err, errlen, "%s: negative position (step %ld, epoch %ld, step %ld in it; %s)", path, pos->step,
-             pos->epoch, pos->step_in_epoch, NOT_OURS);
+    snprintf(err, errlen, "%s: negative position (step %ld, epoch %ld, step %ld in it; %s)", dlpar_show(path).text,
+             pos->step, pos->epoch, pos->step_in_epoch, NOT_OURS);
   else if (steps_per_epoch <= 0 || pos->step_in_epoch > steps_per_epoch || pos->epoch > pos->step / steps_per_epoch ||
            pos->epoch * steps_per_epoch + pos->step_in_epoch != pos->step)
-    snprintf(err, errlen, "%s: step %ld (epoch %ld, step %ld in it) does not fit %ld steps per epoch (were "
-             "limit_nsamples, global_batch_size or the data changed? resume with the checkpoint's)", path, pos->step,
-             pos->epoch, pos->step_in_epoch, steps_per_epoch);
+    snprintf(err, errlen,
+             "%s: step %ld (epoch %ld, step %ld in it) does not fit %ld steps per epoch (were "
+             "limit_nsamples, global_batch_size or the data changed? resume with the checkpoint's)",
+             dlpar_show(path).text, pos->step, pos->epoch, pos->step_in_epoch, steps_per_epoch);
   else if (pos->step > total_steps)
     snprintf(err, errlen, "%s: written at step %ld, past this run's %ld steps (raise num_iters or num_epochs to train "
-             "on)", path, pos->step, total_steps);
+             "on)", dlpar_show(path).text, pos->step, total_steps);
   else
     return DLPAR_OK;
   return DLPAR_ERR_INPUT;

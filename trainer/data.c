@@ -30,12 +30,13 @@ static int list_files(era5_data *d, const char *dir, char *err, size_t errlen)
   glob_t found;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
     snprintf(err, errlen, "%s: no such directory (fix the data path in the config, or generate data with "
-             "dlpar-gen-data)", dir);
+             "dlpar-gen-data)", dlpar_show(dir).text);
     return DLPAR_ERR_INPUT;
   }
   snprintf(pattern, sizeof(pattern), "%s/*.h5", dir);
   if (glob(pattern, 0, NULL, &found) != 0 || found.gl_pathc == 0) {
-    snprintf(err, errlen, "%s: no *.h5 files (the ERA5 layout has one file per year, e.g. 2016.h5)", dir);
+    snprintf(err, errlen, "%s: no *.h5 files (the ERA5 layout has one file per year, e.g. 2016.h5)",
+             dlpar_show(dir).text);
     globfree(&found);
     return DLPAR_ERR_INPUT;
   }
@@ -70,7 +71,7 @@ static int open_fields(era5_data *d, int i, char *err, size_t errlen)
   if ((rc = h5_open_read(path, "cannot open (check the data path in the config)", &file, err, errlen)) != DLPAR_OK)
     goto out;
   if (H5Lexists(file, "fields", H5P_DEFAULT) <= 0) {
-    snprintf(err, errlen, "%s: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])", path);
+    snprintf(err, errlen, "%s: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])", dlpar_show(path).text);
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
@@ -95,7 +96,7 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
   CHECK_H5(type = H5Dget_type((hid_t)d->fields_dset[i]), path);
   ndims = H5Sget_simple_extent_ndims(space);
   if (ndims != 4 || H5Tget_class(type) != H5T_FLOAT) {
-    snprintf(err, errlen, "%s: fields is %s with %d %s, expected floats [T, C, H, W]", path,
+    snprintf(err, errlen, "%s: fields is %s with %d %s, expected floats [T, C, H, W]", dlpar_show(path).text,
              H5Tget_class(type) == H5T_FLOAT ? "float" : "not float", ndims, dlpar_plural(ndims, "dimension", "dimensions"));
     rc = DLPAR_ERR_INPUT;
     goto out;
@@ -107,18 +108,23 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
   }
   if ((long)dims[0] != d->per_file || (int)dims[1] != d->file_channels || (int)dims[2] != d->file_height ||
       (int)dims[3] != d->file_width) {
-    snprintf(err, errlen, "%s: fields is [%llu, %llu, %llu, %llu] but %s has [%ld, %d, %d, %d] (all years need one "
-             "shape)", path, (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
-             (unsigned long long)dims[3], d->files[0], d->per_file, d->file_channels, d->file_height, d->file_width);
+    snprintf(err, errlen,
+             "%s: fields is [%llu, %llu, %llu, %llu] but %s has [%ld, %d, %d, %d] (all years need one "
+             "shape)",
+             dlpar_show(path).text, (unsigned long long)dims[0], (unsigned long long)dims[1],
+             (unsigned long long)dims[2], (unsigned long long)dims[3], dlpar_show(d->files[0]).text, d->per_file,
+             d->file_channels, d->file_height, d->file_width);
     rc = DLPAR_ERR_INPUT;
   } else if (d->file_channels < channels || d->file_height < d->height || d->file_width < d->width) {
-    snprintf(err, errlen, "%s: fields [%ld, %d, %d, %d] is smaller than %d %s of %dx%d (lower "
-             "n_in_channels/n_out_channels or img_size)", path, d->per_file, d->file_channels, d->file_height,
-             d->file_width, channels, dlpar_plural(channels, "channel", "channels"), d->height, d->width);
+    snprintf(err, errlen,
+             "%s: fields [%ld, %d, %d, %d] is smaller than %d %s of %dx%d (lower "
+             "n_in_channels/n_out_channels or img_size)",
+             dlpar_show(path).text, d->per_file, d->file_channels, d->file_height, d->file_width, channels,
+             dlpar_plural(channels, "channel", "channels"), d->height, d->width);
     rc = DLPAR_ERR_INPUT;
   } else if (d->per_file < 3L * d->dt) {
-    snprintf(err, errlen, "%s: %ld time steps per file, fewer than 3*dt=%d (lower dt or add time steps)", path,
-             d->per_file, 3 * d->dt);
+    snprintf(err, errlen, "%s: %ld time steps per file, fewer than 3*dt=%d (lower dt or add time steps)",
+             dlpar_show(path).text, d->per_file, 3 * d->dt);
     rc = DLPAR_ERR_INPUT;
   }
 out:
@@ -167,7 +173,7 @@ static int resolve_offsets(era5_data *d, int i, char *err, size_t errlen)
     offset[t] = (long long)addr;
   }
   if ((d->fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-    snprintf(err, errlen, "%s: %s (check the file's permissions)", path, strerror(errno));
+    snprintf(err, errlen, "%s: %s (check the file's permissions)", dlpar_show(path).text, strerror(errno));
     rc = DLPAR_ERR_SYSTEM;
     goto out;
   }
@@ -211,8 +217,9 @@ static int normalise_step(const era5_data *d, int year, long t, int channels, fl
     float *x = out + (size_t)c * plane;
     for (size_t i = 0; i < plane; i++) {
       if (!isfinite(x[i])) {
-        snprintf(err, errlen, "%s: fields[%ld, %d, %zu, %zu] is %s (clean the data or regenerate it)", d->files[year],
-                 t, c, i / (size_t)d->width, i % (size_t)d->width, isnan(x[i]) ? "NaN" : "infinite");
+        snprintf(err, errlen, "%s: fields[%ld, %d, %zu, %zu] is %s (clean the data or regenerate it)",
+                 dlpar_show(d->files[year]).text, t, c, i / (size_t)d->width, i % (size_t)d->width,
+                 isnan(x[i]) ? "NaN" : "infinite");
         return DLPAR_ERR_INPUT;
       }
       x[i] = (x[i] - d->means[c]) / d->stds[c];
@@ -230,7 +237,7 @@ static int hdf5_read_step(era5_data *d, int year, long t, int channels, float *o
   hid_t file_space = -1, mem_space = -1;
   int rc = DLPAR_OK;
   char context[PATH_MAX + 64];
-  snprintf(context, sizeof(context), "%s: reading fields[%ld]", d->files[year], t);
+  snprintf(context, sizeof(context), "%s: reading fields[%ld]", dlpar_show(d->files[year]).text, t);
   CHECK_H5(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context);
   CHECK_H5(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context);
   CHECK_H5(mem_space = H5Screate_simple(4, count, NULL), context);
@@ -272,7 +279,7 @@ static int pread_step(const era5_data *d, int year, long t, int channels, float 
                                (long long)sizeof(float) * (((long long)c * d->file_height + h) * d->file_width);
       if (pread_whole(d->fds[year], out + ((size_t)c * rows + h) * row_floats, sizeof(float) * row_floats, offset)) {
         snprintf(err, errlen, "%s: reading fields[%ld]: %s (the file is truncated or unreadable: copy or "
-                 "regenerate it)", d->files[year], t, strerror(errno));
+                 "regenerate it)", dlpar_show(d->files[year]).text, t, strerror(errno));
         return DLPAR_ERR_SYSTEM;
       }
     }
@@ -337,7 +344,7 @@ static int read_h5_stats(const char *path, npy_array *a, char *err, size_t errle
     goto out;
   if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
     snprintf(err, errlen, "%s: no such dataset '%s' (give a .npy file, or an HDF5 file with a dataset named after it)",
-             path, name);
+             dlpar_show(path).text, dlpar_show(name).text);
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
@@ -366,14 +373,15 @@ int era5_load_stats(const char *path, int channels, float **values, char *err, s
   if (rc != DLPAR_OK)
     return rc;
   if (a.count < channels) {
-    snprintf(err, errlen, "%s: %ld %s, expected one per channel for %d %s (shape (1, C, 1, 1))", path,
+    snprintf(err, errlen, "%s: %ld %s, expected one per channel for %d %s (shape (1, C, 1, 1))", dlpar_show(path).text,
              a.count, dlpar_plural(a.count, "value", "values"), channels, dlpar_plural(channels, "channel", "channels"));
     npy_free(&a);
     return DLPAR_ERR_INPUT;
   }
   for (int c = 0; c < channels; c++) {
     if (!isfinite(a.data[c])) {
-      snprintf(err, errlen, "%s: channel %d is %s (recompute the statistics)", path, c, isnan(a.data[c]) ? "NaN" : "infinite");
+      snprintf(err, errlen, "%s: channel %d is %s (recompute the statistics)", dlpar_show(path).text, c,
+               isnan(a.data[c]) ? "NaN" : "infinite");
       npy_free(&a);
       return DLPAR_ERR_INPUT;
     }

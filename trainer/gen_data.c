@@ -41,7 +41,7 @@ static int parse_int(const char *arg, const char *name, int lo, int hi, int *out
     return 0;
   v = strtol(arg + len + 1, &end, 10);
   if (*end || end == arg + len + 1 || v < lo || v > hi) {
-    fprintf(stderr, "dlpar-gen-data: %s: expected a whole number from %d to %d\n", arg, lo, hi);
+    fprintf(stderr, "dlpar-gen-data: %s: expected a whole number from %d to %d\n", dlpar_show(arg).text, lo, hi);
     exit(2);
   }
   *out = (int)v;
@@ -63,7 +63,7 @@ static void parse_args(int argc, char **argv, gen_args *a)
         parse_int(argv[i], "--seed", 0, 1 << 30, &seed))
       continue;
     fprintf(stderr, "usage: dlpar-gen-data [--dir=./data] [--years=2] [--steps=64] [--channels=4] [--height=32]\n"
-                    "                      [--width=64] [--seed=0]   (unknown: %s)\n", argv[i]);
+                    "                      [--width=64] [--seed=0]   (unknown: %s)\n", dlpar_show(argv[i]).text);
     exit(2);
   }
   a->seed = seed;
@@ -98,7 +98,8 @@ static void field(const gen_args *a, const channel_waves *w, int c, int t, float
 static int make_dir(const char *path)
 {
   if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-    fprintf(stderr, "dlpar-gen-data: %s: %s (check the path and permissions)\n", path, strerror(errno));
+    fprintf(stderr, "dlpar-gen-data: %s: %s (check the path and permissions)\n", dlpar_show(path).text,
+            strerror(errno));
     return -1;
   }
   return 0;
@@ -225,7 +226,8 @@ int main(int argc, char **argv)
     return 1;
   }
   printf("dlpar-gen-data: %s: %d training %s, 1 validation and 1 test year of fields[%d, %d, %d, %d], stats\n",
-         a.dir, a.years, dlpar_plural(a.years, "year", "years"), a.steps, a.channels, a.height, a.width);
+         dlpar_show(a.dir).text, a.years, dlpar_plural(a.years, "year", "years"), a.steps, a.channels, a.height,
+         a.width);
   free(sum);
   free(sum2);
   free(time_sum);

@@ -8,6 +8,7 @@
 
 #include "common/status.h"
 #include "trainer/input_file.h"
+#include "common/text.h"
 
 void h5_quiet(void)
 {
@@ -34,8 +35,7 @@ const char *h5_error_string(char *buf, size_t len)
 {
   innermost_error inner = {"unknown HDF5 error", 0};
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, take_innermost, &inner);
-  snprintf(buf, len, "%s", inner.text);
-  return buf;
+  return dlpar_quote(inner.text, buf, len); /* HDF5 quotes names the user gave */
 }
 
 void h5_close(hid_t id)

@@ -7,6 +7,8 @@
 #include <hdf5.h>
 #include <stddef.h>
 
+#include "common/text.h"
+
 /* The status of a failed HDF5 call: the trainer's own code, beside (and
  * below) libdlpar's dlpar_status codes, which know nothing of HDF5. */
 enum { TRAINER_ERR_HDF5 = -100 };
@@ -21,17 +23,19 @@ void h5_close(hid_t id);
  * HDF5): status, with "PATH: CANNOT_OPEN", "PATH: not a regular file (...)"
  * or "PATH: HDF5's error" in err. */
 int h5_open_read(const char *path, const char *cannot_open, hid_t *file, char *err, size_t errlen);
-/* The innermost description on HDF5's error stack, e.g. "unable to open file". */
+/* The innermost description on HDF5's error stack, e.g. "unable to open file",
+ * shown escaped (HDF5 quotes the names it was given). */
 const char *h5_error_string(char *buf, size_t len);
 
 /* For a call returning a negative value on failure: records
- * "file:line: call: HDF5's error (context)" in err and jumps to `out`. */
+ * "context: HDF5's error (file:line: call)" in err, the context (a path, a
+ * dataset name) shown escaped, and jumps to `out`. */
 #define CHECK_H5(call, context)                                                                   \
   do {                                                                                            \
     if ((call) < 0) {                                                                             \
       char h5msg_[256];                                                                           \
-      snprintf(err, errlen, "%s: %s (%s:%d: %s)", context, h5_error_string(h5msg_, sizeof(h5msg_)), \
-               __FILE__, __LINE__, #call);                                                        \
+      snprintf(err, errlen, "%s: %s (%s:%d: %s)", dlpar_show(context).text,                       \
+               h5_error_string(h5msg_, sizeof(h5msg_)), __FILE__, __LINE__, #call);               \
       rc = TRAINER_ERR_HDF5;                                                                      \
       goto out;                                                                                   \
     }                                                                                             \

@@ -1,4 +1,4 @@
-/* trainer/input_file.c: regular input files only, input text in messages (see input_file.h). */
+/* trainer/input_file.c: regular input files only (see input_file.h). */
 #include "config.h"
 
 #include "trainer/input_file.h"
@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "common/text.h"
 
 int input_file_open(const char *path, const char *cannot_open, int *fd, off_t *size, char *err, size_t errlen)
 {
@@ -16,9 +17,9 @@ int input_file_open(const char *path, const char *cannot_open, int *fd, off_t *s
   /* O_NONBLOCK: opening a FIFO without a writer returns at once */
   *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (*fd < 0 || fstat(*fd, &st) != 0) {
-    snprintf(err, errlen, "%s: %s", path, cannot_open);
+    snprintf(err, errlen, "%s: %s", dlpar_show(path).text, cannot_open);
   } else if (!S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "%s: a %s, not a regular file (put the file itself there)", path,
+    snprintf(err, errlen, "%s: a %s, not a regular file (put the file itself there)", dlpar_show(path).text,
              S_ISDIR(st.st_mode) ? "directory" : S_ISFIFO(st.st_mode) ? "FIFO" : "device or socket");
   } else {
     *size = st.st_size;
@@ -37,22 +38,4 @@ int input_file_check(const char *path, const char *cannot_open, char *err, size_
   if (rc == DLPAR_OK)
     close(fd);
   return rc;
-}
-
-const char *input_printable(const char *text, char *buf, size_t len)
-{
-  size_t used = 0;
-  if (len < 8) /* room for one escape and "..." */
-    return len ? (*buf = '\0', buf) : buf;
-  for (; *text && used + 8 <= len; text++) {
-    const unsigned char c = (unsigned char)*text;
-    if (c == '\n' || c == '\t' || c == '\r')
-      used += (size_t)snprintf(buf + used, len - used, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
-    else if (c < 0x20 || c == 0x7f)
-      used += (size_t)snprintf(buf + used, len - used, "\\x%02x", c);
-    else
-      buf[used++] = (char)c;
-  }
-  snprintf(buf + used, len - used, "%s", *text ? "..." : "");
-  return buf;
 }

@@ -2,7 +2,7 @@
  * file the user named (config, statistics, data, checkpoint) only if it is a
  * regular file, without blocking (a FIFO, a directory or a device named like
  * one gets one line instead of a hang in open() or in the library that reads
- * it), and showing input text in a one-line message. */
+ * it); messages quote the path with common/text.h's dlpar_show. */
 #ifndef DLPAR_INPUT_FILE_H
 #define DLPAR_INPUT_FILE_H
 
@@ -15,9 +15,5 @@
 int input_file_open(const char *path, const char *cannot_open, int *fd, off_t *size, char *err, size_t errlen);
 /* The same check alone, for libraries that open by name (HDF5). */
 int input_file_check(const char *path, const char *cannot_open, char *err, size_t errlen);
-
-/* text for a one-line message in buf: control characters escaped (\n,
- * \x01), cut with "..." where buf is full; returns buf. */
-const char *input_printable(const char *text, char *buf, size_t len);
 
 #endif

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "common/text.h"
 
 struct metrics_writer {
   FILE *json, *events;
@@ -148,7 +149,7 @@ int metrics_open(metrics_writer **out, const char *run_dir, char *err, size_t er
   w->json = fopen(path, "a");
   snprintf(path, sizeof(path), "%s/logs", run_dir);
   if (!w->json || (mkdir(path, 0755) != 0 && errno != EEXIST)) {
-    snprintf(err, errlen, "%s: cannot write metrics: %s (check expdir)", run_dir, strerror(errno));
+    snprintf(err, errlen, "%s: cannot write metrics: %s (check expdir)", dlpar_show(run_dir).text, strerror(errno));
     return DLPAR_ERR_SYSTEM;
   }
   gethostname(host, sizeof(host) - 1);
@@ -156,7 +157,7 @@ int metrics_open(metrics_writer **out, const char *run_dir, char *err, size_t er
            (long)getpid());
   w->events = fopen(path, "wb");
   if (!w->events || write_record(w->events, record, tfevent_encode_version(record, sizeof(record), wall_time())) != 0) {
-    snprintf(err, errlen, "%s: cannot write TensorBoard events: %s", path, strerror(errno));
+    snprintf(err, errlen, "%s: cannot write TensorBoard events: %s", dlpar_show(path).text, strerror(errno));
     return DLPAR_ERR_SYSTEM;
   }
   return DLPAR_OK;

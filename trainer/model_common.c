@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "trainer/model.h"
+#include "common/text.h"
 
 void vit_dims_fill(vit_dims *d, const train_config *cfg, int tp, int local_batch)
 {
@@ -25,6 +26,7 @@ int model_fail(model *m, int status, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(m->error, sizeof(m->error), fmt, ap);
   va_end(ap);
+  dlpar_one_line(m->error);
   return status;
 }
 

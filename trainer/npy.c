@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "trainer/atomic_file.h"
 #include "trainer/input_file.h"
+#include "common/text.h"
 
 static int parse_shape(const char *header, npy_array *a)
 {
@@ -41,7 +42,8 @@ static int read_header(FILE *f, const char *path, char *header, size_t cap, char
   unsigned char magic[8], len_bytes[4];
   size_t len;
   if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "\x93NUMPY", 6) != 0 || magic[6] < 1 || magic[6] > 3) {
-    snprintf(err, errlen, "%s: not a NumPy .npy file (write it with numpy.save, or give an HDF5 file)", path);
+    snprintf(err, errlen, "%s: not a NumPy .npy file (write it with numpy.save, or give an HDF5 file)",
+             dlpar_show(path).text);
     return DLPAR_ERR_INPUT;
   }
   if (magic[6] == 1) {
@@ -58,7 +60,7 @@ static int read_header(FILE *f, const char *path, char *header, size_t cap, char
   header[len] = '\0';
   return DLPAR_OK;
 truncated:
-  snprintf(err, errlen, "%s: truncated .npy header (regenerate the file)", path);
+  snprintf(err, errlen, "%s: truncated .npy header (regenerate the file)", dlpar_show(path).text);
   return DLPAR_ERR_INPUT;
 }
 
@@ -73,19 +75,18 @@ int npy_read_stream(FILE *f, long size, const char *path, npy_array *a, char *er
   rc = DLPAR_ERR_INPUT;
   is_f8 = strstr(header, "'<f8'") != NULL;
   if ((!is_f8 && !strstr(header, "'<f4'")) || strstr(header, "'fortran_order': True") || parse_shape(header, a)) {
-    char shown[128];
-    snprintf(err, errlen, "%s: expected a C-ordered little-endian float32 or float64 array, header %s", path,
-             input_printable(header, shown, sizeof(shown)));
+    snprintf(err, errlen, "%s: expected a C-ordered little-endian float32 or float64 array, header %s",
+             dlpar_show(path).text, dlpar_show(header).text);
     goto out;
   }
   values_in_file = (size - ftell(f)) / (is_f8 ? 8 : 4);
   if (a->count > values_in_file) {
-    snprintf(err, errlen, "%s: the header says %ld values, the file holds %ld (regenerate it)", path, a->count,
-             values_in_file);
+    snprintf(err, errlen, "%s: the header says %ld values, the file holds %ld (regenerate it)", dlpar_show(path).text,
+             a->count, values_in_file);
     goto out;
   }
   if (!(a->data = malloc(sizeof(float) * (size_t)(a->count ? a->count : 1)))) {
-    snprintf(err, errlen, "%s: out of memory for %ld values", path, a->count);
+    snprintf(err, errlen, "%s: out of memory for %ld values", dlpar_show(path).text, a->count);
     rc = DLPAR_ERR_SYSTEM;
     goto out;
   }
@@ -93,7 +94,8 @@ int npy_read_stream(FILE *f, long size, const char *path, npy_array *a, char *er
     double d;
     float s;
     if ((is_f8 ? fread(&d, 8, 1, f) : fread(&s, 4, 1, f)) != 1) {
-      snprintf(err, errlen, "%s: file ends after %ld of %ld values (regenerate it)", path, i, a->count);
+      snprintf(err, errlen, "%s: file ends after %ld of %ld values (regenerate it)", dlpar_show(path).text, i,
+               a->count);
       goto out;
     }
     a->data[i] = is_f8 ? (float)d : s;
@@ -115,7 +117,7 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errlen)
     return rc;
   if (!(f = fdopen(fd, "rb"))) {
     close(fd);
-    snprintf(err, errlen, "%s: cannot open (check the stats path in the config)", path);
+    snprintf(err, errlen, "%s: cannot open (check the stats path in the config)", dlpar_show(path).text);
     return DLPAR_ERR_SYSTEM;
   }
   rc = npy_read_stream(f, (long)size, path, a, err, errlen);

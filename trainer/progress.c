@@ -29,7 +29,8 @@ int progress_parse(const char *text, double *seconds, char *err, size_t errlen)
   else if (strcmp(text, "on") == 0)
     *seconds = 0;
   else if (dlpar_parse_seconds(text, seconds) != 0) {
-    snprintf(err, errlen, "--progress=%s: expected off, on or the seconds between lines (e.g. --progress=10)", text);
+    snprintf(err, errlen, "--progress=%s: expected off, on or the seconds between lines (e.g. --progress=10)",
+             dlpar_show(text).text);
     return DLPAR_ERR_INPUT;
   }
   return DLPAR_OK;

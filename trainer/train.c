@@ -41,6 +41,7 @@ void train_die(trainer *t, bool every_rank, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(message, sizeof(message), fmt, ap);
   va_end(ap);
+  dlpar_one_line(message);
   if (every_rank && t->info->size > 1)
     snprintf(line, sizeof(line), "dlpar-train: rank %d: %s", t->info->rank, message);
   else
@@ -105,12 +106,13 @@ static void setup_config(trainer *t, const train_args *a)
   char err[DLPAR_ERRLEN];
   if (config_load(&t->config, a->config_file, a->config_name, a->overrides, a->noverrides, err, sizeof(err)) != DLPAR_OK ||
       config_check(&t->config, t->info->tp_size, t->info->dp_size, err, sizeof(err)) != DLPAR_OK ||
-      config_to_yaml(c, t->config_yaml, sizeof(t->config_yaml)) != DLPAR_OK)
+      config_to_yaml(c, t->config_yaml, sizeof(t->config_yaml), err, sizeof(err)) != DLPAR_OK)
     train_die(t, false, "%s", err);
   snprintf(t->run_dir, sizeof(t->run_dir), "%s/%s/%dx%d/%s", c->expdir, c->name, t->info->tp_size, t->info->dp_size,
            a->run);
   if (t->info->rank == 0 && make_dirs(t->run_dir) != 0)
-    train_die(t, false, "%s: cannot create the run directory: %s (check expdir)", t->run_dir, strerror(errno));
+    train_die(t, false, "%s: cannot create the run directory: %s (check expdir)", dlpar_show(t->run_dir).text,
+              strerror(errno));
 }
 
 /* Batches in pinned host memory when the model is on a GPU. */
@@ -139,7 +141,7 @@ static void setup_data(trainer *t)
   for (int ch = 0; ch < channels; ch++) {
     if (t->stds[ch] <= 0)
       train_die(t, true, "%s: the std of channel %d is %g (a constant channel cannot be normalised)",
-                c->global_stds_path, ch, t->stds[ch]);
+                dlpar_show(c->global_stds_path).text, ch, t->stds[ch]);
   }
   if (era5_open(&t->train_data, c->train_data_path, c, c->limit_nsamples, t->means, t->stds, &t->hdf5_lock, err,
                 sizeof(err)) != DLPAR_OK ||
@@ -201,7 +203,7 @@ static void save_checkpoint(trainer *t)
   if (checkpoint_save(t->net, &pos, t->config_yaml, path, err, sizeof(err)) != DLPAR_OK)
     train_die(t, true, "checkpoint: %s", err);
   t->saved_step = t->pos.step;
-  train_say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, path);
+  train_say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, dlpar_show(path).text);
 }
 
 void metrics_now(trainer *t, model_metrics *m)
@@ -239,7 +241,8 @@ static bool nonfinite_window(trainer *t, const epoch_progress *e, const model_me
     return true;
   }
   if (t->saved_step >= 0)
-    snprintf(last_good, sizeof(last_good), "%s/checkpoint.h5 (step %ld) is the last good checkpoint", t->run_dir,
+    snprintf(last_good, sizeof(last_good), "%s/checkpoint.h5 (step %ld) is the last good checkpoint",
+             dlpar_show(t->run_dir).text,
              t->saved_step);
   else
     snprintf(last_good, sizeof(last_good), "no checkpoint was written");
@@ -264,7 +267,7 @@ static void log_window(trainer *t, epoch_progress *e)
   if (t->metrics && m.train_steps > 0 &&
       metrics_step(t->metrics, e->posted_step, m.train_loss_sum / (double)m.train_steps,
                    learning_rate(t, e->posted_step - 1)) != 0)
-    train_die(t, false, "%s: cannot append to metrics.jsonl (disk full?)", t->run_dir);
+    train_die(t, false, "%s: cannot append to metrics.jsonl (disk full?)", dlpar_show(t->run_dir).text);
   e->posted_step = 0;
 }
 
@@ -297,7 +300,7 @@ static void report_skew(trainer *t, long step, const double *times)
       "median %.2f%s\n", step, slowest, dlpar_rank_host(t->comm, slowest), 1e3 * times[slowest], fastest,
       dlpar_rank_host(t->comm, fastest), 1e3 * times[fastest], 1e3 * median, straggler);
   if (t->metrics && metrics_skew(t->metrics, step, times[slowest], times[fastest], median) != DLPAR_OK)
-    train_die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
+    train_die(t, false, "%s: cannot write the metrics (disk full?)", dlpar_show(t->run_dir).text);
 }
 
 void step_skew_start(trainer *t)
@@ -411,7 +414,7 @@ static void end_epoch(trainer *t, epoch_progress *e, long steps_done)
   train_say(t, "  Total validation time: %f sec\n", s.validation_seconds);
   train_say(t, "  Peak memory: %.3f GB/rank\n", s.peak_memory_gb);
   if (t->metrics && metrics_epoch(t->metrics, &s) != 0)
-    train_die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
+    train_die(t, false, "%s: cannot write the metrics (disk full?)", dlpar_show(t->run_dir).text);
 }
 
 /* The tutorial's training length: whole epochs, --num_epochs (SC22) or
@@ -477,7 +480,7 @@ static void initial_losses(trainer *t)
   if (t->metrics && metrics_initial(t->metrics, train_m.val_loss_sum / (double)train_m.val_samples,
                                     valid_m.val_loss_sum / (double)valid_m.val_samples,
                                     valid_m.val_rmse_sum / (double)valid_m.val_samples) != 0)
-    train_die(t, false, "%s: cannot write the metrics (disk full?)", t->run_dir);
+    train_die(t, false, "%s: cannot write the metrics (disk full?)", dlpar_show(t->run_dir).text);
 }
 
 /* Until the tutorial's whole epochs are done, a stop request or stop_after_iters. */
@@ -517,12 +520,15 @@ static void resume(trainer *t)
                                 sizeof(err)) != DLPAR_OK)
     train_die(t, false, "--resume: %s", err);
   if (loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, err, sizeof(err)) != DLPAR_OK)
-    train_die(t, false, "--resume: %s: %s (the data or limit_nsamples changed since; resume with the same)", path, err);
+    train_die(t, false, "--resume: %s: %s (the data or limit_nsamples changed since; resume with the same)",
+              dlpar_show(path).text, err);
   if (t->pos.seed != t->config.cfg.seed)
-    train_die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)", path,
+    train_die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)",
+              dlpar_show(path).text,
         t->pos.seed, t->config.cfg.seed);
   t->saved_step = t->pos.step;
-  train_say(t, "dlpar-train: resumed from %s at step %ld (epoch %ld, step %ld of it)\n", path, t->pos.step,
+  train_say(t, "dlpar-train: resumed from %s at step %ld (epoch %ld, step %ld of it)\n", dlpar_show(path).text,
+            t->pos.step,
       t->pos.epoch + 1, t->pos.step_in_epoch);
 }
 
@@ -530,9 +536,10 @@ static void banner(const trainer *t)
 {
   const train_config *c = &t->config.cfg;
   const int N = t->net->dims.N;
-  train_say(t, "dlpar-train: config '%s' of %s: %dx%d images, patch %d (%d %s), embed %d, depth %d, %d %s\n", c->name,
-      c->file, c->img_size[0], c->img_size[1], c->patch_size, N, dlpar_plural(N, "token", "tokens"), c->embed_dim,
-      c->depth, c->num_heads, dlpar_plural(c->num_heads, "head", "heads"));
+  train_say(t, "dlpar-train: config '%s' of %s: %dx%d images, patch %d (%d %s), embed %d, depth %d, %d %s\n",
+            dlpar_show(c->name).text, dlpar_show(c->file).text, c->img_size[0], c->img_size[1], c->patch_size, N,
+            dlpar_plural(N, "token", "tokens"), c->embed_dim, c->depth, c->num_heads,
+            dlpar_plural(c->num_heads, "head", "heads"));
   train_say(t, "dlpar-train: grid %dx%d (tensor x data parallel) on %d %s, backend %s, global batch %d (%d per rank), "
       "%ld %s of %ld %s (%ld %s), %d %s per rank\n", t->info->tp_size, t->info->dp_size, t->info->nnodes,
       dlpar_plural(t->info->nnodes, "node", "nodes"), dlpar_backend_name(t->info->backend), c->global_batch_size,
@@ -540,7 +547,7 @@ static void banner(const trainer *t)
       dlpar_plural(loader_steps_per_epoch(t->train), "step", "steps"), t->total_steps,
       dlpar_plural(t->total_steps, "step", "steps"), omp_get_max_threads(),
       dlpar_plural(omp_get_max_threads(), "thread", "threads"));
-  train_say(t, "dlpar-train: writing to %s\n", t->run_dir);
+  train_say(t, "dlpar-train: writing to %s\n", dlpar_show(t->run_dir).text);
 }
 
 static void teardown(trainer *t)

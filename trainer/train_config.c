@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "trainer/input_file.h"
 #include "trainer/yamltree.h"
+#include "common/text.h"
 
 typedef enum { K_INT, K_FLOAT, K_STRING, K_BOOL, K_PAIR, K_LIMIT, K_AMP } key_type;
 
@@ -231,10 +232,9 @@ int config_notes(const train_config *c, const char **notes, int max)
 
 static int apply_value(config_set *set, int key, const ynode *value, const char *source, char *err, size_t errlen)
 {
-  char shown[72];
   if (store(&keys[key], value, &set->cfg) != 0) {
     snprintf(err, errlen, "%s: %s: expected %s, got '%s'", source, keys[key].name, type_name(keys[key].type),
-             value->kind == YNODE_SCALAR ? input_printable(value->text, shown, sizeof(shown))
+             value->kind == YNODE_SCALAR ? dlpar_show(value->text).text
              : value->kind == YNODE_SEQUENCE ? "a list" : "a mapping");
     return DLPAR_ERR_INPUT;
   }
@@ -246,13 +246,13 @@ static int apply_mapping(config_set *set, const ynode *map, const char *file, ch
 {
   for (int i = 0; i + 1 < map->n; i += 2) {
     const ynode *key = map->items[i];
-    char source[PATH_MAX + 32], shown[72];
+    char source[DLPAR_SHOWN_LEN + 16];
     int index;
-    snprintf(source, sizeof(source), "%s:%d", file, key->line);
+    snprintf(source, sizeof(source), "%s:%d", dlpar_show(file).text, key->line);
     index = key->kind == YNODE_SCALAR ? find_key(key->text) : -1;
     if (index < 0) {
       snprintf(err, errlen, "%s: unknown key '%s' in config '%s' (see dlpar-train(1) for the keys)", source,
-               key->kind == YNODE_SCALAR ? input_printable(key->text, shown, sizeof(shown)) : "?", set->cfg.name);
+               key->kind == YNODE_SCALAR ? dlpar_show(key->text).text : "?", dlpar_show(set->cfg.name).text);
       return DLPAR_ERR_INPUT;
     }
     if (apply_value(set, index, map->items[i + 1], source, err, errlen) != DLPAR_OK)
@@ -265,17 +265,16 @@ static int apply_mapping(config_set *set, const ynode *map, const char *file, ch
 static int apply_override(config_set *set, const char *arg, char *err, size_t errlen)
 {
   const char *eq = strchr(arg, '=');
-  char key[64], name[80], shown[72];
+  char key[64], name[80];
   ytree *tree = NULL;
   int index, rc;
   if (strncmp(arg, "--", 2) != 0 || !eq || eq - arg - 2 <= 0 || eq - arg - 2 >= (long)sizeof(key)) {
-    snprintf(err, errlen, "%s: expected --key=value (e.g. --lr=1e-3)", input_printable(arg, shown, sizeof(shown)));
+    snprintf(err, errlen, "%s: expected --key=value (e.g. --lr=1e-3)", dlpar_show(arg).text);
     return DLPAR_ERR_INPUT;
   }
   snprintf(key, sizeof(key), "%.*s", (int)(eq - arg - 2), arg + 2);
   if ((index = find_key(key)) < 0) {
-    snprintf(err, errlen, "--%s: unknown key (see dlpar-train(1) for the keys)",
-             input_printable(key, shown, sizeof(shown)));
+    snprintf(err, errlen, "--%s: unknown key (see dlpar-train(1) for the keys)", dlpar_show(key).text);
     return DLPAR_ERR_INPUT;
   }
   snprintf(name, sizeof(name), "--%s", key);
@@ -302,9 +301,8 @@ int config_load(config_set *set, const char *path, const char *name, char *const
     goto out;
   config = ynode_get(ytree_root(tree), name);
   if (!config || config->kind != YNODE_MAPPING) {
-    char shown[72];
     snprintf(err, errlen, "%s: no config named '%s' (give --config=NAME with a top-level mapping of the file)",
-             path, input_printable(name, shown, sizeof(shown)));
+             dlpar_show(path).text, dlpar_show(name).text);
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
@@ -367,7 +365,7 @@ static int check_parallel(const config_set *set, int tp, char *err, size_t errle
              "--dl-parallel=MxD gives tensor x data)", source_of(set, "context_parallel"), c->context_parallel);
   else if (strcmp(c->parallel_order, "tp-cp-dp") && strcmp(c->parallel_order, "tp-dp"))
     snprintf(err, errlen, "%s: parallel_order=%s: dlpar's grid puts tensor-parallel ranks next to each other "
-             "(tp-cp-dp or tp-dp)", source_of(set, "parallel_order"), c->parallel_order);
+             "(tp-cp-dp or tp-dp)", source_of(set, "parallel_order"), dlpar_show(c->parallel_order).text);
   else
     return DLPAR_OK;
   return DLPAR_ERR_INPUT;
@@ -396,10 +394,10 @@ int config_check(config_set *set, int tp, int dp, char *err, size_t errlen)
              c->dropout);
   else if (strcmp(c->optimizer, "Adam") != 0)
     snprintf(err, errlen, "%s: optimizer=%s: dlpar-train implements Adam only (set optimizer: 'Adam')",
-             source_of(set, "optimizer"), c->optimizer);
+             source_of(set, "optimizer"), dlpar_show(c->optimizer).text);
   else if (strcmp(c->lr_schedule, "cosine") && strcmp(c->lr_schedule, "constant") && strcmp(c->lr_schedule, "none"))
     snprintf(err, errlen, "%s: lr_schedule=%s: expected cosine, constant or none", source_of(set, "lr_schedule"),
-             c->lr_schedule);
+             dlpar_show(c->lr_schedule).text);
   else if (too_large(c, dp))
     snprintf(err, errlen, "%s: %s makes tensors beyond 32-bit sizes (img_size=[%d, %d], patch_size=%d, embed_dim=%d, "
              "depth=%d, %d samples per rank: lower it)", source_of(set, too_large(c, dp)), too_large(c, dp),
@@ -407,7 +405,8 @@ int config_check(config_set *set, int tp, int dp, char *err, size_t errlen)
   else if (c->lr <= 0)
     snprintf(err, errlen, "%s: lr=%g: the learning rate must be positive", source_of(set, "lr"), c->lr);
   else if (strcmp(c->attention, "cudnn") && strcmp(c->attention, "reference"))
-    snprintf(err, errlen, "%s: attention=%s: expected cudnn or reference", source_of(set, "attention"), c->attention);
+    snprintf(err, errlen, "%s: attention=%s: expected cudnn or reference", source_of(set, "attention"),
+             dlpar_show(c->attention).text);
   else if (!HAVE_CUDNN_ATTENTION && !strcmp(c->attention, "cudnn"))
     snprintf(err, errlen, "%s: attention=cudnn: this dlpar-train was built without cuDNN (set attention: reference, "
              "or rebuild where configure finds cuDNN 9.13.1 or later)", source_of(set, "attention"));
@@ -416,10 +415,46 @@ int config_check(config_set *set, int tp, int dp, char *err, size_t errlen)
   return DLPAR_ERR_INPUT;
 }
 
-int config_to_yaml(const train_config *c, char *out, size_t len)
+/* Whether YAML keeps code point c as is inside a double-quoted scalar: not
+ * a control character, not one of YAML's line breaks (U+0085, U+2028,
+ * U+2029, which it folds into a space), not a BOM or non-character. */
+static bool yaml_keeps(unsigned long c)
+{
+  return c >= 0x20 && c != 0x7f && !(c >= 0x80 && c < 0xa0) && c != 0x2028 && c != 0x2029 && c != 0xfeff &&
+         c != 0xfffe && c != 0xffff;
+}
+
+/* text as a YAML double-quoted scalar and a newline: \\ and " escaped, and
+ * every character YAML would not keep as \xNN, \uNNNN or \UNNNNNNNN, so any
+ * value reads back as itself. (Values came through libyaml: valid UTF-8.) */
+static size_t yaml_quoted(const char *text, char *out, size_t len)
+{
+  size_t used = (size_t)snprintf(out, len, "\"");
+  for (const char *p = text; *p && used < len;) {
+    unsigned long c;
+    const size_t n = dlpar_utf8_decode(p, &c);
+    if (n == 0) /* not UTF-8: the byte as \xNN */
+      c = (unsigned char)*p;
+    if (c == '"' || c == '\\')
+      used += (size_t)snprintf(out + used, len - used, "\\%c", (char)c);
+    else if (n && yaml_keeps(c))
+      used += (size_t)snprintf(out + used, len - used, "%.*s", (int)n, p);
+    else
+      used += (size_t)snprintf(out + used, len - used,
+                               c < 0x100     ? "\\x%02lx"
+                               : c < 0x10000 ? "\\u%04lx"
+                                             : "\\U%08lx",
+                               c);
+    p += n ? n : 1;
+  }
+  return used < len ? used + (size_t)snprintf(out + used, len - used, "\"\n") : used;
+}
+
+int config_to_yaml(const train_config *c, char *out, size_t len, char *err, size_t errlen)
 {
   size_t used = 0;
-  used += (size_t)snprintf(out + used, len - used, "# dlpar-train: config '%s' of %s, resolved\n", c->name, c->file);
+  used += (size_t)snprintf(out + used, len - used, "# dlpar-train: config '%s' of %s, resolved\n",
+                           dlpar_show(c->name).text, dlpar_show(c->file).text);
   for (int i = 0; i < NKEYS && used < len; i++) {
     const key_spec *k = &keys[i];
     const char *field = (const char *)c + k->offset;
@@ -445,8 +480,12 @@ int config_to_yaml(const train_config *c, char *out, size_t len)
       used += (size_t)snprintf(out + used, len - used, "%s\n", names[*(const amp_mode *)field]);
       break;
     }
-    default: used += (size_t)snprintf(out + used, len - used, "'%s'\n", field); break;
+    default: used += yaml_quoted(field, out + used, len - used); break;
     }
   }
-  return used < len ? DLPAR_OK : DLPAR_ERR_INPUT;
+  if (used < len)
+    return DLPAR_OK;
+  snprintf(err, errlen, "config '%s': the resolved config is longer than %zu bytes (shorten its strings)",
+           dlpar_show(c->name).text, len);
+  return DLPAR_ERR_INPUT;
 }

@@ -70,8 +70,9 @@ int config_check(config_set *set, int tp, int dp, char *err, size_t errlen);
 /* The keys set that only name a PyTorch mechanism, each as one line saying
  * what dlpar does instead; returns how many (at most max). */
 int config_notes(const train_config *cfg, const char **notes, int max);
-/* The resolved config as YAML text (checkpoints, logs). */
-int config_to_yaml(const train_config *cfg, char *out, size_t len);
+/* The resolved config as YAML text (checkpoints, logs): a mapping of every
+ * key, strings double-quoted and escaped, so it loads back as the same config. */
+int config_to_yaml(const train_config *cfg, char *out, size_t len, char *err, size_t errlen);
 bool config_is_key(const char *key);
 /* A key given on the command line without a value means true (--enable_jit). */
 bool config_key_is_bool(const char *key);

@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "trainer/input_file.h"
+#include "common/text.h"
 
 /* Names to nodes, for a mapping's keys (node unused) and the anchors: an
  * open-addressing hash table, so any number of them costs linear time. */
@@ -155,10 +156,9 @@ static ynode *find_anchor(ytree *t, const char *name)
 /* "NAME:LINE: " and the message; arg (input text, or NULL) is shown printable. */
 static int fail(ytree *t, int line, const char *fmt, const char *arg)
 {
-  char name[PATH_MAX + 8], shown[72];
-  int n = snprintf(t->err, t->errlen, "%s:%d: ", input_printable(t->name, name, sizeof(name)), line);
+  int n = snprintf(t->err, t->errlen, "%s:%d: ", dlpar_show(t->name).text, line);
   if (n > 0 && (size_t)n < t->errlen)
-    snprintf(t->err + n, t->errlen - (size_t)n, fmt, arg ? input_printable(arg, shown, sizeof(shown)) : "");
+    snprintf(t->err + n, t->errlen - (size_t)n, fmt, arg ? dlpar_show(arg).text : "");
   return DLPAR_ERR_INPUT;
 }
 
@@ -378,14 +378,14 @@ static int read_document(const char *path, char **text, char *err, size_t errlen
     return rc;
   rc = DLPAR_ERR_INPUT;
   if (size > YTREE_MAX_BYTES)
-    snprintf(err, errlen, "%s: %lld bytes, more than the %d a config may have (check the path)", path,
+    snprintf(err, errlen, "%s: %lld bytes, more than the %d a config may have (check the path)", dlpar_show(path).text,
              (long long)size, YTREE_MAX_BYTES);
   else if (!(*text = malloc((size_t)size + 1)))
-    snprintf(err, errlen, "%s: out of memory", path), rc = DLPAR_ERR_SYSTEM;
+    snprintf(err, errlen, "%s: out of memory", dlpar_show(path).text), rc = DLPAR_ERR_SYSTEM;
   else if ((got = read(fd, *text, (size_t)size)) != (ssize_t)size)
-    snprintf(err, errlen, "%s: cannot read the config file (check the path)", path);
+    snprintf(err, errlen, "%s: cannot read the config file (check the path)", dlpar_show(path).text);
   else if (memchr(*text, '\0', (size_t)got))
-    snprintf(err, errlen, "%s: holds a NUL byte, so it is not YAML text (check the path)", path);
+    snprintf(err, errlen, "%s: holds a NUL byte, so it is not YAML text (check the path)", dlpar_show(path).text);
   else {
     (*text)[got] = '\0';
     rc = DLPAR_OK;

@@ -1,3 +1,3 @@
 #!/bin/bash
-# tests/fuzz/config.sh: config files and --key=value overrides (trainer/train_config.c) under the fuzzer (see tests/fuzz/run.sh).
+# tests/fuzz/config.sh: config files and --key=value overrides (trainer/train_config.c): its fuzz corpus replayed (see tests/fuzz/run.sh).
 . "$DLPAR_SRCDIR/tests/fuzz/run.sh" config

@@ -1,18 +1,23 @@
 /* tests/fuzz/driver.c: the seeded mutation driver, for machines without
  * clang's libFuzzer: it runs a fuzz target (LLVMFuzzerTestOneInput) over
- * its seed files, then over mutations of them (bit flips, bytes, YAML and
+ * its seed files once each (with --seconds=0 that is all: the replay of
+ * `make check`), then over mutations of them (bit flips, bytes, YAML and
  * number tokens inserted, ranges deleted, duplicated or spliced from
  * another seed) for a time, from a seed, so a run can be repeated. No
  * coverage feedback: a weaker search than libFuzzer's, named as such.
  * Every input runs under a per-input timeout (SIGALRM) and an address-space
  * limit (RLIMIT_AS: memory beyond it is a malloc failure the readers must
  * report, not a crash). A crash, an abort or a timeout writes the input to
- * crash-TARGET-N (or timeout-) and ends with one line and exit 1.
+ * crash-N (or timeout-N) and ends with one line and exit 1.
+ * --minimize=FILE --out=MIN shrinks a failing input instead: chunks are
+ * cut while the target still fails on what is left (each try in a child).
  *   fuzz_X [--seconds=S] [--seed=N] [--timeout=S] [--max-len=N] [--rss-limit-mb=N] FILE|DIR...
+ *   fuzz_X --minimize=FILE --out=MIN [--timeout=S]
  */
 #include "config.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -21,6 +26,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +48,7 @@ typedef struct {
   unsigned timeout;
   size_t max_len;
   long rss_limit_mb;
+  const char *minimize, *out; /* --minimize: the failing input and where its shrunk form goes */
 } options;
 
 /* What the signal handlers need: the input being run (kept by main). */
@@ -196,6 +203,10 @@ static int parse_options(int argc, char **argv, options *o, corpus *c)
       o->max_len = (size_t)atol(argv[i] + 10);
     else if (strncmp(argv[i], "--rss-limit-mb=", 15) == 0)
       o->rss_limit_mb = atol(argv[i] + 15);
+    else if (strncmp(argv[i], "--minimize=", 11) == 0)
+      o->minimize = argv[i] + 11;
+    else if (strncmp(argv[i], "--out=", 6) == 0)
+      o->out = argv[i] + 6;
     else if (add_path(c, argv[i]) != 0) {
       fprintf(stderr, "fuzz: %s: cannot read this seed (give files or directories)\n", argv[i]);
       return -1;
@@ -203,6 +214,10 @@ static int parse_options(int argc, char **argv, options *o, corpus *c)
   }
   if (!o->seed)
     o->seed = 1; /* xorshift needs a non-zero state */
+  if (o->minimize && (!o->out || add_path(c, o->minimize) != 0 || c->n != 1)) {
+    fprintf(stderr, "fuzz: --minimize=FILE needs --out=MIN and a readable FILE\n");
+    return -1;
+  }
   return c->n || add_input(c, (const uint8_t *)"", 0) == 0 ? 0 : -1;
 }
 
@@ -212,6 +227,57 @@ static void run_one(const input *in, unsigned timeout)
   alarm(timeout);
   LLVMFuzzerTestOneInput(in->data, in->size);
   alarm(0);
+}
+
+/* Whether the target fails (a signal, an abort, the timeout) on the input:
+ * run in a child, quietly, with the default signal actions. */
+static bool fails_in_child(const input *in, unsigned timeout)
+{
+  int status;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+      dup2(null, STDERR_FILENO);
+    signal(SIGALRM, SIG_DFL), signal(SIGSEGV, SIG_DFL), signal(SIGBUS, SIG_DFL);
+    signal(SIGABRT, SIG_DFL), signal(SIGFPE, SIG_DFL), signal(SIGILL, SIG_DFL);
+    alarm(timeout);
+    LLVMFuzzerTestOneInput(in->data, in->size);
+    _exit(0);
+  }
+  return pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+}
+
+/* Cuts chunks (halves, then quarters, ... single bytes) while the target
+ * still fails on what is left; writes the result to out. */
+static int minimize(input *in, unsigned timeout, const char *out)
+{
+  input cut = {malloc(in->size + 1), 0};
+  FILE *f;
+  if (!cut.data || !fails_in_child(in, timeout)) {
+    fprintf(stderr, "fuzz: %s: the target does not fail on it (nothing to minimize)\n", out);
+    return 1;
+  }
+  for (size_t chunk = in->size / 2; chunk >= 1; chunk /= 2) {
+    for (size_t at = 0; at + chunk <= in->size;) {
+      memcpy(cut.data, in->data, at);
+      memcpy(cut.data + at, in->data + at + chunk, in->size - at - chunk);
+      cut.size = in->size - chunk;
+      if (fails_in_child(&cut, timeout)) {
+        memcpy(in->data, cut.data, cut.size);
+        in->size = cut.size;
+      } else {
+        at += chunk;
+      }
+    }
+  }
+  free(cut.data);
+  if (!(f = fopen(out, "wb")) || fwrite(in->data, 1, in->size, f) != in->size || fclose(f) != 0) {
+    fprintf(stderr, "fuzz: %s: cannot write the minimized input\n", out);
+    return 1;
+  }
+  printf("fuzz: minimized to %zu bytes: %s\n", in->size, out);
+  return 0;
 }
 
 int main(int argc, char **argv)
@@ -225,6 +291,8 @@ int main(int argc, char **argv)
   input mutant;
   if (parse_options(argc, argv, &o, &c) != 0)
     return 2;
+  if (o.minimize)
+    return minimize(&c.items[0], o.timeout, o.out);
   limit.rlim_cur = limit.rlim_max = (rlim_t)o.rss_limit_mb << 20;
   setrlimit(RLIMIT_AS, &limit);
   signal(SIGALRM, on_signal), signal(SIGSEGV, on_signal), signal(SIGBUS, on_signal);
@@ -234,7 +302,8 @@ int main(int argc, char **argv)
   if (!(mutant.data = malloc(o.max_len)))
     return 2;
   clock_gettime(CLOCK_MONOTONIC, &start);
-  do {
+  now = start;
+  while ((double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec) < o.seconds) {
     const input *base = &c.items[next_random(&o.seed) % (unsigned long)c.n];
     const int rounds = 1 + (int)(next_random(&o.seed) % 8);
     mutant.size = base->size < o.max_len ? base->size : o.max_len;
@@ -244,9 +313,13 @@ int main(int argc, char **argv)
     run_one(&mutant, o.timeout);
     runs++;
     clock_gettime(CLOCK_MONOTONIC, &now);
-  } while ((double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec) < o.seconds);
+  }
   getrusage(RUSAGE_SELF, &usage);
-  printf("fuzz: %ld inputs (%d seeds), 0 crashes, 0 timeouts, peak RSS %ld MB\n", runs, c.n, usage.ru_maxrss / 1024);
+  {
+    const double seconds = (double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec);
+    printf("fuzz: %ld inputs (%d seeds) in %.0f s, %.0f inputs/s, 0 crashes, 0 timeouts, peak RSS %ld MB\n", runs, c.n,
+           seconds, seconds > 0 ? (double)(runs - c.n) / seconds : 0.0, usage.ru_maxrss / 1024);
+  }
   for (int i = 0; i < c.n; i++)
     free(c.items[i].data);
   free(c.items);

@@ -2,7 +2,8 @@
  * (trainer/train_config.c over yamltree) on any input: the text up to a
  * line "--8<--" is the file (config 'base' is loaded), each line after it
  * one override; a loaded config is then checked against grids and
- * printed, as dlpar-train does. */
+ * printed, as dlpar-train does, and what is printed (the config a
+ * checkpoint keeps) must load back as the same config. */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
@@ -37,6 +38,28 @@ static size_t split(char *text, char **overrides, int *n)
   return (size_t)(cut - text) + 1; /* with its newline */
 }
 
+/* The printed config under a top-level key "r", loaded again and printed
+ * again: the same text after the first (comment) line, or abort. */
+static void expect_round_trip(const char *path, const char *yaml)
+{
+  static config_set again;
+  static char text[32768], yaml_again[16384];
+  char err[DLPAR_ERRLEN] = "";
+  size_t used = (size_t)snprintf(text, sizeof(text), "r:\n");
+  for (const char *line = yaml; *line && used < sizeof(text);) {
+    const size_t len = strcspn(line, "\n");
+    used += (size_t)snprintf(text + used, sizeof(text) - used, "  %.*s\n", (int)len, line);
+    line += len + (line[len] == '\n');
+  }
+  write_file(path, text, strlen(text));
+  if (config_load(&again, path, "r", NULL, 0, err, sizeof(err)) != DLPAR_OK ||
+      config_to_yaml(&again.cfg, yaml_again, sizeof(yaml_again), err, sizeof(err)) != DLPAR_OK ||
+      strcmp(strchr(yaml, '\n'), strchr(yaml_again, '\n')) != 0) {
+    fprintf(stderr, "fuzz: the printed config does not load back as itself: %s\n", err);
+    abort();
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   static config_set set; /* large: 64 sources of PATH_MAX */
@@ -51,8 +74,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int checked = config_check(&set, tp, 4 / tp, err, sizeof(err));
     fuzz_expect_one_line(checked, err);
   }
-  if (rc == DLPAR_OK)
-    (void)config_to_yaml(&set.cfg, yaml, sizeof(yaml));
+  if (rc == DLPAR_OK && config_to_yaml(&set.cfg, yaml, sizeof(yaml), err, sizeof(err)) == DLPAR_OK)
+    expect_round_trip(path, yaml);
   free(text);
   return 0;
 }

@@ -1,9 +1,12 @@
 # tests/fuzz/: fuzz targets over the readers of user input (YAML tree,
-# config + overrides, .npy, checkpoint), run by tests/fuzz/TARGET.sh for a
-# bounded time in make check (tests/fuzz/run.sh). Each target is built
-# twice: with the seeded mutation driver (driver.c) by CC, always; and where
-# configure found clang with libFuzzer, with -fsanitize=fuzzer,address,
-# undefined from the same sources (tests/fuzz/libfuzzer/fuzz_TARGET).
+# config + overrides, .npy, checkpoint). make check replays each target's
+# corpus once per input (tests/fuzz/TARGET.sh, tests/fuzz/run.sh):
+# deterministic. `make fuzz` explores at random for a bounded time per target
+# (FUZZ_SECONDS, default 300; FUZZ_SEED) and adds what it finds, minimised,
+# to the corpus (tests/fuzz/explore.sh). Each target is built twice: with
+# the seeded mutation driver (driver.c) by CC, always; and where configure
+# found clang with libFuzzer, with -fsanitize=fuzzer,address,undefined from
+# the same sources (tests/fuzz/libfuzzer/fuzz_TARGET).
 FUZZ_NAMES = yaml config npy checkpoint
 FUZZ_DRIVER = tests/fuzz/driver.c tests/fuzz/fuzz_common.c tests/fuzz/fuzz.h
 check_PROGRAMS += tests/fuzz/fuzz_yaml tests/fuzz/fuzz_config tests/fuzz/fuzz_npy tests/fuzz/fuzz_checkpoint
@@ -21,7 +24,7 @@ tests_fuzz_fuzz_checkpoint_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
 FUZZ_TESTS = tests/fuzz/yaml.sh tests/fuzz/config.sh tests/fuzz/npy.sh tests/fuzz/checkpoint.sh
 dist_check_SCRIPTS += $(FUZZ_TESTS)
 TESTS += $(FUZZ_TESTS)
-EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/fuzz_yaml.c tests/fuzz/fuzz_config.c tests/fuzz/fuzz_npy.c \
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus.sh tests/fuzz/explore.sh tests/fuzz/fuzz_yaml.c tests/fuzz/fuzz_config.c tests/fuzz/fuzz_npy.c \
 	tests/fuzz/fuzz_checkpoint.c tests/fuzz/seeds
 
 if HAVE_LIBFUZZER
@@ -50,4 +53,14 @@ tests/fuzz/npy.log: tests/fuzz/libfuzzer/fuzz_npy
 tests/fuzz/checkpoint.log: tests/fuzz/libfuzzer/fuzz_checkpoint
 endif
 clean-local:
-	-rm -rf tests/fuzz/libfuzzer
+	-rm -rf tests/fuzz/libfuzzer tests/fuzz/explore-*
+
+# make fuzz [FUZZ_SECONDS=300] [FUZZ_SEED=N] [FUZZ_TARGETS="yaml config"]
+FUZZ_SECONDS = 300
+FUZZ_TARGETS = $(FUZZ_NAMES)
+fuzz: tests/fuzz/fuzz_yaml tests/fuzz/fuzz_config tests/fuzz/fuzz_npy tests/fuzz/fuzz_checkpoint \
+		trainer/dlpar-gen-data $(LIBFUZZER_TARGETS)
+	@$(MKDIR_P) tests; rc=0; for t in $(FUZZ_TARGETS); do \
+	  DLPAR_SRCDIR=$(abs_top_srcdir) DLPAR_BUILDDIR=$(abs_top_builddir) DLPAR_FUZZ_SECONDS=$(FUZZ_SECONDS) \
+	  $(if $(FUZZ_SEED),DLPAR_FUZZ_SEED=$(FUZZ_SEED)) bash $(srcdir)/tests/fuzz/explore.sh $$t || rc=1; done; exit $$rc
+.PHONY: fuzz

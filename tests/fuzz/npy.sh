@@ -1,3 +1,3 @@
 #!/bin/bash
-# tests/fuzz/npy.sh: the .npy reader (trainer/npy.c) under the fuzzer (see tests/fuzz/run.sh).
+# tests/fuzz/npy.sh: the .npy reader (trainer/npy.c): its fuzz corpus replayed (see tests/fuzz/run.sh).
 . "$DLPAR_SRCDIR/tests/fuzz/run.sh" npy

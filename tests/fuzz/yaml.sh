@@ -1,3 +1,3 @@
 #!/bin/bash
-# tests/fuzz/yaml.sh: the YAML tree (trainer/yamltree.c) under the fuzzer (see tests/fuzz/run.sh).
+# tests/fuzz/yaml.sh: the YAML tree (trainer/yamltree.c): its fuzz corpus replayed (see tests/fuzz/run.sh).
 . "$DLPAR_SRCDIR/tests/fuzz/run.sh" yaml

@@ -52,6 +52,14 @@ expect_contains "DLPAR_BACKEND=ncl" "$out" "DLPAR_BACKEND=ncl: unknown backend (
 out=$(DLPAR_NCCL_GROUPS=splt "$B/tools/dlpar-run" -n 2 -- "$hello" 2>&1)
 expect_rc "DLPAR_NCCL_GROUPS=splt" $? 1
 expect_contains "DLPAR_NCCL_GROUPS=splt" "$out" "DLPAR_NCCL_GROUPS=splt: unknown (use initrank or split, or unset it)"
+# A value holding a newline and an escape byte is shown escaped: the refusal stays one line.
+out=$(env -u PMIX_NAMESPACE DLPAR_BACKEND=$'x\n\e[2J' "$hello" 2>&1)
+expect_rc "DLPAR_BACKEND with a newline" $? 1
+expect_eq "DLPAR_BACKEND with a newline: one line" "$(printf '%s\n' "$out" | wc -l)" 1
+expect_contains "DLPAR_BACKEND with a newline" "$out" 'DLPAR_BACKEND=x\n\x1b[2J: unknown backend'
+out=$(DLPAR_MODEX=$'x\n\e[2J' "$B/tools/dlpar-run" -n 2 -- "$hello" 2>&1)
+expect_rc "DLPAR_MODEX with a newline" $? 1
+expect_contains "DLPAR_MODEX with a newline" "$out" 'DLPAR_MODEX=x\n\x1b[2J: unknown (use direct or collect, or unset it)'
 out=$(env -u PMIX_NAMESPACE DLPAR_RENDEZVOUS_TIMEOUT=2min "$hello" 2>&1)
 expect_rc "DLPAR_RENDEZVOUS_TIMEOUT=2min" $? 1
 expect_contains "DLPAR_RENDEZVOUS_TIMEOUT=2min" "$out" \

@@ -35,7 +35,8 @@ static void test_parse(void)
   expect_parse_error("-4x2", "--dl-parallel=-4x2: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)");
   expect_parse_error("4x2x1", "--dl-parallel=4x2x1: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)");
   expect_parse_error("99999999999999999999x1", "--dl-parallel=99999999999999999999x1: M is too large (at most 1048576)");
-  expect_parse_error("4\xc3\x97" "2", "--dl-parallel=4\\xc3\\x972: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)");
+  expect_parse_error("4\x1b" "2", "--dl-parallel=4\\x1b2: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)");
+  expect_parse_error("4\xc3\x97" "2", "--dl-parallel=4\xc3\x97" "2: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)");
 }
 
 static void test_resolve(void)
@@ -123,7 +124,6 @@ static void test_text(void)
 {
   long value;
   double seconds;
-  char buf[16];
   dlpar_rank_list list;
   CHECK_INT(dlpar_parse_uint("123", 3, 1000, &value), 0);
   CHECK_INT(value, 123);
@@ -145,8 +145,6 @@ static void test_text(void)
   CHECK_STR(dlpar_plural(-1, "degree", "degrees"), "degree");
   CHECK_STR(dlpar_plural(0, "thread", "threads"), "threads");
   CHECK_STR(dlpar_plural(2, "batch", "batches"), "batches");
-  CHECK_STR(dlpar_quote("a\nb", buf, sizeof(buf)), "a\\x0ab");
-  CHECK_STR(dlpar_quote("0123456789abcdefghij", buf, sizeof(buf)), "01234567...");
   CHECK_INT(dlpar_rank_list_parse("0,2,5-7", &list), 0);
   CHECK(dlpar_rank_list_has(&list, 6) && !dlpar_rank_list_has(&list, 4) && !dlpar_rank_list_has(&list, 8));
   CHECK_INT(dlpar_rank_list_max(&list), 7);
@@ -156,6 +154,34 @@ static void test_text(void)
   CHECK(list.all && dlpar_rank_list_has(&list, 1000));
 }
 
+/* Input text in a message: one line, escaped as C writes it, cut with "...". */
+static void test_quote(void)
+{
+  char buf[16], long_text[400];
+  CHECK_STR(dlpar_quote("a\nb\tc\rd", buf, sizeof(buf)), "a\\nb\\tc\\rd");
+  CHECK_STR(dlpar_quote("\x1b[31m\x7f", buf, sizeof(buf)), "\\x1b[31m\\x7f");
+  CHECK_STR(dlpar_quote("0123456789abcdefghij", buf, sizeof(buf)), "0123456789ab...");
+  CHECK_STR(dlpar_quote("0123456789abcde", buf, sizeof(buf)), "0123456789abcde"); /* fits exactly */
+  CHECK_STR(dlpar_quote("0123456789abc\n", buf, sizeof(buf)), "0123456789abc\\n");
+  CHECK_STR(dlpar_quote("0123456789abcd\n", buf, sizeof(buf)), "0123456789ab...");
+  CHECK_STR(dlpar_quote(NULL, buf, sizeof(buf)), "(none)");
+  CHECK_STR(dlpar_quote("x", buf, 1), "");
+  /* printable UTF-8 as is; invalid, C1 controls, line separators and bidi overrides escaped */
+  CHECK_STR(dlpar_show("M\xc3\xbcller").text, "M\xc3\xbcller");
+  CHECK_STR(dlpar_show("\xc3").text, "\\xc3");
+  CHECK_STR(dlpar_show("\xc2\x9b").text, "\\xc2\\x9b");
+  CHECK_STR(dlpar_show("a\xe2\x80\xa8" "b").text, "a\\xe2\\x80\\xa8" "b");
+  CHECK_STR(dlpar_show("\xe2\x80\xae").text, "\\xe2\\x80\\xae");
+  CHECK_STR(dlpar_show("\xc0\xaf").text, "\\xc0\\xaf");
+  CHECK_STR(dlpar_show("\xf5\x80\x80\x80").text, "\\xf5\\x80\\x80\\x80");
+  CHECK_STR(dlpar_show("\xf0\x9f\x98\x80").text, "\xf0\x9f\x98\x80");
+  memset(long_text, '\n', sizeof(long_text) - 1);
+  long_text[sizeof(long_text) - 1] = '\0';
+  CHECK(strlen(dlpar_show(long_text).text) == DLPAR_SHOWN_LEN - 1); /* 78 of "\\n", then "..." */
+  CHECK(strchr(dlpar_show(long_text).text, '\n') == NULL);
+  CHECK(strcmp(dlpar_show(long_text).text + DLPAR_SHOWN_LEN - 4, "...") == 0);
+}
+
 int main(void)
 {
   test_parse();
@@ -163,5 +189,6 @@ int main(void)
   test_members();
   test_span();
   test_text();
+  test_quote();
   return check_report("test_grid");
 }

@@ -102,7 +102,7 @@ static void test_refusals(void)
   refused("--resume takes no value", "c.yaml", "--resume=yes", NULL);
   refused("one config file only", "--yaml_config=a.yaml", "b.yaml", NULL);
   refused("no config file", "--config=short", NULL);
-  refused("--run=a/b: a name without '/'", "c.yaml", "--run_num=a/b", NULL);
+  refused("--run=a/b: a directory name without '/'", "c.yaml", "--run_num=a/b", NULL);
   refused("expected --device=cpu, cuda or auto", "c.yaml", "--device=tpu", NULL);
   refused("one of them", "c.yaml", "--enable_benchy", "--enable_manual_profiling", NULL);
 }

@@ -189,14 +189,6 @@ static void test_files(void)
   rmdir(dir);
 }
 
-static void test_printable(void)
-{
-  char buf[16];
-  CHECK_STR(input_printable("a\nb\tc\x01", buf, sizeof(buf)), "a\\nb\\tc\\x01");
-  CHECK_STR(input_printable("0123456789abcdefghij", buf, sizeof(buf)), "012345678...");
-  CHECK_STR(input_printable("short", buf, sizeof(buf)), "short");
-}
-
 int main(void)
 {
   test_merge_keys();
@@ -207,6 +199,5 @@ int main(void)
   test_many_anchors();
   test_size();
   test_files();
-  test_printable();
   return check_report("test_yamltree");
 }
