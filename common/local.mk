@@ -8,6 +8,7 @@ common_libdlpar_common_la_SOURCES = \
 	common/grid.c common/grid.h \
 	common/profile.c common/profile.h \
 	common/topo.c common/topo.h \
-	common/taskenv.c common/taskenv.h
+	common/taskenv.c common/taskenv.h \
+	common/torchenv.c common/torchenv.h
 common_libdlpar_common_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
 common_libdlpar_common_la_LIBADD = $(HWLOC_LIBS)

@@ -70,10 +70,18 @@ void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
   add(list, "DLPAR_PROFILE_OUTPUT", "%s", env->profile_output);
   add(list, "DLPAR_VERBOSE", "%d", env->verbose ? 1 : 0);
   add(list, "DLPAR_CHECK", "%s", env->check == DLPAR_CHECK_ONLY ? "only" : env->check == DLPAR_CHECK_ON ? "on" : "off");
-  add(list, "RANK", "%d", env->rank);
-  add(list, "LOCAL_RANK", "%d", env->local_rank);
-  add(list, "WORLD_SIZE", "%d", size);
-  add(list, "LOCAL_WORLD_SIZE", "%d", env->local_size);
+  if (env->torch_env) {
+    add(list, "RANK", "%d", env->rank);
+    add(list, "LOCAL_RANK", "%d", env->local_rank);
+    add(list, "WORLD_SIZE", "%d", size);
+    add(list, "LOCAL_WORLD_SIZE", "%d", env->local_size);
+    add(list, "GROUP_RANK", "%d", env->node_rank);
+    add(list, "NODE_RANK", "%d", env->node_rank);
+    add(list, "MASTER_ADDR", "%s", env->master_addr);
+    add(list, "MASTER_PORT", "%d", env->master_port);
+    if (env->gloo_ifname[0])
+      add(list, "GLOO_SOCKET_IFNAME", "%s", env->gloo_ifname);
+  }
   if (env->binding.gpu >= 0) {
     add(list, "CUDA_VISIBLE_DEVICES", "%s", env->binding.visible);
     add(list, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");

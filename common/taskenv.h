@@ -34,9 +34,16 @@ typedef struct {
   char profile_output[512];
   bool verbose;
   dlpar_check_mode check;
+  /* the PyTorch env:// contract (common/torchenv.h); torch_env false
+   * (--dl-env=none): none of its names is exported */
+  bool torch_env;
+  int node_rank;
+  char master_addr[64];
+  int master_port;
+  char gloo_ifname[32]; /* "" : not exported */
 } dlpar_task_env;
 
-#define DLPAR_ENV_MAX_VARS 32
+#define DLPAR_ENV_MAX_VARS 48
 typedef struct {
   int count;
   struct {
@@ -45,7 +52,9 @@ typedef struct {
   } var[DLPAR_ENV_MAX_VARS];
 } dlpar_env_list;
 
-/* The variables to set in the task's environment. */
+/* The variables to set in the task's environment. The torch names
+ * (dlpar_env_is_torch_name) are to be set without overwriting: a value the
+ * user exported wins. */
 void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list);
 
 /* From the process environment. *present is false when no launcher exported

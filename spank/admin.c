@@ -51,8 +51,10 @@ static int parse_pair(const char *key, const char *value, dlpar_admin_config *co
     return parse_bool(key, value, &config->bind_cpus, err, errlen);
   if (strcmp(key, "bind_nic") == 0)
     return parse_bool(key, value, &config->bind_nic, err, errlen);
+  if (strcmp(key, "torch_ports") == 0)
+    return dlpar_port_range_parse(key, value, &config->torch_port_lo, &config->torch_port_hi, err, errlen);
   snprintf(err, errlen, "plugstack.conf: unknown key '%s' (known: tp_span, topology_xml, "
-           "profile_dir, bind_cpus, bind_nic)", dlpar_show(key).text);
+           "profile_dir, bind_cpus, bind_nic, torch_ports)", dlpar_show(key).text);
   return DLPAR_ERR_INPUT;
 }
 
@@ -63,6 +65,8 @@ int dlpar_admin_config_parse(int argc, char **argv, dlpar_admin_config *config, 
   config->tp_span = DLPAR_SPAN_ERROR;
   config->bind_cpus = true;
   config->bind_nic = true;
+  dlpar_port_range_parse("torch_ports", DLPAR_TORCH_PORTS_DEFAULT, &config->torch_port_lo, &config->torch_port_hi, err,
+                         errlen);
   for (int i = 0; i < argc; i++) {
     char key[64];
     const char *eq = strchr(argv[i], '=');

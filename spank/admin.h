@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "common/grid.h"
+#include "common/torchenv.h"
 
 typedef struct {
   dlpar_span_policy tp_span; /* tp_span=error|warn|allow (default error) */
@@ -14,6 +15,7 @@ typedef struct {
   char profile_dir[4096];    /* profile_dir=DIR: where profiles go (default: the task's cwd) */
   bool bind_cpus;            /* bind_cpus=yes|no (default yes) */
   bool bind_nic;             /* bind_nic=yes|no (default yes) */
+  int torch_port_lo, torch_port_hi; /* torch_ports=LO-HI: MASTER_PORT's range without reserved ports */
 } dlpar_admin_config;
 
 /* Parses argv (the plugstack.conf arguments). Unknown keys and bad values

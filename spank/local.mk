@@ -3,7 +3,7 @@
 plugindir = $(SLURM_PLUGINDIR)
 plugin_LTLIBRARIES = spank/spank_dlpar.la
 spank_spank_dlpar_la_SOURCES = \
-	spank/plugin.c spank/plugin.h spank/state.c spank/state.h spank/options.c spank/srun.c spank/stepd.c \
+	spank/plugin.c spank/plugin.h spank/state.c spank/state.h spank/options.c spank/srun.c spank/stepd.c spank/master.c \
 	spank/admin.c spank/admin.h spank/request.c spank/request.h
 spank_spank_dlpar_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 spank_spank_dlpar_la_LDFLAGS = -module -avoid-version -shared -no-undefined \

@@ -9,7 +9,7 @@
 #include "common/status.h"
 #include "spank/plugin.h"
 
-enum { OPT_PARALLEL, OPT_PROFILE, OPT_PROFILE_STEPS, OPT_PROFILE_RANKS, OPT_VERBOSE, OPT_CHECK };
+enum { OPT_PARALLEL, OPT_PROFILE, OPT_PROFILE_STEPS, OPT_PROFILE_RANKS, OPT_VERBOSE, OPT_CHECK, OPT_ENV };
 
 /* A bare --dl-check given to sbatch/salloc reaches the job's steps through
  * the environment as the text "(null)" (Slurm 22.05 prints the option's NULL
@@ -29,6 +29,7 @@ static int store_option(int val, const char *optarg, int remote UNUSED)
   case OPT_PROFILE_RANKS: dlpar_user_value_store(&options->profile_ranks, optarg); break;
   case OPT_VERBOSE: options->verbose = true; break;
   case OPT_CHECK: dlpar_user_value_store(&options->check, optional_argument(optarg)); break;
+  case OPT_ENV: dlpar_user_value_store(&options->env, optarg); break;
   default: return -1;
   }
   return 0;
@@ -50,6 +51,10 @@ static struct spank_option dlpar_options[] = {
      "[dlpar] Before the program: every rank checks its binding, NCCL settings, an allreduce per group and a "
      "GEMM; one table, stragglers named with an --exclude list, non-zero exit on a failure. =only: check and stop.",
      2, OPT_CHECK, store_option},
+    {"dl-env", "torch|none",
+     "[dlpar] torch (default): export PyTorch's env:// variables (MASTER_ADDR, MASTER_PORT, RANK, LOCAL_RANK, "
+     "WORLD_SIZE...; a value you exported wins); none: export none of them.",
+     1, OPT_ENV, store_option},
     {"dl-verbose", NULL, "[dlpar] Print each task's rank, grid coordinates, GPU, CPUs and NIC.",
      0, OPT_VERBOSE, store_option},
     SPANK_OPTIONS_TABLE_END};
@@ -69,6 +74,7 @@ int dlpar_spank_parse_request(void)
 {
   char err[DLPAR_ERRLEN];
   if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
+                          &dlpar_spank.torch_env,
                           err, sizeof(err)) != DLPAR_OK) {
     dlpar_spank_error(err);
     return -1;

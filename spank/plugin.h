@@ -1,6 +1,6 @@
 /* spank/plugin.h: the entry points of each SPANK context, which
  * plugin.c's callbacks dispatch to: options.c (every context), srun.c
- * (srun), stepd.c (slurmstepd). The state they share: spank/state.h. */
+ * (srun), stepd.c and master.c (slurmstepd). The state they share: spank/state.h. */
 #ifndef DLPAR_SPANK_PLUGIN_H
 #define DLPAR_SPANK_PLUGIN_H
 
@@ -22,7 +22,9 @@ int dlpar_spank_parse_request(void);
 /* srun (spank/srun.c) */
 int dlpar_srun_local_user_init(spank_t sp);
 
-/* slurmstepd (spank/stepd.c) */
+/* slurmstepd: the step's torch rendezvous point, once per node
+ * (spank/master.c); the rest (spank/stepd.c) */
+int dlpar_master_prepare(spank_t sp);
 int dlpar_stepd_user_init(spank_t sp);
 int dlpar_stepd_task_init_privileged(spank_t sp);
 int dlpar_stepd_task_init(spank_t sp);

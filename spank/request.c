@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/status.h"
+#include "common/torchenv.h"
 
 void dlpar_user_value_store(dlpar_user_value *slot, const char *value)
 {
@@ -17,15 +18,18 @@ void dlpar_user_value_store(dlpar_user_value *slot, const char *value)
 bool dlpar_user_options_active(const dlpar_user_options *options)
 {
   return options->parallel.given || options->profile.given || options->profile_steps.given ||
-         options->profile_ranks.given || options->check.given || options->verbose;
+         options->profile_ranks.given || options->check.given || options->env.given || options->verbose;
 }
 
 int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *grid,
-                        dlpar_profile_request *profile, dlpar_check_mode *check, char *err, size_t errlen)
+                        dlpar_profile_request *profile, dlpar_check_mode *check, bool *torch_env, char *err,
+                        size_t errlen)
 {
   dlpar_profile_init(profile);
   *check = DLPAR_CHECK_OFF;
   if (options->check.given && dlpar_check_mode_parse(options->check.text, check, err, errlen) != DLPAR_OK)
+    return DLPAR_ERR_INPUT;
+  if (dlpar_env_mode_parse(options->env.given ? options->env.text : NULL, torch_env, err, errlen) != DLPAR_OK)
     return DLPAR_ERR_INPUT;
   if (options->parallel.given) {
     if (dlpar_grid_parse(options->parallel.text, grid, err, errlen) != DLPAR_OK)

@@ -20,7 +20,7 @@ typedef struct {
 } dlpar_user_value;
 
 typedef struct {
-  dlpar_user_value parallel, profile, profile_steps, profile_ranks, check;
+  dlpar_user_value parallel, profile, profile_steps, profile_ranks, check, env;
   bool verbose;
 } dlpar_user_options;
 
@@ -28,9 +28,11 @@ void dlpar_user_value_store(dlpar_user_value *slot, const char *value);
 bool dlpar_user_options_active(const dlpar_user_options *options);
 
 /* Syntax of every option. Without --dl-parallel the grid is 1xD (pure data
- * parallel, D = tasks); without --dl-check no checks. */
+ * parallel, D = tasks); without --dl-check no checks; without --dl-env the
+ * torch names are exported (torch_env). */
 int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *grid,
-                        dlpar_profile_request *profile, dlpar_check_mode *check, char *err, size_t errlen);
+                        dlpar_profile_request *profile, dlpar_check_mode *check, bool *torch_env, char *err,
+                        size_t errlen);
 
 /* --dl-profile=nsys: nsys on `path` (the PATH the tasks get) into nsys; else
  * DLPAR_ERR_INPUT, err naming `whose` PATH ("srun's", "rank 3 on n1"). */

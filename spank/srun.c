@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "common/status.h"
+#include "common/text.h"
+#include "common/torchenv.h"
 #include "spank/plugin.h"
 
 /* Where each rank runs, from Slurm's tasks-per-node and distribution; 0 when
@@ -86,6 +88,23 @@ static int check_nsys(void)
   return -1;
 }
 
+/* A torch name the user exported wins on every task (common/torchenv.h):
+ * said once per step, here. */
+static void report_kept_torch_names(void)
+{
+  char line[DLPAR_ERRLEN];
+  size_t used = 0;
+  for (int i = 0; dlpar_spank.torch_env && dlpar_torch_names[i] && used < sizeof(line); i++) {
+    const char *value = getenv(dlpar_torch_names[i]);
+    if (value)
+      used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s=%s", used ? ", " : "", dlpar_torch_names[i],
+                               dlpar_show(value).text);
+  }
+  if (used)
+    slurm_info("%s: keeping your exported %s for every task (unset them to get the step's; --dl-env=none "
+               "exports none)", DLPAR_PLUGIN, line);
+}
+
 int dlpar_srun_local_user_init(spank_t sp)
 {
   char err[DLPAR_ERRLEN];
@@ -107,5 +126,6 @@ int dlpar_srun_local_user_init(spank_t sp)
   }
   if (check_mpi() != 0 || check_nsys() != 0)
     return -1;
+  report_kept_torch_names();
   return check_span(&grid, (int)ntasks, (int)nnodes);
 }

@@ -22,6 +22,7 @@ typedef struct {
   dlpar_grid_request grid_request;
   dlpar_profile_request profile;
   dlpar_check_mode check;
+  bool torch_env; /* --dl-env: export the PyTorch env:// names (common/torchenv.h) */
   /* slurmstepd: the node's topology (read once, in user_init) and the
    * step's GPUs on the node (task_init_privileged: task_init sees only the
    * task's own GPU under --gpus-per-task) */
@@ -30,6 +31,13 @@ typedef struct {
   int nstep_gpus;
   int topology_status;
   char topology_error[DLPAR_ERRLEN];
+  /* slurmstepd, user_init: the step's torch rendezvous (spank/master.c) */
+  char master_addr[64];
+  char master_node[64]; /* the step's first node: rank 0's */
+  int master_port;
+  char gloo_ifname[32];
+  int master_status; /* DLPAR_OK, or the error task_init raises */
+  char master_error[DLPAR_ERRLEN];
 } dlpar_spank_state;
 
 extern dlpar_spank_state dlpar_spank;

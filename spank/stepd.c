@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "common/taskenv.h"
 #include "common/topo.h"
+#include "common/torchenv.h"
 #include "spank/plugin.h"
 
 typedef struct {
@@ -148,12 +149,28 @@ static int prepare_profile(spank_t sp, const task_facts *facts, dlpar_task_env *
   return DLPAR_OK;
 }
 
+/* The env:// contract: the node's rank among the step's nodes and the
+ * rendezvous point dlpar_master_prepare chose for the node. */
+static void set_torch_env(spank_t sp, dlpar_task_env *env)
+{
+  uint32_t node_id = 0;
+  env->torch_env = dlpar_spank.torch_env;
+  spank_get_item(sp, S_JOB_NODEID, &node_id);
+  env->node_rank = (int)node_id;
+  snprintf(env->master_addr, sizeof(env->master_addr), "%s", dlpar_spank.master_addr);
+  env->master_port = dlpar_spank.master_port;
+  snprintf(env->gloo_ifname, sizeof(env->gloo_ifname), "%s", dlpar_spank.gloo_ifname);
+}
+
+/* DLPAR_* overwrite; the torch names keep a value the user exported. */
 static int export_env(spank_t sp, const dlpar_task_env *env)
 {
   dlpar_env_list list;
   dlpar_task_env_export(env, &list);
   for (int i = 0; i < list.count; i++) {
-    if (spank_setenv(sp, list.var[i].name, list.var[i].value, 1) != ESPANK_SUCCESS)
+    const int overwrite = !dlpar_env_is_torch_name(list.var[i].name);
+    const spank_err_t rc = spank_setenv(sp, list.var[i].name, list.var[i].value, overwrite);
+    if (rc != ESPANK_SUCCESS && !(rc == ESPANK_ENV_EXISTS && !overwrite))
       return -1;
   }
   return 0;
@@ -183,7 +200,12 @@ int dlpar_stepd_user_init(spank_t sp)
   dlpar_spank.topology_status = dlpar_topology_load(xml, &dlpar_spank.topology,
                                                     dlpar_spank.topology_error,
                                                     sizeof(dlpar_spank.topology_error));
-
+  dlpar_spank.master_status = DLPAR_OK;
+  if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
+                          &dlpar_spank.torch_env, dlpar_spank.master_error,
+                          sizeof(dlpar_spank.master_error)) == DLPAR_OK &&
+      dlpar_spank.torch_env)
+    dlpar_master_prepare(sp);
   return 0; /* errors here never reach srun: task_init raises them */
 }
 
@@ -199,7 +221,7 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
   }
   if (check_not_heterogeneous(sp, &facts, err, errlen) != DLPAR_OK ||
       dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
-                          &dlpar_spank.check, err, errlen) != DLPAR_OK ||
+                          &dlpar_spank.check, &dlpar_spank.torch_env, err, errlen) != DLPAR_OK ||
       dlpar_grid_resolve(&dlpar_spank.grid_request, (int)facts.ntasks, &env.grid, err, errlen) != DLPAR_OK ||
       dlpar_profile_check(&dlpar_spank.profile, (int)facts.ntasks, err, errlen) != DLPAR_OK ||
       check_pmix(sp, err, errlen) != DLPAR_OK)
@@ -212,6 +234,11 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
   if (dlpar_spank.topology_status != DLPAR_OK) {
     snprintf(err, errlen, "%s", dlpar_spank.topology_error);
     return dlpar_spank.topology_status;
+  }
+  if (dlpar_spank.torch_env && dlpar_spank.master_status != DLPAR_OK) {
+    /* the node's problem, said by its first task only */
+    snprintf(err, errlen, "%s", facts.local_rank == 0 ? dlpar_spank.master_error : "");
+    return dlpar_spank.master_status;
   }
   rc = dlpar_map_task(&dlpar_spank.topology, dlpar_spank.step_gpus, dlpar_spank.nstep_gpus, facts.local_rank,
                       (int)facts.local_count, &env.binding, err, errlen);
@@ -228,6 +255,7 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
   env.span = dlpar_spank.admin.tp_span;
   env.verbose = dlpar_spank.options.verbose;
   env.check = dlpar_spank.check;
+  set_torch_env(sp, &env);
   rc = prepare_profile(sp, &facts, &env, err, errlen);
   if (rc != DLPAR_OK)
     return rc;
@@ -248,8 +276,10 @@ int dlpar_stepd_task_init(spank_t sp)
   char err[DLPAR_ERRLEN];
   if (!is_parallel_step(sp))
     return 0;
+  err[0] = '\0';
   if (setup_task(sp, err, sizeof(err)) != DLPAR_OK) {
-    dlpar_spank_error(err);
+    if (err[0]) /* empty: another task of the node said it */
+      dlpar_spank_error(err);
     return -1;
   }
   return 0;

@@ -64,6 +64,7 @@ INTEGRATION_TESTS = \
 	tests/integration/bed_pmix.sh \
 	tests/integration/spank_options.sh \
 	tests/integration/spank_env.sh \
+	tests/integration/torch_env.sh \
 	tests/integration/spank_profile.sh \
 	tests/integration/spank_admin.sh \
 	tests/integration/launcher_groups.sh \
@@ -100,7 +101,7 @@ check_PROGRAMS += tests/numerics/vit_dump
 tests_numerics_vit_dump_SOURCES = tests/numerics/vit_dump.c
 tests_numerics_vit_dump_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 tests_numerics_vit_dump_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
-EXTRA_DIST += tests/numerics/torch_reference.py tests/numerics/torch_vit.py tests/numerics/read_tfevents.py
+EXTRA_DIST += tests/numerics/torch_reference.py tests/numerics/torch_vit.py tests/numerics/read_tfevents.py tests/integration/torch/env_programs.py
 
 # GPU tests (make check-gpu runs only them): compiled and linked in every
 # make check, where they SKIP without a GPU. They find etc/vit.yaml through

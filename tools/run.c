@@ -46,6 +46,8 @@ typedef struct {
   double kill_deadline;    /* SIGKILL the rest at this time (0: none) */
   int signals_forwarded;
   int signal_fd, abort_pipe[2];
+  int master_port;         /* the env:// contract's port: the kernel's pick for this run */
+  char gloo_ifname[32];    /* the loopback interface */
 } launcher;
 
 static void usage(void)
@@ -53,7 +55,8 @@ static void usage(void)
   fprintf(stderr,
           "usage: dlpar-run -n N [--dl-parallel=MxD] [--dl-profile=nsys|nvtx|off]\n"
           "                 [--dl-profile-steps=A-B] [--dl-profile-ranks=LIST] [--dl-verbose]\n"
-          "                 [--check[=only]] [--tag-output] [--topology=XML] -- PROGRAM [ARGS...]\n"
+          "                 [--check[=only]] [--dl-env=torch|none] [--tag-output] [--topology=XML]\n"
+          "                 -- PROGRAM [ARGS...]\n"
           "Runs N ranks of PROGRAM on this machine under a PMIx server, with the\n"
           "environment srun --dl-parallel gives them (see dlpar-run(1)).\n");
 }
@@ -72,6 +75,10 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, char *err
   env->span = DLPAR_SPAN_ERROR;
   env->verbose = l->args.verbose;
   env->check = l->args.check;
+  env->torch_env = l->args.torch_env;
+  snprintf(env->master_addr, sizeof(env->master_addr), "127.0.0.1");
+  env->master_port = l->master_port;
+  snprintf(env->gloo_ifname, sizeof(env->gloo_ifname), "%s", l->gloo_ifname);
   if (visible && *visible)
     ngpus = dlpar_parse_id_list(visible, gpus, DLPAR_MAX_GPUS);
   rc = dlpar_map_task(&l->topology, gpus, ngpus > 0 ? ngpus : 0, rank, l->args.ntasks, &env->binding,
@@ -86,6 +93,33 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, char *err
   env->profile_this_rank = dlpar_profile_selects(&l->args.profile, rank);
   snprintf(job, sizeof(job), "local%ld", (long)getpid());
   dlpar_profile_output_name(".", job, "0", rank, env->profile_output, sizeof(env->profile_output));
+  return DLPAR_OK;
+}
+
+/* The env:// contract's rendezvous point on this machine: 127.0.0.1, a port
+ * the kernel picks as free (another dlpar-run gets another), the loopback
+ * interface for gloo; the torch names the user exported, said once. */
+static int plan_torch(launcher *l, char *err, size_t errlen)
+{
+  char kept[DLPAR_ERRLEN];
+  size_t used = 0;
+  if (!l->args.torch_env)
+    return DLPAR_OK;
+  if (!(l->master_port = dlpar_port_pick())) {
+    snprintf(err, errlen, "no free TCP port for MASTER_PORT on this machine (export MASTER_PORT, or --dl-env=none)");
+    return DLPAR_ERR_SYSTEM;
+  }
+  if (dlpar_route_ifname("127.0.0.1", l->gloo_ifname, sizeof(l->gloo_ifname)) != DLPAR_OK)
+    l->gloo_ifname[0] = '\0';
+  for (int i = 0; dlpar_torch_names[i] && used < sizeof(kept); i++) {
+    const char *value = getenv(dlpar_torch_names[i]);
+    if (value)
+      used += (size_t)snprintf(kept + used, sizeof(kept) - used, "%s%s=%s", used ? ", " : "", dlpar_torch_names[i],
+                               dlpar_show(value).text);
+  }
+  if (used)
+    fprintf(stderr, "dlpar-run: keeping your exported %s for every rank (unset them to get the run's; "
+            "--dl-env=none exports none)\n", kept);
   return DLPAR_OK;
 }
 
@@ -124,8 +158,8 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   if (l->args.ntasks > sysconf(_SC_NPROCESSORS_ONLN)) /* oversubscribed: yield, as mpirun does */
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   dlpar_task_env_export(env, &list);
-  for (int i = 0; i < list.count; i++)
-    setenv(list.var[i].name, list.var[i].value, 1);
+  for (int i = 0; i < list.count; i++) /* a torch name the user exported wins */
+    setenv(list.var[i].name, list.var[i].value, !dlpar_env_is_torch_name(list.var[i].name));
   dlpar_bind_cpus(env->binding.cpus); /* none allowed: the inherited set */
   execvp(l->args.program[0], l->args.program);
   fprintf(stderr, "dlpar-run: cannot run %s: %s (check the path and that it is executable)\n",
@@ -312,7 +346,8 @@ static int setup(launcher *l, char *err, size_t errlen)
   int rc;
   if ((rc = dlpar_grid_resolve(&l->args.grid_request, l->args.ntasks, &l->grid, err, errlen)) != DLPAR_OK ||
       (rc = dlpar_topology_load(l->args.topology_xml[0] ? l->args.topology_xml : NULL, &l->topology, err,
-                                errlen)) != DLPAR_OK)
+                                errlen)) != DLPAR_OK ||
+      (rc = plan_torch(l, err, errlen)) != DLPAR_OK)
     return rc;
   /* Signals are read from a signalfd; blocked before PMIx starts its thread. */
   sigemptyset(&set);

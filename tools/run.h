@@ -11,6 +11,7 @@
 #include "common/grid.h"
 #include "common/profile.h"
 #include "common/taskenv.h"
+#include "common/torchenv.h"
 
 typedef struct {
   int ntasks;
@@ -19,6 +20,7 @@ typedef struct {
   bool verbose;
   bool tag_output;
   dlpar_check_mode check;      /* --check[=only] */
+  bool torch_env;              /* --dl-env=torch (default) or none */
   char topology_xml[PATH_MAX]; /* --topology=XML or $DLPAR_HWLOC_XML; "" = this machine */
   char **program;              /* argv of the program (after --) */
 } dlpar_run_args;

@@ -48,6 +48,8 @@ static int parse_option(int argc, char **argv, int *i, dlpar_run_args *args, boo
     return dlpar_profile_parse_steps(v, &args->profile, err, errlen);
   if ((v = value_of(arg, "--dl-profile-ranks")))
     return dlpar_profile_parse_ranks(v, &args->profile, err, errlen);
+  if ((v = value_of(arg, "--dl-env")))
+    return dlpar_env_mode_parse(v, &args->torch_env, err, errlen);
   if ((v = value_of(arg, "--topology"))) {
     snprintf(args->topology_xml, sizeof(args->topology_xml), "%s", v);
     return DLPAR_OK;
@@ -75,6 +77,7 @@ int dlpar_run_parse_args(int argc, char **argv, dlpar_run_args *args, char *err,
   dlpar_grid grid;
   int i;
   memset(args, 0, sizeof(*args));
+  args->torch_env = true;
   dlpar_profile_init(&args->profile);
   if (xml)
     snprintf(args->topology_xml, sizeof(args->topology_xml), "%s", xml);

@@ -35,7 +35,7 @@ expect_rc "tp_span=allow: 4x1 on 2 x 2" $? 0
 expect_eq "tp_span=allow: silent" "$out" ""
 
 plugin_line colour=blue
-want="dlpar: plugstack.conf: unknown key 'colour' (known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic)"
+want="dlpar: plugstack.conf: unknown key 'colour' (known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic, torch_ports)"
 for flags in "--dl-parallel=1x1" ""; do
   out=$(srun -N1 -n1 $flags true 2>&1)
   expect_rc "unknown admin key, srun ${flags:-without --dl-*}" $? nonzero

@@ -13,7 +13,7 @@ for opt in "--dl-parallel=MxD" "--dl-profile=nsys|nvtx|off" "--dl-profile-steps=
 done
 
 long=$(printf '1%.0s' $(seq 300))
-shown=$(printf '1%.0s' $(seq 56))... # messages quote at most 56 bytes of a value
+shown=$(printf '1%.0s' $(seq 60))... # --dl-parallel's value is shown up to 60 bytes, then ...
 # args | expected message (after "dlpar: ")
 while IFS='|' read -r args message; do
   [ -n "$args" ] || continue
@@ -34,7 +34,7 @@ done <<EOF2
 -n4 --dl-parallel=2.0x2|--dl-parallel=2.0x2: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)
 -n4 "--dl-parallel=2 x2"|--dl-parallel=2 x2: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)
 -n4 --dl-parallel=99999999999x1|--dl-parallel=99999999999x1: M is too large (at most 1048576)
--n4 --dl-parallel=2×2|--dl-parallel=2\xc3\x972: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)
+-n4 --dl-parallel=2×2|--dl-parallel=2×2: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)
 -n4 --dl-parallel=$long|--dl-parallel=$shown: value too long (expected MxD, e.g. --dl-parallel=4x2)
 -n8 --dl-parallel=4x3|--dl-parallel=4x3 needs 12 tasks but the step has 8 (use -n 12 or --dl-parallel=4x2)
 -n3 --dl-parallel=2x2|--dl-parallel=2x2 needs 4 tasks but the step has 3 (use -n 4)

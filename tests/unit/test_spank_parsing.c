@@ -28,7 +28,11 @@ static void test_admin(void)
   CHECK(config.tp_span == DLPAR_SPAN_WARN && !config.bind_cpus);
   CHECK_STR(config.topology_xml, "/etc/dlpar/node.xml");
   CHECK_STR(config.profile_dir, "/scratch/prof");
-  expect_admin_error("colour=blue", "plugstack.conf: unknown key 'colour' (known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic)");
+  expect_admin_error("torch_ports=80-90", "plugstack.conf: torch_ports=80-90: expected a port range LO-HI within "
+                     "1024-65535 (e.g. torch_ports=20000-29399)");
+  expect_admin_error("torch_ports=30000-20000", "plugstack.conf: torch_ports=30000-20000: expected a port range LO-HI "
+                     "within 1024-65535 (e.g. torch_ports=20000-29399)");
+  expect_admin_error("colour=blue", "plugstack.conf: unknown key 'colour' (known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic, torch_ports)");
   expect_admin_error("tp_span=maybe", "plugstack.conf: tp_span=maybe: expected error, warn or allow");
   expect_admin_error("bind_nic=perhaps", "plugstack.conf: bind_nic=perhaps: expected yes or no");
   expect_admin_error("topology_xml=relative.xml", "plugstack.conf: topology_xml=relative.xml: expected an absolute path");
@@ -49,7 +53,8 @@ static int parse(const char *parallel, const char *profile, const char *steps, c
   if (ranks)
     dlpar_user_value_store(&options.profile_ranks, ranks);
   dlpar_check_mode check;
-  return dlpar_request_parse(&options, &grid, req, &check, err, DLPAR_ERRLEN);
+  bool torch_env;
+  return dlpar_request_parse(&options, &grid, req, &check, &torch_env, err, DLPAR_ERRLEN);
 }
 
 static void test_request(void)
@@ -102,16 +107,23 @@ static void test_check(void)
   dlpar_task_env env = {.grid = {2, 2}, .local_size = 1}, back;
   dlpar_env_list list;
   char err[DLPAR_ERRLEN] = "";
-  bool present;
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, err, DLPAR_ERRLEN), DLPAR_OK);
-  CHECK(check == DLPAR_CHECK_OFF && !dlpar_user_options_active(&options));
+  bool present, torch_env = false;
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_OK);
+  CHECK(check == DLPAR_CHECK_OFF && torch_env && !dlpar_user_options_active(&options));
+  dlpar_user_value_store(&options.env, "none");
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_OK);
+  CHECK(!torch_env && dlpar_user_options_active(&options));
+  dlpar_user_value_store(&options.env, "torchrun");
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "--dl-env=torchrun: expected torch (export MASTER_ADDR, MASTER_PORT, RANK... for env://) or none");
+  options.env.given = false;
   for (int i = 0; i < 5; i++) {
     dlpar_user_value_store(&options.check, texts[i]);
-    CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, err, DLPAR_ERRLEN), DLPAR_OK);
+    CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_OK);
     CHECK(check == modes[i] && dlpar_user_options_active(&options));
   }
   dlpar_user_value_store(&options.check, "sometimes");
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, err, DLPAR_ERRLEN), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_ERR_INPUT);
   CHECK_STR(err, "--dl-check=sometimes: expected nothing (check, then run), 'only' (check and stop) or 'off'");
   env.check = DLPAR_CHECK_ONLY;
   dlpar_task_env_export(&env, &list);

@@ -3,11 +3,16 @@
  * contract between launchers and the library (export, then import). */
 #include "config.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/status.h"
 #include "common/taskenv.h"
 #include "common/topo.h"
+#include "common/torchenv.h"
 #include "tests/unit/check.h"
 
 static void load(const char *name, dlpar_topology *topo)
@@ -135,12 +140,30 @@ static void test_env_roundtrip(void)
   out.profile_first_step = 30;
   out.profile_last_step = 40;
   snprintf(out.profile_output, sizeof(out.profile_output), "/p/dlpar-7.0.rank5");
+  for (const char *const *name = dlpar_torch_names; *name; name++)
+    unsetenv(*name);
+  dlpar_task_env_export(&out, &list); /* torch_env off: none of the torch names */
+  for (int i = 0; i < list.count; i++)
+    CHECK(!dlpar_env_is_torch_name(list.var[i].name));
+  out.torch_env = true;
+  out.node_rank = 2;
+  snprintf(out.master_addr, sizeof(out.master_addr), "10.1.2.3");
+  out.master_port = 20077;
+  snprintf(out.gloo_ifname, sizeof(out.gloo_ifname), "ib0");
   dlpar_task_env_export(&out, &list);
   for (int i = 0; i < list.count; i++)
     setenv(list.var[i].name, list.var[i].value, 1);
   CHECK_STR(getenv("DLPAR_TP_RANK"), "1");
   CHECK_STR(getenv("DLPAR_DP_RANK"), "2");
   CHECK_STR(getenv("WORLD_SIZE"), "6");
+  CHECK_STR(getenv("RANK"), "5");
+  CHECK_STR(getenv("LOCAL_RANK"), "1");
+  CHECK_STR(getenv("LOCAL_WORLD_SIZE"), "2");
+  CHECK_STR(getenv("GROUP_RANK"), "2");
+  CHECK_STR(getenv("NODE_RANK"), "2");
+  CHECK_STR(getenv("MASTER_ADDR"), "10.1.2.3");
+  CHECK_STR(getenv("MASTER_PORT"), "20077");
+  CHECK_STR(getenv("GLOO_SOCKET_IFNAME"), "ib0");
   CHECK_STR(getenv("CUDA_VISIBLE_DEVICES"), "2,3");
   CHECK_STR(getenv("CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
   CHECK_STR(getenv("NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
@@ -163,6 +186,50 @@ static void test_env_roundtrip(void)
   CHECK(!present);
 }
 
+/* The env:// contract's ports and interfaces (common/torchenv.h). */
+static void test_torch_env(void)
+{
+  char ifname[32], addr[64];
+  int port, lo, hi;
+  char err[DLPAR_ERRLEN];
+  CHECK_INT(dlpar_resv_ports_first("12000-12003"), 12000);
+  CHECK_INT(dlpar_resv_ports_first("12005,12000"), 12005);
+  CHECK_INT(dlpar_resv_ports_first("12000"), 12000);
+  CHECK_INT(dlpar_resv_ports_first(""), 0);
+  CHECK_INT(dlpar_resv_ports_first(NULL), 0);
+  CHECK_INT(dlpar_resv_ports_first("x12"), 0);
+  CHECK_INT(dlpar_resv_ports_first("99999"), 0);
+  /* the same on every node; consecutive steps of a job apart, wrapping inside the range */
+  CHECK_INT(dlpar_torch_port_derive(7, 0, 20000, 29399), 20000 + 7 * 64);
+  CHECK_INT(dlpar_torch_port_derive(7, 1, 20000, 29399), 20000 + 7 * 64 + 1);
+  CHECK_INT(dlpar_torch_port_derive(4000000000u, 3, 20000, 20009), 20000 + (int)((4000000000ull * 64 + 3) % 10));
+  for (uint32_t step = 0; step < 100; step++) {
+    port = dlpar_torch_port_derive(123456, step, 20000, 29399);
+    CHECK(port >= 20000 && port <= 29399);
+  }
+  CHECK_INT(dlpar_port_range_parse("torch_ports", "21000-21010", &lo, &hi, err, sizeof(err)), DLPAR_OK);
+  CHECK(lo == 21000 && hi == 21010);
+  CHECK_INT(dlpar_port_range_parse("torch_ports", "21000", &lo, &hi, err, sizeof(err)), DLPAR_ERR_INPUT);
+  /* a port the kernel picks is free; held by a listener, it is not */
+  port = dlpar_port_pick();
+  CHECK(port > 0 && dlpar_port_free(port));
+  {
+    struct sockaddr_in where = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    where.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&where, sizeof(where)) == 0 && listen(fd, 1) == 0);
+    CHECK(!dlpar_port_free(port));
+    close(fd);
+  }
+  CHECK_INT(dlpar_route_ifname("127.0.0.1", ifname, sizeof(ifname)), DLPAR_OK);
+  CHECK_STR(ifname, "lo");
+  CHECK_INT(dlpar_route_ifname("not-an-address", ifname, sizeof(ifname)), DLPAR_ERR_SYSTEM);
+  CHECK_INT(dlpar_numeric_address("127.0.0.1", addr, sizeof(addr)), DLPAR_OK);
+  CHECK_STR(addr, "127.0.0.1");
+  CHECK_INT(dlpar_numeric_address("localhost", addr, sizeof(addr)), DLPAR_OK);
+  CHECK(strcmp(addr, "127.0.0.1") == 0 || strcmp(addr, "::1") == 0);
+}
+
 int main(void)
 {
   test_dgx_like();
@@ -171,5 +238,6 @@ int main(void)
   test_sharing_and_errors();
   test_cpu_list();
   test_env_roundtrip();
+  test_torch_env();
   return check_report("test_topo");
 }

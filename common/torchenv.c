@@ -1,0 +1,183 @@
+/* common/torchenv.c: ports, addresses and interfaces for the PyTorch
+ * env:// contract (see torchenv.h). */
+#include "config.h"
+
+#include "torchenv.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "status.h"
+#include "text.h"
+
+const char *const dlpar_torch_names[] = {"RANK",       "LOCAL_RANK",  "WORLD_SIZE",  "LOCAL_WORLD_SIZE",
+                                         "GROUP_RANK", "NODE_RANK",   "MASTER_ADDR", "MASTER_PORT",
+                                         "GLOO_SOCKET_IFNAME", NULL};
+
+int dlpar_env_mode_parse(const char *text, bool *torch, char *err, size_t errlen)
+{
+  if (!text || strcmp(text, "torch") == 0)
+    *torch = true;
+  else if (strcmp(text, "none") == 0)
+    *torch = false;
+  else {
+    snprintf(err, errlen, "--dl-env=%s: expected torch (export MASTER_ADDR, MASTER_PORT, RANK... for env://) or none",
+             dlpar_show(text).text);
+    return DLPAR_ERR_INPUT;
+  }
+  return DLPAR_OK;
+}
+
+bool dlpar_env_is_torch_name(const char *name)
+{
+  for (int i = 0; dlpar_torch_names[i]; i++) {
+    if (strcmp(dlpar_torch_names[i], name) == 0)
+      return true;
+  }
+  return false;
+}
+
+int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, char *err, size_t errlen)
+{
+  const char *dash = strchr(text, '-');
+  long first, last;
+  if (!dash || dlpar_parse_uint(text, (size_t)(dash - text), 65535, &first) != 0 ||
+      dlpar_parse_uint(dash + 1, strlen(dash + 1), 65535, &last) != 0 || first < 1024 || first > last) {
+    snprintf(err, errlen, "plugstack.conf: %s=%s: expected a port range LO-HI within 1024-65535 (e.g. %s=%s)", key,
+             dlpar_show(text).text, key, DLPAR_TORCH_PORTS_DEFAULT);
+    return DLPAR_ERR_INPUT;
+  }
+  *lo = (int)first;
+  *hi = (int)last;
+  return DLPAR_OK;
+}
+
+int dlpar_resv_ports_first(const char *text)
+{
+  long port;
+  const size_t len = text ? strspn(text, "0123456789") : 0;
+  if (len == 0 || (text[len] && text[len] != '-' && text[len] != ',') ||
+      dlpar_parse_uint(text, len, 65535, &port) != 0 || port == 0)
+    return 0;
+  return (int)port;
+}
+
+int dlpar_torch_port_derive(uint32_t job, uint32_t step, int lo, int hi)
+{
+  const uint64_t span = (uint64_t)(hi - lo + 1);
+  return lo + (int)(((uint64_t)job * 64 + step) % span);
+}
+
+/* A TCP listener on port on every IPv4 address, with SO_REUSEADDR as a
+ * server such as torch's TCPStore binds (a dual-stack [::] listener on the
+ * port conflicts with it too), or -1. */
+static int listen_any(int port)
+{
+  struct sockaddr_in where = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  const int one = 1;
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  where.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (fd < 0)
+    return -1;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+      bind(fd, (struct sockaddr *)&where, sizeof(where)) != 0 || listen(fd, 1) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool dlpar_port_free(int port)
+{
+  const int fd = listen_any(port);
+  if (fd < 0)
+    return false;
+  close(fd);
+  return true;
+}
+
+int dlpar_port_pick(void)
+{
+  struct sockaddr_in bound;
+  socklen_t len = sizeof(bound);
+  const int fd = listen_any(0);
+  int port = 0;
+  if (fd < 0)
+    return 0;
+  if (getsockname(fd, (struct sockaddr *)&bound, &len) == 0)
+    port = ntohs(bound.sin_port);
+  close(fd);
+  return port;
+}
+
+/* The local address the kernel would use to reach addr (a UDP "connect"
+ * sends nothing). */
+static int source_address(const char *addr, struct sockaddr_storage *local)
+{
+  struct addrinfo hints = {.ai_socktype = SOCK_DGRAM, .ai_flags = AI_NUMERICHOST}, *found = NULL;
+  socklen_t len = sizeof(*local);
+  int fd = -1, rc = DLPAR_ERR_SYSTEM;
+  if (getaddrinfo(addr, "9", &hints, &found) != 0)
+    return DLPAR_ERR_SYSTEM;
+  if ((fd = socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0)) >= 0 &&
+      connect(fd, found->ai_addr, found->ai_addrlen) == 0 && getsockname(fd, (struct sockaddr *)local, &len) == 0)
+    rc = DLPAR_OK;
+  if (fd >= 0)
+    close(fd);
+  freeaddrinfo(found);
+  return rc;
+}
+
+static bool same_address(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+  if (!a || a->sa_family != b->ss_family)
+    return false;
+  if (a->sa_family == AF_INET)
+    return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+  return a->sa_family == AF_INET6 &&
+         memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+                sizeof(struct in6_addr)) == 0;
+}
+
+int dlpar_route_ifname(const char *addr, char *ifname, size_t len)
+{
+  struct sockaddr_storage local;
+  struct ifaddrs *all = NULL;
+  int rc = DLPAR_ERR_SYSTEM;
+  if (source_address(addr, &local) != DLPAR_OK || getifaddrs(&all) != 0)
+    return DLPAR_ERR_SYSTEM;
+  for (const struct ifaddrs *ifa = all; ifa; ifa = ifa->ifa_next) {
+    if (same_address(ifa->ifa_addr, &local)) {
+      snprintf(ifname, len, "%s", ifa->ifa_name);
+      rc = DLPAR_OK;
+      break;
+    }
+  }
+  freeifaddrs(all);
+  return rc;
+}
+
+int dlpar_numeric_address(const char *host, char *out, size_t len)
+{
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *found = NULL;
+  const struct addrinfo *pick = NULL;
+  if (getaddrinfo(host, NULL, &hints, &found) != 0)
+    return DLPAR_ERR_SYSTEM;
+  for (const struct addrinfo *a = found; a && !pick; a = a->ai_next)
+    pick = a->ai_family == AF_INET ? a : NULL;
+  if (!pick)
+    pick = found;
+  if (getnameinfo(pick->ai_addr, pick->ai_addrlen, out, (socklen_t)len, NULL, 0, NI_NUMERICHOST) != 0) {
+    freeaddrinfo(found);
+    return DLPAR_ERR_SYSTEM;
+  }
+  freeaddrinfo(found);
+  return DLPAR_OK;
+}

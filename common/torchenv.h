@@ -1,0 +1,57 @@
+/* common/torchenv.h: the PyTorch env:// contract of a --dl-parallel task,
+ * what torchrun would have exported: RANK, LOCAL_RANK, WORLD_SIZE,
+ * LOCAL_WORLD_SIZE, GROUP_RANK and NODE_RANK (torchelastic's and
+ * Lightning's detection read them), MASTER_ADDR (world rank 0's node, by
+ * address), MASTER_PORT (a port Slurm reserved for the step, else one
+ * derived from job and step inside the admin's range) and
+ * GLOO_SOCKET_IFNAME (the interface that reaches MASTER_ADDR). The
+ * launchers (spank/, tools/run.c) fill it; a value the user exported wins
+ * (the launchers set these names without overwriting). */
+#ifndef DLPAR_TORCHENV_H
+#define DLPAR_TORCHENV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The admin's default range for derived ports (plugstack.conf torch_ports):
+ * below torchrun's 29400/29500 and Linux's ephemeral ports (32768-60999). */
+#define DLPAR_TORCH_PORTS_DEFAULT "20000-29399"
+
+/* --dl-env=torch (the default) or none (no torch name exported, for
+ * launchers that set their own, e.g. submitit). */
+int dlpar_env_mode_parse(const char *text, bool *torch, char *err, size_t errlen);
+
+/* Whether name is one of the contract's torch names (a user's value wins). */
+bool dlpar_env_is_torch_name(const char *name);
+
+/* The names of the contract, NULL-terminated. */
+extern const char *const dlpar_torch_names[];
+
+/* "LO-HI" with 1024 <= LO <= HI <= 65535; else DLPAR_ERR_INPUT naming key. */
+int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, char *err, size_t errlen);
+
+/* The first port of SLURM_STEP_RESV_PORTS ("12000-12003", "12000,12005"),
+ * or 0 when text is NULL, empty or not a port list. */
+int dlpar_resv_ports_first(const char *text);
+
+/* lo + (job * 64 + step) mod (hi - lo + 1): the same on every node of a
+ * step, different for up to hi - lo + 1 consecutive steps of a job. */
+int dlpar_torch_port_derive(uint32_t job, uint32_t step, int lo, int hi);
+
+/* Whether a TCP listener could bind port on this node now (any address). */
+bool dlpar_port_free(int port);
+
+/* A port the kernel picks as free now (bind to port 0), or 0 (dlpar-run). */
+int dlpar_port_pick(void);
+
+/* The local interface whose address the kernel would send from to reach
+ * addr (a numeric IPv4 or IPv6 address): DLPAR_OK and its name, or
+ * DLPAR_ERR_SYSTEM. */
+int dlpar_route_ifname(const char *addr, char *ifname, size_t len);
+
+/* host's address as text (numeric already: itself; else the first IPv4,
+ * then IPv6 address it resolves to): DLPAR_OK, or DLPAR_ERR_SYSTEM. */
+int dlpar_numeric_address(const char *host, char *out, size_t len);
+
+#endif

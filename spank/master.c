@@ -1,0 +1,95 @@
+/* spank/master.c: slurmstepd (remote context), once per node (user_init):
+ * the step's rendezvous point for PyTorch's env:// contract
+ * (common/torchenv.h). MASTER_ADDR is the NodeAddr, from slurmctld's node
+ * table, of the step's first node: world rank 0's node under the block,
+ * cyclic and plane distributions, and an address, not a host name that may
+ * resolve to loopback. MASTER_PORT is the step's first reserved port (srun
+ * --resv-ports, MpiParams=ports=LO-HI), else one derived from job and step
+ * in the admin's torch_ports range, different for the concurrent steps of
+ * a job; the node holding rank 0 checks that it is free before any task
+ * starts. GLOO_SOCKET_IFNAME: this node's interface towards MASTER_ADDR.
+ * A failure is kept for task_init, which reports it (user_init's errors
+ * never reach srun). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/slurm.h>
+
+#include "common/status.h"
+#include "common/text.h"
+#include "common/torchenv.h"
+#include "spank/plugin.h"
+
+/* The first host of the step's node list, as slurmctld addresses it. */
+static int first_node_address(spank_t sp, char *addr, size_t len, char *err, size_t errlen)
+{
+  char nodes[4096];
+  node_info_msg_t *info = NULL;
+  hostlist_t list;
+  char *first;
+  int rc = DLPAR_OK;
+  if (spank_getenv(sp, "SLURM_STEP_NODELIST", nodes, sizeof(nodes)) != ESPANK_SUCCESS ||
+      !(list = slurm_hostlist_create(nodes))) {
+    snprintf(err, errlen, "cannot read the step's node list (SLURM_STEP_NODELIST) for MASTER_ADDR");
+    return DLPAR_ERR_SYSTEM;
+  }
+  first = slurm_hostlist_shift(list);
+  slurm_hostlist_destroy(list);
+  if (!first) {
+    snprintf(err, errlen, "the step's node list is empty: no MASTER_ADDR");
+    return DLPAR_ERR_SYSTEM;
+  }
+  snprintf(dlpar_spank.master_node, sizeof(dlpar_spank.master_node), "%s", first);
+  if (slurm_load_node_single(&info, first, SHOW_ALL) == SLURM_SUCCESS && info && info->record_count == 1 &&
+      info->node_array[0].node_addr)
+    snprintf(addr, len, "%s", info->node_array[0].node_addr);
+  else
+    snprintf(addr, len, "%s", first); /* the name, resolved below */
+  if (dlpar_numeric_address(addr, addr, len) != DLPAR_OK) {
+    snprintf(err, errlen, "MASTER_ADDR: node %s's address %s does not resolve (set NodeAddr in slurm.conf, or "
+             "--dl-env=none and your own MASTER_ADDR)", dlpar_show(first).text, dlpar_show(addr).text);
+    rc = DLPAR_ERR_SYSTEM;
+  }
+  slurm_free_node_info_msg(info);
+  free(first);
+  return rc;
+}
+
+/* The step's reserved port, else the derived one; on rank 0's node, free. */
+static int choose_port(spank_t sp, char *err, size_t errlen)
+{
+  char reserved[256], user_port[16];
+  uint32_t job = 0, step = 0, local;
+  const bool rank0_here = spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, 0u, &local) == ESPANK_SUCCESS;
+  const bool is_reserved = spank_getenv(sp, "SLURM_STEP_RESV_PORTS", reserved, sizeof(reserved)) == ESPANK_SUCCESS &&
+                           dlpar_resv_ports_first(reserved) > 0;
+  spank_get_item(sp, S_JOB_ID, &job);
+  spank_get_item(sp, S_JOB_STEPID, &step);
+  dlpar_spank.master_port = is_reserved ? dlpar_resv_ports_first(reserved)
+                                        : dlpar_torch_port_derive(job, step, dlpar_spank.admin.torch_port_lo,
+                                                                  dlpar_spank.admin.torch_port_hi);
+  if (!rank0_here || spank_getenv(sp, "MASTER_PORT", user_port, sizeof(user_port)) == ESPANK_SUCCESS ||
+      dlpar_port_free(dlpar_spank.master_port))
+    return DLPAR_OK;
+  snprintf(err, errlen, "MASTER_PORT %d is in use on %s, where rank 0 runs (run srun with --resv-ports so Slurm "
+           "reserves a port per step, or export MASTER_PORT)", dlpar_spank.master_port,
+           dlpar_show(dlpar_spank.master_node).text);
+  return DLPAR_ERR_INPUT;
+}
+
+int dlpar_master_prepare(spank_t sp)
+{
+  char *err = dlpar_spank.master_error;
+  const size_t errlen = sizeof(dlpar_spank.master_error);
+  int rc = first_node_address(sp, dlpar_spank.master_addr, sizeof(dlpar_spank.master_addr), err, errlen);
+  if (rc == DLPAR_OK)
+    rc = choose_port(sp, err, errlen);
+  if (rc == DLPAR_OK && dlpar_route_ifname(dlpar_spank.master_addr, dlpar_spank.gloo_ifname,
+                                           sizeof(dlpar_spank.gloo_ifname)) != DLPAR_OK)
+    dlpar_spank.gloo_ifname[0] = '\0'; /* no route found: gloo chooses */
+  dlpar_spank.master_status = rc;
+  return rc;
+}

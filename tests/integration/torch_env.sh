@@ -1,0 +1,118 @@
+#!/bin/bash
+# tests/integration/torch_env.sh: unchanged PyTorch programs under
+# srun --dl-parallel on the 2-node bed, with no env lines (the env://
+# contract, common/torchenv.h): the tutorial's train.py initialisation
+# (env://, its tp/dp new_group pair, DDP) and CS336 lecture 8's collectives
+# and hand-written data-parallel step, values checked, on 1x4 and 2x2 over 2
+# nodes x 2 tasks and 4x1 inside a node; the contract's values exactly
+# (MASTER_ADDR: n1's NodeAddr; MASTER_PORT: the step's reserved port, else
+# the derived one; GROUP_RANK/NODE_RANK; GLOO_SOCKET_IFNAME); two steps of
+# one job at once; MASTER_PORT set by the user; --dl-env=none; no
+# --dl-parallel: nothing; a busy port: one line naming --resv-ports; the
+# same programs under dlpar-run.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
+  skip "no PyTorch for /usr/bin/python3 (apt-get install python3-torch)"
+use_bed
+prog="/usr/bin/python3 $DLPAR_SRCDIR/tests/integration/torch/env_programs.py"
+
+# expect_ok WHAT OUTPUT RANKS CHECKS_PER_RANK: every rank printed its checks ok, none failed
+expect_ok() {
+  local r
+  for ((r = 0; r < $3; r++)); do
+    expect_eq "$1: rank $r's checks" "$(grep -c "^rank $r: .* ok" <<<"$2")" "$4"
+  done
+  expect_eq "$1: no check failed" "$(grep -c FAILED <<<"$2")" 0
+}
+
+for grid in 1x4 2x2; do
+  out=$(srun -N2 --ntasks-per-node=2 --dl-parallel=$grid $prog tutorial "${grid%x*}" 2>&1)
+  expect_rc "tutorial on $grid" $? 0
+  expect_ok "tutorial on $grid" "$out" 4 3
+  out=$(srun -N2 --ntasks-per-node=2 --dl-parallel=$grid $prog lecture8 2>&1)
+  expect_rc "lecture8 on $grid" $? 0
+  expect_ok "lecture8 on $grid" "$out" 4 4
+done
+out=$(srun -N1 -n4 --dl-parallel=4x1 $prog tutorial 4 2>&1)
+expect_rc "tutorial on 4x1 inside a node" $? 0
+expect_ok "tutorial on 4x1 inside a node" "$out" 4 3
+
+# The contract's values: every task the same MASTER_ADDR/PORT, n1's address, the reserved port
+n1_addr=$(scontrol show node n1 | sed -n 's/.*NodeAddr=\([^ ]*\).*/\1/p')
+out=$(srun -N2 --ntasks-per-node=2 --dl-parallel=2x2 bash -c 'echo "$SLURM_PROCID|$SLURM_STEP_RESV_PORTS"; '"$prog env" 2>&1)
+expect_rc "env on 2x2" $? 0
+port=$(sed -n 's/^0|\([0-9]*\).*/\1/p' <<<"$out")
+for r in 0 1 2 3; do
+  line=$(grep "^task $r: env" <<<"$out")
+  expect_contains "2x2 rank $r" "$line" \
+    "RANK=$r LOCAL_RANK=$((r % 2)) WORLD_SIZE=4 LOCAL_WORLD_SIZE=2 GROUP_RANK=$((r / 2)) NODE_RANK=$((r / 2)) MASTER_ADDR=$n1_addr MASTER_PORT=$port GLOO_SOCKET_IFNAME="
+  ifname=$(sed -n 's/.*GLOO_SOCKET_IFNAME=\([^ ]*\).*/\1/p' <<<"$line")
+  TEST_CHECKS=$((TEST_CHECKS + 1))
+  [ -n "$ifname" ] && [ "$ifname" != - ] && [ "$ifname" != lo ] || fail "2x2 rank $r: GLOO_SOCKET_IFNAME '$ifname', expected the node's interface"
+done
+
+# No reserved ports: the port derived from job and step, inside the admin's range
+out=$(srun -N2 --ntasks-per-node=2 --resv-ports=0 --dl-parallel=2x2 $prog env 2>&1)
+line=$(grep "^task 0: env" <<<"$out")
+job=$(sed -n 's/.*SLURM_JOB_ID=\([0-9]*\).*/\1/p' <<<"$line")
+step=$(sed -n 's/.*SLURM_STEP_ID=\([0-9]*\).*/\1/p' <<<"$line")
+expect_contains "derived port" "$line" "MASTER_PORT=$(( 20000 + (job * 64 + step) % 9400 ))"
+
+# Two steps of one job at once on the same nodes: different ports, both right
+with_port="echo \"\$SLURM_PROCID port \$MASTER_PORT\"; exec $prog tutorial 2"
+out=$(salloc -N2 --ntasks-per-node=4 bash -c "
+  srun --overlap -N2 -n4 --ntasks-per-node=2 --resv-ports=0 --dl-parallel=2x2 bash -c '$with_port' >$TEST_TMP/a.out 2>&1 &
+  srun --overlap -N2 -n4 --ntasks-per-node=2 --resv-ports=0 --dl-parallel=2x2 bash -c '$with_port' >$TEST_TMP/b.out 2>&1
+  b=\$?; wait \$!; echo steps \$? \$b" 2>&1)
+expect_contains "two steps at once" "$out" "steps 0 0"
+expect_ok "two steps at once: the first" "$(cat "$TEST_TMP/a.out")" 4 3
+expect_ok "two steps at once: the second" "$(cat "$TEST_TMP/b.out")" 4 3
+port_a=$(sed -n 's/^0 port //p' "$TEST_TMP/a.out")
+port_b=$(sed -n 's/^0 port //p' "$TEST_TMP/b.out")
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ -n "$port_a" ] && [ "$port_a" != "$port_b" ] || fail "two steps at once: ports '$port_a' and '$port_b', expected two"
+
+# A MASTER_PORT the user exported wins, said once by srun
+port=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')
+out=$(MASTER_PORT=$port srun -N2 --ntasks-per-node=2 --dl-parallel=2x2 bash -c "$with_port" 2>&1)
+expect_rc "MASTER_PORT=$port by the user" $? 0
+expect_ok "MASTER_PORT=$port by the user" "$out" 4 3
+expect_eq "MASTER_PORT=$port by the user: every task's" "$(grep -c "^[0-3] port $port\$" <<<"$out")" 4
+expect_eq "MASTER_PORT=$port by the user: said once" \
+  "$(grep -c "dlpar: keeping your exported MASTER_PORT=$port for every task" <<<"$out")" 1
+
+# --dl-env=none: none of the torch names; no --dl-parallel: nothing changes
+none="RANK=- LOCAL_RANK=- WORLD_SIZE=- LOCAL_WORLD_SIZE=- GROUP_RANK=- NODE_RANK=- MASTER_ADDR=- MASTER_PORT=- GLOO_SOCKET_IFNAME=-"
+out=$(srun -N2 --ntasks-per-node=2 --dl-parallel=2x2 --dl-env=none $prog env 2>&1)
+expect_eq "--dl-env=none" "$(grep -c "env $none" <<<"$out")" 4
+out=$(srun -N2 --ntasks-per-node=2 $prog env 2>&1)
+expect_eq "no --dl-parallel" "$(grep -c "env $none" <<<"$out")" 4
+out=$(srun -n2 --dl-parallel=1x2 --dl-env=torchrun true 2>&1)
+expect_rc "--dl-env=torchrun" $? 1
+expect_contains "--dl-env=torchrun" "$out" "dlpar: --dl-env=torchrun: expected torch (export MASTER_ADDR"
+
+# A busy port on rank 0's node: the step fails at once with one line naming --resv-ports.
+# Step 0 holds the port step 1 would derive; step 1 is the --dl-parallel one.
+out=$(salloc -N2 --ntasks-per-node=2 bash -c "
+  port=\$(( 20000 + (SLURM_JOB_ID * 64 + 1) % 9400 ))
+  srun --overlap -w n1 -N1 -n1 /usr/bin/python3 -c \"
+import socket, time
+s = socket.socket(); s.bind(('', \$port)); s.listen(1); open('$TEST_TMP/held', 'w').write('\$port'); time.sleep(60)\" &
+  for i in \$(seq 100); do [ -s $TEST_TMP/held ] && break; sleep 0.2; done
+  srun --overlap -N2 --ntasks-per-node=2 --resv-ports=0 --dl-parallel=2x2 $prog tutorial 2
+  echo step \$?; kill %1" 2>&1)
+held=$(cat "$TEST_TMP/held" 2>/dev/null)
+expect_contains "a busy port" "$out" "dlpar: MASTER_PORT $held is in use on n1, where rank 0 runs (run srun with --resv-ports so Slurm reserves a port per step, or export MASTER_PORT)"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+grep -q "^step [1-9]" <<<"$out" || fail "a busy port: the step did not fail: $out"
+
+# dlpar-run: the same contract on one machine (127.0.0.1, a port the kernel picks, lo)
+out=$("$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- $prog tutorial 2 2>&1)
+expect_rc "dlpar-run tutorial on 2x2" $? 0
+expect_ok "dlpar-run tutorial on 2x2" "$out" 4 3
+out=$("$B/tools/dlpar-run" -n 2 -- $prog env 2>&1)
+expect_contains "dlpar-run env" "$out" "RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 GROUP_RANK=0 NODE_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT="
+expect_contains "dlpar-run env" "$out" "GLOO_SOCKET_IFNAME=lo"
+out=$("$B/tools/dlpar-run" -n 2 --dl-env=none -- $prog env 2>&1)
+expect_eq "dlpar-run --dl-env=none" "$(grep -c "env $none" <<<"$out")" 2
+finish
