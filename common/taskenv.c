@@ -70,6 +70,8 @@ void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
   add(list, "DLPAR_PROFILE_OUTPUT", "%s", env->profile_output);
   add(list, "DLPAR_VERBOSE", "%d", env->verbose ? 1 : 0);
   add(list, "DLPAR_CHECK", "%s", env->check == DLPAR_CHECK_ONLY ? "only" : env->check == DLPAR_CHECK_ON ? "on" : "off");
+  if (env->master_addr[0])
+    add(list, "DLPAR_MASTER_ADDR", "%s", env->master_addr);
   if (env->torch_env) {
     add(list, "RANK", "%d", env->rank);
     add(list, "LOCAL_RANK", "%d", env->local_rank);

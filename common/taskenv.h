@@ -35,7 +35,9 @@ typedef struct {
   bool verbose;
   dlpar_check_mode check;
   /* the PyTorch env:// contract (common/torchenv.h); torch_env false
-   * (--dl-env=none): none of its names is exported */
+   * (--dl-env=none): none of its names is exported. master_addr, world
+   * rank 0's node's address, is exported as DLPAR_MASTER_ADDR either way
+   * (dlpar's Python module publishes its store there). */
   bool torch_env;
   int node_rank;
   char master_addr[64];

@@ -13,6 +13,9 @@
 
 static int check(dlpar_ctx *ctx, dlpar_group_id group, dlpar_dtype dtype)
 {
+  if (ctx && ctx->bootstrap_only)
+    return dlpar_fail(ctx, DLPAR_ERR_STATE, "no collectives after dlpar_init_bootstrap (PMIx only): use dlpar_init, "
+                      "or the program's own library");
   if (!ctx || !ctx->backend)
     return ctx ? dlpar_fail(ctx, DLPAR_ERR_STATE, "collective before dlpar_init succeeded") : DLPAR_ERR_STATE;
   if (group < DLPAR_WORLD || group > DLPAR_DP)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "libdlpar/internal.h"
+#include "common/torchenv.h"
 #include "common/text.h"
 
 int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
@@ -53,12 +54,18 @@ void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, si
     snprintf(out + used, len - used, ")");
 }
 
+int dlpar_route_interface(const char *addr, char *ifname, size_t len)
+{
+  return addr && ifname && dlpar_route_ifname(addr, ifname, len) == DLPAR_OK ? 0 : -1;
+}
+
 const char *dlpar_backend_name(dlpar_backend backend)
 {
   switch (backend) {
   case DLPAR_BACKEND_MPI: return "mpi";
   case DLPAR_BACKEND_NCCL: return "nccl";
   case DLPAR_BACKEND_SELF: return "self";
+  case DLPAR_BACKEND_NONE: return "none";
   default: return "auto";
   }
 

@@ -30,7 +30,14 @@ extern "C" {
 
 typedef struct dlpar_ctx dlpar_ctx;
 
-typedef enum { DLPAR_BACKEND_AUTO = 0, DLPAR_BACKEND_MPI, DLPAR_BACKEND_NCCL, DLPAR_BACKEND_SELF } dlpar_backend;
+/* NONE: dlpar_init_bootstrap's context, which has no collectives. */
+typedef enum {
+  DLPAR_BACKEND_AUTO = 0,
+  DLPAR_BACKEND_MPI,
+  DLPAR_BACKEND_NCCL,
+  DLPAR_BACKEND_SELF,
+  DLPAR_BACKEND_NONE
+} dlpar_backend;
 
 /* Same values as common/grid.h's dlpar_group. */
 typedef enum { DLPAR_WORLD = 0, DLPAR_TP = 1, DLPAR_DP = 2 } dlpar_group_id;
@@ -64,6 +71,24 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
 /* Waits for a posted stop agreement, then tears everything down; returns
  * DLPAR_OK, or the error (already printed) of that last wait. */
 int dlpar_finalize(dlpar_ctx *ctx);
+
+/* PMIx alone: ranks, hosts and the grid, read and cross-checked as
+ * dlpar_init does, but no communication library and no collectives: for
+ * programs whose collectives belong to another library (PyTorch, through
+ * dlpar's Python module). dlpar_get_info, dlpar_rank_host,
+ * dlpar_share_from_root and dlpar_finalize work on it; the collectives
+ * refuse. The rendezvous timeout is dlpar_init's. */
+int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **ctx);
+/* Rank 0's text reaches every rank through PMIx (put, commit, fence, get),
+ * without a port or a communicator: e.g. the address of a server rank 0
+ * opened. key names the exchange (a new one per call). A rank that does not
+ * arrive within the rendezvous timeout is named (rank, host) on every other
+ * rank, and the job ends (PMIx_Abort), as at dlpar_init. out: len bytes. */
+int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len);
+
+/* The network interface this host would send from to reach addr (a
+ * numeric address), e.g. for GLOO_SOCKET_IFNAME: 0 and its name, or -1. */
+int dlpar_route_interface(const char *addr, char *ifname, size_t len);
 
 const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx);
 const char *dlpar_last_error(const dlpar_ctx *ctx);

@@ -287,6 +287,40 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
   return rc == DLPAR_OK ? dlpar_preflight(ctx) : rc;
 }
 
+int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out)
+{
+  const double start = dlpar_now();
+  dlpar_ctx *ctx = calloc(1, sizeof(*ctx));
+  int rc;
+  *out = ctx;
+  if (!ctx)
+    return DLPAR_ERR_SYSTEM;
+  ctx->signal_fd = -1;
+  ctx->info.device = -1;
+  ctx->bootstrap_only = true;
+  ctx->process_start = dlpar_process_start();
+  if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
+                           DLPAR_RENDEZVOUS_TIMEOUT_BASE, &ctx->rendezvous_timeout)) != DLPAR_OK ||
+      (rc = import_launcher_env(ctx)) != DLPAR_OK || (rc = dlpar_pmix_init(ctx)) != DLPAR_OK)
+    return rc;
+  if ((rc = default_timeouts(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK)
+    return rc;
+  ctx->info.backend = DLPAR_BACKEND_NONE;
+  ctx->info.init_seconds = ctx->info.rendezvous_seconds = dlpar_now() - start;
+  return DLPAR_OK;
+}
+
+int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len)
+{
+  if (!ctx || !key || !out || len == 0)
+    return ctx ? dlpar_fail(ctx, DLPAR_ERR_INPUT, "dlpar_share_from_root: a key and an output buffer, please")
+               : DLPAR_ERR_STATE;
+  if (ctx->info.rank == 0 && (!text || strlen(text) >= len))
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "dlpar_share_from_root: rank 0's text for %s is missing or longer "
+                      "than %zu bytes", dlpar_show(key).text, len - 1);
+  return dlpar_pmix_share(ctx, key, text, out, len);
+}
+
 int dlpar_finalize(dlpar_ctx *ctx)
 {
   int rc;

@@ -82,6 +82,7 @@ struct dlpar_ctx {
   dlpar_grid grid;
   dlpar_task_env env;          /* the launcher's contract (or a 1xN default) */
   bool launched;               /* DLPAR_* came from a launcher */
+  bool bootstrap_only;         /* dlpar_init_bootstrap: PMIx, no backend */
   bool pmix;                   /* PMIx_Init succeeded */
   char nspace[256];            /* PMIx namespace (PMIX_MAX_NSLEN + 1) */
   char (*hosts)[256];          /* host of every world rank */
@@ -198,6 +199,8 @@ bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group);
 /* A fence without data: every rank got to `where` ("the end of MPI_Init");
  * past the rendezvous timeout the step ends with a message. */
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where);
+/* dlpar_share_from_root's exchange (see dlpar.h). */
+int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len);
 /* The pid of every rank on this node but this one into ctx->peer_pid (after the rendezvous). */
 int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
 /* Bounds Open MPI 5's MPI_Init (called between start and stop) by the

@@ -590,6 +590,28 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
   return DLPAR_OK;
 }
 
+/* Every rank puts dlpar.host (the rendezvous timeout names the ranks that
+ * did not), rank 0 also the text; one fence; every rank gets rank 0's. */
+int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len)
+{
+  char alive[320];
+  int rc;
+  if (!ctx->pmix) { /* one rank */
+    snprintf(out, len, "%s", text ? text : "");
+    return DLPAR_OK;
+  }
+  snprintf(alive, sizeof(alive), "%s:%ld", ctx->info.host, (long)getpid());
+  if ((rc = put_bytes(ctx, "dlpar.host", alive, strlen(alive) + 1)) != DLPAR_OK)
+    return rc;
+  if (ctx->info.rank == 0 && (rc = put_bytes(ctx, key, text ? text : "", strlen(text ? text : "") + 1)) != DLPAR_OK)
+    return rc;
+  CHECK_PMIX(ctx, PMIx_Commit());
+  if ((rc = rendezvous_fence(ctx)) != DLPAR_OK)
+    return rc;
+  memset(out, 0, len);
+  return get_bytes(ctx, 0, key, out, len - 1, false);
+}
+
 int dlpar_pmix_world_ids(dlpar_ctx *ctx)
 {
   if (!ctx->pmix || ctx->nccl_ids.group[DLPAR_GROUP_WORLD].count > 0 || ctx->info.size == 1)

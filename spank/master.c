@@ -8,6 +8,7 @@
  * in the admin's torch_ports range, different for the concurrent steps of
  * a job; the node holding rank 0 checks that it is free before any task
  * starts. GLOO_SOCKET_IFNAME: this node's interface towards MASTER_ADDR.
+ * The address is exported as DLPAR_MASTER_ADDR under --dl-env=none too.
  * A failure is kept for task_init, which reports it (user_init's errors
  * never reach srun). */
 #include "config.h"
@@ -80,11 +81,17 @@ static int choose_port(spank_t sp, char *err, size_t errlen)
   return DLPAR_ERR_INPUT;
 }
 
-int dlpar_master_prepare(spank_t sp)
+int dlpar_master_prepare(spank_t sp, bool torch_env)
 {
   char *err = dlpar_spank.master_error;
   const size_t errlen = sizeof(dlpar_spank.master_error);
   int rc = first_node_address(sp, dlpar_spank.master_addr, sizeof(dlpar_spank.master_addr), err, errlen);
+  if (!torch_env) { /* DLPAR_MASTER_ADDR only, where it resolved */
+    if (rc != DLPAR_OK)
+      dlpar_spank.master_addr[0] = '\0';
+    dlpar_spank.master_status = DLPAR_OK;
+    return DLPAR_OK;
+  }
   if (rc == DLPAR_OK)
     rc = choose_port(sp, err, errlen);
   if (rc == DLPAR_OK && dlpar_route_ifname(dlpar_spank.master_addr, dlpar_spank.gloo_ifname,

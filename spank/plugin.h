@@ -24,7 +24,7 @@ int dlpar_srun_local_user_init(spank_t sp);
 
 /* slurmstepd: the step's torch rendezvous point, once per node
  * (spank/master.c); the rest (spank/stepd.c) */
-int dlpar_master_prepare(spank_t sp);
+int dlpar_master_prepare(spank_t sp, bool torch_env);
 int dlpar_stepd_user_init(spank_t sp);
 int dlpar_stepd_task_init_privileged(spank_t sp);
 int dlpar_stepd_task_init(spank_t sp);

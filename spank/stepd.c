@@ -203,9 +203,8 @@ int dlpar_stepd_user_init(spank_t sp)
   dlpar_spank.master_status = DLPAR_OK;
   if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
                           &dlpar_spank.torch_env, dlpar_spank.master_error,
-                          sizeof(dlpar_spank.master_error)) == DLPAR_OK &&
-      dlpar_spank.torch_env)
-    dlpar_master_prepare(sp);
+                          sizeof(dlpar_spank.master_error)) == DLPAR_OK)
+    dlpar_master_prepare(sp, dlpar_spank.torch_env);
   return 0; /* errors here never reach srun: task_init raises them */
 }
 

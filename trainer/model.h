@@ -26,6 +26,7 @@ typedef struct {
   double train_loss_sum;  /* sum over steps of the step's mean loss */
   long train_steps;
   long skipped_steps;     /* steps whose gradients were not finite: the optimizer left the weights alone */
+  long overflow_steps;    /* fp16: steps the loss scale skipped (it halved); not a divergence */
   double val_loss_sum;    /* sum over samples */
   double val_rmse_sum;    /* latitude-weighted RMSE of channel 0, sum over samples */
   long val_samples;
@@ -39,8 +40,9 @@ typedef struct {
    * (--benchy's SYNTHETIC: on a GPU the batch stays in device memory) */
   int (*forward_backward)(model *m, const float *inp, const float *tgt);
   /* Adam; a step whose gradients are not finite on any rank of the tp group
-   * changes nothing and counts in skipped_steps (fp16 on a GPU: the loss
-   * scale's overflow steps too) */
+   * changes nothing and counts in skipped_steps; on a GPU under fp16, while
+   * the loss scale is above its floor, it halves the scale and counts in
+   * overflow_steps instead */
   int (*optimizer_step)(model *m, double lr, long t);
   /* validation: loss and weighted RMSE of one local batch */
   int (*evaluate)(model *m, const float *inp, const float *tgt);

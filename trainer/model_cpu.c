@@ -260,7 +260,8 @@ static int cpu_post_metrics(model *base)
                     local->val_loss_sum, local->val_rmse_sum, (double)local->val_samples};
   if (dlpar_allreduce_host(base->comm, DLPAR_DP, sums, 6, DLPAR_FLOAT64, DLPAR_SUM) != 0)
     return model_fail(base, DLPAR_ERR_MPI, "data-parallel allreduce: %s", dlpar_last_error(base->comm));
-  m->posted = (model_metrics){sums[0], (long)sums[1], (long)sums[2], sums[3], sums[4], (long)sums[5]};
+  m->posted = (model_metrics){.train_loss_sum = sums[0], .train_steps = (long)sums[1], .skipped_steps = (long)sums[2],
+                              .val_loss_sum = sums[3], .val_rmse_sum = sums[4], .val_samples = (long)sums[5]};
   memset(&m->metrics, 0, sizeof(m->metrics));
   return DLPAR_OK;
 }

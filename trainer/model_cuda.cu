@@ -83,9 +83,9 @@ typedef struct {
   /* parameters, gradients, Adam (fp32 flat) and the act copy of the weights */
   float *params, *grads, *adam_m, *adam_v;
   void *params_act;
-  /* scalars on the device; metric_sums: the open window's sums (SUM_*),
-   * then B floats of per-sample scratch for the RMSE */
-  float *lr_t, *loss_scale, *metric_sums, *loss_sums;
+  /* scalars on the device; metric_sums: the open window's sums (SUM_*);
+   * rmse_per_sample: B floats of the RMSE's scratch, apart from the sums */
+  float *lr_t, *loss_scale, *metric_sums, *rmse_per_sample, *loss_sums;
   int *found_inf, *clean_steps;
   float *host_scalars; /* pinned: lr, t */
   /* the posted window: sums over dp in pinned memory once metrics_posted
@@ -115,11 +115,15 @@ typedef struct {
   captured_work graph_step[2], graph_adam;
 } model_cuda;
 
-enum { SUM_TRAIN_LOSS = 0, SUM_VAL_LOSS, SUM_VAL_RMSE, SUM_SKIPPED, N_SUMS };
+enum { SUM_TRAIN_LOSS = 0, SUM_VAL_LOSS, SUM_VAL_RMSE, SUM_SKIPPED, SUM_OVERFLOW, N_SUMS };
 
 static const float LN_EPS = 1e-6f;
 static const float FP16_INITIAL_SCALE = 65536.0f;
 static const int FP16_SCALE_INTERVAL = 2000;
+/* the scale's bounds: below 1 the loss scaling only loses precision, so
+ * an overflow there is the gradients' own (a skipped step); 2^24 keeps
+ * scaled losses far from fp32's range */
+static const float FP16_MIN_SCALE = 1.0f, FP16_MAX_SCALE = 16777216.0f;
 static const size_t KERNEL_STACK_BYTES = 2048; /* the attention kernels' frames: reserved before any capture */
 
 /* ------------------------------------------------------------ parameters */
@@ -186,8 +190,11 @@ static int attention_bwd(model_cuda *m, block_acts *a)
 }
 
 /* attention: cudnn: cuDNN's plans for this shape, built once here (their
- * workspace goes into the arena); where cuDNN has none (or the model runs
- * in fp32), one notice and the reference kernels. */
+ * workspace goes into the arena). cuDNN's attention is 16-bit: in fp32 the
+ * reference kernels run, with one notice. In 16 bits, a shape cuDNN has no
+ * plan for is an error naming `attention: reference` (the reference
+ * kernels are far slower: never taken silently), and any other cuDNN
+ * failure (driver, runtime, libraries) an error in cuDNN's words. */
 static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_info *info)
 {
   const vit_dims *d = &m->base.dims;
@@ -202,10 +209,13 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
     if (rc == 0)
       return DLPAR_OK;
     if (!dl_sdpa_unsupported(rc))
-      return model_fail(&m->base, DLPAR_ERR_CUDA, "%s:%d: dl_sdpa_plan: %s", __FILE__, __LINE__, dl_status_string(rc));
-    why = dl_status_string(rc);
-    dl_sdpa_destroy(m->sdpa);
-    m->sdpa = NULL;
+      return model_fail(&m->base, DLPAR_ERR_CUDA, "%s:%d: dl_sdpa_plan: %s (the line above has cuDNN's words: "
+                        "check the driver and that libcudnn, libnvrtc and libcuda.so.1 load)", __FILE__, __LINE__,
+                        dl_status_string(rc));
+    return model_fail(&m->base, DLPAR_ERR_INPUT, "attention: cudnn: no cuDNN plan for %d heads of size %d over %d "
+                      "tokens in %s (%s): set attention: reference to run the reference kernels (much slower), or "
+                      "change num_heads or embed_dim", d->heads, d->HD, d->N, m->act == DL_BF16 ? "bf16" : "fp16",
+                      dl_status_string(rc));
   }
   if (info->rank == 0)
     printf("dlpar-train: attention: no cuDNN plan for %d heads of size %d over %d tokens (%s): using the reference "
@@ -446,15 +456,17 @@ static int adam_body(model_cuda *m, int unused)
 {
   const bool fp16 = m->act == DL_F16;
   (void)unused;
-  /* non-finite gradients anywhere in the tp group: no update (the loss scale's
-   * overflow steps under fp16; skipped_steps otherwise) */
+  /* non-finite gradients anywhere in the tp group: no update (under fp16 the
+   * loss scale's overflow steps, counted apart; skipped_steps otherwise) */
   CHECK_DL(m, dl_check_finite(m->found_inf, m->grads, m->base.table.total, m->compute));
   if (dlpar_get_info(m->base.comm)->tp_size > 1)
     CHECK_COMM(m, dlpar_allreduce(m->base.comm, DLPAR_TP, m->found_inf, 1, DLPAR_INT32, DLPAR_MAX, m->compute));
   CHECK_DL(m, dl_adam(m->params, m->act == DL_F32 ? NULL : m->params_act, m->act, m->adam_m, m->adam_v, m->grads,
                       m->base.table.total, m->lr_t, 0.9f, 0.95f, 1e-8f, m->loss_scale, m->found_inf, m->compute));
   if (fp16)
-    CHECK_DL(m, dl_update_loss_scale(m->loss_scale, m->clean_steps, m->found_inf, FP16_SCALE_INTERVAL, m->compute));
+    CHECK_DL(m, dl_update_loss_scale(m->loss_scale, m->clean_steps, m->found_inf, FP16_SCALE_INTERVAL, FP16_MIN_SCALE,
+                                     FP16_MAX_SCALE, m->metric_sums + SUM_OVERFLOW, m->metric_sums + SUM_SKIPPED,
+                                     m->compute));
   else
     CHECK_DL(m, dl_count_flag(m->metric_sums + SUM_SKIPPED, m->found_inf, m->compute));
   return DLPAR_OK;
@@ -489,8 +501,8 @@ static int cuda_evaluate(model *base, const float *inp, const float *tgt)
     return rc;
   CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
                              (size_t)d->Cout * d->H * d->W, m->compute));
-  CHECK_DL(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->pred, m->tgt[s], m->lat_w, d->B, d->Cout, d->H, d->W,
-                               0, m->compute));
+  CHECK_DL(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->rmse_per_sample, m->pred, m->tgt[s], m->lat_w, d->B,
+                               d->Cout, d->H, d->W, 0, m->compute));
   CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
   m->val_samples += d->B;
   return DLPAR_OK;
@@ -525,6 +537,7 @@ static int cuda_take_metrics(model *base, model_metrics *out)
   out->train_loss_sum = m->posted_sums[SUM_TRAIN_LOSS];
   out->train_steps = m->posted_train_steps;
   out->skipped_steps = (long)m->posted_sums[SUM_SKIPPED];
+  out->overflow_steps = (long)m->posted_sums[SUM_OVERFLOW];
   out->val_loss_sum = (double)m->posted_sums[SUM_VAL_LOSS] * d->B; /* the kernel adds batch means */
   out->val_rmse_sum = m->posted_sums[SUM_VAL_RMSE];
   out->val_samples = m->posted_val_samples;
@@ -546,11 +559,24 @@ static int cuda_read_tensor(model *base, model_tensor which, float *host)
   return DLPAR_OK;
 }
 
+/* host -> device on the compute stream, done when it returns (host may be
+ * freed then). A plain cudaMemcpy from pageable memory runs on the legacy
+ * stream, which the non-blocking compute stream does not wait for, and may
+ * return before its DMA has landed: kernels queued on compute could read
+ * the old bytes. */
+static int upload(model_cuda *m, void *device, const void *host, size_t bytes)
+{
+  CHECK_DL(m, cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, m->compute));
+  CHECK_DL(m, cudaStreamSynchronize(m->compute));
+  return DLPAR_OK;
+}
+
 static int cuda_write_tensor(model *base, model_tensor which, const float *host)
 {
   model_cuda *m = (model_cuda *)base;
-  CHECK_DL(m, cudaStreamSynchronize(m->compute));
-  CHECK_DL(m, cudaMemcpy(tensor_of(m, which), host, sizeof(float) * base->table.total, cudaMemcpyHostToDevice));
+  int rc = upload(m, tensor_of(m, which), host, sizeof(float) * base->table.total);
+  if (rc != DLPAR_OK)
+    return rc;
   if (which == TENSOR_PARAMS && m->act != DL_F32)
     CHECK_DL(m, dl_cast(m->params_act, m->act, m->params, DL_F32, base->table.total, m->compute));
   return DLPAR_OK;
@@ -590,7 +616,7 @@ static void layout(model_cuda *m)
   m->adam_m = (float *)take(m, 4 * total), m->adam_v = (float *)take(m, 4 * total);
   m->params_act = m->act == DL_F32 ? m->params : take(m, a * total);
   m->lr_t = (float *)take(m, 8), m->loss_scale = (float *)take(m, 4);
-  m->metric_sums = (float *)take(m, 4 * (size_t)(N_SUMS + d->B));
+  m->metric_sums = (float *)take(m, 4 * (size_t)N_SUMS), m->rmse_per_sample = (float *)take(m, 4 * (size_t)d->B);
   m->loss_sums = (float *)take(m, 8 * (size_t)d->B), m->found_inf = (int *)take(m, 4), m->clean_steps = (int *)take(m, 4);
   for (int s = 0; s < 2; s++)
     m->inp[s] = (float *)take(m, 4 * img_in), m->tgt[s] = (float *)take(m, 4 * img_out);
@@ -628,14 +654,13 @@ static int create_device_state(model_cuda *m)
   }
   lat_weights_f32(lat_w, d->H);
   rc = m->base.ops->write_tensor(&m->base, TENSOR_PARAMS, host_params);
-  if (rc == DLPAR_OK && cudaMemcpy(m->lat_w, lat_w, sizeof(float) * (size_t)d->H, cudaMemcpyHostToDevice) != cudaSuccess)
-    rc = model_fail(&m->base, DLPAR_ERR_CUDA, "cannot copy the latitude weights to the device");
+  if (rc == DLPAR_OK)
+    rc = upload(m, m->lat_w, lat_w, sizeof(float) * (size_t)d->H);
   free(host_params);
   free(lat_w);
   if (rc != DLPAR_OK)
     return rc;
-  CHECK_DL(m, cudaMemcpy(m->loss_scale, m->act == DL_F16 ? &fp16_scale : &one, sizeof(float), cudaMemcpyHostToDevice));
-  return DLPAR_OK;
+  return upload(m, m->loss_scale, m->act == DL_F16 ? &fp16_scale : &one, sizeof(float));
 }
 
 static int create_streams(model_cuda *m)

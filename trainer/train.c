@@ -264,6 +264,7 @@ static void log_window(trainer *t, epoch_progress *e)
     return;
   }
   e->loss_sum += m.train_loss_sum, e->steps += m.train_steps;
+  t->overflow_steps += m.overflow_steps / t->info->dp_size;
   if (t->metrics && m.train_steps > 0 &&
       metrics_step(t->metrics, e->posted_step, m.train_loss_sum / (double)m.train_steps,
                    learning_rate(t, e->posted_step - 1)) != 0)
@@ -619,6 +620,9 @@ int main(int argc, char **argv)
       initial_losses(&t);
     train(&t);
   }
+  if (t.overflow_steps > 0)
+    train_say(&t, "dlpar-train: fp16 loss scaling skipped %ld %s (gradients overflowed; the scale halved)\n",
+              t.overflow_steps, dlpar_plural(t.overflow_steps, "step", "steps"));
   train_say(&t, "dlpar-train: done at step %ld\n", t.pos.step);
   teardown(&t);
   args_free(&args);

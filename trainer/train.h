@@ -42,6 +42,7 @@ typedef struct {
   long schedule_steps;       /* the cosine schedule's length, as the tutorial computes it */
   long steps_this_run;
   long skipped_steps;  /* this run's steps with a non-finite loss or gradients */
+  long overflow_steps; /* fp16: this run's steps the loss scale skipped */
   long saved_step;     /* the last checkpoint's step, -1: none yet */
   bool on_gpu;
   step_skew skew;

@@ -63,13 +63,23 @@ extern "C" int dl_check_finite(int *found_inf, const float *x, size_t n, cudaStr
   return 0;
 }
 
-__global__ void update_loss_scale_kernel(float *scale, int *clean_steps, const int *found_inf, int interval)
+/* Non-finite gradients halve the scale, not below min_scale, and count as
+ * an overflow step; at min_scale they are not the scale's doing and count
+ * as a skipped step. interval clean steps in a row double it, not above
+ * max_scale. */
+__global__ void update_loss_scale_kernel(float *scale, int *clean_steps, const int *found_inf, int interval,
+                                         float min_scale, float max_scale, float *overflow_steps, float *skipped_steps)
 {
   if (*found_inf) {
-    *scale *= 0.5f;
     *clean_steps = 0;
+    if (*scale > min_scale) {
+      *scale = fmaxf(*scale * 0.5f, min_scale);
+      *overflow_steps += 1.0f;
+    } else {
+      *skipped_steps += 1.0f;
+    }
   } else if (++*clean_steps >= interval) {
-    *scale *= 2.0f;
+    *scale = fminf(*scale * 2.0f, max_scale);
     *clean_steps = 0;
   }
 }
@@ -86,9 +96,12 @@ extern "C" int dl_count_flag(float *count, const int *flag, cudaStream_t s)
   return 0;
 }
 
-extern "C" int dl_update_loss_scale(float *scale, int *clean_steps, const int *found_inf, int interval, cudaStream_t s)
+extern "C" int dl_update_loss_scale(float *scale, int *clean_steps, const int *found_inf, int interval,
+                                    float min_scale, float max_scale, float *overflow_steps, float *skipped_steps,
+                                    cudaStream_t s)
 {
-  update_loss_scale_kernel<<<1, 1, 0, s>>>(scale, clean_steps, found_inf, interval);
+  update_loss_scale_kernel<<<1, 1, 0, s>>>(scale, clean_steps, found_inf, interval, min_scale, max_scale,
+                                           overflow_steps, skipped_steps);
   CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }

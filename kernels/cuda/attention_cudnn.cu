@@ -26,10 +26,29 @@ static int cudnn_fail(cudnnStatus_t status, const char *call, const char *file, 
   return DL_CUDNN_BASE + (int)status;
 }
 
+/* A shape, type or layout cuDNN has no engine for: an answer about the
+ * problem, which the reference kernels can take (if the config allows).
+ * The rest of 3000-3999 (an old driver, another CUDA runtime, a GPU
+ * architecture this cuDNN lacks, missing libnvrtc or libcuda.so.1, a
+ * missing sublibrary) is the installation's problem: an error, in cuDNN's
+ * own words. */
 static bool unsupported(cudnnStatus_t status)
 {
-  return status >= CUDNN_STATUS_NOT_SUPPORTED && status < CUDNN_STATUS_INTERNAL_ERROR;
+  switch (status) {
+  case CUDNN_STATUS_NOT_SUPPORTED:
+  case CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN:
+  case CUDNN_STATUS_NOT_SUPPORTED_SHAPE:
+  case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE:
+  case CUDNN_STATUS_NOT_SUPPORTED_LAYOUT:
+  case CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT:
+  case CUDNN_STATUS_NOT_SUPPORTED_PADDING: return true;
+  default: return false;
+  }
 }
+
+/* cuDNN before 9.15.1 reads out of bounds replaying the SDPA backward graph
+ * when the sequence length is not a multiple of 128 (fixed in 9.15.1). */
+static const size_t CUDNN_SDPA_BWD_ANY_LENGTH = 91501;
 
 #define CHECK(call)                                                                           \
   do {                                                                                        \
@@ -504,6 +523,11 @@ extern "C" int dl_sdpa_create(dl_sdpa **out)
   *out = sdpa;
   if (!sdpa)
     return (int)cudaErrorMemoryAllocation;
+  if (cudnnGetVersion() < (size_t)CUDNN_VERSION) { /* loaded: an older libcudnn than the headers built against */
+    fprintf(stderr, "%s:%d: cuDNN %zu is loaded, this program was built against %d: put cuDNN %d or later first "
+            "on the library path\n", __FILE__, __LINE__, cudnnGetVersion(), CUDNN_VERSION, CUDNN_VERSION);
+    return DL_CUDNN_BASE + (int)CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH;
+  }
   CHECK_CUDNN(cudnnCreate(&sdpa->handle));
   return 0;
 }
@@ -528,6 +552,11 @@ extern "C" int dl_sdpa_plan(dl_sdpa *sdpa, int B, int N, int NH, int HD, dl_dtyp
 {
   const sdpa_shape s = {B, N, NH, HD, act};
   sdpa_plans *p;
+  if (N % 128 != 0 && cudnnGetVersion() < CUDNN_SDPA_BWD_ANY_LENGTH) {
+    fprintf(stderr, "%s:%d: cuDNN %zu's SDPA backward reads out of bounds for %d tokens (not a multiple of 128): "
+            "cuDNN 9.15.1 or later runs it\n", __FILE__, __LINE__, cudnnGetVersion(), N);
+    return DL_CUDNN_BASE + (int)CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
+  }
   CHECK(plans_for(sdpa, &s, &p));
   *workspace_bytes = plans_workspace(p);
   return 0;

@@ -89,13 +89,12 @@ __global__ void add_samples_kernel(float *total, const float *per_sample, int B)
   *total += sum;
 }
 
-extern "C" int dl_weighted_rmse(float *rmse_sum, const float *pred, const float *target, const float *lat_w, int B,
-                                int C, int H, int W, int c, cudaStream_t s)
+extern "C" int dl_weighted_rmse(float *rmse_sum, float *per_sample, const float *pred, const float *target,
+                                const float *lat_w, int B, int C, int H, int W, int c, cudaStream_t s)
 {
-  /* the per-sample values land in rmse_sum[1..B]: the caller gives B + 1 floats */
-  weighted_rmse_kernel<<<B, 1024, 0, s>>>(rmse_sum + 1, pred, target, lat_w, C, H, W, c);
+  weighted_rmse_kernel<<<B, 1024, 0, s>>>(per_sample, pred, target, lat_w, C, H, W, c);
   CUDA_RETURN_ON_LAUNCH_ERROR();
-  add_samples_kernel<<<1, 1, 0, s>>>(rmse_sum, rmse_sum + 1, B);
+  add_samples_kernel<<<1, 1, 0, s>>>(rmse_sum, per_sample, B);
   CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }

@@ -160,10 +160,11 @@ int dl_l2_loss_fwd(float *loss_sum, float *sums, const float *pred, const float 
  * device scalar (the loss scale; NULL: 1) */
 int dl_l2_loss_bwd(float *dpred, const float *sums, const float *pred, const float *target, int B, size_t n,
                    const float *dloss, cudaStream_t s);
-/* rmse_sum[0] += sum over samples of the latitude-weighted RMSE of channel c;
- * rmse_sum[1..B] is scratch (give B + 1 floats) */
-int dl_weighted_rmse(float *rmse_sum, const float *pred, const float *target, const float *lat_w, int B, int C, int H,
-                     int W, int c, cudaStream_t s);
+/* *rmse_sum += sum over samples of the latitude-weighted RMSE of channel c
+ * (one float written, nothing beside it); per_sample: B floats of scratch,
+ * a buffer of their own */
+int dl_weighted_rmse(float *rmse_sum, float *per_sample, const float *pred, const float *target, const float *lat_w,
+                     int B, int C, int H, int W, int c, cudaStream_t s);
 
 /* ---- Adam over the flat parameter buffer in one launch (multi-tensor):
  * grads are divided by *loss_scale; if *found_inf is set the step is
@@ -173,9 +174,12 @@ int dl_adam(float *params, void *params_act, dl_dtype act, float *m, float *v, c
             const int *found_inf, cudaStream_t s);
 /* found_inf = any non-finite value in x[0..n) */
 int dl_check_finite(int *found_inf, const float *x, size_t n, cudaStream_t s);
-/* dynamic loss scaling (fp16): on inf halve the scale and reset the count;
- * after `interval` clean steps double it */
-int dl_update_loss_scale(float *scale, int *clean_steps, const int *found_inf, int interval, cudaStream_t s);
+/* dynamic loss scaling (fp16): on inf halve the scale (not below min_scale)
+ * and reset the count, *overflow_steps += 1; on inf at min_scale (the
+ * gradients themselves are not finite) *skipped_steps += 1 instead; after
+ * `interval` clean steps double it (not above max_scale) */
+int dl_update_loss_scale(float *scale, int *clean_steps, const int *found_inf, int interval, float min_scale,
+                         float max_scale, float *overflow_steps, float *skipped_steps, cudaStream_t s);
 /* *count += *flag (a device counter of flagged steps) */
 int dl_count_flag(float *count, const int *flag, cudaStream_t s);
 

@@ -183,15 +183,19 @@ static void test_loss_and_metrics(void)
   float loss, rmse, zero = 0;
   float *d_pred = device_from(pred, total, DL_F32), *d_target = device_from(target, total, DL_F32);
   float *d_dpred = device_from(NULL, total, DL_F32), *d_sums = device_from(NULL, 2 * B, DL_F32);
-  float *d_loss = device_from(&zero, 1, DL_F32), *d_rmse = device_from(NULL, B + 1, DL_F32), *d_w;
+  /* the RMSE's sum sits between two sentinels, as SUM_VAL_RMSE sits between
+   * the other window sums: the kernel must write that one float only */
+  const float sums_before[3] = {7.0f, 0.0f, 7.0f};
+  float sums_after[3];
+  float *d_loss = device_from(&zero, 1, DL_F32), *d_rmse_sums = device_from(sums_before, 3, DL_F32), *d_w;
+  float *d_rmse = d_rmse_sums + 1, *d_per_sample = device_from(NULL, B, DL_F32);
   const float want_loss = l2_loss_fwd_f32(NULL, pred, target, B, n);
   l2_loss_bwd_f32(dpred, pred, target, B, n, 1.0f);
   lat_weights_f32(lat_w, H);
   d_w = device_from(lat_w, H, DL_F32);
-  CHECK_GPU(cudaMemset(d_rmse, 0, sizeof(float)));
   CHECK_GPU(dl_l2_loss_fwd(d_loss, d_sums, d_pred, d_target, B, n, 0));
   CHECK_GPU(dl_l2_loss_bwd(d_dpred, d_sums, d_pred, d_target, B, n, NULL, 0));
-  CHECK_GPU(dl_weighted_rmse(d_rmse, d_pred, d_target, d_w, B, C, H, W, 0, 0));
+  CHECK_GPU(dl_weighted_rmse(d_rmse, d_per_sample, d_pred, d_target, d_w, B, C, H, W, 0, 0));
   CHECK_GPU(cudaDeviceSynchronize());
   CHECK_GPU(cudaMemcpy(&loss, d_loss, 4, cudaMemcpyDeviceToHost));
   CHECK_GPU(cudaMemcpy(&rmse, d_rmse, 4, cudaMemcpyDeviceToHost));
@@ -200,6 +204,8 @@ static void test_loss_and_metrics(void)
   {
     const float want_rmse = (float)weighted_rmse_f32(pred, target, lat_w, B, C, H, W, 0);
     CHECK_CLOSE("weighted rmse", DL_F32, &rmse, &want_rmse, 1);
+    CHECK_GPU(cudaMemcpy(sums_after, d_rmse_sums, sizeof(sums_after), cudaMemcpyDeviceToHost));
+    CHECK(sums_after[0] == 7.0f && sums_after[2] == 7.0f); /* the neighbouring sums untouched */
   }
 }
 
@@ -389,6 +395,32 @@ static void test_layernorm_params_large(dl_dtype t, int C)
     free(got[run][0]), free(got[run][1]);
 }
 
+/* fp16 loss scaling: overflows halve the scale down to its floor, counted as
+ * overflow steps; at the floor an overflow is a skipped step; clean steps
+ * regrow it up to its cap. */
+static void test_loss_scale(void)
+{
+  const float start[3] = {4.0f, 0.0f, 0.0f}; /* scale, overflow steps, skipped steps */
+  const int zero = 0, one = 1;
+  float *d = device_from(start, 3, DL_F32), got[3];
+  int *d_clean = NULL, *d_inf = NULL;
+  CHECK_GPU(cudaMalloc((void **)&d_clean, sizeof(int)));
+  CHECK_GPU(cudaMalloc((void **)&d_inf, sizeof(int)));
+  CHECK_GPU(cudaMemcpy(d_clean, &zero, sizeof(int), cudaMemcpyHostToDevice));
+  CHECK_GPU(cudaMemcpy(d_inf, &one, sizeof(int), cudaMemcpyHostToDevice));
+  for (int step = 0; step < 3; step++) /* 4 -> 2 -> 1 (the floor), then a skip */
+    CHECK_GPU(dl_update_loss_scale(d, d_clean, d_inf, 2, 1.0f, 8.0f, d + 1, d + 2, 0));
+  CHECK_GPU(cudaMemcpy(got, d, sizeof(got), cudaMemcpyDeviceToHost));
+  CHECK(got[0] == 1.0f && got[1] == 2.0f && got[2] == 1.0f);
+  CHECK_GPU(cudaMemcpy(d_inf, &zero, sizeof(int), cudaMemcpyHostToDevice));
+  for (int step = 0; step < 10; step++) /* every 2 clean steps x2: 1 -> 2 -> 4 -> 8, then the cap */
+    CHECK_GPU(dl_update_loss_scale(d, d_clean, d_inf, 2, 1.0f, 8.0f, d + 1, d + 2, 0));
+  CHECK_GPU(cudaMemcpy(got, d, sizeof(got), cudaMemcpyDeviceToHost));
+  CHECK(got[0] == 8.0f && got[1] == 2.0f && got[2] == 1.0f);
+  printf("ok: fp16 loss scale: halves to its floor, skips there, regrows to its cap\n");
+  cudaFree(d), cudaFree(d_clean), cudaFree(d_inf);
+}
+
 int main(void)
 {
   const dl_dtype types[3] = {DL_F32, DL_BF16, DL_F16};
@@ -420,6 +452,7 @@ int main(void)
     test_layernorm_params_large(types[i], 1024); /* mp */
   }
   test_loss_and_metrics();
+  test_loss_scale();
   dl_blas_destroy(blas);
   return check_report("test_kernels_gpu");
 }

@@ -17,6 +17,7 @@ sbatch_value() { sed -n "s/^#SBATCH .*--$2=\([^ ]*\).*/\1/p" "$1" | head -n 1; }
 
 for template in "$DLPAR_SRCDIR"/contrib/sbatch/*.sbatch; do
   name=$(basename "$template" .sbatch)
+  [ "$name" = pytorch ] && continue # below
   nodes=$(sbatch_value "$template" nodes) tasks=$(sbatch_value "$template" ntasks-per-node)
   gpus=$(sbatch_value "$template" gpus-per-node) grid=$(sbatch_value "$template" dl-parallel)
   m=${grid%x*} d=${grid#*x}
@@ -42,6 +43,19 @@ for template in "$DLPAR_SRCDIR"/contrib/sbatch/*.sbatch; do
     expect_contains "$name: ran" "$log" "dlpar-train: done at step 12"
   fi
 done
+# The PyTorch template: the example script as written (env://), then with dlpar's module
+template=$DLPAR_SRCDIR/contrib/sbatch/pytorch.sbatch
+expect_eq "pytorch: grid fits" "$(sbatch_value "$template" dl-parallel)" 2x2
+if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+  for args in "" --dlpar; do
+    out=$(sbatch -W -o "$TEST_TMP/pytorch.out" --export=ALL,PYTHON=/usr/bin/python3,SCRIPT=$DLPAR_SRCDIR/contrib/pytorch/ddp_example.py,ARGS=$args,PYTHONPATH=$DLPAR_SRCDIR/python,DLPAR_LIBRARY=$B/libdlpar/.libs/libdlpar.so \
+            "$template" 2>&1)
+    expect_rc "pytorch ${args:-env://}: sbatch -W" $? 0
+    expect_contains "pytorch ${args:-env://}: ran" "$(cat "$TEST_TMP/pytorch.out" 2>/dev/null)" "ddp_example: done on 4 ranks"
+  done
+else
+  echo "pytorch template: not run (no torch for /usr/bin/python3)"
+fi
 expect_eq "profile: nsys wrapped rank 0 only" "$(grep -c 'rank0 ' "$DLPAR_NSYS_RECORD" 2>/dev/null)" 1
 expect_contains "profile: steps" "$(grep -h 'Saved\|done' "$TEST_TMP/profile.out")" "done"
 finish

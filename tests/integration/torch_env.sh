@@ -9,7 +9,9 @@
 # the derived one; GROUP_RANK/NODE_RANK; GLOO_SOCKET_IFNAME); two steps of
 # one job at once; MASTER_PORT set by the user; --dl-env=none; no
 # --dl-parallel: nothing; a busy port: one line naming --resv-ports; the
-# same programs under dlpar-run.
+# same programs under dlpar-run. And dlpar's Python module
+# (python/dlpar/torch.py): its groups value by value on the same grids, a
+# rank that never joins named within the timeout, its installed form.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
   skip "no PyTorch for /usr/bin/python3 (apt-get install python3-torch)"
@@ -99,12 +101,41 @@ out=$(salloc -N2 --ntasks-per-node=2 bash -c "
 import socket, time
 s = socket.socket(); s.bind(('', \$port)); s.listen(1); open('$TEST_TMP/held', 'w').write('\$port'); time.sleep(60)\" &
   for i in \$(seq 100); do [ -s $TEST_TMP/held ] && break; sleep 0.2; done
-  srun --overlap -N2 --ntasks-per-node=2 --resv-ports=0 --dl-parallel=2x2 $prog tutorial 2
+  srun --overlap -N2 --ntasks-per-node=2 --resv-ports=0 --dl-parallel=2x2 $prog env
   echo step \$?; kill %1" 2>&1)
 held=$(cat "$TEST_TMP/held" 2>/dev/null)
 expect_contains "a busy port" "$out" "dlpar: MASTER_PORT $held is in use on n1, where rank 0 runs (run srun with --resv-ports so Slurm reserves a port per step, or export MASTER_PORT)"
 TEST_CHECKS=$((TEST_CHECKS + 1))
 grep -q "^step [1-9]" <<<"$out" || fail "a busy port: the step did not fail: $out"
+
+# The dlpar module: dlpar.torch.init_process_group() with no port and no
+# MASTER_ADDR (rank 0's TCPStore address travels over PMIx), its world, tp
+# and dp groups checked value by value on each grid; under dlpar-run too.
+module="env PYTHONPATH=$DLPAR_SRCDIR/python DLPAR_LIBRARY=$B/libdlpar/.libs/libdlpar.so /usr/bin/python3 $DLPAR_SRCDIR/tests/integration/torch/module_program.py"
+for run in "-N2 --ntasks-per-node=2 --dl-parallel=1x4" "-N2 --ntasks-per-node=2 --dl-parallel=2x2" \
+           "-N1 -n4 --dl-parallel=4x1" "-N2 --ntasks-per-node=2 --dl-parallel=2x2 --dl-env=none"; do
+  out=$(srun $run $module 2>&1)
+  expect_rc "dlpar module, srun $run" $? 0
+  expect_ok "dlpar module, srun $run" "$out" 4 4
+done
+out=$("$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- $module 2>&1)
+expect_rc "dlpar module under dlpar-run" $? 0
+expect_ok "dlpar module under dlpar-run" "$out" 4 4
+# A rank that leaves before it joins: named with its host on a rank that waited, within the timeout
+start=$(date +%s.%N)
+out=$(DLPAR_TEST_LEAVE=3 DLPAR_RENDEZVOUS_TIMEOUT=5 srun -N2 --ntasks-per-node=2 --dl-parallel=2x2 $module 2>&1)
+expect_rc "dlpar module, rank 3 leaves" $? 1
+expect_contains "dlpar module, rank 3 leaves" "$out" "rendezvous timed out after 5 s: rank 3 (n2) did not arrive"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ "$(elapsed_since "$start")" -le 30 ] || fail "dlpar module, rank 3 leaves: $(elapsed_since "$start") s, expected the 5 s timeout and the step's end"
+# make install: the module for the system python3, pointing at the installed libdlpar
+stage=$TEST_TMP/stage
+make -s -C "$B" install-dlparpyDATA install-dlpar-python-library DESTDIR="$stage" >/dev/null 2>&1
+expect_rc "make install of the dlpar module" $? 0
+pydir=$(dirname "$(find "$stage" -name torch.py -path '*dlpar*' | head -1)")
+installed=$(cd / && PYTHONPATH=$(dirname "$pydir") /usr/bin/python3 -c 'import dlpar._library as l; print(l.PATH)')
+TEST_CHECKS=$((TEST_CHECKS + 1))
+case $installed in /*/lib*/libdlpar.so.0) ;; *) fail "the installed module's libdlpar: '$installed', expected LIBDIR/libdlpar.so.0" ;; esac
 
 # dlpar-run: the same contract on one machine (127.0.0.1, a port the kernel picks, lo)
 out=$("$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- $prog tutorial 2 2>&1)

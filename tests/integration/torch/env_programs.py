@@ -23,9 +23,15 @@ import torch.distributed as dist
 TOL = 1e-6
 
 
+
+def say_line(text):
+    """One line in one write: the ranks of dlpar-run share a stdout."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
 def say(name, ok, detail=""):
     status = "ok" if ok else "FAILED:"
-    print(f"rank {os.environ.get('RANK', '?')}: {name} {status} {detail}".rstrip(), flush=True)
+    say_line(f"rank {os.environ.get('RANK', '?')}: {name} {status} {detail}".rstrip())
     return ok
 
 

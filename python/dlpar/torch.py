@@ -1,0 +1,110 @@
+"""dlpar.torch: PyTorch's process groups for the grid of srun --dl-parallel
+(or dlpar-run), without a port to choose and without MASTER_ADDR:
+
+    import dlpar.torch
+    grid = dlpar.torch.init_process_group()      # gloo on CPUs, nccl on GPUs
+    dist.all_reduce(t, group=grid.tp_group)      # tensor-parallel: M consecutive ranks, one node
+    dist.all_reduce(g, group=grid.dp_group)      # data-parallel: ranks M apart
+
+World rank 0 opens torch's TCPStore on a port the kernel chooses (no
+collision is possible); its address and port reach the other ranks through
+PMIx (libdlpar's dlpar_share_from_root), then every rank joins. A rank that
+never arrives is named (rank, host) on every other rank within the
+rendezvous timeout, and the step ends. The groups are libdlpar's: tp = M
+consecutive ranks (kept inside a node by the plugin), dp = the ranks M
+apart; on torch versions with a DeviceMesh, grid.mesh is the (dp, tp) mesh
+over them. The CUDA device is the one the launcher bound the rank to.
+"""
+import datetime
+import os
+import socket
+from collections import namedtuple
+
+import torch
+import torch.distributed as dist
+
+import dlpar
+
+__all__ = ["Grid", "init_process_group"]
+
+Grid = namedtuple("Grid", "rank world_size tp_rank tp_size dp_rank dp_size tp_group dp_group device mesh context")
+
+STORE_KEY = "dlpar.torch.store"
+
+
+def _rank0_address():
+    """How the other ranks reach rank 0: the launcher's DLPAR_MASTER_ADDR
+    (rank 0's node's address, never a name that may resolve to loopback;
+    exported under --dl-env=none too), else MASTER_ADDR, else this host's
+    address."""
+    addr = os.environ.get("DLPAR_MASTER_ADDR") or os.environ.get("MASTER_ADDR")
+    return addr if addr else socket.gethostbyname(socket.gethostname())
+
+
+def _open_store(ctx, size, timeout):
+    """Rank 0's store and its address: (store, address)."""
+    if ctx.info.rank == 0:
+        addr = _rank0_address()
+        store = dist.TCPStore(addr, 0, size, True, timeout=timeout, wait_for_workers=False)
+        ctx.share_from_root(STORE_KEY, f"{addr} {store.port}")
+        return store, addr
+    addr, port = ctx.share_from_root(STORE_KEY).split()
+    return dist.TCPStore(addr, int(port), size, False, timeout=timeout), addr
+
+
+def _gloo_interface(ctx, addr):
+    """gloo picks its interface from the host name, which may resolve to
+    loopback (then a multi-node job hangs): unless the user chose, the
+    interface towards rank 0."""
+    if "GLOO_SOCKET_IFNAME" not in os.environ:
+        name = ctx.route_interface(addr)
+        if name:
+            os.environ["GLOO_SOCKET_IFNAME"] = name
+
+
+def _groups(info):
+    """libdlpar's orthogonal groups; every rank creates every group, in one order."""
+    tp, dp, me = info.tp_size, info.dp_size, info.rank
+    tp_group = dp_group = None
+    for g in range(dp):
+        group = dist.new_group(list(range(g * tp, (g + 1) * tp)))
+        tp_group = group if g == me // tp else tp_group
+    for t in range(tp):
+        group = dist.new_group(list(range(t, tp * dp, tp)))
+        dp_group = group if t == me % tp else dp_group
+    return tp_group, dp_group
+
+
+def _mesh(info, tp_group, dp_group, device_type):
+    """A (dp, tp) DeviceMesh over the same groups, where torch has one."""
+    try:
+        from torch.distributed.device_mesh import DeviceMesh
+    except ImportError:
+        return None
+    if not hasattr(DeviceMesh, "from_group"):
+        return None
+    layout = torch.arange(info.size).reshape(info.dp_size, info.tp_size)
+    return DeviceMesh.from_group([dp_group, tp_group], device_type, mesh=layout, mesh_dim_names=("dp", "tp"))
+
+
+def init_process_group(backend=None, timeout=None):
+    """Joins the step's ranks into torch.distributed and returns the Grid.
+    backend: None picks nccl when the rank has a GPU, else gloo. timeout
+    (seconds or a timedelta): the rendezvous's and torch's (default:
+    libdlpar's rendezvous timeout, 120 s + 2 ms per rank)."""
+    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+    ctx = dlpar.bootstrap(rendezvous_timeout=seconds)
+    info = ctx.info
+    on_gpu = info.device >= 0 and torch.cuda.is_available()
+    if on_gpu:
+        torch.cuda.set_device(info.device)
+    backend = backend or ("nccl" if on_gpu else "gloo")
+    delta = datetime.timedelta(seconds=seconds or 120 + 0.002 * info.size)
+    store, addr = _open_store(ctx, info.size, delta)
+    if backend == "gloo":
+        _gloo_interface(ctx, addr)
+    dist.init_process_group(backend, store=store, rank=info.rank, world_size=info.size, timeout=delta)
+    tp_group, dp_group = _groups(info)
+    mesh = _mesh(info, tp_group, dp_group, "cuda" if on_gpu else "cpu")
+    return Grid(info.rank, info.size, info.tp_rank, info.tp_size, info.dp_rank, info.dp_size, tp_group, dp_group,
+                info.device if on_gpu else -1, mesh, ctx)

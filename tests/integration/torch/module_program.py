@@ -1,0 +1,40 @@
+"""tests/integration/torch/module_program.py: dlpar's Python module under
+srun --dl-parallel (or dlpar-run): dlpar.torch.init_process_group() with no
+env lines and no port, then the world, tensor-parallel and data-parallel
+groups checked value by value (an allreduce of each rank's number equals
+the sum over the members libdlpar's grid gives: tp = M consecutive ranks,
+dp = the ranks M apart). One line per check: "rank R: NAME ok ..." or
+"... FAILED ...". DLPAR_TEST_LEAVE=R: rank R exits before it joins."""
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+
+import dlpar.torch
+
+
+def say_line(text):
+    """One line in one write: the ranks of dlpar-run share a stdout."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+leave = os.environ.get("DLPAR_TEST_LEAVE")
+if leave is not None and os.environ.get("DLPAR_RANK") == leave:
+    sys.exit(3)
+grid = dlpar.torch.init_process_group()
+rank, m, d = grid.rank, grid.tp_size, grid.dp_size
+members = {
+    "world": list(range(m * d)),
+    "tp": list(range(rank // m * m, rank // m * m + m)),
+    "dp": list(range(rank % m, m * d, m)),
+}
+ok = grid.tp_rank == rank % m and grid.dp_rank == rank // m and grid.world_size == m * d
+say_line(f"rank {rank}: grid {'ok' if ok else 'FAILED'} tp {grid.tp_rank}/{m} dp {grid.dp_rank}/{d}")
+for name, group in (("world", None), ("tp", grid.tp_group), ("dp", grid.dp_group)):
+    value = torch.tensor([float(rank + 1)])
+    dist.all_reduce(value, group=group)
+    want = float(sum(r + 1 for r in members[name]))
+    say_line(f"rank {rank}: {name} allreduce {'ok' if value.item() == want else 'FAILED'} {value.item()} over "
+          f"{members[name]}")
+dist.destroy_process_group()
