@@ -264,17 +264,27 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
   return DLPAR_OK;
 }
 
+/* A fresh context in *out (NULL: out of memory). */
+static dlpar_ctx *new_context(dlpar_ctx **out, bool bootstrap_only)
+{
+  dlpar_ctx *ctx = calloc(1, sizeof(*ctx));
+  *out = ctx;
+  if (ctx) {
+    ctx->signal_fd = -1;
+    ctx->info.device = -1;
+    ctx->bootstrap_only = bootstrap_only;
+    ctx->process_start = dlpar_process_start();
+  }
+  return ctx;
+}
+
 int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **out)
 {
   const double start = dlpar_now();
-  dlpar_ctx *ctx = calloc(1, sizeof(*ctx));
+  dlpar_ctx *ctx = new_context(out, false);
   int rc;
-  *out = ctx;
   if (!ctx)
     return DLPAR_ERR_SYSTEM;
-  ctx->signal_fd = -1;
-  ctx->info.device = -1;
-  ctx->process_start = dlpar_process_start();
   if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
                            DLPAR_RENDEZVOUS_TIMEOUT_BASE,
                            &ctx->rendezvous_timeout)) == DLPAR_OK &&
@@ -290,15 +300,10 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
 int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out)
 {
   const double start = dlpar_now();
-  dlpar_ctx *ctx = calloc(1, sizeof(*ctx));
+  dlpar_ctx *ctx = new_context(out, true);
   int rc;
-  *out = ctx;
   if (!ctx)
     return DLPAR_ERR_SYSTEM;
-  ctx->signal_fd = -1;
-  ctx->info.device = -1;
-  ctx->bootstrap_only = true;
-  ctx->process_start = dlpar_process_start();
   if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
                            DLPAR_RENDEZVOUS_TIMEOUT_BASE, &ctx->rendezvous_timeout)) != DLPAR_OK ||
       (rc = import_launcher_env(ctx)) != DLPAR_OK || (rc = dlpar_pmix_init(ctx)) != DLPAR_OK)

@@ -12,5 +12,5 @@ libdlpar_libdlpar_la_LDFLAGS = -version-info 0:0:0 $(CUDA_LDFLAGS) $(HARDEN_LDFL
 libdlpar_libdlpar_la_LIBADD = common/libdlpar_common.la $(PMIX_LIBS) $(MPI_LIBS) $(CUDA_RT_LIBS) -lpthread
 if HAVE_CUDA
 libdlpar_libdlpar_la_SOURCES += libdlpar/backend_nccl.c
-libdlpar_libdlpar_la_LIBADD += -lcublas
+libdlpar_libdlpar_la_LIBADD += -ldl # cuBLAS: loaded by the GEMM check (preflight.c), not linked
 endif

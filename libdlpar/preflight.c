@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -459,14 +460,47 @@ static int gemm_rate_cpu(dlpar_ctx *ctx, double *gflops)
 }
 
 #ifdef HAVE_CUDA
+/* cuBLAS, loaded when the GEMM check first runs, not linked: loading it
+ * costs ~0.45 s of CPU per process (it and cuBLASLt are hundreds of MB),
+ * which every program linked with libdlpar would pay at start, the ranks
+ * of dlpar's Python module on a loaded node included. */
+typedef struct {
+  void *lib;
+  cublasStatus_t (*create)(cublasHandle_t *handle);
+  cublasStatus_t (*destroy)(cublasHandle_t handle);
+  cublasStatus_t (*sgemm)(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                          const float *alpha, const float *a, int lda, const float *b, int ldb, const float *beta,
+                          float *c, int ldc);
+  const char *(*status_string)(cublasStatus_t status);
+} cublas_calls;
+
+static int load_cublas(dlpar_ctx *ctx, cublas_calls *calls)
+{
+  char name[32];
+  snprintf(name, sizeof(name), "libcublas.so.%d", CUBLAS_VER_MAJOR);
+  if (!(calls->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+    return dlpar_fail(ctx, DLPAR_ERR_CUDA, "--dl-check's GEMM: cannot load %s: %s (put CUDA's libraries on the "
+                      "library path)", name, dlerror());
+  *(void **)&calls->create = dlsym(calls->lib, "cublasCreate_v2");
+  *(void **)&calls->destroy = dlsym(calls->lib, "cublasDestroy_v2");
+  *(void **)&calls->sgemm = dlsym(calls->lib, "cublasSgemm_v2");
+  *(void **)&calls->status_string = dlsym(calls->lib, "cublasGetStatusString");
+  if (calls->create && calls->destroy && calls->sgemm && calls->status_string)
+    return DLPAR_OK;
+  dlclose(calls->lib);
+  calls->lib = NULL;
+  return dlpar_fail(ctx, DLPAR_ERR_CUDA, "--dl-check's GEMM: %s lacks cublasCreate_v2, cublasSgemm_v2 or "
+                    "cublasGetStatusString (CUDA %d's cuBLAS expected)", name, CUBLAS_VER_MAJOR);
+}
+
 /* On a cuBLAS error: file:line, the call and cuBLAS's string recorded in
  * ctx (dlpar_fail) as rc, and on to the function's `done:`. */
-#define CUBLAS_RECORD_IN_CTX(ctx, call)                                                             \
+#define CUBLAS_RECORD_IN_CTX(ctx, calls, call)                                                      \
   do {                                                                                              \
     cublasStatus_t st_ = (call);                                                                    \
     if (st_ != CUBLAS_STATUS_SUCCESS) {                                                             \
       rc = dlpar_fail(ctx, DLPAR_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call,              \
-                      cublasGetStatusString(st_));                                                  \
+                      (calls).status_string(st_));                                                  \
       goto done;                                                                                    \
     }                                                                                               \
   } while (0)
@@ -476,28 +510,33 @@ static int gemm_rate_gpu(dlpar_ctx *ctx, double *gflops)
 {
   const size_t elems = (size_t)GPU_GEMM_N * GPU_GEMM_N;
   const float one = 1.0f, zero = 0.0f;
+  cublas_calls cublas = {0};
   cublasHandle_t handle = NULL;
   float *m = NULL;
   double start = 0;
-  int rc = buffer_alloc(ctx, 3 * elems * sizeof(float), &m);
-  if (rc != DLPAR_OK)
-    return rc;
-  CUBLAS_RECORD_IN_CTX(ctx, cublasCreate(&handle));
+  int rc = load_cublas(ctx, &cublas);
+  if (rc != DLPAR_OK || (rc = buffer_alloc(ctx, 3 * elems * sizeof(float), &m)) != DLPAR_OK)
+    goto done;
+  CUBLAS_RECORD_IN_CTX(ctx, cublas, cublas.create(&handle));
   for (int rep = 0; rep <= GPU_GEMM_REPS; rep++) {
     if (rep == 1) {
       if ((rc = settle(ctx)) != DLPAR_OK)
         goto done;
       start = dlpar_now();
     }
-    CUBLAS_RECORD_IN_CTX(ctx, cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, GPU_GEMM_N, GPU_GEMM_N, GPU_GEMM_N, &one, m,
-                                          GPU_GEMM_N, m + elems, GPU_GEMM_N, &zero, m + 2 * elems, GPU_GEMM_N));
+    CUBLAS_RECORD_IN_CTX(ctx, cublas, cublas.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, GPU_GEMM_N, GPU_GEMM_N, GPU_GEMM_N,
+                                                   &one, m, GPU_GEMM_N, m + elems, GPU_GEMM_N, &zero, m + 2 * elems,
+                                                   GPU_GEMM_N));
   }
   if ((rc = settle(ctx)) == DLPAR_OK)
     *gflops = 2.0 * GPU_GEMM_N * GPU_GEMM_N * (double)GPU_GEMM_N * GPU_GEMM_REPS / (dlpar_now() - start) / 1e9;
 done:
   if (handle)
-    cublasDestroy(handle);
-  buffer_free(ctx, m);
+    cublas.destroy(handle);
+  if (m)
+    buffer_free(ctx, m);
+  if (cublas.lib)
+    dlclose(cublas.lib);
   return rc;
 }
 #endif

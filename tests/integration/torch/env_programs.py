@@ -58,6 +58,13 @@ def reference_weights(steps, n):
     return torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
+def same_weights(name, model, steps, n):
+    """The model's weights are one process's after the same steps on the whole batch."""
+    got = torch.cat([p.detach().flatten() for p in model.parameters()])
+    diff = (got - reference_weights(steps, n)).abs().max().item()
+    return say(name, diff < TOL, f"max |w - w_single| = {diff:.2e}")
+
+
 def comm_groups(tp):
     """The tutorial's utils/comm.py: tensor-parallel groups of tp consecutive
     ranks, data-parallel groups across them; every rank creates every group."""
@@ -95,9 +102,7 @@ def tutorial(tp):
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(x[shard]), y[shard]).backward()
         opt.step()
-    got = torch.cat([p.detach().flatten() for p in model.parameters()])
-    diff = (got - reference_weights(steps, n)).abs().max().item()
-    ok &= say("tutorial DDP", diff < TOL, f"max |w - w_single| = {diff:.2e}")
+    ok &= same_weights("tutorial DDP", model, steps, n)
     dist.destroy_process_group()
     return ok
 
@@ -139,9 +144,7 @@ def lecture8():
             dist.all_reduce(p.grad)
             p.grad /= world
         opt.step()
-    got = torch.cat([p.detach().flatten() for p in model.parameters()])
-    diff = (got - reference_weights(steps, n)).abs().max().item()
-    ok &= say("data-parallel step", diff < TOL, f"max |w - w_single| = {diff:.2e}")
+    ok &= same_weights("data-parallel step", model, steps, n)
     dist.destroy_process_group()
     return ok
 
