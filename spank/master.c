@@ -29,7 +29,9 @@ static int first_node_address(spank_t sp, char *addr, size_t len, char *err, siz
 {
   char nodes[4096];
   node_info_msg_t *info = NULL;
-  hostlist_t list;
+  /* hostlist_t is a pointer type up to Slurm 23.02 and a struct (used by
+   * pointer) from 23.11 on: the list takes whatever the call returns */
+  __typeof__(slurm_hostlist_create("")) list = NULL;
   char *first;
   int rc = DLPAR_OK;
   if (spank_getenv(sp, "SLURM_STEP_NODELIST", nodes, sizeof(nodes)) != ESPANK_SUCCESS ||
