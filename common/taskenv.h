@@ -40,7 +40,7 @@ typedef struct {
    * (dlpar's Python module publishes its store there). */
   bool torch_env;
   int node_rank;
-  char master_addr[64];
+  char master_addr[256];
   int master_port;
   char gloo_ifname[32]; /* "" : not exported */
 } dlpar_task_env;

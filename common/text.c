@@ -89,7 +89,7 @@ static size_t printable_utf8(const unsigned char *p)
   unsigned long code;
   const size_t len = dlpar_utf8_decode((const char *)p, &code);
   if (len < 2 || code < 0xa0 || code == 0x200e || code == 0x200f || code == 0x2028 || code == 0x2029 ||
-      (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069))
+      (code >= 0x202a && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069) || code == 0xfffe || code == 0xffff)
     return 0;
   return len;
 }

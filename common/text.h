@@ -29,7 +29,7 @@ int dlpar_parse_seconds(const char *text, double *out);
 /* Writes input text into buf for a one-line message: printable ASCII and
  * printable UTF-8 as is; \n, \r and \t as C writes them; every other byte
  * (control characters, DEL, invalid UTF-8, C1 controls, line and paragraph
- * separators, bidirectional overrides) as \xNN; cut with "..." where buf is
+ * separators, bidirectional overrides, U+FFFE/U+FFFF) as \xNN; cut with "..." where buf is
  * full. NULL shows as "(none)". Always NUL-terminates. Returns buf. */
 const char *dlpar_quote(const char *text, char *buf, size_t buflen);
 

@@ -184,7 +184,7 @@ static int choose_startup(dlpar_ctx *ctx)
     return rc;
   if (per_root && *per_root && ((value = strtol(per_root, &end, 10)) < 1 || value > 1000000 || *end))
     return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_NCCL_RANKS_PER_ROOT=%s: not a number of ranks from 1 to 1000000 "
-                      "(default %d, or unset it)", per_root, DLPAR_NCCL_RANKS_PER_ROOT);
+                      "(default %d, or unset it)", dlpar_show(per_root).text, DLPAR_NCCL_RANKS_PER_ROOT);
   ctx->ranks_per_root = (int)value;
   return DLPAR_OK;
 }

@@ -444,7 +444,7 @@ static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, siz
   if (rc != DLPAR_OK)
     return rc;
   if (value->data.bo.size > len || (exact && value->data.bo.size != len)) {
-    rc = dlpar_fail(ctx, DLPAR_ERR_PMIX, "%s from rank %d has %zu bytes, expected %zu", key, rank,
+    rc = dlpar_fail(ctx, DLPAR_ERR_PMIX, "%s from rank %d has %zu bytes, expected %zu", dlpar_show(key).text, rank,
                     value->data.bo.size, len);
   } else {
     memcpy(bytes, value->data.bo.bytes, value->data.bo.size);

@@ -121,6 +121,9 @@ double dlpar_wait_seconds(const dlpar_ctx *ctx)
 int dlpar_step_times(dlpar_ctx *ctx, double seconds, void *stream, double *times, int *ready)
 {
   int rc;
+  *ready = 0;
+  if (!ctx->backend)
+    return dlpar_fail(ctx, DLPAR_ERR_STATE, "step times need dlpar_init's collectives (not dlpar_init_bootstrap)");
   *ready = ctx->skew_posted;
   if (ctx->skew_posted) {
     ctx->skew_posted = false;

@@ -235,7 +235,12 @@ static int wait_posted_stop(dlpar_ctx *ctx, int *stop)
 
 int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop)
 {
-  int rc = wait_posted_stop(ctx, stop);
+  int rc;
+  *stop = 0;
+  if (!ctx->backend)
+    return dlpar_fail(ctx, DLPAR_ERR_STATE, "a stop agreement needs dlpar_init's collectives (not "
+                      "dlpar_init_bootstrap)");
+  rc = wait_posted_stop(ctx, stop);
   if (rc != DLPAR_OK || *stop)
     return rc;
   if ((rc = ctx->backend->stop_post(ctx, atomic_load(&ctx->stop_signals) > 0, stream)) != DLPAR_OK)

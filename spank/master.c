@@ -27,18 +27,21 @@
 /* The first host of the step's node list, as slurmctld addresses it. */
 static int first_node_address(spank_t sp, char *addr, size_t len, char *err, size_t errlen)
 {
-  char nodes[4096];
+  enum { NODES_MAX = 1 << 20 }; /* the compressed node list of the largest step */
+  char *nodes = malloc(NODES_MAX);
   node_info_msg_t *info = NULL;
   /* hostlist_t is a pointer type up to Slurm 23.02 and a struct (used by
    * pointer) from 23.11 on: the list takes whatever the call returns */
   __typeof__(slurm_hostlist_create("")) list = NULL;
   char *first;
   int rc = DLPAR_OK;
-  if (spank_getenv(sp, "SLURM_STEP_NODELIST", nodes, sizeof(nodes)) != ESPANK_SUCCESS ||
+  if (!nodes || spank_getenv(sp, "SLURM_STEP_NODELIST", nodes, NODES_MAX) != ESPANK_SUCCESS ||
       !(list = slurm_hostlist_create(nodes))) {
     snprintf(err, errlen, "cannot read the step's node list (SLURM_STEP_NODELIST) for MASTER_ADDR");
+    free(nodes);
     return DLPAR_ERR_SYSTEM;
   }
+  free(nodes);
   first = slurm_hostlist_shift(list);
   slurm_hostlist_destroy(list);
   if (!first) {
@@ -61,16 +64,24 @@ static int first_node_address(spank_t sp, char *addr, size_t len, char *err, siz
   return rc;
 }
 
-/* The step's reserved port, else the derived one; on rank 0's node, free. */
+/* The step's reserved port, else the derived one; on rank 0's node, free.
+ * Rank 0 must be on the step's first node (MASTER_ADDR's). */
 static int choose_port(spank_t sp, char *err, size_t errlen)
 {
   char reserved[256], user_port[16];
-  uint32_t job = 0, step = 0, local;
+  uint32_t job = 0, step = 0, local, node_id = 0;
   const bool rank0_here = spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, 0u, &local) == ESPANK_SUCCESS;
   const bool is_reserved = spank_getenv(sp, "SLURM_STEP_RESV_PORTS", reserved, sizeof(reserved)) == ESPANK_SUCCESS &&
                            dlpar_resv_ports_first(reserved) > 0;
   spank_get_item(sp, S_JOB_ID, &job);
   spank_get_item(sp, S_JOB_STEPID, &step);
+  spank_get_item(sp, S_JOB_NODEID, &node_id);
+  if (rank0_here && node_id != 0) {
+    snprintf(err, errlen, "rank 0 is not on the step's first node %s (an arbitrary distribution?), so MASTER_ADDR "
+             "would be wrong: use a block, cyclic or plane distribution, or --dl-env=none and your own MASTER_ADDR",
+             dlpar_show(dlpar_spank.master_node).text);
+    return DLPAR_ERR_INPUT;
+  }
   dlpar_spank.master_port = is_reserved ? dlpar_resv_ports_first(reserved)
                                         : dlpar_torch_port_derive(job, step, dlpar_spank.admin.torch_port_lo,
                                                                   dlpar_spank.admin.torch_port_hi);

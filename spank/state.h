@@ -32,8 +32,8 @@ typedef struct {
   int topology_status;
   char topology_error[DLPAR_ERRLEN];
   /* slurmstepd, user_init: the step's torch rendezvous (spank/master.c) */
-  char master_addr[64];
-  char master_node[64]; /* the step's first node: rank 0's */
+  char master_addr[256];
+  char master_node[256]; /* the step's first node: rank 0's */
   int master_port;
   char gloo_ifname[32];
   int master_status; /* DLPAR_OK, or the error task_init raises */

@@ -554,8 +554,8 @@ extern "C" int dl_sdpa_plan(dl_sdpa *sdpa, int B, int N, int NH, int HD, dl_dtyp
   sdpa_plans *p;
   if (N % 128 != 0 && cudnnGetVersion() < CUDNN_SDPA_BWD_ANY_LENGTH) {
     fprintf(stderr, "%s:%d: cuDNN %zu's SDPA backward reads out of bounds for %d tokens (not a multiple of 128): "
-            "cuDNN 9.15.1 or later runs it\n", __FILE__, __LINE__, cudnnGetVersion(), N);
-    return DL_CUDNN_BASE + (int)CUDNN_STATUS_NOT_SUPPORTED_SHAPE;
+            "put cuDNN 9.15.1 or later on the library path\n", __FILE__, __LINE__, cudnnGetVersion(), N);
+    return DL_CUDNN_BASE + (int)CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH; /* the installation's, not the shape's */
   }
   CHECK(plans_for(sdpa, &s, &p));
   *workspace_bytes = plans_workspace(p);

@@ -68,12 +68,13 @@ class Context:
     collectives. Finalized by close() or at garbage collection."""
 
     def __init__(self, rendezvous_timeout=None):
+        self._ctx = None
         self._lib = _load()
         self._ctx = ctypes.c_void_p()
         options = _Options(rendezvous_timeout_s=float(rendezvous_timeout or 0))
         if self._lib.dlpar_init_bootstrap(ctypes.byref(options), ctypes.byref(self._ctx)) != 0:
             raise DlparError(self._error())
-        self.info = self._lib.dlpar_get_info(self._ctx).contents
+        self.info = Info.from_buffer_copy(self._lib.dlpar_get_info(self._ctx).contents)
 
     def _error(self):
         text = self._lib.dlpar_last_error(self._ctx) if self._ctx else None
@@ -97,7 +98,7 @@ class Context:
         return host.decode(errors="replace") if host else "?"
 
     def close(self):
-        if self._ctx:
+        if getattr(self, "_ctx", None):
             self._lib.dlpar_finalize(self._ctx)
             self._ctx = ctypes.c_void_p()
 

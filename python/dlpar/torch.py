@@ -29,7 +29,8 @@ __all__ = ["Grid", "init_process_group"]
 
 Grid = namedtuple("Grid", "rank world_size tp_rank tp_size dp_rank dp_size tp_group dp_group device mesh context")
 
-STORE_KEY = "dlpar.torch.store"
+STORE_KEY = "dlpar.torch.store"  # and the call's number: every rank calls in the same order
+_calls = [0]
 
 
 def _rank0_address():
@@ -43,12 +44,14 @@ def _rank0_address():
 
 def _open_store(ctx, size, timeout):
     """Rank 0's store and its address: (store, address)."""
+    _calls[0] += 1
+    key = f"{STORE_KEY}.{_calls[0]}"
     if ctx.info.rank == 0:
         addr = _rank0_address()
         store = dist.TCPStore(addr, 0, size, True, timeout=timeout, wait_for_workers=False)
-        ctx.share_from_root(STORE_KEY, f"{addr} {store.port}")
+        ctx.share_from_root(key, f"{addr} {store.port}")
         return store, addr
-    addr, port = ctx.share_from_root(STORE_KEY).split()
+    addr, port = ctx.share_from_root(key).split()
     return dist.TCPStore(addr, int(port), size, False, timeout=timeout), addr
 
 

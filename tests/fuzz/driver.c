@@ -245,7 +245,11 @@ static bool fails_in_child(const input *in, unsigned timeout)
     LLVMFuzzerTestOneInput(in->data, in->size);
     _exit(0);
   }
-  return pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  if (pid < 0) { /* not the target's failure: minimizing cannot go on */
+    perror("fuzz: fork");
+    exit(2);
+  }
+  return waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
 }
 
 /* Cuts chunks (halves, then quarters, ... single bytes) while the target
@@ -291,10 +295,10 @@ int main(int argc, char **argv)
   input mutant;
   if (parse_options(argc, argv, &o, &c) != 0)
     return 2;
+  limit.rlim_cur = limit.rlim_max = (rlim_t)o.rss_limit_mb << 20;
+  setrlimit(RLIMIT_AS, &limit); /* minimizing too: a failure may need the limit */
   if (o.minimize)
     return minimize(&c.items[0], o.timeout, o.out);
-  limit.rlim_cur = limit.rlim_max = (rlim_t)o.rss_limit_mb << 20;
-  setrlimit(RLIMIT_AS, &limit);
   signal(SIGALRM, on_signal), signal(SIGSEGV, on_signal), signal(SIGBUS, on_signal);
   signal(SIGABRT, on_signal), signal(SIGFPE, on_signal), signal(SIGILL, on_signal);
   for (int i = 0; i < c.n; i++, runs++)

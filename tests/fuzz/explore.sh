@@ -47,6 +47,7 @@ echo "fuzz $target: ${runs:-?} inputs under $how, ${took:-?} inputs/s, peak RSS 
 for input in "$found"/*; do
   [ -f "$input" ] || continue
   min=$TEST_TMP/minimised
+  rm -f "$min"
   if [ -x "$fuzzer" ]; then
     "$fuzzer" -minimize_crash=1 -max_total_time=60 -timeout=$FUZZ_TIMEOUT_S -rss_limit_mb=$FUZZ_RSS_MB \
       -malloc_limit_mb=$FUZZ_MALLOC_MB -exact_artifact_path="$min" "$input" >/dev/null 2>&1

@@ -137,6 +137,13 @@ installed=$(cd / && PYTHONPATH=$(dirname "$pydir") /usr/bin/python3 -c 'import d
 TEST_CHECKS=$((TEST_CHECKS + 1))
 case $installed in /*/lib*/libdlpar.so.0) ;; *) fail "the installed module's libdlpar: '$installed', expected LIBDIR/libdlpar.so.0" ;; esac
 
+# Rank 0 placed off the step's first node (an arbitrary distribution): refused, not a wrong MASTER_ADDR
+printf 'n2\nn1\nn1\nn2\n' >"$TEST_TMP/hosts"
+out=$(SLURM_HOSTFILE=$TEST_TMP/hosts srun -N2 -n4 -m arbitrary --dl-parallel=1x4 $prog env 2>&1)
+expect_rc "rank 0 off the first node" $? 1
+expect_contains "rank 0 off the first node" "$out" \
+  "dlpar: rank 0 is not on the step's first node n1 (an arbitrary distribution?), so MASTER_ADDR would be wrong"
+
 # dlpar-run: the same contract on one machine (127.0.0.1, a port the kernel picks, lo)
 out=$("$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- $prog tutorial 2 2>&1)
 expect_rc "dlpar-run tutorial on 2x2" $? 0

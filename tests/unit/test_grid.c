@@ -173,6 +173,7 @@ static void test_quote(void)
   CHECK_STR(dlpar_show("a\xe2\x80\xa8" "b").text, "a\\xe2\\x80\\xa8" "b");
   CHECK_STR(dlpar_show("\xe2\x80\xae").text, "\\xe2\\x80\\xae");
   CHECK_STR(dlpar_show("\xc0\xaf").text, "\\xc0\\xaf");
+  CHECK_STR(dlpar_show("\xef\xbf\xbe").text, "\\xef\\xbf\\xbe");
   CHECK_STR(dlpar_show("\xf5\x80\x80\x80").text, "\\xf5\\x80\\x80\\x80");
   CHECK_STR(dlpar_show("\xf0\x9f\x98\x80").text, "\xf0\x9f\x98\x80");
   memset(long_text, '\n', sizeof(long_text) - 1);
