@@ -79,7 +79,8 @@ void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
     add(list, "LOCAL_WORLD_SIZE", "%d", env->local_size);
     add(list, "GROUP_RANK", "%d", env->node_rank);
     add(list, "NODE_RANK", "%d", env->node_rank);
-    add(list, "MASTER_ADDR", "%s", env->master_addr);
+    if (env->master_addr[0])
+      add(list, "MASTER_ADDR", "%s", env->master_addr);
     add(list, "MASTER_PORT", "%d", env->master_port);
     if (env->gloo_ifname[0])
       add(list, "GLOO_SOCKET_IFNAME", "%s", env->gloo_ifname);

@@ -1,7 +1,7 @@
 /* spank/master.c: slurmstepd (remote context), once per node (user_init):
  * the step's rendezvous point for PyTorch's env:// contract
- * (common/torchenv.h). MASTER_ADDR is the NodeAddr, from slurmctld's node
- * table, of the step's first node: world rank 0's node under the block,
+ * (common/torchenv.h). MASTER_ADDR is the NodeAddr, from the node table
+ * slurmstepd holds, of the step's first node: world rank 0's node under the block,
  * cyclic and plane distributions, and an address, not a host name that may
  * resolve to loopback. MASTER_PORT is the step's first reserved port (srun
  * --resv-ports, MpiParams=ports=LO-HI), else one derived from job and step
@@ -10,9 +10,13 @@
  * starts. GLOO_SOCKET_IFNAME: this node's interface towards MASTER_ADDR.
  * The address is exported as DLPAR_MASTER_ADDR under --dl-env=none too.
  * A failure is kept for task_init, which reports it (user_init's errors
- * never reach srun). */
+ * never reach srun); an address that cannot be found is a warning (no
+ * MASTER_ADDR), not a failure of programs that do not need it. */
 #include "config.h"
 
+#include <dlfcn.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +28,29 @@
 #include "common/torchenv.h"
 #include "spank/plugin.h"
 
-/* The first host of the step's node list, as slurmctld addresses it. */
+/* node's address (NodeAddr) as slurmstepd itself reaches other nodes:
+ * Slurm's slurm_conf_get_addr (a slurm_addr_t, struct sockaddr_storage
+ * since 20.11), found at run time (it is in no public header; where it is
+ * missing or fails, the node's name, which the caller resolves). No RPC:
+ * slurm_load_node_single from user_init deadlocks slurmstepd 24.11 on its
+ * auth lock ("auth_g_create: pthread_rwlock_rdlock(): Resource deadlock
+ * avoided"), and one per node per step would load slurmctld. */
+static void node_address(const char *node, char *addr, size_t len)
+{
+  int (*get_addr)(const char *node_name, struct sockaddr_storage *address, uint16_t flags) = NULL;
+  struct sockaddr_storage found;
+  memset(&found, 0, sizeof(found));
+  *(void **)&get_addr = dlsym(RTLD_DEFAULT, "slurm_conf_get_addr");
+  if (!get_addr || get_addr(node, &found, 0) != 0 ||
+      getnameinfo((struct sockaddr *)&found, sizeof(found), addr, (socklen_t)len, NULL, 0, NI_NUMERICHOST) != 0)
+    snprintf(addr, len, "%s", node);
+}
+
+/* The first host of the step's node list, by its address. */
 static int first_node_address(spank_t sp, char *addr, size_t len, char *err, size_t errlen)
 {
   enum { NODES_MAX = 1 << 20 }; /* the compressed node list of the largest step */
   char *nodes = malloc(NODES_MAX);
-  node_info_msg_t *info = NULL;
   /* hostlist_t is a pointer type up to Slurm 23.02 and a struct (used by
    * pointer) from 23.11 on: the list takes whatever the call returns */
   __typeof__(slurm_hostlist_create("")) list = NULL;
@@ -49,17 +70,12 @@ static int first_node_address(spank_t sp, char *addr, size_t len, char *err, siz
     return DLPAR_ERR_SYSTEM;
   }
   snprintf(dlpar_spank.master_node, sizeof(dlpar_spank.master_node), "%s", first);
-  if (slurm_load_node_single(&info, first, SHOW_ALL) == SLURM_SUCCESS && info && info->record_count == 1 &&
-      info->node_array[0].node_addr)
-    snprintf(addr, len, "%s", info->node_array[0].node_addr);
-  else
-    snprintf(addr, len, "%s", first); /* the name, resolved below */
+  node_address(first, addr, len);
   if (dlpar_numeric_address(addr, addr, len) != DLPAR_OK) {
     snprintf(err, errlen, "MASTER_ADDR: node %s's address %s does not resolve (set NodeAddr in slurm.conf, or "
              "--dl-env=none and your own MASTER_ADDR)", dlpar_show(first).text, dlpar_show(addr).text);
     rc = DLPAR_ERR_SYSTEM;
   }
-  slurm_free_node_info_msg(info);
   free(first);
   return rc;
 }
@@ -96,20 +112,17 @@ static int choose_port(spank_t sp, char *err, size_t errlen)
 
 int dlpar_master_prepare(spank_t sp, bool torch_env)
 {
-  char *err = dlpar_spank.master_error;
-  const size_t errlen = sizeof(dlpar_spank.master_error);
-  int rc = first_node_address(sp, dlpar_spank.master_addr, sizeof(dlpar_spank.master_addr), err, errlen);
-  if (!torch_env) { /* DLPAR_MASTER_ADDR only, where it resolved */
-    if (rc != DLPAR_OK)
-      dlpar_spank.master_addr[0] = '\0';
-    dlpar_spank.master_status = DLPAR_OK;
-    return DLPAR_OK;
-  }
-  if (rc == DLPAR_OK)
-    rc = choose_port(sp, err, errlen);
-  if (rc == DLPAR_OK && dlpar_route_ifname(dlpar_spank.master_addr, dlpar_spank.gloo_ifname,
-                                           sizeof(dlpar_spank.gloo_ifname)) != DLPAR_OK)
+  /* No address: no MASTER_ADDR, and rank 0's task says why (programs that
+   * do not read it, dlpar-train among them, run on). */
+  dlpar_spank.master_warning[0] = dlpar_spank.gloo_ifname[0] = '\0';
+  if (first_node_address(sp, dlpar_spank.master_addr, sizeof(dlpar_spank.master_addr), dlpar_spank.master_warning,
+                         sizeof(dlpar_spank.master_warning)) != DLPAR_OK)
+    dlpar_spank.master_addr[0] = '\0';
+  dlpar_spank.master_status =
+      torch_env ? choose_port(sp, dlpar_spank.master_error, sizeof(dlpar_spank.master_error)) : DLPAR_OK;
+  if (torch_env && dlpar_spank.master_addr[0] &&
+      dlpar_route_ifname(dlpar_spank.master_addr, dlpar_spank.gloo_ifname, sizeof(dlpar_spank.gloo_ifname)) !=
+          DLPAR_OK)
     dlpar_spank.gloo_ifname[0] = '\0'; /* no route found: gloo chooses */
-  dlpar_spank.master_status = rc;
-  return rc;
+  return dlpar_spank.master_status;
 }

@@ -38,6 +38,7 @@ typedef struct {
   char gloo_ifname[32];
   int master_status; /* DLPAR_OK, or the error task_init raises */
   char master_error[DLPAR_ERRLEN];
+  char master_warning[DLPAR_ERRLEN]; /* why there is no MASTER_ADDR, said by rank 0's task */
 } dlpar_spank_state;
 
 extern dlpar_spank_state dlpar_spank;

@@ -204,7 +204,7 @@ int dlpar_stepd_user_init(spank_t sp)
   if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
                           &dlpar_spank.torch_env, dlpar_spank.master_error,
                           sizeof(dlpar_spank.master_error)) == DLPAR_OK)
-    dlpar_master_prepare(sp, dlpar_spank.torch_env);
+    (void)dlpar_master_prepare(sp, dlpar_spank.torch_env); /* its failure: task_init raises it */
   return 0; /* errors here never reach srun: task_init raises them */
 }
 
@@ -255,6 +255,8 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
   env.verbose = dlpar_spank.options.verbose;
   env.check = dlpar_spank.check;
   set_torch_env(sp, &env);
+  if (env.torch_env && !env.master_addr[0] && facts.rank == 0)
+    dlpar_spank_error(dlpar_spank.master_warning);
   rc = prepare_profile(sp, &facts, &env, err, errlen);
   if (rc != DLPAR_OK)
     return rc;
