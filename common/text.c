@@ -80,6 +80,12 @@ size_t dlpar_utf8_decode(const char *text, unsigned long *code)
   return len;
 }
 
+/* A C0 control byte or DEL: what breaks a line or drives a terminal. */
+static bool is_control(unsigned char c)
+{
+  return c < 0x20 || c == 0x7f;
+}
+
 /* The length of the printable UTF-8 character at p (2 to 4 bytes), or 0:
  * invalid or overlong sequences, surrogates, C1 controls (U+0080..U+009F),
  * U+200E/F, U+2028/9, U+202A..U+202E and U+2066..U+2069 (they break a line
@@ -105,7 +111,7 @@ static size_t show_char(const unsigned char *p, char out[4], size_t *consumed)
     memcpy(out, p, utf8);
     return utf8;
   }
-  if (*p >= 0x20 && *p < 0x7f) {
+  if (*p < 0x80 && !is_control(*p)) {
     out[0] = (char)*p;
     return 1;
   }
@@ -148,7 +154,7 @@ const char *dlpar_quote(const char *text, char *buf, size_t buflen)
 char *dlpar_one_line(char *text)
 {
   for (unsigned char *p = (unsigned char *)text; *p; p++) {
-    if (*p < 0x20 || *p == 0x7f)
+    if (is_control(*p))
       *p = ' ';
   }
   return text;
@@ -157,7 +163,7 @@ char *dlpar_one_line(char *text)
 bool dlpar_is_printable(const char *text)
 {
   for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-    if (*p < 0x20 || *p == 0x7f)
+    if (is_control(*p))
       return false;
   }
   return true;

@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,6 +43,20 @@ bool dlpar_env_is_torch_name(const char *name)
       return true;
   }
   return false;
+}
+
+size_t dlpar_torch_names_set(char *out, size_t len)
+{
+  size_t used = 0;
+  if (len)
+    out[0] = '\0';
+  for (int i = 0; dlpar_torch_names[i] && used < len; i++) {
+    const char *value = getenv(dlpar_torch_names[i]);
+    if (value)
+      used += (size_t)snprintf(out + used, len - used, "%s%s=%s", used ? ", " : "", dlpar_torch_names[i],
+                               dlpar_show(value).text);
+  }
+  return used;
 }
 
 int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, char *err, size_t errlen)

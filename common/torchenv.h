@@ -28,6 +28,10 @@ bool dlpar_env_is_torch_name(const char *name);
 /* The names of the contract, NULL-terminated. */
 extern const char *const dlpar_torch_names[];
 
+/* The torch names set in this process's environment, "NAME=value, ..."
+ * (values quoted for a message) into out; returns its length, 0: none. */
+size_t dlpar_torch_names_set(char *out, size_t len);
+
 /* "LO-HI" with 1024 <= LO <= HI <= 65535; else DLPAR_ERR_INPUT naming key. */
 int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, char *err, size_t errlen);
 

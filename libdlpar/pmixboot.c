@@ -568,22 +568,28 @@ static int exchange_ids(dlpar_ctx *ctx, unsigned put, unsigned get)
   return DLPAR_OK;
 }
 
+/* dlpar.host, "HOST:PID": this rank arrived (what the rendezvous timeout's
+ * diagnosis probes for) and its pid (dlpar_pmix_peer_pids). */
+static int put_alive(dlpar_ctx *ctx)
+{
+  char alive[320];
+  snprintf(alive, sizeof(alive), "%s:%ld", ctx->info.host, (long)getpid());
+  return put_bytes(ctx, "dlpar.host", alive, strlen(alive) + 1);
+}
+
 /* The world's roots put its ids now, in the one commit (a key put after a
  * fence is not seen by a rank that already got its owner's keys, under
  * Slurm's PMIx): nobody gets them unless the world communicator is built. */
 int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
 {
-  char alive[320];
   unsigned put = 0, get = 0;
   int rc;
   dlpar_nccl_ids_free(&ctx->nccl_ids);
   if (ctx->pmix) {
-    snprintf(alive, sizeof(alive), "%s:%ld", ctx->info.host, (long)getpid());
     for (int g = 0; g < 3 && exchange_nccl_ids; g++)
       get |= dlpar_group_ids_at_init(ctx, (dlpar_group)g) ? 1u << g : 0;
     put = get | (exchange_nccl_ids && ctx->info.size > 1 ? 1u << DLPAR_GROUP_WORLD : 0);
-    if ((rc = put_bytes(ctx, "dlpar.host", alive, strlen(alive) + 1)) != DLPAR_OK ||
-        (rc = exchange_ids(ctx, put, get)) != DLPAR_OK)
+    if ((rc = put_alive(ctx)) != DLPAR_OK || (rc = exchange_ids(ctx, put, get)) != DLPAR_OK)
       return rc;
   } /* else one rank: every group has one rank, so no ids */
   ctx->nccl_ids.valid = exchange_nccl_ids;
@@ -594,14 +600,12 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
  * did not), rank 0 also the text; one fence; every rank gets rank 0's. */
 int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len)
 {
-  char alive[320];
   int rc;
   if (!ctx->pmix) { /* one rank */
     snprintf(out, len, "%s", text ? text : "");
     return DLPAR_OK;
   }
-  snprintf(alive, sizeof(alive), "%s:%ld", ctx->info.host, (long)getpid());
-  if ((rc = put_bytes(ctx, "dlpar.host", alive, strlen(alive) + 1)) != DLPAR_OK)
+  if ((rc = put_alive(ctx)) != DLPAR_OK)
     return rc;
   if (ctx->info.rank == 0 && (rc = put_bytes(ctx, key, text ? text : "", strlen(text ? text : "") + 1)) != DLPAR_OK)
     return rc;

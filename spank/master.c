@@ -87,8 +87,10 @@ static int choose_port(spank_t sp, char *err, size_t errlen)
   char reserved[256], user_port[16];
   uint32_t job = 0, step = 0, local, node_id = 0;
   const bool rank0_here = spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, 0u, &local) == ESPANK_SUCCESS;
-  const bool is_reserved = spank_getenv(sp, "SLURM_STEP_RESV_PORTS", reserved, sizeof(reserved)) == ESPANK_SUCCESS &&
-                           dlpar_resv_ports_first(reserved) > 0;
+  const int reserved_port =
+      spank_getenv(sp, "SLURM_STEP_RESV_PORTS", reserved, sizeof(reserved)) == ESPANK_SUCCESS
+          ? dlpar_resv_ports_first(reserved)
+          : 0;
   spank_get_item(sp, S_JOB_ID, &job);
   spank_get_item(sp, S_JOB_STEPID, &step);
   spank_get_item(sp, S_JOB_NODEID, &node_id);
@@ -98,9 +100,9 @@ static int choose_port(spank_t sp, char *err, size_t errlen)
              dlpar_show(dlpar_spank.master_node).text);
     return DLPAR_ERR_INPUT;
   }
-  dlpar_spank.master_port = is_reserved ? dlpar_resv_ports_first(reserved)
-                                        : dlpar_torch_port_derive(job, step, dlpar_spank.admin.torch_port_lo,
-                                                                  dlpar_spank.admin.torch_port_hi);
+  dlpar_spank.master_port = reserved_port ? reserved_port
+                                          : dlpar_torch_port_derive(job, step, dlpar_spank.admin.torch_port_lo,
+                                                                    dlpar_spank.admin.torch_port_hi);
   if (!rank0_here || spank_getenv(sp, "MASTER_PORT", user_port, sizeof(user_port)) == ESPANK_SUCCESS ||
       dlpar_port_free(dlpar_spank.master_port))
     return DLPAR_OK;

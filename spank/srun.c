@@ -93,14 +93,7 @@ static int check_nsys(void)
 static void report_kept_torch_names(void)
 {
   char line[DLPAR_ERRLEN];
-  size_t used = 0;
-  for (int i = 0; dlpar_spank.torch_env && dlpar_torch_names[i] && used < sizeof(line); i++) {
-    const char *value = getenv(dlpar_torch_names[i]);
-    if (value)
-      used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s=%s", used ? ", " : "", dlpar_torch_names[i],
-                               dlpar_show(value).text);
-  }
-  if (used)
+  if (dlpar_spank.torch_env && dlpar_torch_names_set(line, sizeof(line)))
     slurm_info("%s: keeping your exported %s for every task (unset them to get the step's; --dl-env=none "
                "exports none)", DLPAR_PLUGIN, line);
 }

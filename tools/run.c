@@ -102,7 +102,6 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, char *err
 static int plan_torch(launcher *l, char *err, size_t errlen)
 {
   char kept[DLPAR_ERRLEN];
-  size_t used = 0;
   if (!l->args.torch_env)
     return DLPAR_OK;
   if (!(l->master_port = dlpar_port_pick())) {
@@ -111,13 +110,7 @@ static int plan_torch(launcher *l, char *err, size_t errlen)
   }
   if (dlpar_route_ifname("127.0.0.1", l->gloo_ifname, sizeof(l->gloo_ifname)) != DLPAR_OK)
     l->gloo_ifname[0] = '\0';
-  for (int i = 0; dlpar_torch_names[i] && used < sizeof(kept); i++) {
-    const char *value = getenv(dlpar_torch_names[i]);
-    if (value)
-      used += (size_t)snprintf(kept + used, sizeof(kept) - used, "%s%s=%s", used ? ", " : "", dlpar_torch_names[i],
-                               dlpar_show(value).text);
-  }
-  if (used)
+  if (dlpar_torch_names_set(kept, sizeof(kept)))
     fprintf(stderr, "dlpar-run: keeping your exported %s for every rank (unset them to get the run's; "
             "--dl-env=none exports none)\n", kept);
   return DLPAR_OK;

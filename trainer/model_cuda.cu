@@ -199,7 +199,6 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
 {
   const vit_dims *d = &m->base.dims;
 #ifdef HAVE_CUDNN
-  const char *why = "cuDNN's attention takes bf16 or fp16 (amp_mode), not fp32";
   int rc;
   if (strcmp(cfg->attention, "cudnn") != 0)
     return DLPAR_OK;
@@ -219,7 +218,8 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
   }
   if (info->rank == 0)
     printf("dlpar-train: attention: no cuDNN plan for %d heads of size %d over %d tokens (%s): using the reference "
-           "kernels (attention: reference)\n", d->heads, d->HD, d->N, why);
+           "kernels (attention: reference)\n", d->heads, d->HD, d->N,
+           "cuDNN's attention takes bf16 or fp16 (amp_mode), not fp32");
   fflush(stdout);
 #else
   (void)m, (void)cfg, (void)info;

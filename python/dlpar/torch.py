@@ -16,6 +16,7 @@ apart; on torch versions with a DeviceMesh, grid.mesh is the (dp, tp) mesh
 over them. The CUDA device is the one the launcher bound the rank to.
 """
 import datetime
+import itertools
 import os
 import socket
 from collections import namedtuple
@@ -30,7 +31,7 @@ __all__ = ["Grid", "init_process_group"]
 Grid = namedtuple("Grid", "rank world_size tp_rank tp_size dp_rank dp_size tp_group dp_group device mesh context")
 
 STORE_KEY = "dlpar.torch.store"  # and the call's number: every rank calls in the same order
-_calls = [0]
+_store_calls = itertools.count(1)
 
 
 def _rank0_address():
@@ -44,8 +45,7 @@ def _rank0_address():
 
 def _open_store(ctx, size, timeout):
     """Rank 0's store and its address: (store, address)."""
-    _calls[0] += 1
-    key = f"{STORE_KEY}.{_calls[0]}"
+    key = f"{STORE_KEY}.{next(_store_calls)}"
     if ctx.info.rank == 0:
         addr = _rank0_address()
         store = dist.TCPStore(addr, 0, size, True, timeout=timeout, wait_for_workers=False)
