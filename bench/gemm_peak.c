@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench/gemm_peak.c: the anchor of bench/gpu-vs-torch: the bf16 matrix
  * product rate cuBLAS reaches on this GPU (bf16 inputs and output, fp32
  * accumulation, random data), the ceiling dlpar-train's achieved TFLOP/s is

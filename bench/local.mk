@@ -1,8 +1,9 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # bench/: performance, measured side by side with its anchor in the same
 # run, reported as ratios in bench/RESULTS.md. Never part of make check.
 noinst_PROGRAMS += bench/rendezvous_probe
 bench_rendezvous_probe_SOURCES = bench/rendezvous_probe.c
-bench_rendezvous_probe_LDADD = libdlpar/libdlpar.la
+bench_rendezvous_probe_LDADD = libdlpar/libdlpar_core.la
 if HAVE_CUDA
 noinst_PROGRAMS += bench/dlpar-gemm-peak
 bench_dlpar_gemm_peak_SOURCES = bench/gemm_peak.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bench/rendezvous_probe.c: one rank of bench/rendezvous. Prints, in
  * seconds since this process was created (its start time in
  * /proc/self/stat): when main() began, when libdlpar's PMIx rendezvous was

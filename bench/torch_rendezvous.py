@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/torch_rendezvous.py: one rank of a PyTorch job's start, for
 bench/rendezvous and bench/torch-startup. torch.distributed with the gloo
 backend, then the tensor- and data-parallel groups. BENCH_MODE says how

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """bench/torch_train.py: the anchor of bench/cpu-vs-torch and
 bench/gpu-vs-torch: the tutorial's model (tests/numerics/torch_vit.py) in
 PyTorch, trained on one random batch kept on the device (the SYNTHETIC

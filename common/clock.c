@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/clock.c: monotonic seconds (see clock.h). */
 #include "config.h"
 

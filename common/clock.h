@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/clock.h: the one clock dlpar times with (monotonic seconds):
  * rendezvous and watchdog deadlines, the launcher's grace periods, the
  * trainer's and the benchmarks' throughput. */

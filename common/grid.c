@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/grid.c: the M x D grid (see grid.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/grid.h: the M x D grid of a step. Parses --dl-parallel, checks it
  * against the step (task count, tensor-parallel groups inside one node),
  * and gives coordinates and group membership:

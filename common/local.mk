@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # common/: what the plugin and libdlpar share (status codes, clock, text,
 # grid, profile request, topology mapping, the environment contract).
 noinst_LTLIBRARIES += common/libdlpar_common.la

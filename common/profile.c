@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/profile.c: the profiling request (see profile.h). */
 #include "config.h"
 

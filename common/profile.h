@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/profile.h: the profiling request (--dl-profile, --dl-profile-steps,
  * --dl-profile-ranks): parsing, checking against a step, the per-rank output
  * name and the nsys command line. Shared by spank/ and libdlpar/. */

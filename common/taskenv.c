@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/taskenv.c: the launcher -> library environment contract (see taskenv.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/taskenv.h: the environment contract between the launchers (the
  * SPANK plugin, dlpar-run) and the library (libdlpar). The launchers build
  * a dlpar_task_env per task and export it; the library imports it and

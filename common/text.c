@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/text.c: defensive parsing and quoting of user text, nouns that agree with their counts, and stderr lines written whole (see text.h). */
 #include "config.h"
 

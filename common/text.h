@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/text.h: defensive parsing of user-supplied text (numbers, lists,
  * ranges), safe quoting of it in messages, and stderr lines written whole.
  * Shared with spank/, where the input comes from users and is parsed inside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/topo.c: GPU topology from hwloc, the task mapping, and the
  * rates of the links a rank's groups cross (see topo.h). */
 #include "config.h"

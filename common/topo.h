@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/topo.h: a node's GPU topology (from hwloc: this machine, or an
  * hwloc XML file) and the rank -> GPU / CPUs / NIC mapping. Shared by spank/
  * (slurmstepd binds tasks with it) and dlpar-run, so srun and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/torchenv.c: ports, addresses and interfaces for the PyTorch
  * env:// contract (see torchenv.h). */
 #include "config.h"

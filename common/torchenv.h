@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* common/torchenv.h: the PyTorch env:// contract of a --dl-parallel task,
  * what torchrun would have exported: RANK, LOCAL_RANK, WORLD_SIZE,
  * LOCAL_WORLD_SIZE, GROUP_RANK and NODE_RANK (torchelastic's and

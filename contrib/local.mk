@@ -1,7 +1,8 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # contrib/: batch templates for the tutorial's experiments, the demo, a plotter.
 dist_bin_SCRIPTS = contrib/dlpar-plot
 sbatchdir = $(pkgdatadir)/sbatch
-dist_sbatch_DATA = contrib/sbatch/short.sbatch contrib/sbatch/bs64_opt.sbatch contrib/sbatch/bs256_opt.sbatch \
+dist_sbatch_SCRIPTS = contrib/sbatch/short.sbatch contrib/sbatch/bs64_opt.sbatch contrib/sbatch/bs256_opt.sbatch \
 	contrib/sbatch/bs1024_opt.sbatch contrib/sbatch/mp.sbatch contrib/sbatch/profile.sbatch contrib/sbatch/benchy.sbatch \
 	contrib/sbatch/pytorch.sbatch
 pytorchdir = $(pkgdatadir)/pytorch

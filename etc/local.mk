@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # etc/: what admins and users configure: the plugstack.conf line (generated
 # with Slurm's plugin directory) and the tutorial's model configs.
 plugstackdir = $(sysconfdir)/slurm/plugstack.conf.d

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # kernels/: the math, depending on nothing of ours. CPU reference ops
 # (float for the trainer, double for the gradient tests).
 noinst_LTLIBRARIES += kernels/libdlpar_kernels_cpu.la

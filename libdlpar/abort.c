@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/abort.c: ending the whole step from any rank (dlpar_abort), and
  * ending it with a line every rank found the same (dlpar_abort_shared: rank
  * 0 prints it, the others wait for the launcher's signal). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/backend_mpi.c: the CPU backend. MPI communicators with exactly
  * the grid's membership (MPI_Comm_split by dp rank for the tensor-parallel
  * groups, by tp rank for the data-parallel groups), blocking collectives

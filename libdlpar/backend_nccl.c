@@ -1,9 +1,15 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/backend_nccl.c: the GPU backend. One NCCL communicator per group
  * (tp, dp; world only when used) from the ids exchanged over PMIx,
- * initialised after cudaSetDevice with ncclCommInitRank, or with
+ * initialised after cudaSetDevice with ncclCommInitRankConfig, or with
  * ncclCommInitRankScalable from one bootstrap root per ranks_per_root ranks
  * in a bigger group (or tp and dp split from an eager world with
- * DLPAR_NCCL_GROUPS=split, to compare: bench/nccl-groups). The world
+ * DLPAR_NCCL_GROUPS=split, to compare: bench/nccl-groups). Communicators
+ * are non-blocking, so that set-up is bounded: a call answers
+ * ncclInProgress and ncclCommGetAsyncError is polled until it is done; a
+ * set-up that is not done within the rendezvous timeout is aborted and
+ * names what this node knows (a group member here that exited or is
+ * stopped, else the members on other hosts). The world
  * communicator is built at the first device collective on the world group
  * (its ids exchanged then), or at init with DLPAR_NCCL_WORLD=eager; the
  * stop agreement, the step-time gather and, without a world communicator,
@@ -28,9 +34,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "libdlpar/internal.h"
 #include "common/text.h"
+
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
+#error "dlpar needs NCCL 2.14 or newer (non-blocking communicators)"
+#endif
 
 typedef struct {
   cudaEvent_t event;
@@ -81,14 +92,39 @@ static dlpar_shown nic_hint(void)
                         cudaGetErrorString(rc_));                                              \
   } while (0)
 
-#define CHECK_NCCL(ctx, call)                                                                  \
+/* A call on a non-blocking communicator, waited for (nccl_wait_done). */
+#define CHECK_NCCL(ctx, comm, call)                                                            \
   do {                                                                                         \
-    ncclResult_t rc_ = (call);                                                                 \
+    ncclResult_t rc_ = nccl_wait_done((comm), (call), ctx->collective_timeout);                   \
     if (rc_ != ncclSuccess)                                                                    \
       return dlpar_fail(ctx, DLPAR_ERR_NCCL, "%s:%d: %s: %s: %s (NIC hint: %s; NCCL_DEBUG=INFO "  \
                         "says more)", __FILE__, __LINE__, #call, ncclGetErrorString(rc_),      \
                         ncclGetLastError(NULL), nic_hint().text);                              \
   } while (0)
+
+/* Every communicator of this backend: non-blocking. */
+static ncclConfig_t comm_config(void)
+{
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+/* A non-blocking call's outcome: `rc`, or while that is ncclInProgress,
+ * the communicator's state, polled until it is settled or `seconds` pass
+ * (then ncclInProgress). */
+static ncclResult_t nccl_wait_done(ncclComm_t comm, ncclResult_t rc, double seconds)
+{
+  const double deadline = dlpar_now() + seconds;
+  long pause_us = 20;
+  while (rc == ncclInProgress && dlpar_now() < deadline) {
+    usleep((useconds_t)pause_us);
+    pause_us = pause_us < 10000 ? 2 * pause_us : pause_us;
+    if (ncclCommGetAsyncError(comm, &rc) != ncclSuccess)
+      return ncclInternalError;
+  }
+  return rc;
+}
 
 static ncclDataType_t nccl_type(dlpar_dtype dtype)
 {
@@ -121,11 +157,12 @@ static ncclResult_t make_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int c
 {
   const dlpar_group_ids *ids = &ctx->nccl_ids.group[group];
   const int size = dlpar_group_size(ctx, group);
+  ncclConfig_t config = comm_config();
   ncclUniqueId unique;
   if (ctx->nccl_split && group != DLPAR_GROUP_WORLD) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 18, 0)
     *how = "ncclCommSplit";
-    return ncclCommSplit(state_of(ctx)->comm[DLPAR_GROUP_WORLD], color, rank, comm, NULL);
+    return ncclCommSplit(state_of(ctx)->comm[DLPAR_GROUP_WORLD], color, rank, comm, &config);
 #else
     (void)color;
     *how = "ncclCommSplit (NCCL 2.18+; unset DLPAR_NCCL_GROUPS)";
@@ -135,14 +172,26 @@ static ncclResult_t make_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int c
   if (ids->count > 1) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 23, 0)
     *how = "ncclCommInitRankScalable";
-    return ncclCommInitRankScalable(comm, size, rank, ids->count, (ncclUniqueId *)ids->ids, NULL);
+    return ncclCommInitRankScalable(comm, size, rank, ids->count, (ncclUniqueId *)ids->ids, &config);
 #endif
   }
-  *how = "ncclCommInitRank";
+  *how = "ncclCommInitRankConfig";
   if (ids->count < 1)
     return ncclInvalidUsage; /* no id exchanged: a bug */
   memcpy(&unique, ids->ids[0], sizeof(unique));
-  return ncclCommInitRank(comm, size, unique, rank);
+  return ncclCommInitRankConfig(comm, size, unique, rank, &config);
+}
+
+/* A set-up past the rendezvous timeout: aborted, and what this node knows. */
+static int setup_timed_out(dlpar_ctx *ctx, dlpar_group group, ncclComm_t comm, const char *how)
+{
+  char name[128], suspects[256];
+  ncclCommAbort(comm);
+  dlpar_describe_group(ctx, group, name, sizeof(name));
+  dlpar_watchdog_suspects(ctx, group, suspects, sizeof(suspects));
+  return dlpar_fail(ctx, DLPAR_ERR_TIMEOUT, "rank %d on %s: %s for the %s did not finish within %.0f s: %s (see that "
+                    "rank's output; NIC hint: %s; raise DLPAR_RENDEZVOUS_TIMEOUT if set-up is just slow)",
+                    ctx->info.rank, ctx->info.host, how, name, ctx->rendezvous_timeout, suspects, nic_hint().text);
 }
 
 /* The group's communicator (none for a group of one rank). */
@@ -150,13 +199,19 @@ static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
 {
   nccl_state *st = state_of(ctx);
   ncclComm_t comm = NULL;
-  const char *how = "ncclCommInitRank";
+  const char *how = "ncclCommInitRankConfig";
   char name[128];
   ncclResult_t rc;
   if (dlpar_group_size(ctx, group) == 1)
     return DLPAR_OK;
   rc = make_comm(ctx, group, rank, color, &comm, &how);
+  if (comm && (rc == ncclSuccess || rc == ncclInProgress))
+    rc = nccl_wait_done(comm, ncclInProgress, ctx->rendezvous_timeout);
+  if (rc == ncclInProgress)
+    return setup_timed_out(ctx, group, comm, how);
   if (rc != ncclSuccess) {
+    if (comm)
+      ncclCommAbort(comm);
     dlpar_describe_group(ctx, group, name, sizeof(name));
     return dlpar_fail(ctx, DLPAR_ERR_NCCL, "%s for the %s on device %d: %s: %s (NIC hint: %s; NCCL_DEBUG=INFO "
                       "says more)", how, name, ctx->info.device, ncclGetErrorString(rc), ncclGetLastError(NULL),
@@ -223,9 +278,11 @@ static void nccl_finalize(dlpar_ctx *ctx)
   if (!st)
     return;
   for (int g = 0; g < 3; g++) {
-    if (st->comm[g]) {
-      ncclCommFinalize(st->comm[g]);
-      ncclCommDestroy(st->comm[g]);
+    if (st->comm[g]) { /* finalize flushes this rank's operations: bounded like a collective */
+      if (nccl_wait_done(st->comm[g], ncclCommFinalize(st->comm[g]), ctx->collective_timeout) == ncclSuccess)
+        ncclCommDestroy(st->comm[g]);
+      else
+        ncclCommAbort(st->comm[g]);
     }
     if (st->last[g].event)
       cudaEventDestroy(st->last[g].event);
@@ -301,7 +358,7 @@ static int nccl_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc;
-  CHECK_NCCL(ctx, ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
+  CHECK_NCCL(ctx, comm, ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
   return track(ctx, group, "allreduce", stream);
 }
 
@@ -312,7 +369,7 @@ static int nccl_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, v
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc != DLPAR_OK ? rc : local_copy(ctx, send, recv, count, dtype, stream);
-  CHECK_NCCL(ctx, ncclAllGather(send, recv, count, nccl_type(dtype), comm, (cudaStream_t)stream));
+  CHECK_NCCL(ctx, comm, ncclAllGather(send, recv, count, nccl_type(dtype), comm, (cudaStream_t)stream));
   return track(ctx, group, "allgather", stream);
 }
 
@@ -323,7 +380,8 @@ static int nccl_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *se
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc != DLPAR_OK ? rc : local_copy(ctx, send, recv, count, dtype, stream);
-  CHECK_NCCL(ctx, ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
+  CHECK_NCCL(ctx, comm,
+             ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
   return track(ctx, group, "reduce_scatter", stream);
 }
 
@@ -334,7 +392,7 @@ static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc;
-  CHECK_NCCL(ctx, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, comm, (cudaStream_t)stream));
+  CHECK_NCCL(ctx, comm, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, comm, (cudaStream_t)stream));
   return track(ctx, group, "broadcast", stream);
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/backend_self.c: the collectives of a world of one rank (a plain
  * run outside any launcher, or a 1x1 grid): copies and no-ops. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/collectives.c: the public collective calls. They check the
  * arguments and the state once, then hand over to the backend (NCCL, MPI
  * or a single rank); the backend reports failures with their library's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/context.c: the leaf every part of libdlpar uses: recording the
  * one-line error in the context, and what the context says about itself
  * (sizes, group names, hosts, the info the program reads). Calls nothing

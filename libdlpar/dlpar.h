@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* dlpar.h: libdlpar, the library a distributed training program links.
  *
  * dlpar_init() bootstraps from PMIx (srun --mpi=pmix, dlpar-run, mpirun):
@@ -23,6 +24,8 @@
 #define DLPAR_H
 
 #include <stddef.h>
+
+#include "dlpar_status.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,7 +69,12 @@ typedef struct {
 } dlpar_info;
 
 /* argc/argv are needed to re-execute the program under nsys when the
- * launcher asked for it (before any CUDA call); they may be NULL otherwise. */
+ * launcher asked for it (before any CUDA call); they may be NULL otherwise.
+ * Under --dl-check it runs the pre-flight checks last: DLPAR_DONE
+ * (--dl-check=only, all passed) or DLPAR_ERR_CHECK (one failed; rank 0
+ * printed the table) ask the program to dlpar_finalize and exit (0, 1).
+ * libdlpar never exits on its own but to end the whole step fast (a rank
+ * missing, a collective stuck: one line, then PMIx_Abort). */
 int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **ctx);
 /* Waits for a posted stop agreement, then tears everything down; returns
  * DLPAR_OK, or the error (already printed) of that last wait. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/init.c: dlpar_init and dlpar_finalize, the order of things:
  * nsys re-exec (before any CUDA call) -> signals -> the launcher's grid ->
  * MPI where it must precede PMIx (Open MPI 5) -> PMIx (ranks, hosts) ->
@@ -125,20 +126,28 @@ static int requested_backend(dlpar_ctx *ctx, const dlpar_options *options, dlpar
  * one-rank grid. It then serves whatever size PMIx reports. */
 static int start_mpi_early(dlpar_ctx *ctx, dlpar_backend requested)
 {
+#ifdef HAVE_MPI
   const int device = ctx->launched ? ctx->env.binding.device : -1;
   if (!getenv("PMIX_NAMESPACE") || requested == DLPAR_BACKEND_NCCL ||
       (requested == DLPAR_BACKEND_AUTO && rank_has_gpu(device)) ||
       (ctx->launched && ctx->env.grid.tp * ctx->env.grid.dp == 1))
     return DLPAR_OK;
   return dlpar_mpi_start_early(ctx);
+#else
+  (void)ctx; /* no MPI backend built: nothing to start */
+  (void)requested;
+  return DLPAR_OK;
+#endif
 }
 
 /* The requested backend, else NCCL when this rank has a GPU; one rank needs
  * no communication library unless NCCL is asked for or MPI already runs. */
 static dlpar_backend choose_backend(const dlpar_ctx *ctx, dlpar_backend requested)
 {
+#ifdef HAVE_MPI
   if (ctx->backend == &dlpar_backend_mpi)
     return DLPAR_BACKEND_MPI;
+#endif
   if (ctx->info.size == 1 && requested != DLPAR_BACKEND_NCCL)
     return DLPAR_BACKEND_SELF;
   if (requested == DLPAR_BACKEND_AUTO)
@@ -203,13 +212,16 @@ static int select_backend(dlpar_ctx *ctx, dlpar_backend backend)
 {
   switch (backend) {
   case DLPAR_BACKEND_SELF: ctx->backend = &dlpar_backend_self; break;
+#ifdef HAVE_MPI
   case DLPAR_BACKEND_MPI: ctx->backend = &dlpar_backend_mpi; break;
+#endif
 #ifdef HAVE_CUDA
   case DLPAR_BACKEND_NCCL: ctx->backend = &dlpar_backend_nccl; break;
 #endif
   default:
-    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "the %s backend is not built in (rebuild with CUDA, or "
-                      "set DLPAR_BACKEND=mpi)", dlpar_backend_name(backend));
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "the %s backend is not built in (%s)", dlpar_backend_name(backend),
+                      backend == DLPAR_BACKEND_MPI ? "rebuild with MPI: Debian's libopenmpi-dev"
+                                                   : "rebuild with CUDA and NCCL, or set DLPAR_BACKEND=mpi");
   }
   ctx->info.backend = backend;
   return DLPAR_OK;
@@ -253,7 +265,8 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
     return rc;
   ctx->info.rendezvous_seconds = dlpar_now() - start;
   dlpar_phase_mark(ctx, DLPAR_PHASE_IDS);
-  if ((rc = ctx->backend->init(ctx)) != DLPAR_OK || (rc = dlpar_watchdog_start(ctx)) != DLPAR_OK)
+  if ((rc = dlpar_watchdog_peers(ctx)) != DLPAR_OK || (rc = ctx->backend->init(ctx)) != DLPAR_OK ||
+      (rc = dlpar_watchdog_start(ctx)) != DLPAR_OK)
     return rc;
   dlpar_profiling_setup(ctx);
   if (ctx->env.verbose) {

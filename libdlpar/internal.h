@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/internal.h: libdlpar's context and the pieces that share it:
  * context.c (the leaf: errors, sizes, names), init.c (the order of things),
  * pmixboot.c (PMIx), backend_*.c (collectives on MPI, NCCL or a single
@@ -210,7 +211,11 @@ int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
 typedef struct dlpar_init_guard dlpar_init_guard;
 int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out);
 double dlpar_pmix_guard_stop(dlpar_init_guard *guard);
-/* Ends the whole step (PMIx_Abort; _exit outside PMIx). Prints nothing. */
+/* The one way libdlpar ends a process, for the fail-fast cases (a rank
+ * missing at the rendezvous or in MPI_Init, a collective past its timeout,
+ * an asynchronous NCCL error, a stopped rank): ends the whole step
+ * (PMIx_Abort; _exit outside PMIx or with ctx NULL). Prints nothing.
+ * Everything else returns a status to the program. */
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
 void dlpar_pmix_finalize(dlpar_ctx *ctx);
 
@@ -220,12 +225,15 @@ const char *dlpar_proc_stat_fields(long pid, char *buf, size_t len);
 
 /* watchdog.c */
 int dlpar_watchdog_block_signals(dlpar_ctx *ctx);
+/* The pids of this node's other ranks (after the rendezvous, before the
+ * backend's set-up, whose timeout names them too), then the thread. */
+int dlpar_watchdog_peers(dlpar_ctx *ctx);
 int dlpar_watchdog_start(dlpar_ctx *ctx);
 void dlpar_watchdog_stop(dlpar_ctx *ctx);
 void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op);
 void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group);
-/* For a stalled collective of `group` (on the watchdog thread): a rank of
- * this node found stopped, else the group's ranks on other hosts. */
+/* For a stalled collective or set-up of `group`: a rank of this node
+ * found exited or stopped, else the group's ranks on other hosts. */
 void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
 /* "rank R on H: OP on the tp group (ranks ...) has not completed after S s: ..." */
 void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/ncclid.c: making an NCCL unique id, the only NCCL call that
  * works without a GPU (it opens a bootstrap socket), so the PMIx exchange of
  * real ids is tested on machines without GPUs too; and how many bootstrap

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/pmixboot.c: everything libdlpar asks of PMIx. Init and the job's
  * shape (size, local rank and size, every rank's host: job-level data the
  * server already holds), then the one rendezvous: each rank puts its host
@@ -337,7 +338,8 @@ static bool guard_see_pmix(dlpar_init_guard *guard, double limit)
   return true;
 }
 
-static void release_ranks(dlpar_ctx *ctx)
+/* The guard's own PMIx context (it names missing ranks), done with. */
+static void free_probe_context(dlpar_ctx *ctx)
 {
   free(ctx->hosts);
   free(ctx->rank_node);
@@ -379,14 +381,13 @@ static void *guard_main(void *arg)
   if (!probe_ctx || dlpar_pmix_init(probe_ctx) != DLPAR_OK) {
     dlpar_eprintf("dlpar: MPI_Init has not returned after %.0f s, and PMIx cannot tell which ranks are "
                   "missing (%s)\n", dlpar_now() - guard->start, probe_ctx ? probe_ctx->error : "out of memory");
-    fflush(stderr);
-    _exit(1);
+    dlpar_pmix_abort(probe_ctx, 1, "MPI_Init timed out");
   }
   if (guard->timeout <= 0)
     limit = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * probe_ctx->info.size;
   left = limit - (dlpar_now() - guard->start);
   if (waiter_wait(&guard->w, left > 0 ? left : 0)) {
-    release_ranks(probe_ctx);
+    free_probe_context(probe_ctx);
     return NULL;
   }
   if ((status = PMIx_Commit()) != PMIX_SUCCESS) /* dlpar.started, if Open MPI committed before it was put */
@@ -570,11 +571,11 @@ static int exchange_ids(dlpar_ctx *ctx, unsigned put, unsigned get)
 
 /* dlpar.host, "HOST:PID": this rank arrived (what the rendezvous timeout's
  * diagnosis probes for) and its pid (dlpar_pmix_peer_pids). */
-static int put_alive(dlpar_ctx *ctx)
+static int put_host_pid(dlpar_ctx *ctx)
 {
-  char alive[320];
-  snprintf(alive, sizeof(alive), "%s:%ld", ctx->info.host, (long)getpid());
-  return put_bytes(ctx, "dlpar.host", alive, strlen(alive) + 1);
+  char host_pid[320];
+  snprintf(host_pid, sizeof(host_pid), "%s:%ld", ctx->info.host, (long)getpid());
+  return put_bytes(ctx, "dlpar.host", host_pid, strlen(host_pid) + 1);
 }
 
 /* The world's roots put its ids now, in the one commit (a key put after a
@@ -589,7 +590,7 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
     for (int g = 0; g < 3 && exchange_nccl_ids; g++)
       get |= dlpar_group_ids_at_init(ctx, (dlpar_group)g) ? 1u << g : 0;
     put = get | (exchange_nccl_ids && ctx->info.size > 1 ? 1u << DLPAR_GROUP_WORLD : 0);
-    if ((rc = put_alive(ctx)) != DLPAR_OK || (rc = exchange_ids(ctx, put, get)) != DLPAR_OK)
+    if ((rc = put_host_pid(ctx)) != DLPAR_OK || (rc = exchange_ids(ctx, put, get)) != DLPAR_OK)
       return rc;
   } /* else one rank: every group has one rank, so no ids */
   ctx->nccl_ids.valid = exchange_nccl_ids;
@@ -605,7 +606,7 @@ int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *ou
     snprintf(out, len, "%s", text ? text : "");
     return DLPAR_OK;
   }
-  if ((rc = put_alive(ctx)) != DLPAR_OK)
+  if ((rc = put_host_pid(ctx)) != DLPAR_OK)
     return rc;
   if (ctx->info.rank == 0 && (rc = put_bytes(ctx, key, text ? text : "", strlen(text ? text : "") + 1)) != DLPAR_OK)
     return rc;
@@ -613,7 +614,10 @@ int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *ou
   if ((rc = rendezvous_fence(ctx)) != DLPAR_OK)
     return rc;
   memset(out, 0, len);
-  return get_bytes(ctx, 0, key, out, len - 1, false);
+  if ((rc = get_bytes(ctx, 0, key, out, len - 1, false)) != DLPAR_OK && ctx->info.rank != 0)
+    return dlpar_fail(ctx, rc, "rank 0 (%s) never shared %s: it failed or exited before dlpar_share_from_root "
+                      "(its output says why)", ctx->hosts[0], dlpar_show(key).text);
+  return rc;
 }
 
 int dlpar_pmix_world_ids(dlpar_ctx *ctx)
@@ -627,14 +631,14 @@ int dlpar_pmix_peer_pids(dlpar_ctx *ctx)
 {
   const int me = ctx->info.rank;
   for (int rank = 0; ctx->pmix && rank < ctx->info.size; rank++) {
-    char alive[320] = "";
+    char host_pid[320] = "";
     const char *colon;
     int rc;
     if (rank == me || ctx->rank_node[rank] != ctx->rank_node[me])
       continue;
-    if ((rc = get_bytes(ctx, rank, "dlpar.host", alive, sizeof(alive) - 1, false)) != DLPAR_OK)
+    if ((rc = get_bytes(ctx, rank, "dlpar.host", host_pid, sizeof(host_pid) - 1, false)) != DLPAR_OK)
       return rc;
-    colon = strrchr(alive, ':');
+    colon = strrchr(host_pid, ':');
     ctx->peer_pid[rank] = colon ? strtol(colon + 1, NULL, 10) : 0;
   }
   return DLPAR_OK;
@@ -664,7 +668,7 @@ int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where)
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message)
 {
   fflush(NULL);
-  if (ctx->pmix)
+  if (ctx && ctx->pmix)
     PMIx_Abort(code, message, NULL, 0);
   _exit(code ? code : 1);
 }

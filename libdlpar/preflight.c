@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/preflight.c: --dl-check (srun) / --check (dlpar-run), run by
  * dlpar_init once the groups are ready, before the program's own work.
  * Every rank checks its CPU binding against the launcher's, its GPU and
@@ -234,7 +235,7 @@ static void buffer_free(const dlpar_ctx *ctx, float *buf)
 }
 
 /* The device has done the queued collectives (nothing to wait for on MPI). */
-static int settle(dlpar_ctx *ctx)
+static int synchronize_device(dlpar_ctx *ctx)
 {
 #ifdef HAVE_CUDA
   if (ctx->info.backend == DLPAR_BACKEND_NCCL) {
@@ -402,13 +403,13 @@ static int time_allreduce(dlpar_ctx *ctx, dlpar_group group, float *buf, double 
   if (n == 1)
     return DLPAR_OK;
   if ((rc = ctx->backend->allreduce(ctx, group, buf, ALLREDUCE_FLOATS, DLPAR_FLOAT32, DLPAR_SUM, NULL)) != DLPAR_OK ||
-      (rc = settle(ctx)) != DLPAR_OK || (rc = ctx->backend->barrier(ctx, group)) != DLPAR_OK)
+      (rc = synchronize_device(ctx)) != DLPAR_OK || (rc = ctx->backend->barrier(ctx, group)) != DLPAR_OK)
     return rc;
   start = dlpar_now();
   for (int i = 0; i < ALLREDUCE_ITERS; i++)
     if ((rc = ctx->backend->allreduce(ctx, group, buf, ALLREDUCE_FLOATS, DLPAR_FLOAT32, DLPAR_SUM, NULL)) != DLPAR_OK)
       return rc;
-  if ((rc = settle(ctx)) != DLPAR_OK)
+  if ((rc = synchronize_device(ctx)) != DLPAR_OK)
     return rc;
   *busbw = bytes * ALLREDUCE_ITERS / (dlpar_now() - start) / 1e9 * 2.0 * (n - 1) / n;
   return DLPAR_OK;
@@ -520,7 +521,7 @@ static int gemm_rate_gpu(dlpar_ctx *ctx, double *gflops)
   CUBLAS_RECORD_IN_CTX(ctx, cublas, cublas.create(&handle));
   for (int rep = 0; rep <= GPU_GEMM_REPS; rep++) {
     if (rep == 1) {
-      if ((rc = settle(ctx)) != DLPAR_OK)
+      if ((rc = synchronize_device(ctx)) != DLPAR_OK)
         goto done;
       start = dlpar_now();
     }
@@ -528,7 +529,7 @@ static int gemm_rate_gpu(dlpar_ctx *ctx, double *gflops)
                                                    &one, m, GPU_GEMM_N, m + elems, GPU_GEMM_N, &zero, m + 2 * elems,
                                                    GPU_GEMM_N));
   }
-  if ((rc = settle(ctx)) == DLPAR_OK)
+  if ((rc = synchronize_device(ctx)) == DLPAR_OK)
     *gflops = 2.0 * GPU_GEMM_N * GPU_GEMM_N * (double)GPU_GEMM_N * GPU_GEMM_REPS / (dlpar_now() - start) / 1e9;
 done:
   if (handle)
@@ -723,13 +724,6 @@ static void print_stragglers(const dlpar_ctx *ctx, const verdict *v)
 
 /* ------------------------------------------------------------ entry */
 
-/* Ends the process after the checks: the step's other ranks do the same. */
-static void __attribute__((noreturn)) leave(dlpar_ctx *ctx, int status)
-{
-  dlpar_finalize(ctx);
-  exit(status);
-}
-
 int dlpar_preflight(dlpar_ctx *ctx)
 {
   const double start = dlpar_now();
@@ -763,9 +757,8 @@ int dlpar_preflight(dlpar_ctx *ctx)
   free(all);
   if (rc != DLPAR_OK)
     return rc;
-  if (v.failures)
-    leave(ctx, 1);
-  if (ctx->env.check == DLPAR_CHECK_ONLY)
-    leave(ctx, 0);
-  return DLPAR_OK;
+  if (v.failures) /* every rank returns it: the verdict is the gathered one */
+    return dlpar_fail(ctx, DLPAR_ERR_CHECK, "%d pre-flight check%s failed (rank 0's table above says which)",
+                      v.failures, v.failures == 1 ? "" : "s");
+  return ctx->env.check == DLPAR_CHECK_ONLY ? DLPAR_DONE : DLPAR_OK;
 }

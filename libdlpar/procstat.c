@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/procstat.c: /proc/PID/stat read once for every caller: the
  * watchdog (is a node-mate stopped?) and telemetry (when did this process
  * start?). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/profiling.c: the profiling request from the launcher
  * (DLPAR_PROFILE*). nsys on Slurm 22.05: the selected ranks re-execute
  * themselves under `nsys profile ... -c cudaProfilerApi` before any CUDA

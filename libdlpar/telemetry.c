@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/telemetry.c: where the time goes, attributed to ranks and hosts.
  * Start-up: each rank marks when it reached PMIx, the exchanged ids, each
  * group's communicator and the program's first step (seconds since its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/watchdog.c: a thread that keeps a step from hanging. Every
  * 100 ms it asks the backend for asynchronous errors and collectives that
  * exceeded the timeout (then the step ends with a message naming the
@@ -99,6 +100,14 @@ static bool process_stopped(long pid)
   return fields && fields[0] == 'T';
 }
 
+/* Gone, or a zombie not yet reaped. */
+static bool process_exited(long pid)
+{
+  char stat[512];
+  const char *fields = dlpar_proc_stat_fields(pid, stat, sizeof(stat));
+  return !fields || fields[0] == 'Z' || fields[0] == 'X';
+}
+
 /* Once a second: the ranks of this node that stay stopped (SIGSTOP,
  * SIGTSTP; not a debugger's ptrace stop) past stopped_timeout end the step, named by the lowest
  * running rank of the node, so one line tells which. Polls, not wall time,
@@ -138,6 +147,10 @@ void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out,
   }
   dlpar_grid_members(&ctx->grid, group, me, ranks);
   for (int i = 0; i < n; i++) {
+    if (ctx->peer_pid[ranks[i]] && process_exited(ctx->peer_pid[ranks[i]])) {
+      snprintf(out, len, "rank %d (pid %ld) on this host has exited", ranks[i], ctx->peer_pid[ranks[i]]);
+      return;
+    }
     if (ctx->peer_stopped_polls[ranks[i]] > 0) {
       snprintf(out, len, "rank %d (pid %ld) on this host is stopped", ranks[i], ctx->peer_pid[ranks[i]]);
       return;
@@ -180,14 +193,17 @@ static void *watchdog_main(void *arg)
   return NULL;
 }
 
-int dlpar_watchdog_start(dlpar_ctx *ctx)
+int dlpar_watchdog_peers(dlpar_ctx *ctx)
 {
   ctx->peer_pid = calloc((size_t)ctx->info.size, sizeof(long));
   ctx->peer_stopped_polls = calloc((size_t)ctx->info.size, sizeof(int));
   if (!ctx->peer_pid || !ctx->peer_stopped_polls)
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory for the watchdog");
-  if (dlpar_pmix_peer_pids(ctx) != DLPAR_OK)
-    return DLPAR_ERR_PMIX;
+  return dlpar_pmix_peer_pids(ctx) != DLPAR_OK ? DLPAR_ERR_PMIX : DLPAR_OK;
+}
+
+int dlpar_watchdog_start(dlpar_ctx *ctx)
+{
   if (pthread_create(&ctx->watchdog, NULL, watchdog_main, ctx) != 0)
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot start the watchdog thread");
   ctx->watchdog_running = true;

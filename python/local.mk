@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # python/: the dlpar Python module, pure Python over libdlpar.so (ctypes),
 # installed for the system python3 (configure --with-python-dir). Its
 # _library.py is written at install time with the installed libdlpar's path.
@@ -12,4 +13,3 @@ install-dlpar-python-library:
 uninstall-local: uninstall-dlpar-python-library
 uninstall-dlpar-python-library:
 	rm -f "$(DESTDIR)$(dlparpydir)/_library.py"
-.PHONY: install-dlpar-python-library uninstall-dlpar-python-library

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/admin.c: the admin's plugstack.conf settings (see admin.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/admin.h: the admin's settings, given as key=value arguments on the
  * plugin's line in plugstack.conf. Plain C, unit-tested without Slurm. */
 #ifndef DLPAR_SPANK_ADMIN_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # spank/: the SPANK plugin spank_dlpar.so, installed into Slurm's plugin dir.
 # Hardened, and its version script exports only what Slurm looks up.
 plugindir = $(SLURM_PLUGINDIR)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/master.c: slurmstepd (remote context), once per node (user_init):
  * the step's rendezvous point for PyTorch's env:// contract
  * (common/torchenv.h). MASTER_ADDR is the NodeAddr, from the node table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/options.c: the --dl-* options as srun/sbatch/salloc show them in
  * --help, and their callbacks, which only keep the raw text: parsing happens
  * in each context (request.c), the same way everywhere. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/plugin.c: the SPANK entry points, pure dispatch: each one checks
  * whether the user asked for dlpar at all (no --dl-* option: do nothing,
  * cost nothing) and hands over to the file of its context: srun.c (srun),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/plugin.h: the entry points of each SPANK context, which
  * plugin.c's callbacks dispatch to: options.c (every context), srun.c
  * (srun), stepd.c and master.c (slurmstepd). The state they share: spank/state.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/request.c: the user's --dl-* options and their parsing (see request.h). */
 #include "config.h"
 

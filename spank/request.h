@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/request.h: what the user asked for with the --dl-* options, as raw
  * text, and its parsing into a grid and a profiling request; also Slurm's
  * tasks-per-node text ("2(x3),1"). Plain C, unit-tested without Slurm. */

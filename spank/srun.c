@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/srun.c: srun (local context). After the allocation and before the
  * launch, the step's shape is known: refuse a grid that does not fit it,
  * with one line naming the problem and the fix. (A refusal only stops the

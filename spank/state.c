@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/state.c: the plugin's one global state (spank/state.h says why it
  * is global), its start from plugstack.conf's arguments, and the plugin's
  * error line. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/state.h: the plugin's state and its error reporting. SPANK
  * callbacks take no context pointer, so the state is one global (the only
  * global mutable state in dlpar: SPANK forces it), owned by state.c: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/stepd.c: slurmstepd (remote context). Once per node (user_init, as
  * root) the node's topology is loaded; then per task (task_init, in the
  * task's process, as the user, before exec) the grid is checked again for

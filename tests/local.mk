@@ -1,5 +1,8 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/: unit tests (C, no Slurm), integration tests on a real Slurm test
-# bed (tests/testbed/dlpar-bed) and numerical tests against PyTorch.
+# bed (tests/testbed/dlpar-bed) and numerical tests against PyTorch. This
+# file: the plugin's tests and what every test uses; tests/libdlpar.mk and
+# tests/trainer.mk add theirs where those parts are built.
 # Exit 77 = SKIP (with the reason printed), never a silent PASS.
 TESTS_ENVIRONMENT = \
 	DLPAR_SRCDIR=$(abs_top_srcdir) DLPAR_BUILDDIR=$(abs_top_builddir) \
@@ -13,41 +16,15 @@ tests_unit_test_topo_LDADD = common/libdlpar_common.la
 tests_unit_test_spank_parsing_SOURCES = tests/unit/test_spank_parsing.c tests/unit/check.h \
 	spank/admin.c spank/request.c
 tests_unit_test_spank_parsing_LDADD = common/libdlpar_common.la
+TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing
 
-check_PROGRAMS += tests/unit/test_kernels
-tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check.h
-tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
-
-TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing tests/unit/test_kernels
-
-# The cuDNN attention's plans for an H100, compiled without a GPU (the
-# script sets the libcuda stub up; it SKIPs in builds without cuDNN).
-if HAVE_CUDNN
-check_PROGRAMS += tests/unit/test_sdpa_plan
-tests_unit_test_sdpa_plan_SOURCES = tests/unit/test_sdpa_plan.c tests/unit/check.h
-tests_unit_test_sdpa_plan_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
-tests_unit_test_sdpa_plan_LDADD = kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
-endif
-dist_check_SCRIPTS += tests/unit/sdpa_plan.sh
-TESTS += tests/unit/sdpa_plan.sh
-
-# The trainer's modules, one program each (tests/unit/NAME.c, automake's
-# default source) against libdlpar_trainer (test_checkpoint, with HDF5, below).
-TRAINER_UNIT_TESTS = tests/unit/test_progress tests/unit/test_metrics tests/unit/test_train_args \
-	tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_params tests/unit/test_quoting
-check_PROGRAMS += $(TRAINER_UNIT_TESTS)
-TESTS += $(TRAINER_UNIT_TESTS)
+# What libdlpar.so and the plugin export; dlpar.h alone; dlpar.pc.
+dist_check_SCRIPTS += tests/unit/exports.sh
+TESTS += tests/unit/exports.sh
+# LICENSE, and the SPDX line in every source file.
+dist_check_SCRIPTS += tests/unit/licence.sh
+TESTS += tests/unit/licence.sh
 EXTRA_DIST += tests/unit/check.h
-tests_unit_test_progress_LDADD = trainer/libdlpar_trainer.la
-tests_unit_test_metrics_LDADD = trainer/libdlpar_trainer.la
-tests_unit_test_train_args_LDADD = trainer/libdlpar_trainer.la
-tests_unit_test_yamltree_LDADD = trainer/libdlpar_trainer.la
-tests_unit_test_npy_LDADD = trainer/libdlpar_trainer.la
-tests_unit_test_params_LDADD = trainer/libdlpar_trainer.la
-# every site that quotes input, the plugin's plugstack.conf and dlpar-run's flags included
-tests_unit_test_quoting_SOURCES = tests/unit/test_quoting.c spank/admin.c tools/run_args.c
-tests_unit_test_quoting_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
-tests_unit_test_quoting_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS)
 
 EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
@@ -56,103 +33,11 @@ EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topol
 # Integration tests on the Slurm test bed.
 TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = bash
-check_PROGRAMS += tests/integration/pmix_client
-tests_integration_pmix_client_SOURCES = tests/integration/pmix_client.c
-tests_integration_pmix_client_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS)
-tests_integration_pmix_client_LDADD = $(PMIX_LIBS)
-INTEGRATION_TESTS = \
-	tests/integration/bed_pmix.sh \
-	tests/integration/spank_options.sh \
-	tests/integration/spank_env.sh \
-	tests/integration/torch_env.sh \
-	tests/integration/spank_profile.sh \
-	tests/integration/spank_admin.sh \
-	tests/integration/launcher_groups.sh \
-	tests/integration/launcher_faults.sh \
-	tests/integration/launcher_nccl_ids.sh \
-	tests/integration/launcher_startup.sh \
-	tests/integration/launcher_host_collectives.sh \
-	tests/integration/launcher_check.sh \
-	tests/integration/check_batch.sh \
-	tests/integration/dlpar_run_cli.sh \
-	tests/integration/train_torch.sh \
-	tests/integration/train_grids.sh \
-	tests/integration/train_resume.sh \
-	tests/integration/train_diverge.sh \
-	tests/integration/train_inputs.sh \
-	tests/integration/train_metrics.sh \
-	tests/integration/train_skew.sh \
-	tests/integration/train_progress.sh \
-	tests/integration/tutorial_commands.sh \
-	tests/integration/contrib_sbatch.sh \
-	tests/integration/demo.sh \
-	tests/integration/bundle.sh
-dist_check_SCRIPTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
-TESTS += $(INTEGRATION_TESTS) tests/integration/docs.sh
+# The plugin's own; libdlpar's and the trainer's are in tests/libdlpar.mk
+# and tests/trainer.mk.
+INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_env.sh
+dist_check_SCRIPTS += $(INTEGRATION_TESTS)
+TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/lib/common.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary
-check_PROGRAMS += tests/integration/rank_probe tests/integration/host_collectives
-tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
-tests_integration_rank_probe_LDADD = libdlpar/libdlpar.la
-tests_integration_host_collectives_SOURCES = tests/integration/host_collectives.c
-tests_integration_host_collectives_LDADD = libdlpar/libdlpar.la
 
-# Numerics: the CPU model against PyTorch.
-check_PROGRAMS += tests/numerics/vit_dump
-tests_numerics_vit_dump_SOURCES = tests/numerics/vit_dump.c
-tests_numerics_vit_dump_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
-tests_numerics_vit_dump_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
-EXTRA_DIST += tests/numerics/torch_reference.py tests/numerics/torch_vit.py tests/numerics/read_tfevents.py tests/integration/torch/env_programs.py
-
-# GPU tests (make check-gpu runs only them): compiled and linked in every
-# make check, where they SKIP without a GPU. They find etc/vit.yaml through
-# DLPAR_SRCDIR or, run by hand from anywhere, the source tree built in.
-if HAVE_CUDA
-# An NVTX tool recording range names (NVTX_INJECTION64_PATH): the ranges
-# and the profiled-steps window seen without nsys.
-check_LTLIBRARIES += tests/lib/libnvtx_record.la
-tests_lib_libnvtx_record_la_SOURCES = tests/lib/nvtx_record.c
-tests_lib_libnvtx_record_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
-tests_lib_libnvtx_record_la_LDFLAGS = -module -avoid-version -rpath /nowhere
-GPU_TESTS = tests/gpu/test_kernels_gpu tests/gpu/test_step_gpu tests/gpu/test_fp32_gpu tests/gpu/test_graph_gpu
-check_PROGRAMS += $(GPU_TESTS)
-TESTS += $(GPU_TESTS)
-GPU_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DDLPAR_TEST_SRCDIR='"$(abs_top_srcdir)"'
-GPU_MODEL_LDADD = trainer/libdlpar_model_cuda.a trainer/libdlpar_trainer.la \
-	kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
-tests_gpu_test_kernels_gpu_SOURCES = tests/gpu/test_kernels_gpu.c tests/gpu/gpu_check.h
-tests_gpu_test_kernels_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
-tests_gpu_test_kernels_gpu_LDADD = kernels/libdlpar_kernels_cuda.a kernels/libdlpar_kernels_cpu.la \
-	$(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
-tests_gpu_test_step_gpu_SOURCES = tests/gpu/test_step_gpu.c tests/gpu/gpu_check.h tests/gpu/model_check.h
-tests_gpu_test_step_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
-tests_gpu_test_step_gpu_LDADD = $(GPU_MODEL_LDADD)
-tests_gpu_test_fp32_gpu_SOURCES = tests/gpu/test_fp32_gpu.c tests/gpu/gpu_check.h tests/gpu/model_check.h
-tests_gpu_test_fp32_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
-tests_gpu_test_fp32_gpu_LDADD = $(GPU_MODEL_LDADD)
-tests_gpu_test_graph_gpu_SOURCES = tests/gpu/test_graph_gpu.c tests/gpu/gpu_check.h tests/gpu/model_check.h
-tests_gpu_test_graph_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
-tests_gpu_test_graph_gpu_LDADD = $(GPU_MODEL_LDADD)
-if HAVE_CUDNN
-GPU_TESTS += tests/gpu/test_attention_gpu
-tests_gpu_test_attention_gpu_SOURCES = tests/gpu/test_attention_gpu.c tests/gpu/gpu_check.h
-tests_gpu_test_attention_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
-tests_gpu_test_attention_gpu_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
-endif
-endif
-# Only the GPU tests, from this build directory (wherever it is); each SKIPs
-# without a GPU.
-check-gpu:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(GPU_TESTS)"
-.PHONY: check-gpu
-
-# docs.sh installs from the build tree: it runs after the other tests that use it.
-tests/integration/docs.log: $(INTEGRATION_TESTS:.sh=.log)
 CLEANFILES += tests/.bed tests/.bed.lock  # the test bed record (the bed stops with make check)
-
-# The checkpoint reader against checkpoints edited the way its fuzz target edits them.
-check_PROGRAMS += tests/unit/test_checkpoint
-tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c tests/fuzz/checkpoint_edits.c \
-	tests/fuzz/checkpoint_edits.h
-tests_unit_test_checkpoint_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
-tests_unit_test_checkpoint_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
-TESTS += tests/unit/test_checkpoint

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tools/bench_comm.c: dlpar-bench-comm, collective bandwidth on the tp,
  * dp and world groups in the style of nccl-tests (same size, time, algbw and
  * busbw columns and definitions):
@@ -144,7 +145,12 @@ int main(int argc, char **argv)
   int rc = 0;
   if (parse_args(argc, argv, &a) != 0)
     return 2;
-  if (dlpar_init(argc, argv, NULL, &ctx) != 0) {
+  rc = dlpar_init(argc, argv, NULL, &ctx);
+  if (rc == DLPAR_DONE || rc == DLPAR_ERR_CHECK) { /* --dl-check: the checks were the run */
+    dlpar_finalize(ctx);
+    return rc == DLPAR_DONE ? 0 : 1;
+  }
+  if (rc != DLPAR_OK) {
     fprintf(stderr, "dlpar-bench-comm: %s\n", dlpar_last_error(ctx));
     return 1;
   }

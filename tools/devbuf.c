@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tools/devbuf.c: host or device buffers for the tools (see devbuf.h). */
 #include "config.h"
 

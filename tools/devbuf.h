@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tools/devbuf.h: buffers for the tools (dlpar-hello, dlpar-bench-comm)
  * that live where the backend wants them: device memory on NCCL, host
  * memory otherwise, with copies in and out and a stream to sync. */

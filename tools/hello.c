@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tools/hello.c: dlpar-hello, the first thing to run on a new cluster:
  *   srun -N2 -n4 --dl-parallel=2x2 dlpar-hello      (or dlpar-run -n 4 ...)
  * Initialises libdlpar, prints one line per rank (rank, host, grid
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
   dlpar_options options = {0};
   hello h = {0};
   const dlpar_info *info;
-  int tp[MAX_GROUP], dp[MAX_GROUP], world[MAX_GROUP];
+  int tp[MAX_GROUP], dp[MAX_GROUP], world[MAX_GROUP], rc;
   char tp_text[256], dp_text[256];
   for (int i = 1; i < argc; i++) {
     if (strncmp(argv[i], "--backend=", 10) == 0 && parse_backend(argv[i] + 10, &options.backend) == 0)
@@ -121,7 +122,12 @@ int main(int argc, char **argv)
     fprintf(stderr, "usage: dlpar-hello [--backend=auto|mpi|nccl]  (run it under srun or dlpar-run)\n");
     return 2;
   }
-  if (dlpar_init(argc, argv, &options, &h.ctx) != 0) {
+  rc = dlpar_init(argc, argv, &options, &h.ctx);
+  if (rc == DLPAR_DONE || rc == DLPAR_ERR_CHECK) { /* --dl-check: the checks were the run */
+    dlpar_finalize(h.ctx);
+    return rc == DLPAR_DONE ? 0 : 1;
+  }
+  if (rc != DLPAR_OK) {
     fprintf(stderr, "dlpar-hello: %s\n", dlpar_last_error(h.ctx));
     return 1;
   }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tools/run.c: dlpar-run, the one-machine launcher.
  *   dlpar-run -n 4 --dl-parallel=2x2 [--dl-profile=...] [--tag-output] -- prog args
  * Plans each rank exactly as the SPANK plugin would (the same grid,

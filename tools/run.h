@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tools/run.h: dlpar-run, the one-machine launcher (torchrun
  * --standalone's job, on PMIx). Its arguments (run_args.c), its PMIx server
  * (run_server.c, OpenPMIx's server API) and the supervisor (run.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tools/run_args.c: dlpar-run's command line. The --dl-* options are
  * parsed by the same code as the SPANK plugin's, so both say the same. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tools/run_server.c: dlpar-run's PMIx server, on OpenPMIx's server API
  * (the same library the ranks use as clients: no home-made protocol). One
  * namespace, every rank on this host: the job-level and per-rank keys a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/args.c: dlpar-train's command line (see args.h). A flag of the
  * trainer is one row of `flags`; anything else of the form --key is a
  * config key (train_config.c's table), turned into a "--key=value"

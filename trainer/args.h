@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/args.h: dlpar-train's command line. The tutorials' train.py flags
  * as they taught them (--k=v and --k v, booleans as bare flags,
  * --yaml_config, --run_num), dlpar's own (--data, --device, --resume, ...),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/atomic_file.c: write temp, fsync, rename (see atomic_file.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/atomic_file.h: files that are either complete or absent: written
  * to PATH.tmp.<pid>, flushed and fsync'ed, then renamed over PATH (and the
  * directory fsync'ed). A crash at any point leaves the previous PATH. */

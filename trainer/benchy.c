@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/benchy.c: dlpar-train --benchy, the SC22 tutorial's benchmark:
  * the loader alone (IO), compute on one batch kept where the model
  * computes (SYNTHETIC), and both (FULL), each in samples/s of the global

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/checkpoint.c: HDF5 checkpoints of full tensors (see checkpoint.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/checkpoint.h: checkpoints as one HDF5 file of full tensors
  * (params, Adam's m and v, by their PyTorch names), the position (step,
  * epoch, step in epoch), the seed and the resolved config. Written by world

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/data.c: ERA5 samples from HDF5 and the prefetching loader (see data.h). */
 #include "config.h"
 

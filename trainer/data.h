@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/data.h: the ERA5 data of the tutorial and its loader.
  *
  * A directory of yearly *.h5 files (sorted by name), each with a dataset

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/gen_data.c: dlpar-gen-data, a small synthetic ERA5-like dataset
  * in the tutorial's layout, for demos and tests:
  *   DIR/train/YEAR.h5, DIR/valid/YEAR.h5, DIR/test/YEAR.h5: fields[T, C, H, W] float32

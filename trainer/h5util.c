@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/h5util.c: opening input files, HDF5 error strings and closing any
  * object (see h5util.h). */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/h5util.h: HDF5 helpers: opening input files, the library's own
  * error string for messages (HDF5's automatic stack printing is turned
  * off), and the CHECK macro every HDF5 call goes through. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/input_file.c: regular input files only (see input_file.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/input_file.h: what every reader of user input shares: opening a
  * file the user named (config, statistics, data, checkpoint) only if it is a
  * regular file, without blocking (a FIFO, a directory or a device named like

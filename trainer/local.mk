@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # trainer/: dlpar-train (config -> data -> model -> loop) and dlpar-gen-data.
 # Depends on kernels/ for the math and libdlpar for communication only.
 noinst_LTLIBRARIES += trainer/libdlpar_trainer.la
@@ -11,6 +12,8 @@ trainer_libdlpar_trainer_la_SOURCES = \
 	trainer/args.c trainer/args.h
 trainer_libdlpar_trainer_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(YAML_CFLAGS) $(PTHREAD_CFLAGS) -O3
 trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la libdlpar/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
+# What links the trainer's code: common/ too, which libdlpar.so keeps to itself.
+TRAINER_LIBS = trainer/libdlpar_trainer.la common/libdlpar_common.la
 
 bin_PROGRAMS += trainer/dlpar-train trainer/dlpar-gen-data
 trainer_dlpar_train_SOURCES = trainer/train.c trainer/train.h trainer/benchy.c
@@ -24,7 +27,7 @@ if HAVE_CUDA
 trainer_libdlpar_model_cuda_a_SOURCES = trainer/model_cuda.cu
 trainer_dlpar_train_LDADD += trainer/libdlpar_model_cuda.a
 endif
-trainer_dlpar_train_LDADD += trainer/libdlpar_trainer.la $(BLAS_LIBS) $(OPENMP_CFLAGS)
+trainer_dlpar_train_LDADD += $(TRAINER_LIBS) $(BLAS_LIBS) $(OPENMP_CFLAGS)
 if HAVE_CUDA
 trainer_dlpar_train_LDADD += kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
 endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/metrics.c: metrics.jsonl and TensorBoard event files (see
  * metrics.h). The event file is a sequence of TFRecords: uint64 length,
  * uint32 masked CRC32C of the length, the bytes, uint32 masked CRC32C of

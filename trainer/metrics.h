@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/metrics.h: where users look. Rank 0 appends one JSON object per
  * line to <run dir>/metrics.jsonl (steps and epochs) and writes TensorBoard
  * event files (logs/events.out.tfevents.*) with the tutorial's tags:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/model.h: the Vision Transformer weather model of the tutorial
  * (networks/vit.py): patch embedding (Conv2d as a GEMM) + pos_embed, depth
  * pre-norm blocks x = x + proj(attn(LN1 x)), x = x + fc2(GELU(fc1(LN2 x))),

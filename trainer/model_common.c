@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/model_common.c: what both model implementations share: the
  * model's sizes (vit_dims, filled once here), error recording,
  * data-parallel gradient buckets, and collectives on host values for the

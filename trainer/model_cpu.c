@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/model_cpu.c: the CPU reference model (see model.h): fp32, the ops
  * of kernels/cpu, tensor-parallel allreduces and data-parallel gradient
  * buckets through libdlpar (MPI). Every activation backward needs is kept;

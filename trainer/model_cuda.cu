@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/model_cuda.cu: the model on one GPU per rank (see model.h), the
  * CUDA twin of model_cpu.c with the same data flow:
  *  - precision (the tutorial's amp_mode): none = fp32 (TF32 if tf32: true),
@@ -103,7 +104,7 @@ typedef struct {
   float *lnf_mean, *lnf_rstd, *pred, *lat_w;
   block_acts *blocks;
   /* backward */
-  void *dx, *dln, *datt, *dq, *dk, *dv, *dfc1, *dgelu, *dhead;
+  void *dx, *dln, *datt, *dq, *dk, *dv, *dfc1, *dhead;
   float *dpred, *delta;
   float *reduce_ws; /* the LayerNorm gradients' column-sum partials */
   cudaEvent_t *grads_ready; /* per block, and the head */
@@ -323,7 +324,7 @@ static int block_backward(model_cuda *m, int l)
   const size_t nD = (size_t)BT * d->D;
   int rc;
   /* MLP branch; dx holds the gradient of the block's output */
-  CHECK_DL(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, m->dfc1, m->dgelu, a->fc1, grad(m, p->fc2_w),
+  CHECK_DL(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, m->dfc1, a->fc1, grad(m, p->fc2_w),
                                  grad(m, p->fc2_b), m->dx, a->gelu, weight(m, p->fc2_w), BT, d->Fl, d->D, m->act,
                                  m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, weight(m, p->fc1_w),
@@ -634,7 +635,7 @@ static void layout(model_cuda *m)
   m->dx = take(m, a * BT * D);
   m->dln = take(m, a * widest), m->datt = take(m, a * BT * Dl), m->dq = take(m, 3 * a * BT * Dl);
   m->dk = plane(m->dq, 1, a * BT * Dl), m->dv = plane(m->dq, 2, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
-  m->dgelu = m->gelu_fused ? NULL : take(m, a * BT * Fl), m->dhead = take(m, a * head);
+  m->dhead = take(m, a * head);
   m->dpred = (float *)take(m, 4 * img_out), m->delta = (float *)take(m, 4 * rows);
   m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;
   m->reduce_ws = (float *)take(m, dl_column_partials_bytes((int)BT, 2 * d->D));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/npy.c: .npy files (see npy.h). Format: magic "\x93NUMPY", version
  * 1.0/2.0/3.0, header length, a Python dict literal with descr,
  * fortran_order and shape, padded so the data starts 64-byte aligned. */

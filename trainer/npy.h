@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/npy.h: NumPy .npy files (little-endian float32/float64, C order),
  * read and written directly: the tutorial's global_means/global_stds. */
 #ifndef DLPAR_NPY_H

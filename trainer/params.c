@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/params.c: the parameter table (see params.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/params.h: the model's parameters: one table of named tensors (the
  * names of the PyTorch model's state_dict), their full shapes, how each is
  * split over the tensor-parallel ranks (Megatron: q, k, v, fc1 by output

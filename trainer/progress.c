@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/progress.c: the progress line of a training epoch (see progress.h):
  * when to write it, what it says, and how (in place or as plain lines). */
 #include "config.h"

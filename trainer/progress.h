@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/progress.h: the progress line of a training epoch (rank 0):
  * step of steps, samples/s, the epoch's loss so far and the time left in
  * the epoch. On a terminal one line rewritten in place (\r) every couple of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/rng.c: splitmix64 streams (see rng.h). */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/rng.h: the trainer's random numbers: splitmix64 streams keyed by
  * (seed, stream), so every tensor's initial values and every epoch's
  * shuffle are the same whatever the grid and whatever ran before. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/train.c: dlpar-train, the training loop.
  *   srun --dl-parallel=MxD dlpar-train --config=NAME FILE.yaml [--key=value ...] [--resume]
  * config -> grid checks -> data (HDF5, prefetch) -> model -> [resume] ->
@@ -572,7 +573,7 @@ int main(int argc, char **argv)
   train_args args;
   dlpar_options options = {0};
   char err[DLPAR_ERRLEN];
-  int threads;
+  int threads, rc;
   memset(&t, 0, sizeof(t));
   h5_quiet();
   if (args_parse(argc, argv, &args, err, sizeof(err)) != DLPAR_OK || args.help) {
@@ -585,7 +586,12 @@ int main(int argc, char **argv)
   }
   options.backend = args.device == DEVICE_CPU ? DLPAR_BACKEND_MPI : args.device == DEVICE_CUDA ? DLPAR_BACKEND_NCCL
                                                                                                : DLPAR_BACKEND_AUTO;
-  if (dlpar_init(argc, argv, &options, &t.comm) != 0) {
+  rc = dlpar_init(argc, argv, &options, &t.comm);
+  if (rc == DLPAR_DONE || rc == DLPAR_ERR_CHECK) { /* --dl-check: the checks were the run */
+    dlpar_finalize(t.comm);
+    return rc == DLPAR_DONE ? 0 : 1;
+  }
+  if (rc != DLPAR_OK) {
     dlpar_eprintf("dlpar-train: %s\n", dlpar_last_error(t.comm));
     return 1;
   }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/train.h: dlpar-train's state and the loop's pieces that its
  * other mode reuses: the training loop (train.c) and --benchy (benchy.c)
  * run the same steps, report errors and lines the same way. */

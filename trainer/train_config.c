@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/train_config.c: the tutorial's YAML configs (see train_config.h). One table
  * of keys drives reading, overriding, printing and error messages. */
 #include "config.h"

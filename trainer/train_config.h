@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/train_config.h: the training configuration, read from the Deep Learning
  * at Scale tutorial's YAML format unchanged (config/ViT.yaml: named
  * top-level configs, anchors, merge keys, its keys and value spellings),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/yamltree.c: YAML to a tree with lines, anchors, aliases and merge
  * keys (see yamltree.h). Every node is owned by the tree's arena list. */
 #include "config.h"

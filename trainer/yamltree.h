@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/yamltree.h: a YAML document as a tree of scalars, sequences and
  * mappings with the line of every node, through libyaml. Anchors and
  * aliases are resolved (an alias shares its anchor's node) and merge keys

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """contrib/pytorch/ddp_example.py: a PyTorch DDP program as people write it
 for torchrun, started by srun --dl-parallel with no env lines:
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cpu/ops.h: the CPU reference ops, in float (NAME_f32, the
  * trainer) and double (NAME_f64, the gradient tests), each declared by its
  * full name (the algorithms are written once, kernels/cpu/ops_body.h). See
@@ -41,7 +42,6 @@ void gelu_bwd_f64(double *dinp, const double *inp, const double *dout, size_t n)
 void softmax_fwd_f32(float *out, const float *inp, int rows, int cols);
 void softmax_fwd_f64(double *out, const double *inp, int rows, int cols);
 
-void softmax_bwd_f32(float *dinp, const float *out, const float *dout, int rows, int cols);
 void softmax_bwd_f64(double *dinp, const double *out, const double *dout, int rows, int cols);
 
 /* blocked attention with an online softmax: memory O(block^2), never N x N. q,k,v,o (B,N,NH,HD);
@@ -59,8 +59,6 @@ void attention_bwd_f64(double *dq, double *dk, double *dv, const double *dout, c
                        double scale);
 
 /* the textbook N x N attention (softmax(q k^T scale) v), for tests */
-void attention_naive_fwd_f32(float *o, const float *q, const float *k, const float *v, int B, int N, int NH, int HD,
-                             float scale);
 void attention_naive_fwd_f64(double *o, const double *q, const double *k, const double *v, int B, int N, int NH,
                              int HD, double scale);
 
@@ -92,13 +90,10 @@ void unpatchify_bwd_f64(double *dtokens, const double *dimg, int B, int C, int H
 
 /* latitude weights w_j = H cos(lat_j) / sum cos(lat), lat_j = 90 - j 180/(H-1) degrees */
 void lat_weights_f32(float *w, int H);
-void lat_weights_f64(double *w, int H);
 
 /* per sample b: sqrt(mean over (y, x) of w_y (pred - target)^2) of channel c (the tutorial's
  * weighted_rmse); returns their sum over the batch */
 double weighted_rmse_f32(const float *pred, const float *target, const float *lat_w, int B, int C, int H, int W,
-                         int c);
-double weighted_rmse_f64(const double *pred, const double *target, const double *lat_w, int B, int C, int H, int W,
                          int c);
 
 #endif

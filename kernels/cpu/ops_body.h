@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cpu/ops_body.h: the algorithms of the CPU reference ops, written
  * once for a type `real` and compiled twice, each time into static
  * functions NAME_real: ops_f32.c (float, the trainer) and ops_f64.c
@@ -172,19 +173,6 @@ static void softmax_fwd_real(real *out, const real *inp, int rows, int cols)
   }
 }
 
-static void softmax_bwd_real(real *dinp, const real *out, const real *dout, int rows, int cols)
-{
-#pragma omp parallel for
-  for (int r = 0; r < rows; r++) {
-    const real *y = out + (size_t)r * cols, *dy = dout + (size_t)r * cols;
-    double dot = 0;
-    for (int c = 0; c < cols; c++)
-      dot += y[c] * dy[c];
-    for (int c = 0; c < cols; c++)
-      dinp[(size_t)r * cols + c] = (real)(y[c] * (dy[c] - dot));
-  }
-}
-
 /* ------------------------------------------------------------ attention */
 
 /* One (batch, head): rows of q/k/v/o are NH*HD apart. */
@@ -325,35 +313,6 @@ static void attention_bwd_real(real *dq, real *dk, real *dv, const real *dout, c
   }
 }
 
-static void attention_naive_fwd_real(real *o, const real *q, const real *k, const real *v, int B, int N, int NH, int HD,
-                                     real scale)
-{
-  const int ld = NH * HD;
-  real *scores = malloc(sizeof(real) * (size_t)N * N), *probs = malloc(sizeof(real) * (size_t)N * N);
-  for (int b = 0; b < B; b++) {
-    for (int head = 0; head < NH; head++) {
-      const size_t base = (size_t)b * N * ld + (size_t)head * HD;
-      for (int i = 0; i < N; i++)
-        for (int j = 0; j < N; j++) {
-          double s = 0;
-          for (int d = 0; d < HD; d++)
-            s += q[base + (size_t)i * ld + d] * k[base + (size_t)j * ld + d];
-          scores[(size_t)i * N + j] = (real)(s * scale);
-        }
-      softmax_fwd_real(probs, scores, N, N);
-      for (int i = 0; i < N; i++)
-        for (int d = 0; d < HD; d++) {
-          double s = 0;
-          for (int j = 0; j < N; j++)
-            s += probs[(size_t)i * N + j] * v[base + (size_t)j * ld + d];
-          o[base + (size_t)i * ld + d] = (real)s;
-        }
-    }
-  }
-  free(scores);
-  free(probs);
-}
-
 /* ------------------------------------------------------------ loss */
 
 static real l2_loss_fwd_real(real *per_sample, const real *pred, const real *target, int B, size_t n)
@@ -454,32 +413,4 @@ static void unpatchify_bwd_real(real *dtokens, const real *dimg, int B, int C, i
         for (int x = 0; x < W; x++)
           dtokens[token_entry(b, y / P, x / P, y % P, x % P, c, hp, wp, C, P)] =
               dimg[(((size_t)b * C + c) * H + y) * W + x];
-}
-
-/* ------------------------------------------------------------ metrics */
-
-static void lat_weights_real(real *w, int H)
-{
-  double sum = 0;
-  for (int j = 0; j < H; j++)
-    sum += cos((90.0 - j * 180.0 / (H - 1)) * M_PI / 180.0);
-  for (int j = 0; j < H; j++)
-    w[j] = (real)(H * cos((90.0 - j * 180.0 / (H - 1)) * M_PI / 180.0) / sum);
-}
-
-static double weighted_rmse_real(const real *pred, const real *target, const real *lat_w, int B, int C, int H, int W,
-                                 int c)
-{
-  double total = 0;
-  for (int b = 0; b < B; b++) {
-    const size_t base = ((size_t)b * C + c) * H * W;
-    double sum = 0;
-    for (int y = 0; y < H; y++)
-      for (int x = 0; x < W; x++) {
-        const double d = pred[base + (size_t)y * W + x] - target[base + (size_t)y * W + x];
-        sum += lat_w[y] * d * d;
-      }
-    total += sqrt(sum / ((double)H * W));
-  }
-  return total;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cpu/ops_f32.c: the CPU reference ops in float, what the trainer runs.
  * The algorithms are in ops_body.h, once for a type `real`, compiled here
  * into static NAME_real functions; each public op below is one call to its
@@ -52,11 +53,6 @@ void softmax_fwd_f32(float *out, const float *inp, int rows, int cols)
   softmax_fwd_real(out, inp, rows, cols);
 }
 
-void softmax_bwd_f32(float *dinp, const float *out, const float *dout, int rows, int cols)
-{
-  softmax_bwd_real(dinp, out, dout, rows, cols);
-}
-
 void attention_fwd_f32(float *o, float *lse, const float *q, const float *k, const float *v, int B, int N, int NH,
                        int HD, float scale)
 {
@@ -67,12 +63,6 @@ void attention_bwd_f32(float *dq, float *dk, float *dv, const float *dout, const
                        const float *v, const float *o, const float *lse, int B, int N, int NH, int HD, float scale)
 {
   attention_bwd_real(dq, dk, dv, dout, q, k, v, o, lse, B, N, NH, HD, scale);
-}
-
-void attention_naive_fwd_f32(float *o, const float *q, const float *k, const float *v, int B, int N, int NH, int HD,
-                             float scale)
-{
-  attention_naive_fwd_real(o, q, k, v, B, N, NH, HD, scale);
 }
 
 float l2_loss_fwd_f32(float *per_sample, const float *pred, const float *target, int B, size_t n)
@@ -106,13 +96,30 @@ void unpatchify_bwd_f32(float *dtokens, const float *dimg, int B, int C, int H, 
   unpatchify_bwd_real(dtokens, dimg, B, C, H, W, P);
 }
 
+/* The validation metrics: the trainer's alone, so float alone. */
+
 void lat_weights_f32(float *w, int H)
 {
-  lat_weights_real(w, H);
+  double sum = 0;
+  for (int j = 0; j < H; j++)
+    sum += cos((90.0 - j * 180.0 / (H - 1)) * M_PI / 180.0);
+  for (int j = 0; j < H; j++)
+    w[j] = (float)(H * cos((90.0 - j * 180.0 / (H - 1)) * M_PI / 180.0) / sum);
 }
 
 double weighted_rmse_f32(const float *pred, const float *target, const float *lat_w, int B, int C, int H, int W,
                          int c)
 {
-  return weighted_rmse_real(pred, target, lat_w, B, C, H, W, c);
+  double total = 0;
+  for (int b = 0; b < B; b++) {
+    const size_t base = ((size_t)b * C + c) * H * W;
+    double sum = 0;
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < W; x++) {
+        const double d = pred[base + (size_t)y * W + x] - target[base + (size_t)y * W + x];
+        sum += lat_w[y] * d * d;
+      }
+    total += sqrt(sum / ((double)H * W));
+  }
+  return total;
 }

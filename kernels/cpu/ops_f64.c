@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cpu/ops_f64.c: the CPU reference ops in double, for the finite-difference gradient tests.
  * The algorithms are in ops_body.h, once for a type `real`, compiled here
  * into static NAME_real functions; each public op below is one call to its
@@ -52,11 +53,6 @@ void softmax_fwd_f64(double *out, const double *inp, int rows, int cols)
   softmax_fwd_real(out, inp, rows, cols);
 }
 
-void softmax_bwd_f64(double *dinp, const double *out, const double *dout, int rows, int cols)
-{
-  softmax_bwd_real(dinp, out, dout, rows, cols);
-}
-
 void attention_fwd_f64(double *o, double *lse, const double *q, const double *k, const double *v, int B, int N,
                        int NH, int HD, double scale)
 {
@@ -68,12 +64,6 @@ void attention_bwd_f64(double *dq, double *dk, double *dv, const double *dout, c
                        double scale)
 {
   attention_bwd_real(dq, dk, dv, dout, q, k, v, o, lse, B, N, NH, HD, scale);
-}
-
-void attention_naive_fwd_f64(double *o, const double *q, const double *k, const double *v, int B, int N, int NH,
-                             int HD, double scale)
-{
-  attention_naive_fwd_real(o, q, k, v, B, N, NH, HD, scale);
 }
 
 double l2_loss_fwd_f64(double *per_sample, const double *pred, const double *target, int B, size_t n)
@@ -107,13 +97,46 @@ void unpatchify_bwd_f64(double *dtokens, const double *dimg, int B, int C, int H
   unpatchify_bwd_real(dtokens, dimg, B, C, H, W, P);
 }
 
-void lat_weights_f64(double *w, int H)
+/* The references only the gradient tests use: double alone. */
+
+void softmax_bwd_f64(double *dinp, const double *out, const double *dout, int rows, int cols)
 {
-  lat_weights_real(w, H);
+#pragma omp parallel for
+  for (int r = 0; r < rows; r++) {
+    const double *y = out + (size_t)r * cols, *dy = dout + (size_t)r * cols;
+    double dot = 0;
+    for (int c = 0; c < cols; c++)
+      dot += y[c] * dy[c];
+    for (int c = 0; c < cols; c++)
+      dinp[(size_t)r * cols + c] = y[c] * (dy[c] - dot);
+  }
 }
 
-double weighted_rmse_f64(const double *pred, const double *target, const double *lat_w, int B, int C, int H, int W,
-                         int c)
+void attention_naive_fwd_f64(double *o, const double *q, const double *k, const double *v, int B, int N, int NH,
+                             int HD, double scale)
 {
-  return weighted_rmse_real(pred, target, lat_w, B, C, H, W, c);
+  const int ld = NH * HD;
+  double *scores = malloc(sizeof(double) * (size_t)N * N), *probs = malloc(sizeof(double) * (size_t)N * N);
+  for (int b = 0; b < B; b++) {
+    for (int head = 0; head < NH; head++) {
+      const size_t base = (size_t)b * N * ld + (size_t)head * HD;
+      for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+          double s = 0;
+          for (int d = 0; d < HD; d++)
+            s += q[base + (size_t)i * ld + d] * k[base + (size_t)j * ld + d];
+          scores[(size_t)i * N + j] = s * scale;
+        }
+      softmax_fwd_real(probs, scores, N, N);
+      for (int i = 0; i < N; i++)
+        for (int d = 0; d < HD; d++) {
+          double s = 0;
+          for (int j = 0; j < N; j++)
+            s += probs[(size_t)i * N + j] * v[base + (size_t)j * ld + d];
+          o[base + (size_t)i * ld + d] = s;
+        }
+    }
+  }
+  free(scores);
+  free(probs);
 }

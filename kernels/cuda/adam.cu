@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/adam.cu: Adam over the whole flat parameter buffer in one
  * launch (the "multi-tensor" form: every tensor of the model is a slice of
  * it), torch.optim.Adam's arithmetic, fp32 state, the activation-type copy

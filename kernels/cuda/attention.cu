@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/attention.cu: flash attention, forward and backward, never
  * an N x N matrix in memory (the base config has N = 4050 tokens).
  * The readable version: one thread per query (or key) row, key/value (or

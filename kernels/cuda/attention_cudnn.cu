@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/attention_cudnn.cu: attention through cuDNN's backend graph
  * API (cuDNN >= 9.13.1; written against 9.19, see
  * /work/shared/notes/cudnn-sdpa-facts.md): forward is the fused SDPA_FWD

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/common.cuh: what every CUDA kernel file shares:
  * CUDA_RETURN_ON_ERROR (returns CUDA's status; the caller prints file:line
  * and dl_status_string), the conversions between fp32 and the activation types,

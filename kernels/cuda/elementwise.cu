@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/elementwise.cu: the pointwise and data-movement ops: casts,
- * position embedding and its gradient, exact GELU, column
+ * position embedding and its gradient, bias planes (the GEMMs' fallback),
+ * exact GELU, column
  * sums (bias gradients), patchify / unpatchify. Grid-stride loops; the
  * column sums are deterministic (reduce.cuh's two stages, fixed order). */
 #include "config.h"
@@ -53,6 +55,31 @@ template <typename T> static int add_pos(void *x, const float *pos, int B, int N
 extern "C" int dl_add_pos_embed(void *x, const float *pos, int B, int N, int D, dl_dtype act, cudaStream_t s)
 {
   return DL_DISPATCH(act, add_pos, x, pos, B, N, D, s);
+}
+
+/* plane p of out (rows x cols) += bias_p in each row */
+template <typename T> __global__ void add_bias_planes_kernel(T *out, const T *bias, size_t planes, int rows, int cols)
+{
+  const size_t n = planes * rows * cols;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const size_t p = i / ((size_t)rows * cols);
+    out[i] = from_float<T>(to_float(out[i]) + to_float(bias[p * cols + i % cols]));
+  }
+}
+
+template <typename T>
+static int add_bias_planes(void *out, const void *bias, int planes, int rows, int cols, cudaStream_t s)
+{
+  const size_t n = (size_t)planes * rows * cols;
+  add_bias_planes_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)out, (const T *)bias, (size_t)planes, rows, cols);
+  CUDA_RETURN_ON_LAUNCH_ERROR();
+  return 0;
+}
+
+extern "C" int dl_add_bias_planes(void *out, const void *bias, int planes, int rows, int cols, dl_dtype act,
+                                  cudaStream_t s)
+{
+  return DL_DISPATCH(act, add_bias_planes, out, bias, planes, rows, cols, s);
 }
 
 template <typename T> __global__ void pos_grad_kernel(float *dpos, const T *dx, int B, int N, int D)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/gemm.cu: GEMMs through cuBLASLt. Row-major tensors are
  * column-major transposes, so (as in llm.c):
  *   forward   out^T[OC,BT] = W^T... : cublasLt(m=OC, n=BT, k=C, A=W (T), B=inp (N)), bias epilogue
@@ -7,11 +8,15 @@
  * The bias vector has D's type, as cuBLASLt requires of a 16-bit D (the
  * forward bias is the act copy of the weights; the bias gradient is fp32
  * like dW). fp32 accumulation always (TF32 only when allowed). One handle,
- * one workspace; each shape's algorithm (or that there is none, so the bias
- * gradient falls back to dl_column_sum, its partials in that workspace) is
- * asked of the heuristic once and kept. Operands may sit at any 16-byte
- * offset: the heuristic is told each pointer's alignment, which is part of
- * the shape's key. */
+ * one workspace. Each shape's plan (descriptor, layouts, the heuristic's
+ * algorithm or that there is none) is made on its first call and kept in a
+ * hash table, so a call costs a lookup, the pointers' attributes and the
+ * GEMM. Operands may sit at any 16-byte offset: the heuristic is told each
+ * pointer's alignment, which is part of the shape's key. Every epilogue has
+ * a fallback, a plain GEMM and a kernel, taken where cuBLASLt has no
+ * algorithm or refuses its own at run time, from then on without asking
+ * again: the bias (dl_add_bias_planes), the bias gradient (dl_column_sum,
+ * its partials in the workspace) and the GELUs (dl_gelu_fwd/bwd). */
 #include "config.h"
 
 #include <cublasLt.h>
@@ -33,28 +38,53 @@
       return DL_CUBLAS_BASE + (int)st_;                                                       \
   } while (0)
 
-enum { ALGO_CACHE = 128 };
-
+/* What fixes a GEMM's descriptor, layouts and algorithm (the pointers are
+ * set per call). Built by gemm_key_of, which zeroes the padding: keys are
+ * hashed and compared as bytes. */
 typedef struct {
-  int m, n, k, transa, transb, ab_type, d_type, epilogue, accumulate;
-  int planes, shared_a, shared_b; /* a batch of planes; an operand every plane shares */
+  int64_t stride_a, stride_b, stride_d, stride_bias; /* a batch's planes, elements apart (0: shared) */
+  int m, n, k, transa, transb, ab_type, d_type, epilogue, accumulate, planes;
   int align_a, align_b, align_d, align_bias, align_aux; /* bytes, up to 256, of each plane */
 } gemm_key;
 
+/* One shape's cuBLASLt objects, made on its first call and kept. */
 typedef struct {
   gemm_key key;
+  bool used;    /* the slot holds a plan */
+  bool usable;  /* false: cuBLASLt has no algorithm for it, or refused the one it gave at run time */
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t la, lb, lc;
   cublasLtMatmulAlgo_t algo;
-  bool found; /* false: cuBLASLt has none for this key */
-} cached_algo;
+} gemm_plan;
 
 struct dl_blas {
   cublasLtHandle_t lt;
   void *workspace;
   size_t workspace_bytes;
   int allow_tf32;
-  cached_algo cache[ALGO_CACHE];
-  int ncache;
+  bool epilogues_refused; /* dl_blas_refuse_epilogues: only plain GEMMs */
+  gemm_plan *plans;       /* open addressing: capacity a power of two, at most half full */
+  size_t nplans, capacity;
 };
+
+typedef struct {
+  void *d;
+  const void *a, *b;
+  void *bias; /* the bias (BIAS) or its gradient (BGRADB), D's type; NULL: none */
+  int m, n, k, transa, transb, accumulate;
+  dl_dtype ab_type, d_type;
+  cublasLtEpilogue_t epilogue;
+  /* a strided batch of `planes` GEMMs (0 or 1: one), each operand's planes
+   * `stride_*` elements apart (0: shared by all) */
+  int planes;
+  int64_t stride_a, stride_b, stride_d, stride_bias;
+  /* the GELU epilogues' pre-activation (GELU_AUX_BIAS: written; DGELU:
+   * read), D's type and shape, leading dimension m; NULL: none */
+  void *aux;
+} gemm_call;
+
+static const int NO_ALGO = DL_CUBLAS_BASE + (int)CUBLAS_STATUS_NOT_SUPPORTED;
+enum { FIRST_CAPACITY = 64 };
 
 extern "C" size_t dl_dtype_bytes(dl_dtype t)
 {
@@ -81,8 +111,9 @@ extern "C" int dl_blas_create(dl_blas **out, size_t workspace_bytes, int allow_t
 {
   dl_blas *b = (dl_blas *)calloc(1, sizeof(dl_blas));
   *out = b;
-  if (!b)
+  if (!b || !(b->plans = (gemm_plan *)calloc(FIRST_CAPACITY, sizeof(gemm_plan))))
     return (int)cudaErrorMemoryAllocation;
+  b->capacity = FIRST_CAPACITY;
   b->workspace_bytes = workspace_bytes;
   b->allow_tf32 = allow_tf32;
   CUBLAS_RETURN_ON_ERROR(cublasLtCreate(&b->lt));
@@ -90,32 +121,36 @@ extern "C" int dl_blas_create(dl_blas **out, size_t workspace_bytes, int allow_t
   return 0;
 }
 
+extern "C" void dl_blas_refuse_epilogues(dl_blas *b)
+{
+  b->epilogues_refused = true;
+}
+
+/* Whatever of the plan was made (a failed one's handles may be NULL). */
+static void plan_destroy(gemm_plan *plan)
+{
+  if (plan->la)
+    cublasLtMatrixLayoutDestroy(plan->la);
+  if (plan->lb)
+    cublasLtMatrixLayoutDestroy(plan->lb);
+  if (plan->lc)
+    cublasLtMatrixLayoutDestroy(plan->lc);
+  if (plan->op)
+    cublasLtMatmulDescDestroy(plan->op);
+}
+
 extern "C" void dl_blas_destroy(dl_blas *b)
 {
   if (!b)
     return;
+  for (size_t i = 0; b->plans && i < b->capacity; i++)
+    if (b->plans[i].used)
+      plan_destroy(&b->plans[i]);
+  free(b->plans);
   cudaFree(b->workspace);
   cublasLtDestroy(b->lt);
   free(b);
 }
-
-typedef struct {
-  void *d;
-  const void *a, *b;
-  void *bias; /* the bias (BIAS) or its gradient (BGRADB), D's type; NULL: none */
-  int m, n, k, transa, transb, accumulate;
-  dl_dtype ab_type, d_type;
-  cublasLtEpilogue_t epilogue;
-  /* a strided batch of `planes` GEMMs (0 or 1: one), each operand's planes
-   * `stride_*` elements apart (0: shared by all) */
-  int planes;
-  int64_t stride_a, stride_b, stride_d, stride_bias;
-  /* the GELU epilogues' pre-activation (GELU_AUX_BIAS: written; DGELU:
-   * read), D's type and shape, leading dimension m; NULL: none */
-  void *aux;
-} gemm_call;
-
-static const int NO_ALGO = DL_CUBLAS_BASE + (int)CUBLAS_STATUS_NOT_SUPPORTED;
 
 /* The largest power of two (up to 256) that divides the address of every
  * plane: the first's and the distance between them. */
@@ -128,10 +163,82 @@ static int alignment_of(const void *ptr, int64_t stride, dl_dtype type)
   return ptr ? align : 256;
 }
 
+/* The epilogue a call runs: its own where it has a bias or an aux matrix. */
+static cublasLtEpilogue_t epilogue_of(const gemm_call *g)
+{
+  return g->bias || g->aux ? g->epilogue : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+static gemm_key gemm_key_of(const gemm_call *g)
+{
+  const int planes = g->planes > 1 ? g->planes : 1;
+  gemm_key key;
+  memset(&key, 0, sizeof(key));
+  if (planes > 1) {
+    key.stride_a = g->stride_a;
+    key.stride_b = g->stride_b;
+    key.stride_d = g->stride_d;
+    key.stride_bias = g->stride_bias;
+  }
+  key.m = g->m;
+  key.n = g->n;
+  key.k = g->k;
+  key.transa = g->transa;
+  key.transb = g->transb;
+  key.ab_type = (int)g->ab_type;
+  key.d_type = (int)g->d_type;
+  key.epilogue = (int)epilogue_of(g);
+  key.accumulate = g->accumulate;
+  key.planes = planes;
+  key.align_a = alignment_of(g->a, key.stride_a, g->ab_type);
+  key.align_b = alignment_of(g->b, key.stride_b, g->ab_type);
+  key.align_d = alignment_of(g->d, key.stride_d, g->d_type);
+  key.align_bias = alignment_of(g->bias, key.stride_bias, g->d_type);
+  key.align_aux = alignment_of(g->aux, key.stride_d, g->d_type);
+  return key;
+}
+
+/* FNV-1a over the key's bytes. */
+static size_t key_hash(const gemm_key *key)
+{
+  const unsigned char *byte = (const unsigned char *)key;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < sizeof(*key); i++)
+    h = (h ^ byte[i]) * 1099511628211ull;
+  return (size_t)h;
+}
+
+/* The key's slot: its plan, or the empty slot where it belongs. */
+static gemm_plan *find_slot(gemm_plan *plans, size_t capacity, const gemm_key *key)
+{
+  size_t i = key_hash(key) & (capacity - 1);
+  while (plans[i].used && memcmp(&plans[i].key, key, sizeof(*key)) != 0)
+    i = (i + 1) & (capacity - 1);
+  return &plans[i];
+}
+
+/* Doubles the table (a plan is a few handles: moved, not rebuilt). */
+static int grow_plans(dl_blas *blas)
+{
+  const size_t capacity = 2 * blas->capacity;
+  gemm_plan *plans = (gemm_plan *)calloc(capacity, sizeof(gemm_plan));
+  if (!plans)
+    return (int)cudaErrorMemoryAllocation;
+  for (size_t i = 0; i < blas->capacity; i++)
+    if (blas->plans[i].used)
+      *find_slot(plans, capacity, &blas->plans[i].key) = blas->plans[i];
+  free(blas->plans);
+  blas->plans = plans;
+  blas->capacity = capacity;
+  return 0;
+}
+
 /* The layout's planes (a batch of `planes` matrices `stride` elements apart). */
 static int set_planes(cublasLtMatrixLayout_t layout, int planes, int64_t stride)
 {
   const int32_t count = planes;
+  if (planes == 1)
+    return 0;
   CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                                           sizeof(count)));
   CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
@@ -146,25 +253,70 @@ static int set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferen
   return 0;
 }
 
-/* The three layouts as a strided batch of `planes` GEMMs (nothing for one). */
-static int set_batch(const gemm_call *g, int planes, cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb,
-                     cublasLtMatrixLayout_t lc)
+/* The epilogue's pointers, the per-call part of a plan's descriptor. */
+static int set_pointers(cublasLtMatmulDesc_t op, const gemm_call *g)
 {
-  int rc;
-  if (planes == 1)
-    return 0;
-  if ((rc = set_planes(la, planes, g->stride_a)) != 0 || (rc = set_planes(lb, planes, g->stride_b)) != 0)
-    return rc;
-  return set_planes(lc, planes, g->stride_d);
+  if (g->bias)
+    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
+                                                          sizeof(g->bias)));
+  if (g->aux)
+    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux,
+                                                          sizeof(g->aux)));
+  return 0;
 }
 
-static int ask_heuristic(dl_blas *blas, const gemm_key *key, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la,
-                         cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, cublasLtMatmulHeuristicResult_t *heuristic,
-                         int *found)
+/* The epilogue's fixed attributes: the bias's type and batch stride, the
+ * GELU pre-activation's leading dimension. */
+static int set_epilogue(cublasLtMatmulDesc_t op, const gemm_call *g, const gemm_key *key)
 {
+  const cublasLtEpilogue_t epilogue = (cublasLtEpilogue_t)key->epilogue;
+  const cudaDataType bias_type = cuda_type(g->d_type);
+  const int64_t aux_ld = g->m;
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                        sizeof(epilogue)));
+  if (g->bias) {
+    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+                                                          sizeof(bias_type)));
+    if (key->planes > 1)
+      CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+                                                            &key->stride_bias, sizeof(key->stride_bias)));
+  }
+  if (g->aux)
+    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                                          sizeof(aux_ld)));
+  return set_pointers(op, g);
+}
+
+/* The plan's descriptor and its three layouts (A, B, and C = D). */
+static int describe(dl_blas *blas, const gemm_call *g, gemm_plan *plan)
+{
+  const gemm_key *key = &plan->key;
+  const cublasComputeType_t compute =
+      g->ab_type == DL_F32 && blas->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasOperation_t ta = g->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int rc;
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&plan->la, cuda_type(g->ab_type), g->transa ? g->k : g->m,
+                                                    g->transa ? g->m : g->k, g->transa ? g->k : g->m));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&plan->lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
+                                                    g->transb ? g->k : g->n, g->transb ? g->n : g->k));
+  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&plan->lc, cuda_type(g->d_type), g->m, g->n, g->m));
+  if ((rc = set_epilogue(plan->op, g, key)) != 0 || (rc = set_planes(plan->la, key->planes, key->stride_a)) != 0 ||
+      (rc = set_planes(plan->lb, key->planes, key->stride_b)) != 0)
+    return rc;
+  return set_planes(plan->lc, key->planes, key->stride_d);
+}
+
+/* The heuristic's first algorithm for the plan (plan->usable: there is one). */
+static int ask_heuristic(dl_blas *blas, gemm_plan *plan)
+{
+  const gemm_key *key = &plan->key;
+  cublasLtMatmulHeuristicResult_t heuristic;
   cublasLtMatmulPreference_t pref;
   cublasStatus_t st;
-  int rc;
+  int found = 0, rc;
   CUBLAS_RETURN_ON_ERROR(cublasLtMatmulPreferenceCreate(&pref));
   st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &blas->workspace_bytes,
                                             sizeof(blas->workspace_bytes));
@@ -173,106 +325,71 @@ static int ask_heuristic(dl_blas *blas, const gemm_key *key, cublasLtMatmulDesc_
       (rc = set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key->align_b)) == 0 &&
       (rc = set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key->align_d)) == 0 &&
       (rc = set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key->align_d)) == 0) {
-    st = cublasLtMatmulAlgoGetHeuristic(blas->lt, op, la, lb, lc, lc, pref, 1, heuristic, found);
+    st = cublasLtMatmulAlgoGetHeuristic(blas->lt, plan->op, plan->la, plan->lb, plan->lc, plan->lc, pref, 1,
+                                        &heuristic, &found);
     /* NOT_SUPPORTED: no algorithm for this combination, as found == 0 */
     rc = st == CUBLAS_STATUS_SUCCESS || st == CUBLAS_STATUS_NOT_SUPPORTED ? 0 : DL_CUBLAS_BASE + (int)st;
-    if (st == CUBLAS_STATUS_NOT_SUPPORTED)
-      *found = 0;
+    plan->usable = st == CUBLAS_STATUS_SUCCESS && found > 0;
+    if (plan->usable)
+      plan->algo = heuristic.algo;
   }
   cublasLtMatmulPreferenceDestroy(pref);
   return rc;
 }
 
-/* The key's algorithm from the cache or the heuristic (then cached);
- * NO_ALGO when cuBLASLt has none for it (cached too). */
-static int choose_algo(dl_blas *blas, const gemm_key *key, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la,
-                       cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, cublasLtMatmulAlgo_t *algo)
+/* A new plan in its slot: described, its algorithm asked for (none asked
+ * when the epilogues are refused); nothing kept on a failure. */
+static int make_plan(dl_blas *blas, const gemm_call *g, const gemm_key *key, gemm_plan **out)
 {
-  cublasLtMatmulHeuristicResult_t heuristic;
-  int found = 0, rc;
-  for (int i = 0; i < blas->ncache; i++) {
-    if (memcmp(&blas->cache[i].key, key, sizeof(*key)) == 0) {
-      *algo = blas->cache[i].algo;
-      return blas->cache[i].found ? 0 : NO_ALGO;
-    }
-  }
-  if ((rc = ask_heuristic(blas, key, op, la, lb, lc, &heuristic, &found)) != 0)
+  gemm_plan plan, *slot;
+  int rc;
+  memset(&plan, 0, sizeof(plan));
+  plan.key = *key;
+  if (2 * (blas->nplans + 1) > blas->capacity && (rc = grow_plans(blas)) != 0)
     return rc;
-  if (found)
-    *algo = heuristic.algo;
-  if (blas->ncache < ALGO_CACHE) {
-    blas->cache[blas->ncache].key = *key;
-    blas->cache[blas->ncache].algo = heuristic.algo;
-    blas->cache[blas->ncache++].found = found != 0;
+  rc = describe(blas, g, &plan);
+  if (rc == 0 && !(blas->epilogues_refused && key->epilogue != (int)CUBLASLT_EPILOGUE_DEFAULT))
+    rc = ask_heuristic(blas, &plan);
+  if (rc != 0) {
+    plan_destroy(&plan);
+    return rc;
   }
-  return found ? 0 : NO_ALGO;
-}
-
-/* The epilogue's attributes: the bias (or its gradient) and the GELU
- * pre-activation, per plane. */
-static int set_epilogue(cublasLtMatmulDesc_t op, const gemm_call *g, cublasLtEpilogue_t epilogue, int planes)
-{
-  const cudaDataType bias_type = cuda_type(g->d_type);
-  const int64_t aux_ld = g->m;
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                        sizeof(epilogue)));
-  if (g->bias) {
-    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
-                                                          sizeof(g->bias)));
-    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
-                                                          sizeof(bias_type)));
-    if (planes > 1)
-      CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &g->stride_bias,
-                                                            sizeof(g->stride_bias)));
-  }
-  if (g->aux) {
-    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux,
-                                                          sizeof(g->aux)));
-    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
-                                                          sizeof(aux_ld)));
-  }
+  slot = find_slot(blas->plans, blas->capacity, key);
+  *slot = plan;
+  slot->used = true;
+  blas->nplans++;
+  *out = slot;
   return 0;
 }
 
-/* Runs the GEMM (run: 0 only asks for its algorithm: NO_ALGO when there is
- * none; the pointers may be stand-ins of the alignment to plan for). */
+/* The call's plan (made on its shape's first call), its pointers set. */
+static int plan_for(dl_blas *blas, const gemm_call *g, gemm_plan **out)
+{
+  const gemm_key key = gemm_key_of(g);
+  gemm_plan *plan = find_slot(blas->plans, blas->capacity, &key);
+  int rc;
+  if (!plan->used && (rc = make_plan(blas, g, &key, &plan)) != 0)
+    return rc;
+  *out = plan;
+  return plan->usable ? set_pointers(plan->op, g) : NO_ALGO;
+}
+
+/* Runs the GEMM (run: 0 only plans it; the pointers may then be stand-ins
+ * of the alignment to plan for). NO_ALGO, from then on for this shape,
+ * where cuBLASLt has no algorithm or refuses the one it gave. */
 static int lt_matmul_run(dl_blas *blas, const gemm_call *g, int run, cudaStream_t s)
 {
-  const cublasComputeType_t compute =
-      g->ab_type == DL_F32 && blas->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  const cublasOperation_t ta = g->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasLtEpilogue_t epilogue = g->bias || g->aux ? g->epilogue : CUBLASLT_EPILOGUE_DEFAULT;
   const float alpha = 1.0f, beta = g->accumulate ? 1.0f : 0.0f;
-  const int planes = g->planes > 1 ? g->planes : 1;
-  const gemm_key key = {g->m, g->n, g->k, g->transa, g->transb, (int)g->ab_type, (int)g->d_type, (int)epilogue,
-                        g->accumulate, planes, planes > 1 && g->stride_a == 0, planes > 1 && g->stride_b == 0,
-                        alignment_of(g->a, g->stride_a, g->ab_type), alignment_of(g->b, g->stride_b, g->ab_type),
-                        alignment_of(g->d, g->stride_d, g->d_type), alignment_of(g->bias, g->stride_bias, g->d_type),
-                        alignment_of(g->aux, g->stride_d, g->d_type)};
-  cublasLtMatmulDesc_t op = NULL;
-  cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
-  cublasLtMatmulAlgo_t algo;
+  gemm_plan *plan;
+  cublasStatus_t st;
   int rc;
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&la, cuda_type(g->ab_type), g->transa ? g->k : g->m,
-                                                    g->transa ? g->m : g->k, g->transa ? g->k : g->m));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
-                                                    g->transb ? g->k : g->n, g->transb ? g->n : g->k));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&lc, cuda_type(g->d_type), g->m, g->n, g->m));
-  if ((rc = set_epilogue(op, g, epilogue, planes)) == 0 && (rc = set_batch(g, planes, la, lb, lc)) == 0)
-    rc = choose_algo(blas, &key, op, la, lb, lc, &algo);
-  if (rc == 0 && run) {
-    cublasStatus_t st = cublasLtMatmul(blas->lt, op, &alpha, g->a, la, g->b, lb, &beta, g->d, lc, g->d, lc, &algo,
-                                       blas->workspace, blas->workspace_bytes, s);
-    rc = st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
-  }
-  cublasLtMatrixLayoutDestroy(la);
-  cublasLtMatrixLayoutDestroy(lb);
-  cublasLtMatrixLayoutDestroy(lc);
-  cublasLtMatmulDescDestroy(op);
-  return rc;
+  if ((rc = plan_for(blas, g, &plan)) != 0 || !run)
+    return rc;
+  st = cublasLtMatmul(blas->lt, plan->op, &alpha, g->a, plan->la, g->b, plan->lb, &beta, g->d, plan->lc, g->d,
+                      plan->lc, &plan->algo, blas->workspace, blas->workspace_bytes, s);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED)
+    plan->usable = false;
+  return st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
 }
 
 static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
@@ -297,11 +414,19 @@ static gemm_call input_grad_call(void *dinp, int accumulate, const void *dout, c
   return g;
 }
 
+/* The bias in the epilogue; where cuBLASLt has no algorithm for that, the
+ * plain GEMM then dl_add_bias_planes. */
 extern "C" int dl_matmul_fwd_planes(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias,
                                     int planes, int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
-  const gemm_call g = forward_call(out, inp, w, bias, planes, BT, C, OC, act, CUBLASLT_EPILOGUE_BIAS, NULL);
-  return lt_matmul(blas, &g, s);
+  const gemm_call fused = forward_call(out, inp, w, bias, planes, BT, C, OC, act, CUBLASLT_EPILOGUE_BIAS, NULL);
+  const gemm_call plain = forward_call(out, inp, w, NULL, planes, BT, C, OC, act, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+  int rc = lt_matmul(blas, &fused, s);
+  if (rc != NO_ALGO || !bias)
+    return rc;
+  if ((rc = lt_matmul(blas, &plain, s)) != 0)
+    return rc;
+  return dl_add_bias_planes(out, bias, planes > 1 ? planes : 1, BT, OC, act, s);
 }
 
 extern "C" int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias, int BT, int C,
@@ -387,7 +512,8 @@ extern "C" int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *d
  * tanh approximation, within 5e-4 of the exact one; fp32 keeps the exact
  * kernels). The pre-activation is the aux matrix: D's type and shape, its
  * leading dimension m (the layer's width), which cuBLASLt wants a multiple
- * of 8. */
+ * of 8. Every epilogue has its fallback, chosen once per shape: a plain
+ * GEMM and a kernel. */
 
 extern "C" int dl_gelu_epilogue(dl_blas *blas, int BT, int C, int OC, int C2, dl_dtype act, int *fused)
 {
@@ -419,18 +545,19 @@ extern "C" int dl_matmul_gelu_fwd(dl_blas *blas, int fused, void *out, void *pre
   return dl_gelu_fwd(out, pre, (size_t)BT * OC, act, s);
 }
 
-extern "C" int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, void *dgelu, const void *pre, float *dw,
-                                  float *dbias, const void *dout, const void *inp, const void *w, int BT, int C,
-                                  int OC, dl_dtype act, cudaStream_t s)
+/* Unfused, or where cuBLASLt has no DGELU algorithm: the GEMM into dpre,
+ * then GELU's derivative in place (the kernel reads and writes one element
+ * per thread). */
+extern "C" int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, const void *pre, float *dw, float *dbias,
+                                  const void *dout, const void *inp, const void *w, int BT, int C, int OC,
+                                  dl_dtype act, cudaStream_t s)
 {
   const gemm_call g = input_grad_call(dpre, 0, dout, w, BT, C, OC, act, CUBLASLT_EPILOGUE_DGELU, (void *)pre);
   int rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
   if (rc == NO_ALGO) {
-    if (!dgelu)
-      return NO_ALGO;
-    if ((rc = input_grad(blas, dgelu, 0, dout, w, 1, BT, C, OC, act, s)) != 0 ||
-        (rc = dl_gelu_bwd(dpre, pre, dgelu, (size_t)BT * C, act, s)) != 0)
+    if ((rc = input_grad(blas, dpre, 0, dout, w, 1, BT, C, OC, act, s)) != 0)
       return rc;
+    rc = dl_gelu_bwd(dpre, pre, dpre, (size_t)BT * C, act, s);
   }
   if (rc != 0)
     return rc;

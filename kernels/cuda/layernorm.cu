@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/layernorm.cu: LayerNorm with fp32 statistics, one warp per
  * row; the residual add that ends a branch fused with the next norm; the
  * backward as llm.c's (row terms per warp), the weight and bias gradients

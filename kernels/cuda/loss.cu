@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/loss.cu: the tutorial's relative L2 loss and the
  * latitude-weighted RMSE, per sample by one block each (fixed order, so
  * deterministic), accumulated into device sums the host reads rarely. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/ops.h: the CUDA twins of kernels/cpu/ops.h, callable from C.
  * Same math, same layouts (kernels/README.md), same argument order; each
  * takes the stream it runs on and enqueues (no host synchronisation).
@@ -22,14 +23,20 @@ typedef enum { DL_F32 = 0, DL_BF16 = 1, DL_F16 = 2 } dl_dtype;
 size_t dl_dtype_bytes(dl_dtype t);
 const char *dl_status_string(int status);
 
-/* ---- GEMMs through cuBLASLt: one handle, one workspace, algorithms
- * chosen once per shape and kept. */
+/* ---- GEMMs through cuBLASLt: one handle, one workspace, each shape
+ * planned once (descriptor, layouts, algorithm) and kept. Where cuBLASLt has
+ * no algorithm for an epilogue (or refuses its own at run time) the GEMM
+ * runs plain and a kernel does the epilogue's work, chosen once per shape. */
 typedef struct dl_blas dl_blas;
 int dl_blas_create(dl_blas **blas, size_t workspace_bytes, int allow_tf32);
 void dl_blas_destroy(dl_blas *blas);
+/* From now on every epilogue is answered as cuBLASLt's "no algorithm": the
+ * fallbacks run (their test; a way to rule the epilogues out). */
+void dl_blas_refuse_epilogues(dl_blas *blas);
 
 /* out[BT,OC] (act) = inp[BT,C] (act) w[OC,C]^T (act) + bias[OC] (act, as cuBLASLt
- * wants for a 16-bit out; may be NULL), the bias in cuBLASLt's epilogue.
+ * wants for a 16-bit out; may be NULL), the bias in cuBLASLt's epilogue
+ * (else dl_add_bias_planes after the GEMM).
  * Any operand may sit at any 16-byte aligned offset. */
 int dl_matmul_fwd(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias, int BT, int C, int OC,
                   dl_dtype act, cudaStream_t s);
@@ -67,10 +74,10 @@ int dl_matmul_gelu_fwd(dl_blas *blas, int fused, void *out, void *pre, const voi
                        const void *bias, int BT, int C, int OC, dl_dtype act, cudaStream_t s);
 /* The backward of the layer after GELU (inp = gelu(pre) [BT,C], w [OC,C]):
  * dpre = (dout w) * gelu'(pre), overwritten: fused: DGELU in the dinp GEMM's
- * epilogue; else the GEMM into dgelu (scratch [BT,C] act; NULL: only the
- * fused GEMM, NOT_SUPPORTED where cuBLASLt has none) then dl_gelu_bwd;
+ * epilogue; else, or where cuBLASLt has no algorithm for these pointers,
+ * the GEMM into dpre then dl_gelu_bwd in place (no scratch);
  * dw (required) += dout^T inp, dbias = colsum(dout) as dl_matmul_bwd. */
-int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, void *dgelu, const void *pre, float *dw, float *dbias,
+int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, const void *pre, float *dw, float *dbias,
                        const void *dout, const void *inp, const void *w, int BT, int C, int OC, dl_dtype act,
                        cudaStream_t s);
 /* Device scratch (bytes) of the two-stage column reductions over `rows`
@@ -89,8 +96,12 @@ int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype src_type, si
 int dl_add_pos_embed(void *x, const float *pos, int B, int N, int D, dl_dtype act, cudaStream_t s);
 /* dpos[n, :] += sum_b dx[b*N + n, :] */
 int dl_pos_embed_bwd(float *dpos, const void *dx, int B, int N, int D, dl_dtype act, cudaStream_t s);
+/* out_p[r, c] += bias_p[c] for the planes p of rows x cols (out_p = out +
+ * p*rows*cols, bias_p = bias + p*cols; both act): the bias epilogue's
+ * fallback */
+int dl_add_bias_planes(void *out, const void *bias, int planes, int rows, int cols, dl_dtype act, cudaStream_t s);
 int dl_gelu_fwd(void *out, const void *inp, size_t n, dl_dtype act, cudaStream_t s);
-/* dinp = dout * gelu'(inp) */
+/* dinp = dout * gelu'(inp); dinp may be dout (in place) */
 int dl_gelu_bwd(void *dinp, const void *inp, const void *dout, size_t n, dl_dtype act, cudaStream_t s);
 /* image (B,C,H,W) fp32 -> patches (B*N, C*P*P) act */
 int dl_patchify(void *patches, const float *img, int B, int C, int H, int W, int P, dl_dtype act, cudaStream_t s);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/reduce.cuh: deterministic column reductions that use the
  * whole GPU (bias gradients: dl_column_sum; LayerNorm's weight and bias
  * gradients: dl_layernorm_bwd), in two stages, no atomics:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """dlpar: the grid srun --dl-parallel (or dlpar-run) gave this process, and
 rank 0's text handed to every rank through PMIx, from libdlpar by ctypes.
 

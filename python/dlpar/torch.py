@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """dlpar.torch: PyTorch's process groups for the grid of srun --dl-parallel
 (or dlpar-run), without a port to choose and without MASTER_ADDR:
 
@@ -43,16 +44,27 @@ def _rank0_address():
     return addr if addr else socket.gethostbyname(socket.gethostname())
 
 
+def _tcp_store(*args, **kwargs):
+    """torch's TCPStore; where torch was built without libuv (Debian 13's
+    2.6, which still asks for it by default), its other server."""
+    try:
+        return dist.TCPStore(*args, **kwargs)
+    except RuntimeError as error:
+        if "libuv" not in str(error):
+            raise
+        return dist.TCPStore(*args, use_libuv=False, **kwargs)
+
+
 def _open_store(ctx, size, timeout):
     """Rank 0's store and its address: (store, address)."""
     key = f"{STORE_KEY}.{next(_store_calls)}"
     if ctx.info.rank == 0:
         addr = _rank0_address()
-        store = dist.TCPStore(addr, 0, size, True, timeout=timeout, wait_for_workers=False)
+        store = _tcp_store(addr, 0, size, True, timeout=timeout, wait_for_workers=False)
         ctx.share_from_root(key, f"{addr} {store.port}")
         return store, addr
     addr, port = ctx.share_from_root(key).split()
-    return dist.TCPStore(addr, int(port), size, False, timeout=timeout), addr
+    return _tcp_store(addr, int(port), size, False, timeout=timeout), addr
 
 
 def _gloo_interface(ctx, addr):

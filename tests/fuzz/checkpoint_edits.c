@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/checkpoint_edits.c: checkpoints edited byte by byte (see
  * checkpoint_edits.h), for the fuzz target and the unit test. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/checkpoint_edits.h: a checkpoint of the layout checkpoint_save
  * writes (attributes step, epoch, step_in_epoch, seed, tp as scalar longs;
  * groups params, adam_m, adam_v of float32 tensors by the table's names and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/fuzz/corpus.sh: sourced by tests/fuzz/run.sh and explore.sh (after
 # tests/lib/common.sh). fuzz_corpus TARGET DIR fills DIR with the target's
 # corpus: its checked-in seeds (tests/fuzz/seeds/TARGET: hand-written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/driver.c: the seeded mutation driver, for machines without
  * clang's libFuzzer: it runs a fuzz target (LLVMFuzzerTestOneInput) over
  * its seed files once each (with --seconds=0 that is all: the replay of

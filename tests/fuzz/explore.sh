@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/fuzz/explore.sh TARGET: one target's random exploration, for `make
 # fuzz` (never `make check`). libFuzzer (ASan + UBSan) where configure found
 # clang, else the seeded mutation driver, runs for DLPAR_FUZZ_SECONDS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/fuzz.h: what every fuzz target shares. A target is
  * LLVMFuzzerTestOneInput over one reader of user input; built with clang's
  * libFuzzer (-fsanitize=fuzzer,address,undefined) or with driver.c, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/fuzz_checkpoint.c: the checkpoint reader (trainer/checkpoint.c)
  * on any content: the input is a list of edits to a valid checkpoint of a
  * tiny model (checkpoint_edits.h), written with HDF5 and read back; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/fuzz_common.c: the temporary file of a fuzz target (see fuzz.h). */
 #include "config.h"
 

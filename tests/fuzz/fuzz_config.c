@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/fuzz_config.c: a config file and --key=value overrides
  * (trainer/train_config.c over yamltree) on any input: the text up to a
  * line "--8<--" is the file (config 'base' is loaded), each line after it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/fuzz_npy.c: the .npy reader (trainer/npy.c) on any bytes, from
  * memory through the stream it reads files with. */
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/fuzz_yaml.c: the YAML tree (trainer/yamltree.c) on any text:
  * parsed, then walked the way a reader would (keys looked up, nulls
  * tested) with a budget, since aliases share nodes. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/fuzz/: fuzz targets over the readers of user input (YAML tree,
 # config + overrides, .npy, checkpoint). make check replays each target's
 # corpus once per input (tests/fuzz/TARGET.sh, tests/fuzz/run.sh):
@@ -11,15 +12,15 @@ FUZZ_NAMES = yaml config npy checkpoint
 FUZZ_DRIVER = tests/fuzz/driver.c tests/fuzz/fuzz_common.c tests/fuzz/fuzz.h
 check_PROGRAMS += tests/fuzz/fuzz_yaml tests/fuzz/fuzz_config tests/fuzz/fuzz_npy tests/fuzz/fuzz_checkpoint
 tests_fuzz_fuzz_yaml_SOURCES = tests/fuzz/fuzz_yaml.c $(FUZZ_DRIVER)
-tests_fuzz_fuzz_yaml_LDADD = trainer/libdlpar_trainer.la
+tests_fuzz_fuzz_yaml_LDADD = $(TRAINER_LIBS)
 tests_fuzz_fuzz_config_SOURCES = tests/fuzz/fuzz_config.c $(FUZZ_DRIVER)
-tests_fuzz_fuzz_config_LDADD = trainer/libdlpar_trainer.la
+tests_fuzz_fuzz_config_LDADD = $(TRAINER_LIBS)
 tests_fuzz_fuzz_npy_SOURCES = tests/fuzz/fuzz_npy.c $(FUZZ_DRIVER)
-tests_fuzz_fuzz_npy_LDADD = trainer/libdlpar_trainer.la
+tests_fuzz_fuzz_npy_LDADD = $(TRAINER_LIBS)
 tests_fuzz_fuzz_checkpoint_SOURCES = tests/fuzz/fuzz_checkpoint.c tests/fuzz/checkpoint_edits.c \
 	tests/fuzz/checkpoint_edits.h $(FUZZ_DRIVER)
 tests_fuzz_fuzz_checkpoint_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
-tests_fuzz_fuzz_checkpoint_LDADD = trainer/libdlpar_trainer.la $(HDF5_LIBS) -lm
+tests_fuzz_fuzz_checkpoint_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lm
 
 FUZZ_TESTS = tests/fuzz/yaml.sh tests/fuzz/config.sh tests/fuzz/npy.sh tests/fuzz/checkpoint.sh
 dist_check_SCRIPTS += $(FUZZ_TESTS)
@@ -42,7 +43,7 @@ $(LIBFUZZER_TARGETS): $(LIBFUZZER_READERS) $(top_srcdir)/tests/fuzz/fuzz.h $(top
 		libdlpar/libdlpar.la
 	@$(MKDIR_P) tests/fuzz/libfuzzer
 	$(AM_V_CCLD)$(LIBTOOL) --quiet --tag=CC --mode=link $(FUZZ_CC) $(LIBFUZZER_CFLAGS) -o $@ \
-	  $(top_srcdir)/tests/fuzz/`basename $@`.c $(LIBFUZZER_READERS) libdlpar/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
+	  $(top_srcdir)/tests/fuzz/`basename $@`.c $(LIBFUZZER_READERS) libdlpar/libdlpar.la common/libdlpar_common.la $(HDF5_LIBS) $(YAML_LIBS) -lm
 tests/fuzz/libfuzzer/fuzz_yaml: $(top_srcdir)/tests/fuzz/fuzz_yaml.c
 tests/fuzz/libfuzzer/fuzz_config: $(top_srcdir)/tests/fuzz/fuzz_config.c
 tests/fuzz/libfuzzer/fuzz_npy: $(top_srcdir)/tests/fuzz/fuzz_npy.c
@@ -63,4 +64,3 @@ fuzz: tests/fuzz/fuzz_yaml tests/fuzz/fuzz_config tests/fuzz/fuzz_npy tests/fuzz
 	@$(MKDIR_P) tests; rc=0; for t in $(FUZZ_TARGETS); do \
 	  DLPAR_SRCDIR=$(abs_top_srcdir) DLPAR_BUILDDIR=$(abs_top_builddir) DLPAR_FUZZ_SECONDS=$(FUZZ_SECONDS) \
 	  $(if $(FUZZ_SEED),DLPAR_FUZZ_SEED=$(FUZZ_SEED)) bash $(srcdir)/tests/fuzz/explore.sh $$t || rc=1; done; exit $$rc
-.PHONY: fuzz

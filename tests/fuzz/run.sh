@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/fuzz/run.sh TARGET: sourced by tests/fuzz/TARGET.sh in make check.
 # Replays the target's corpus (tests/fuzz/corpus.sh: the checked-in seeds,
 # every past finding among them, and inputs made the same way each run)

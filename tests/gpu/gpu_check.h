@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/gpu/gpu_check.h: what the GPU tests share: skip without a GPU,
  * random host data, device copies in any activation type, outputs poisoned
  * (NaN bytes) before each run, and relative errors against the CPU

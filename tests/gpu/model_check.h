@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/gpu/model_check.h: what the model-level GPU tests share: etc/vit.yaml
  * found from any directory (DLPAR_SRCDIR, else the source tree configure
  * saw), models made from a config section with overrides, a training step,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/gpu/test_attention_gpu.c: the cuDNN attention (dl_sdpa_*) against
  * the reference kernels (dl_attention_*) and the CPU (kernels/cpu) at the
  * ViT's sizes: 4050 tokens, head 48 (base) and 128 (mp), bf16 and fp16, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/gpu/test_fp32_gpu.c: strict fp32 (amp_mode: none, tf32: false) on
  * the GPU equals the CPU reference, one rank, the same initial weights and
  * batches: the first step's loss within 1e-5 and every weight after 5 Adam

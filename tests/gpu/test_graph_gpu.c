@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/gpu/test_graph_gpu.c: CUDA-graph replay equals eager execution.
  * Two CUDA models from the same weights train 30 steps on the same batches
  * with a changing learning rate, one eager, one with cuda_graph: true (a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/gpu/test_kernels_gpu.c: every CUDA kernel (kernels/cuda) against its
  * CPU reference (kernels/cpu) on fresh random inputs, in fp32, bf16 and fp16,
  * outputs poisoned with NaN bytes before each run: relative error under
@@ -15,16 +16,17 @@
 #include "tests/gpu/gpu_check.h"
 
 /* `planes` GEMMs of one shape (1: dl_matmul_fwd/bwd; more: the strided
- * batch of dl_matmul_*_planes, a block's fused q, k, v), operands at
+ * batch of dl_matmul_*_planes, a block's fused q, k, v), through `blas`
+ * (its epilogues refused or not: the names say which), operands at
  * `offset` bytes past 256-byte alignment (the weights' offset by a few
  * elements more); the bias gradient poisoned first: it is overwritten,
  * fused or not. The reference: plane by plane, dinp summed over planes. */
-static void test_matmul(dl_blas *blas, dl_dtype t, size_t offset, int planes, int BT, int C, int OC)
+static void test_matmul(dl_blas *blas, const char *which, dl_dtype t, size_t offset, int planes, int BT, int C, int OC)
 {
   const size_t w_offset = offset ? offset + 4 * dl_dtype_bytes(t) : 0, nw = (size_t)planes * OC * C;
   const size_t nout = (size_t)planes * BT * OC;
   static const char *const outputs[4] = {"forward", "dinp", "dweight", "dbias"};
-  char what[4][96];
+  char what[4][128];
   float *inp = host_random((size_t)BT * C, 1), *w = host_random(nw, 0.5f), *bias = host_random((size_t)planes * OC, 0.5f);
   float *dout = host_random(nout, 1), *out = malloc(sizeof(float) * nout);
   float *dinp = host_zeros((size_t)BT * C), *dw = host_zeros(nw), *db = host_zeros((size_t)planes * OC);
@@ -47,8 +49,8 @@ static void test_matmul(dl_blas *blas, dl_dtype t, size_t offset, int planes, in
   }
   CHECK_GPU(cudaDeviceSynchronize());
   for (int i = 0; i < 4; i++)
-    snprintf(what[i], sizeof(what[i]), "matmul %s, %d plane(s) of %dx%dx%d, offset %zu", outputs[i], planes, BT, C, OC,
-             offset);
+    snprintf(what[i], sizeof(what[i]), "matmul %s, %d plane(s) of %dx%dx%d, offset %zu%s", outputs[i], planes, BT, C,
+             OC, offset, which);
   CHECK_CLOSE(what[0], t, host_from(d_out, nout, t), out, nout);
   CHECK_CLOSE(what[1], t, host_from(d_dinp, (size_t)BT * C, t), dinp, (size_t)BT * C);
   CHECK_CLOSE(what[2], t, host_from(d_dw, nw, DL_F32), dw, nw);
@@ -59,8 +61,10 @@ static void test_matmul(dl_blas *blas, dl_dtype t, size_t offset, int planes, in
  * backward of the layer [BT,OC] -> [BT,C2] after it, against the exact
  * GELU of the CPU; with the epilogues where dl_gelu_epilogue says so (it
  * must for 16-bit at these shapes on an H100: else the notice, and the
- * speed, of separate kernels) and with the separate kernels. */
-static void test_mlp_gelu(dl_blas *blas, dl_dtype t, int BT, int C, int OC, int C2)
+ * speed, of separate kernels) and with the separate kernels. refused: a
+ * dl_blas whose epilogues are refused: dl_gelu_epilogue must say so, and
+ * the fused calls are made anyway (the run-time refusal's fallback). */
+static void test_mlp_gelu(dl_blas *blas, int refused, dl_dtype t, int BT, int C, int OC, int C2)
 {
   const size_t nh = (size_t)BT * OC;
   float *inp = host_random((size_t)BT * C, 1), *w1 = host_random((size_t)OC * C, 0.5f), *b1 = host_random(OC, 0.5f);
@@ -78,20 +82,18 @@ static void test_mlp_gelu(dl_blas *blas, dl_dtype t, int BT, int C, int OC, int 
   matmul_bwd_f32(dgelu, dw2, db2, dout, out, w2, BT, OC, C2);
   gelu_bwd_f32(dpre, pre, dgelu, nh);
   CHECK_GPU(dl_gelu_epilogue(blas, BT, C, OC, C2, t, &fused));
-  CHECK_INT(fused, t != DL_F32);
-  for (int mode = 0; mode <= fused; mode++) {
+  CHECK_INT(fused, t != DL_F32 && !refused);
+  for (int mode = 0; mode <= (refused ? 1 : fused); mode++) {
     void *d_pre = device_from(NULL, nh, t), *d_out = device_from(NULL, nh, t), *d_dpre = device_from(NULL, nh, t);
-    void *d_dgelu = mode ? NULL : device_from(NULL, nh, t);
     float *d_dw2 = device_from(NULL, (size_t)C2 * OC, DL_F32), *d_db2 = device_from(NULL, C2, DL_F32);
     static const char *const names[5] = {"pre-activation", "gelu", "dpre", "dweight after", "dbias after"};
     CHECK_GPU(cudaMemset(d_dw2, 0, sizeof(float) * C2 * OC));
     CHECK_GPU(dl_matmul_gelu_fwd(blas, mode, d_out, d_pre, d_inp, d_w1, d_b1, BT, C, OC, t, 0));
-    CHECK_GPU(dl_matmul_bwd_gelu(blas, mode, d_dpre, d_dgelu, d_pre, d_dw2, d_db2, d_dout, d_out, d_w2, BT, OC, C2, t,
-                                 0));
+    CHECK_GPU(dl_matmul_bwd_gelu(blas, mode, d_dpre, d_pre, d_dw2, d_db2, d_dout, d_out, d_w2, BT, OC, C2, t, 0));
     CHECK_GPU(cudaDeviceSynchronize());
     for (int i = 0; i < 5; i++)
-      snprintf(what[i], sizeof(what[i]), "mlp %s %dx%dx%dx%d, %s", names[i], BT, C, OC, C2,
-               mode ? "GELU epilogues" : "GELU kernels");
+      snprintf(what[i], sizeof(what[i]), "mlp %s %dx%dx%dx%d, %s%s", names[i], BT, C, OC, C2,
+               mode ? "GELU epilogues" : "GELU kernels", refused ? " (epilogues refused)" : "");
     CHECK_CLOSE(what[0], t, host_from(d_pre, nh, t), pre, nh);
     CHECK_CLOSE(what[1], t, host_from(d_out, nh, t), out, nh);
     CHECK_CLOSE(what[2], t, host_from(d_dpre, nh, t), dpre, nh);
@@ -421,21 +423,32 @@ static void test_loss_scale(void)
   cudaFree(d), cudaFree(d_clean), cudaFree(d_inf);
 }
 
+/* The GEMMs through a dl_blas: its own epilogues (refused 0) or the
+ * fallbacks of every one (refused 1). */
+static void test_gemms(dl_blas *blas, int refused, dl_dtype t)
+{
+  const char *which = refused ? ", epilogues refused" : "";
+  test_matmul(blas, which, t, 0, 1, 70, 96, 80);
+  test_matmul(blas, which, t, 64, 1, 70, 96, 80); /* activations sliced at 64-128-byte offsets */
+  test_matmul(blas, which, t, 96, 1, 70, 96, 80);
+  test_matmul(blas, which, t, 0, 3, 70, 96, 80);    /* a fused q, k, v */
+  test_matmul(blas, which, t, 96, 3, 70, 96, 40);   /* bias planes 80 bytes apart in 16 bits: 16-byte aligned */
+  test_matmul(blas, which, t, 0, 3, 4050, 384, 384); /* base: one sample's tokens, embed 384 */
+  test_mlp_gelu(blas, refused, t, 70, 96, 80, 96);
+  test_mlp_gelu(blas, refused, t, 4050, 384, 1536, 384); /* base: one sample's tokens */
+}
+
 int main(void)
 {
   const dl_dtype types[3] = {DL_F32, DL_BF16, DL_F16};
-  dl_blas *blas;
+  dl_blas *blas, *plain;
   require_gpu();
   CHECK_GPU(dl_blas_create(&blas, 32u << 20, 0));
+  CHECK_GPU(dl_blas_create(&plain, 32u << 20, 0));
+  dl_blas_refuse_epilogues(plain);
   for (int i = 0; i < 3; i++) {
-    test_matmul(blas, types[i], 0, 1, 70, 96, 80);
-    test_matmul(blas, types[i], 64, 1, 70, 96, 80); /* activations sliced at 64-128-byte offsets */
-    test_matmul(blas, types[i], 96, 1, 70, 96, 80);
-    test_matmul(blas, types[i], 0, 3, 70, 96, 80);    /* a fused q, k, v */
-    test_matmul(blas, types[i], 96, 3, 70, 96, 40);   /* bias planes 80 bytes apart in 16 bits: 16-byte aligned */
-    test_matmul(blas, types[i], 0, 3, 4050, 384, 384); /* base: one sample's tokens, embed 384 */
-    test_mlp_gelu(blas, types[i], 70, 96, 80, 96);
-    test_mlp_gelu(blas, types[i], 4050, 384, 1536, 384); /* base: one sample's tokens */
+    test_gemms(blas, 0, types[i]);
+    test_gemms(plain, 1, types[i]);
     test_layernorm(types[i]);
     test_pointwise(types[i]);
     test_attention(types[i], 150, 48);  /* the base config's head size; partial tiles */
@@ -454,5 +467,6 @@ int main(void)
   test_loss_and_metrics();
   test_loss_scale();
   dl_blas_destroy(blas);
+  dl_blas_destroy(plain);
   return check_report("test_kernels_gpu");
 }

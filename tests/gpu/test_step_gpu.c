@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/gpu/test_step_gpu.c: the CUDA model against the CPU reference model
  * on the `test` config of etc/vit.yaml, one rank, the same initial weights:
  *  - one training step in fp32 (TF32 off): the loss within 1e-5 and every

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/bed_pmix.sh: the Slurm test bed runs a PMIx job across
 # two emulated nodes: srun -N2 -n4 --ntasks-per-node=2 pmix_client checks
 # rank, size, local rank, every peer's node and a fence with collected data.

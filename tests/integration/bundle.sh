@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/bundle.sh: contrib/dlpar-bundle makes a relocatable
 # install (doc/admin.md, "GPU nodes without the build host's libraries"):
 # unpacked at a path unlike its prefix, its dlpar-env runs the bundle's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/check_batch.sh: --dl-check given to the allocation
 # (#SBATCH --dl-check[=only], salloc --dl-check=only) reaches the job's
 # steps through Slurm's SPANK option environment: =only checks and stops,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/contrib_sbatch.sh: the batch templates of contrib/sbatch.
 # Each one's grid must fit its #SBATCH lines (M*D = nodes x tasks per node,
 # M divides tasks per node, one GPU per task), and each is submitted with

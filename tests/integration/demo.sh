@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/demo.sh: the README's main job and its "try srun" block.
 # As root, contrib/demo (make demo) starts a real 2-node Slurm cluster with
 # the plugin, trains 2x2 with srun --dl-parallel on a generated dataset, the

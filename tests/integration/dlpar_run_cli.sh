@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/dlpar_run_cli.sh: dlpar-run's command line and its job
 # control: bad input gets one line and exit 2 (the grid messages are the
 # plugin's); the first failing rank's exit code is returned; output lines

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/docs.sh: the guides and the manual pages. Every command
 # of doc/admin.md and doc/user.md (the "$ " lines of their sh blocks) runs on
 # the 2-node test bed from a directory with the source's etc/ and contrib/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/integration/host_collectives.c: libdlpar's host-memory collectives
  * (dlpar_allreduce_host, dlpar_allgather_host, dlpar_barrier) on the tp, dp
  * and world groups, every result checked exactly against values computed

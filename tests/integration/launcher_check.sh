@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/launcher_check.sh: the pre-flight checks on the CPU path.
 # srun --dl-check=only (2-node bed) and dlpar-run --check=only print one
 # table (a row per rank: host, device, NIC, CPUs, binding, GPU and peer

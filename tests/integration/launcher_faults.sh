@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/launcher_faults.sh: libdlpar fails fast instead of
 # hanging, under srun (2-node bed) and dlpar-run:
 #  - a rank that sleeps past the rendezvous timeout, or exits before

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/launcher_groups.sh: libdlpar's groups and collectives
 # through dlpar-hello, under srun on the 2-node bed and under dlpar-run,
 # for grids 1x4, 2x2 and 4x1: every rank's host, node, local rank, grid

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/launcher_host_collectives.sh: dlpar_allreduce_host (sum,
 # max, min, avg), dlpar_allgather_host (float64, float32) and dlpar_barrier
 # on the tp, dp and world groups, values checked exactly

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/launcher_nccl_ids.sh: real NCCL unique ids (made by
 # ncclGetUniqueId, which needs no GPU) travel over PMIx put/commit/fence/get
 # to every member of every group, under srun on 2 nodes and under dlpar-run:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/launcher_startup.sh: start-up telemetry. Every run's rank
 # 0 prints one line with the time from process start to PMIx ready, ids
 # exchanged, each communicator ready and the first step, each with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/integration/pmix_client.c: the test bed's first check, a plain PMIx
  * client run by srun. Each rank checks its rank, the job size and its local
  * rank against Slurm's variables, publishes its node name with PMIx_Put,

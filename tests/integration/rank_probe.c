@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/integration/rank_probe.c: libdlpar under faults, for the launcher
  * tests (white-box: it reads the exchanged NCCL ids from the context).
  *   --sleep-rank=R --sleep=S   rank R sleeps S s before dlpar_init (rendezvous timeout)

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/spank_admin.sh: the admin's plugstack.conf keys on a real
 # srun, on a 2-node bed of this test's own whose plugstack.conf it rewrites
 # between steps (srun and slurmstepd read it afresh for every step):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/spank_env.sh: what each task gets from the plugin on the
 # 2-node bed, checked exactly: the DLPAR_* contract and the torch-style
 # variables for grids 2x2 and 1x4 on 2 nodes x 2 tasks, 4x1 on one node

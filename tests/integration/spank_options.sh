@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/spank_options.sh: the plugin's options through a real
 # srun/sbatch on the 2-node bed: srun --help lists them, and every bad
 # input is refused with its exact one-line message and a non-zero exit

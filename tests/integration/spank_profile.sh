@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/spank_profile.sh: --dl-profile through srun and
 # dlpar-run. nsys cannot be installed here, so a STAND-IN nsys script
 # (tests/stand-ins/nsys) on PATH records its command line and runs the

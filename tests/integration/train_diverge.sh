@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/train_diverge.sh: a diverging run (lr 1e20: the weights
 # overflow the forward after one step) stops instead of training on NaN:
 #  - one line naming the step and the last good checkpoint, a non-zero exit,

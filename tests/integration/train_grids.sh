@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/train_grids.sh: the same training on grids 1x1, 2x1,
 # 1x2 and 2x2 (dlpar-run, and srun on the 2-node bed) gives the 1x1 run's
 # per-step losses within 1e-5 relative for 24 steps (2 epochs of 12) at the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/train_inputs.sh: dlpar-train refuses bad input of every
 # kind with one line naming the problem (and FILE:LINE for config errors)
 # and a non-zero exit: command line, YAML syntax and keys, types, impossible

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/train_metrics.sh: where users look at a run. The
 # TensorBoard event file decodes (with an independent reader) into the
 # tutorial's tags (the losses also at step 0, 'Learning Rate' after the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/train_progress.sh: the progress line of dlpar-train
 # (trainer/progress.c) in a real 1x2 run under dlpar-run: on a terminal (a
 # pty from script(1)) one line rewritten in place with \r, ending on the

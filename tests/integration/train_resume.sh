@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/train_resume.sh: checkpoints.
 #  - a run stopped after 10 steps and resumed gives the uninterrupted run's
 #    losses bit for bit, and the same final weights (on a 2x2 grid);

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/train_skew.sh: step-time skew. Every skew_every steps
 # rank 0 logs the slowest and fastest rank's host-side step time (a rank's
 # own work: time blocked in collectives is not counted) and the median, and

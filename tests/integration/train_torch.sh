@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/train_torch.sh: dlpar's CPU model against PyTorch
 # (Debian's python3-torch through /usr/bin/python3) on the `test` config of
 # etc/vit.yaml: the first loss and every parameter gradient, then ten Adam

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/tutorial_commands.sh: the SC23/SC24 tutorials' README
 # commands (the train.py / train_mp.py arguments their submit_pm*.sh pass
 # on), typed unchanged at dlpar-train, from a directory holding the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/lib/common.sh: sourced by the shell tests. Assertions that print
 # what failed and count it, SKIP (exit 77) with a reason, and the shared
 # Slurm test bed (started once per `make check`, stopped when it ends).

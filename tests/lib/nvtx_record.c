@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/lib/nvtx_record.c: an NVTX tool, loaded by any NVTX-instrumented
  * program through NVTX_INJECTION64_PATH (the way Nsight Systems attaches),
  * that appends one line per range event to the file $DLPAR_NVTX_RECORD:

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """tests/numerics/read_tfevents.py EVENTS_FILE: decodes a TensorBoard event
 file with nothing but the standard library (an implementation independent
 of dlpar's writer): checks each record's framing (uint64 length, masked

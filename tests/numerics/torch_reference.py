@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """tests/numerics/torch_reference.py DUMP.h5: dlpar's CPU model against
 PyTorch (Debian's python3-torch, float32, CPU): the tutorial's model as
 restated in torch_vit.py, Adam(betas=(0.9, 0.95), eps=1e-8).

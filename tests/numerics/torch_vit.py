@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """tests/numerics/torch_vit.py: the SC24 tutorial's networks/vit.py restated
 in PyTorch, the reference both tests/numerics/torch_reference.py and the
 benchmarks (bench/cpu-vs-torch, bench/gpu-vs-torch) measure dlpar against:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/numerics/vit_dump.c: what torch_reference.py checks dlpar's CPU
  * model against. One rank builds the model of a config (initial weights
  * from its seed), draws `steps` random batches, and writes to an HDF5 file:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/check.h: the unit tests' whole framework. Each CHECK prints
  * file:line and the failed expression; a test program exits 1 if any check
  * failed, 77 (SKIP) via SKIP(reason), 0 otherwise. */

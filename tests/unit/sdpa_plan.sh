@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/unit/sdpa_plan.sh: runs test_sdpa_plan (the cuDNN attention's plans
 # for an H100, compiled without a GPU) with CUDA's libcuda stub as the
 # driver: a directory holding libcuda.so.1 -> stubs/libcuda.so, first on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_checkpoint.c: the checkpoint reader (trainer/checkpoint.c)
  * never trusts the file: every attribute one whole number, every tensor the
  * table's rank (checked before its dimensions are read), shape and float

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_grid.c: the grid (common/grid.c) and the text parsers
  * under it: syntax, resolution against a step, coordinates, group
  * membership (Megatron's tp-dp order) and the node-spanning check. */

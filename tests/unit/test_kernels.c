@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_kernels.c: the CPU reference ops (kernels/cpu).
  *  - every backward against central finite differences of its forward, in
  *    double, along random directions: <grad, u> vs (L(x+hu) - L(x-hu)) / 2h

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_metrics.c: trainer/metrics.c on its own: CRC32C against
  * its published check value, one scalar Event encoded byte for byte as the
  * protobuf wire format lays it out, records that do not fit refused, and

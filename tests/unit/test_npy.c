@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_npy.c: the .npy reader and writer (trainer/npy.c): a
  * round trip, and headers or files that lie (a shape whose count overflows,
  * more values than the file holds, other types, a newline in the header,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_params.c: the parameter table (trainer/params.c) and the
  * config checks in front of it (trainer/train_config.c): the tensors' names,
  * shapes and split, a tensor-parallel slice and assembly round trip, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_progress.c: the trainer's progress line (trainer/progress.c)
  * driven by a clock the test holds: when lines come, what they say, in place
  * on a terminal (\r, blanks over a longer line, a newline before other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_quoting.c: every message that quotes user input shows it
  * escaped, so a refusal is one line whatever the input holds. Each site
  * below (a flag, a plugstack.conf key, a YAML key or value, a path, an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_sdpa_plan.c: the cuDNN attention's plans, checked without
  * a GPU (run by sdpa_plan.sh, which puts the libcuda stub on
  * LD_LIBRARY_PATH). dl_sdpa_check builds the same forward and backward

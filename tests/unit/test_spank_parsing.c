@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_spank_parsing.c: the plugin's plain modules without Slurm:
  * admin keys from plugstack.conf (spank/admin.c), the user's --dl-* options
  * (spank/request.c, common/profile.c) and Slurm's tasks-per-node text. */

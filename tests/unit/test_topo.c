@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_topo.c: the rank -> GPU / CPUs / NIC mapping on synthetic
  * hwloc topologies (the XML files in tests/topo), checked exactly, and the environment
  * contract between launchers and the library (export, then import). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_train_args.c: dlpar-train's command line (trainer/args.c)
  * and the tutorial's keys it feeds (trainer/train_config.c): both value
  * forms, bare booleans, aliases, --data given twice, one-line refusals, and

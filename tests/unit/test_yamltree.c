@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_yamltree.c: the YAML tree (trainer/yamltree.c): anchors,
  * aliases and merge keys as the tutorial's configs use them, and the limits
  * that bound any input's cost, each refused in one line: nesting depth, an

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """tests/integration/torch/env_programs.py: PyTorch programs as their users
 write them, started by srun --dl-parallel (or dlpar-run) with no env lines:
 they initialise with init_method="env://" and trust RANK, WORLD_SIZE,
@@ -152,8 +153,8 @@ def lecture8():
 def env():
     names = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK",
              "MASTER_ADDR", "MASTER_PORT", "GLOO_SOCKET_IFNAME", "SLURM_JOB_ID", "SLURM_STEP_ID"]
-    print(f"task {os.environ.get('SLURM_PROCID', os.environ.get('DLPAR_RANK', '?'))}: env " + " ".join(f"{k}={os.environ.get(k, '-')}" for k in names),
-          flush=True)
+    task = os.environ.get("SLURM_PROCID", os.environ.get("DLPAR_RANK", "?"))
+    say_line(f"task {task}: env " + " ".join(f"{k}={os.environ.get(k, '-')}" for k in names))
     return True
 
 

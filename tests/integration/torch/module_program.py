@@ -1,10 +1,13 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """tests/integration/torch/module_program.py: dlpar's Python module under
 srun --dl-parallel (or dlpar-run): dlpar.torch.init_process_group() with no
 env lines and no port, then the world, tensor-parallel and data-parallel
 groups checked value by value (an allreduce of each rank's number equals
 the sum over the members libdlpar's grid gives: tp = M consecutive ranks,
-dp = the ranks M apart). One line per check: "rank R: NAME ok ..." or
-"... FAILED ...". DLPAR_TEST_LEAVE=R: rank R exits before it joins."""
+dp = the ranks M apart); where torch has DeviceMesh.from_group (2.4+), the
+grid's (dp, tp) mesh: its shape, names and the same allreduces over its
+groups. One line per check: "rank R: NAME ok ..." or "... FAILED ...".
+DLPAR_TEST_LEAVE=R: rank R exits before it joins."""
 import os
 import sys
 
@@ -31,10 +34,16 @@ members = {
 }
 ok = grid.tp_rank == rank % m and grid.dp_rank == rank // m and grid.world_size == m * d
 say_line(f"rank {rank}: grid {'ok' if ok else 'FAILED'} tp {grid.tp_rank}/{m} dp {grid.dp_rank}/{d}")
-for name, group in (("world", None), ("tp", grid.tp_group), ("dp", grid.dp_group)):
+groups = [("world", None), ("tp", grid.tp_group), ("dp", grid.dp_group)]
+if grid.mesh is not None:
+    mesh = grid.mesh
+    ok = tuple(mesh.shape) == (d, m) and tuple(mesh.mesh_dim_names) == ("dp", "tp")
+    say_line(f"rank {rank}: mesh {'ok' if ok else 'FAILED'} shape {tuple(mesh.shape)} names {mesh.mesh_dim_names}")
+    groups += [("tp", mesh.get_group("tp")), ("dp", mesh.get_group("dp"))]
+for name, group in groups:
     value = torch.tensor([float(rank + 1)])
     dist.all_reduce(value, group=group)
     want = float(sum(r + 1 for r in members[name]))
     say_line(f"rank {rank}: {name} allreduce {'ok' if value.item() == want else 'FAILED'} {value.item()} over "
-          f"{members[name]}")
+             f"{members[name]}")
 dist.destroy_process_group()

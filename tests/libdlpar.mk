@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/libdlpar.mk: the tests of libdlpar, its tools and the Python module
+# (built where PMIx is: Makefile.am). Integration tests on the Slurm bed.
+check_PROGRAMS += tests/integration/pmix_client
+tests_integration_pmix_client_SOURCES = tests/integration/pmix_client.c
+tests_integration_pmix_client_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS)
+tests_integration_pmix_client_LDADD = $(PMIX_LIBS)
+INTEGRATION_TESTS += \
+	tests/integration/bed_pmix.sh \
+	tests/integration/torch_env.sh \
+	tests/integration/spank_profile.sh \
+	tests/integration/spank_admin.sh \
+	tests/integration/launcher_groups.sh \
+	tests/integration/launcher_faults.sh \
+	tests/integration/launcher_nccl_ids.sh \
+	tests/integration/launcher_startup.sh \
+	tests/integration/launcher_host_collectives.sh \
+	tests/integration/launcher_check.sh \
+	tests/integration/check_batch.sh \
+	tests/integration/dlpar_run_cli.sh
+EXTRA_DIST += tests/integration/torch/env_programs.py tests/integration/torch/module_program.py
+check_PROGRAMS += tests/integration/rank_probe tests/integration/host_collectives
+tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
+tests_integration_rank_probe_LDADD = libdlpar/libdlpar_core.la
+tests_integration_host_collectives_SOURCES = tests/integration/host_collectives.c
+tests_integration_host_collectives_LDADD = libdlpar/libdlpar_core.la
