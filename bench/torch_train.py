@@ -69,8 +69,13 @@ def main():
     elapsed = time.perf_counter() - start
     memory_mb = (torch.cuda.max_memory_allocated() / 2**20 if a.device == "cuda"
                  else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    # the process's whole footprint on the GPU (context, caching allocator, cuBLAS, cuDNN), as dlpar's benchy counts it
+    device_mb = 0.0
+    if a.device == "cuda":
+        free_bytes, total_bytes = torch.cuda.mem_get_info()
+        device_mb = (total_bytes - free_bytes) / 2**20
     print(f"torch_train: torch {torch.__version__} {a.device} amp={a.amp} compile={a.compile} fused_attn={a.fused_attn} threads={a.threads}: "
-          f"{a.steps * a.batch / elapsed:.2f} samples/s, peak memory {memory_mb:.1f} MB")
+          f"{a.steps * a.batch / elapsed:.2f} samples/s, peak memory {memory_mb:.1f} MB, device memory {device_mb:.1f} MB")
 
 
 main()

@@ -41,7 +41,7 @@ int dlpar_parse_int(const char *text, long lo, long hi, long *out)
   return 0;
 }
 
-int dlpar_parse_seconds(const char *text, double *out)
+int dlpar_parse_positive(const char *text, double max, double *out)
 {
   const size_t len = strlen(text), whole = strspn(text, "0123456789");
   const bool point = text[whole] == '.';
@@ -50,10 +50,15 @@ int dlpar_parse_seconds(const char *text, double *out)
   if (len > 32 || whole == 0 || (point && fraction == 0) || whole + point + fraction != len)
     return -1;
   value = strtod(text, NULL);
-  if (!(value > 0 && value <= 366 * 86400.0))
+  if (!(value > 0 && value <= max))
     return -1;
   *out = value;
   return 0;
+}
+
+int dlpar_parse_seconds(const char *text, double *out)
+{
+  return dlpar_parse_positive(text, 366 * 86400.0, out);
 }
 
 const char *dlpar_plural(long n, const char *one, const char *many)

@@ -19,8 +19,10 @@ int dlpar_parse_uint(const char *text, size_t len, long max, long *out);
 /* A whole decimal number with an optional leading '-' in [lo, hi]; 0 or -1. */
 int dlpar_parse_int(const char *text, long lo, long hi, long *out);
 
-/* A whole decimal number of seconds, > 0 and at most a year ("120", "0.5";
- * no sign, exponent or blanks); 0 or -1. */
+/* A decimal number in (0, max] ("120", "0.5"; no sign, exponent or
+ * blanks); 0 or -1. */
+int dlpar_parse_positive(const char *text, double max, double *out);
+/* dlpar_parse_positive up to a year: a number of seconds. */
 int dlpar_parse_seconds(const char *text, double *out);
 
 /* How much of one input text a message shows, NUL included: longer is
@@ -76,8 +78,8 @@ double dlpar_median_sorting(double *values, int n);
 
 /* fprintf(stderr, ...) in one write: the ranks of a job share a stderr,
  * and glibc 2.37 and later write an unbuffered stream's printf output in
- * 128-byte pieces, so other ranks' lines landed inside a long one (seen on
- * Debian 13). Longer than 4 KiB is cut. */
+ * 128-byte pieces, so other ranks' lines land inside a long one. Longer
+ * than 4 KiB is cut. */
 void dlpar_eprintf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -1,24 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* common/topo.c: GPU topology from hwloc, the task mapping, and the
- * rates of the links a rank's groups cross (see topo.h). */
+/* common/topo.c: GPU topology from hwloc and the task mapping (see
+ * topo.h); what the plugin and libdlpar both use. */
 #include "config.h"
 
 #include "topo.h"
 
-#include <dirent.h>
 #include <hwloc.h>
-#include <ifaddrs.h>
-#include <limits.h>
-#include <linux/ethtool.h>
-#include <linux/sockios.h>
-#include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "status.h"
 #include "text.h"
@@ -129,7 +120,7 @@ static int by_bus(const void *a, const void *b)
 }
 
 /* This machine's topology (xml_path NULL) or the XML's, with its I/O devices. */
-static int load_hwloc(const char *xml_path, hwloc_topology_t *topology, char *err, size_t errlen)
+int dlpar_hwloc_load(const char *xml_path, hwloc_topology_t *topology, char *err, size_t errlen)
 {
   if (hwloc_topology_init(topology) != 0) {
     snprintf(err, errlen, "hwloc: cannot initialise a topology");
@@ -156,7 +147,7 @@ int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, char *err, s
   hwloc_topology_t topology;
   int rc;
   memset(topo, 0, sizeof(*topo));
-  if ((rc = load_hwloc(xml_path, &topology, err, errlen)) != DLPAR_OK)
+  if ((rc = dlpar_hwloc_load(xml_path, &topology, err, errlen)) != DLPAR_OK)
     return rc;
   hwloc_bitmap_list_snprintf(topo->all_cpus, sizeof(topo->all_cpus),
                              hwloc_topology_get_topology_cpuset(topology));
@@ -286,195 +277,4 @@ int dlpar_bind_cpus(const char *cpus)
     }
   }
   return count > 0 && sched_setaffinity(0, sizeof(chosen), &chosen) == 0 ? count : 0;
-}
-
-/* ------------------------------------------------------------ links */
-
-static void set_link(dlpar_link *link, double gbs, const char *source)
-{
-  link->gbs = gbs;
-  snprintf(link->source, sizeof(link->source), "%s", gbs > 0 ? source : "unknown");
-}
-
-/* The GPU's NVLink bandwidth, one way (GB/s): its row of hwloc's
- * NVLinkBandwidth matrix (MB/s; its objects are the GPUs' NVML OS devices
- * and the NVSwitches), summed over the peers it links to. */
-static double nvlink_gbs(hwloc_topology_t topology, hwloc_obj_t gpu)
-{
-  struct hwloc_distances_s *matrices[4];
-  unsigned count = 4;
-  double total_mbs = 0;
-  if (hwloc_distances_get_by_name(topology, "NVLinkBandwidth", &count, matrices, 0) != 0)
-    return 0;
-  for (unsigned m = 0; m < count && m < 4; m++) {
-    const struct hwloc_distances_s *matrix = matrices[m];
-    for (unsigned i = 0; i < matrix->nbobjs; i++) {
-      if (matrix->objs[i] != gpu && matrix->objs[i]->parent != gpu)
-        continue;
-      for (unsigned j = 0; j < matrix->nbobjs; j++)
-        total_mbs += j == i ? 0 : (double)matrix->values[i * matrix->nbobjs + j];
-    }
-    hwloc_distances_release(topology, matrices[m]);
-  }
-  return total_mbs / 1000.0;
-}
-
-/* Bandwidth of the memory local to this process's CPUs (hwloc reports MiB/s), 0 unknown. */
-static double memory_gbs(hwloc_topology_t topology)
-{
-  hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
-  struct hwloc_location initiator = {.type = HWLOC_LOCATION_TYPE_CPUSET};
-  hwloc_uint64_t mibs = 0;
-  hwloc_obj_t numa = NULL;
-  if (!cpus)
-    return 0;
-  if (hwloc_get_cpubind(topology, cpus, HWLOC_CPUBIND_PROCESS) != 0 || hwloc_bitmap_iszero(cpus))
-    hwloc_bitmap_copy(cpus, hwloc_topology_get_topology_cpuset(topology));
-  initiator.location.cpuset = cpus;
-  while ((numa = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, numa)) &&
-         !hwloc_bitmap_intersects(numa->cpuset, cpus))
-    ;
-  if (!numa || hwloc_memattr_get_value(topology, HWLOC_MEMATTR_ID_BANDWIDTH, numa, &initiator, 0, &mibs) != 0)
-    mibs = 0;
-  hwloc_bitmap_free(cpus);
-  return (double)mibs * 1.048576 / 1000.0;
-}
-
-int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link *nvlink, dlpar_link *pcie,
-                        dlpar_link *memory, char *err, size_t errlen)
-{
-  hwloc_topology_t topology;
-  hwloc_obj_t gpu;
-  int rc = load_hwloc(xml_path, &topology, err, errlen);
-  set_link(nvlink, 0, "");
-  set_link(pcie, 0, "");
-  set_link(memory, 0, "");
-  if (rc != DLPAR_OK)
-    return rc;
-  if (!gpu_busid)
-    set_link(memory, memory_gbs(topology), "memory hwloc");
-  else if ((gpu = hwloc_get_pcidev_by_busidstring(topology, gpu_busid))) {
-    set_link(nvlink, nvlink_gbs(topology, gpu), "NVLink hwloc");
-    set_link(pcie, gpu->attr->pcidev.linkspeed, "PCIe hwloc");
-  }
-  hwloc_topology_destroy(topology);
-  return DLPAR_OK;
-}
-
-/* The number a sysfs file starts with ("400 Gb/sec (4X NDR)", "10000"); 0 when none or negative. */
-static double sysfs_number(const char *path)
-{
-  double value = 0;
-  FILE *file = fopen(path, "r");
-  if (!file)
-    return 0;
-  if (fscanf(file, "%lf", &value) != 1 || value < 0)
-    value = 0;
-  fclose(file);
-  return value;
-}
-
-/* The fastest port of an HCA (sysfs rates in Gb/s). */
-static double hca_gbs(const char *hca)
-{
-  char path[PATH_MAX], rate_path[PATH_MAX + 300];
-  double best = 0;
-  DIR *ports;
-  struct dirent *port;
-  snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports", hca);
-  if (!(ports = opendir(path)))
-    return 0;
-  while ((port = readdir(ports)))
-    if (port->d_name[0] != '.') {
-      double gbs;
-      snprintf(rate_path, sizeof(rate_path), "%s/%s/rate", path, port->d_name);
-      if ((gbs = sysfs_number(rate_path) / 8) > best)
-        best = gbs;
-    }
-  closedir(ports);
-  return best;
-}
-
-/* The interface of the default route (/proc/net/route: this network namespace's). */
-static void default_route_ifname(char *out, size_t len)
-{
-  char name[IF_NAMESIZE + 1], line[256];
-  unsigned long destination;
-  FILE *routes = fopen("/proc/net/route", "r");
-  out[0] = '\0';
-  while (routes && fgets(line, sizeof(line), routes))
-    if (sscanf(line, "%16s %lx", name, &destination) == 2 && destination == 0) {
-      snprintf(out, len, "%s", name);
-      break;
-    }
-  if (routes)
-    fclose(routes);
-}
-
-/* NCCL_SOCKET_IFNAME's way: "=eth0" exactly, "eth" as a prefix, "^..." excludes
- * (then the default route's); the first up, non-loopback match. */
-static void socket_ifname(const char *wanted, char *out, size_t len)
-{
-  const bool exact = wanted && wanted[0] == '=';
-  struct ifaddrs *all = NULL;
-  size_t prefix_len;
-  out[0] = '\0';
-  if (!wanted || !wanted[0] || wanted[0] == '^' || getifaddrs(&all) != 0) {
-    default_route_ifname(out, len);
-    return;
-  }
-  wanted += exact;
-  prefix_len = strcspn(wanted, ",");
-  for (const struct ifaddrs *ifa = all; ifa && !out[0]; ifa = ifa->ifa_next)
-    if ((ifa->ifa_flags & IFF_UP) && !(ifa->ifa_flags & IFF_LOOPBACK) &&
-        strncmp(ifa->ifa_name, wanted, prefix_len) == 0 && (!exact || strlen(ifa->ifa_name) == prefix_len))
-      snprintf(out, len, "%s", ifa->ifa_name);
-  freeifaddrs(all);
-}
-
-/* An interface's speed (Mb/s -> GB/s) from the driver, 0 unknown. */
-static double ethtool_gbs(const char *ifname)
-{
-  struct ethtool_cmd cmd = {.cmd = ETHTOOL_GSET};
-  struct ifreq request;
-  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  double gbs = 0;
-  if (fd < 0)
-    return 0;
-  memset(&request, 0, sizeof(request));
-  snprintf(request.ifr_name, sizeof(request.ifr_name), "%s", ifname);
-  request.ifr_data = (char *)&cmd;
-  if (ioctl(fd, SIOCETHTOOL, &request) == 0 && ethtool_cmd_speed(&cmd) != (__u32)SPEED_UNKNOWN)
-    gbs = ethtool_cmd_speed(&cmd) / 8000.0;
-  close(fd);
-  return gbs;
-}
-
-/* An interface's speed as sysfs has it (Mb/s -> GB/s; this machine's namespace at mount time). */
-static double sysfs_speed_gbs(const char *ifname)
-{
-  char path[PATH_MAX];
-  snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
-  return sysfs_number(path) / 8000.0;
-}
-
-void dlpar_link_nic(const char *hca, const char *socket_wanted, dlpar_link *link)
-{
-  char ifname[IF_NAMESIZE + 1], source[sizeof(link->source)];
-  set_link(link, 0, "");
-  if (hca && hca[0]) {
-    snprintf(source, sizeof(source), "%.24s rate", hca);
-    set_link(link, hca_gbs(hca), source);
-  }
-  if (link->gbs > 0)
-    return;
-  socket_ifname(socket_wanted, ifname, sizeof(ifname));
-  if (!ifname[0])
-    return;
-  snprintf(source, sizeof(source), "%s ethtool", ifname);
-  set_link(link, ethtool_gbs(ifname), source);
-  if (link->gbs > 0)
-    return;
-  snprintf(source, sizeof(source), "%s sysfs", ifname);
-  set_link(link, sysfs_speed_gbs(ifname), source);
 }

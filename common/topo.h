@@ -10,6 +10,7 @@
 #ifndef DLPAR_TOPO_H
 #define DLPAR_TOPO_H
 
+#include <hwloc.h>
 #include <stddef.h>
 
 #define DLPAR_MAX_GPUS 64
@@ -62,27 +63,8 @@ int dlpar_parse_cpu_list(const char *text, unsigned char *mask, int ncpus);
  * list is empty or bad or none of its CPUs is allowed. */
 int dlpar_bind_cpus(const char *cpus);
 
-/* A link a group's traffic crosses (--dl-check's expectations): its rate
- * one way and where the figure came from. */
-typedef struct {
-  double gbs;      /* GB/s one way; 0: not known */
-  char source[40]; /* "NVLink hwloc", "eth0 ethtool", ... */
-} dlpar_link;
-
-/* Links inside this node from hwloc (xml_path NULL: this machine).
- * gpu_busid "0000:3b:00.0": *nvlink is the GPU's NVLink bandwidth (the
- * row of hwloc's NVLinkBandwidth matrix, which hwloc's NVML backend fills
- * where it is built in), *pcie its PCIe link (hwloc's linkspeed); each 0
- * when hwloc does not know it. gpu_busid NULL: *memory is the bandwidth of
- * the memory local to this process's CPUs (hwloc's memory attributes,
- * from ACPI HMAT where the firmware has it). */
-int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link *nvlink, dlpar_link *pcie,
-                        dlpar_link *memory, char *err, size_t errlen);
-
-/* The NIC between nodes: the HCA's port rate (sysfs), else the socket
- * interface (NCCL_SOCKET_IFNAME's first prefix, else the default route's)
- * and its speed (the ethtool ioctl, which sees this network namespace;
- * else sysfs). link->gbs 0 when neither says. */
-void dlpar_link_nic(const char *hca, const char *socket_ifname, dlpar_link *link);
+/* hwloc's topology of this machine (xml_path NULL) or of an XML file,
+ * I/O devices included; DLPAR_ERR_INPUT/SYSTEM with err on failure. */
+int dlpar_hwloc_load(const char *xml_path, hwloc_topology_t *topology, char *err, size_t errlen);
 
 #endif

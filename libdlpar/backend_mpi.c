@@ -139,9 +139,8 @@ static int mpi_init(dlpar_ctx *ctx)
     return rc;
   st = state_of(ctx);
   /* No MPI message before every rank is out of MPI_Init: Open MPI 4.1.4's
-   * TCP BTL calls a NULL handler when a peer's first message reaches a
-   * rank still inside it (a bare MPI_Init + MPI_Comm_split crashed so on
-   * about 1 launch in 100 on the test bed). */
+   * TCP BTL calls a NULL handler (a crash) when a peer's first message
+   * reaches a rank still inside it. */
   if (st->initialized_here && (rc = dlpar_pmix_barrier(ctx, "the end of MPI_Init")) != DLPAR_OK)
     return rc;
   CHECK_MPI(ctx, MPI_Comm_rank(MPI_COMM_WORLD, &rank));

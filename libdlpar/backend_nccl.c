@@ -233,7 +233,6 @@ static int comm_of(dlpar_ctx *ctx, dlpar_group group, void *stream, ncclComm_t *
 {
   nccl_state *st = state_of(ctx);
   enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  int rc;
   *comm = st->comm[group];
   if (*comm || group != DLPAR_GROUP_WORLD || ctx->info.size == 1)
     return DLPAR_OK;
@@ -241,8 +240,8 @@ static int comm_of(dlpar_ctx *ctx, dlpar_group group, void *stream, ncclComm_t *
   if (capture != cudaStreamCaptureStatusNone)
     return dlpar_fail(ctx, DLPAR_ERR_STATE, "the first collective on the world group is inside a CUDA graph capture: "
                       "run one world collective before capturing, or set DLPAR_NCCL_WORLD=eager");
-  if ((rc = dlpar_pmix_world_ids(ctx)) != DLPAR_OK || (rc = init_comm(ctx, DLPAR_GROUP_WORLD, ctx->info.rank, 0)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_pmix_world_ids(ctx));
+  DLPAR_TRY(init_comm(ctx, DLPAR_GROUP_WORLD, ctx->info.rank, 0));
   *comm = st->comm[group];
   return DLPAR_OK;
 }

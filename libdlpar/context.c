@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "libdlpar/internal.h"
 #include "common/torchenv.h"
@@ -20,6 +21,33 @@ int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
   va_end(ap);
   dlpar_one_line(ctx->error);
   return status;
+}
+
+int dlpar_env_positive(dlpar_ctx *ctx, const char *name, const char *what, double max, double example, double *out)
+{
+  const char *text = getenv(name);
+  if (!text || !*text)
+    return DLPAR_OK;
+  if (dlpar_parse_positive(text, max, out) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: not %s (use e.g. %g, or unset it)", name, dlpar_show(text).text,
+                      what, example);
+  return DLPAR_OK;
+}
+
+int dlpar_env_seconds(dlpar_ctx *ctx, const char *name, double example, double *out)
+{
+  return dlpar_env_positive(ctx, name, "a number of seconds", 366 * 86400.0, example, out);
+}
+
+int dlpar_env_count(dlpar_ctx *ctx, const char *name, long lo, long hi, long example, long *out)
+{
+  const char *text = getenv(name);
+  if (!text || !*text)
+    return DLPAR_OK;
+  if (dlpar_parse_int(text, lo, hi, out) != 0)
+    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: not a whole number from %ld to %ld (use e.g. %ld, or unset it)",
+                      name, dlpar_show(text).text, lo, hi, example);
+  return DLPAR_OK;
 }
 
 size_t dlpar_dtype_size(dlpar_dtype dtype)

@@ -25,15 +25,8 @@
 static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double fallback, double example,
                           double *out)
 {
-  const char *text = getenv(env);
-  char shown[64];
   *out = given > 0 ? given : fallback;
-  if (given > 0 || !text || !*text)
-    return DLPAR_OK;
-  if (dlpar_parse_seconds(text, out) != 0)
-    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: not a number of seconds (use e.g. %g, or unset it)", env,
-                      dlpar_quote(text, shown, sizeof(shown)), example);
-  return DLPAR_OK;
+  return given > 0 ? DLPAR_OK : dlpar_env_seconds(ctx, env, example, out);
 }
 
 /* Each tensor-parallel group must sit on one node (as the launcher's policy says). */
@@ -175,25 +168,19 @@ static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const
  * PMIx) or split (ncclCommSplit of an eager world communicator);
  * DLPAR_NCCL_WORLD lazy (default: the world communicator at the first device
  * collective on the world group) or eager; DLPAR_MODEX direct (default: the fence carries no
- * data) or collect (every rank's keys to every node, the old scheme);
+ * data) or collect (every rank's keys to every node at the fence);
  * DLPAR_NCCL_RANKS_PER_ROOT, the ranks per NCCL bootstrap root;
  * DLPAR_WORLD_VIA_GROUPS 1: host world collectives composed from tp and dp
  * on every backend (on NCCL they are so anyway without a world
  * communicator; on MPI this tests the composition). */
 static int choose_startup(dlpar_ctx *ctx)
 {
-  const char *per_root = getenv("DLPAR_NCCL_RANKS_PER_ROOT");
-  char *end = NULL;
   long value = DLPAR_NCCL_RANKS_PER_ROOT;
-  int rc;
-  if ((rc = env_switch(ctx, "DLPAR_NCCL_GROUPS", "initrank", "split", &ctx->nccl_split)) != DLPAR_OK ||
-      (rc = env_switch(ctx, "DLPAR_NCCL_WORLD", "lazy", "eager", &ctx->eager_world)) != DLPAR_OK ||
-      (rc = env_switch(ctx, "DLPAR_MODEX", "direct", "collect", &ctx->collect_modex)) != DLPAR_OK ||
-      (rc = env_switch(ctx, "DLPAR_WORLD_VIA_GROUPS", "0", "1", &ctx->world_via_groups)) != DLPAR_OK)
-    return rc;
-  if (per_root && *per_root && ((value = strtol(per_root, &end, 10)) < 1 || value > 1000000 || *end))
-    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "DLPAR_NCCL_RANKS_PER_ROOT=%s: not a number of ranks from 1 to 1000000 "
-                      "(default %d, or unset it)", dlpar_show(per_root).text, DLPAR_NCCL_RANKS_PER_ROOT);
+  DLPAR_TRY(env_switch(ctx, "DLPAR_NCCL_GROUPS", "initrank", "split", &ctx->nccl_split));
+  DLPAR_TRY(env_switch(ctx, "DLPAR_NCCL_WORLD", "lazy", "eager", &ctx->eager_world));
+  DLPAR_TRY(env_switch(ctx, "DLPAR_MODEX", "direct", "collect", &ctx->collect_modex));
+  DLPAR_TRY(env_switch(ctx, "DLPAR_WORLD_VIA_GROUPS", "0", "1", &ctx->world_via_groups));
+  DLPAR_TRY(dlpar_env_count(ctx, "DLPAR_NCCL_RANKS_PER_ROOT", 1, 1000000, DLPAR_NCCL_RANKS_PER_ROOT, &value));
   ctx->ranks_per_root = (int)value;
   return DLPAR_OK;
 }
@@ -248,26 +235,27 @@ static int set_device(dlpar_ctx *ctx)
 
 static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options *options, double start)
 {
-  int rc;
   const bool want_ids = options && options->exchange_nccl_ids;
   dlpar_backend requested = DLPAR_BACKEND_AUTO;
-  if ((rc = dlpar_profiling_reexec(ctx, argc, argv)) != DLPAR_OK ||
-      (rc = dlpar_watchdog_block_signals(ctx)) != DLPAR_OK || (rc = import_launcher_env(ctx)) != DLPAR_OK ||
-      (rc = requested_backend(ctx, options, &requested)) != DLPAR_OK || (rc = choose_startup(ctx)) != DLPAR_OK ||
-      (rc = start_mpi_early(ctx, requested)) != DLPAR_OK || (rc = dlpar_pmix_init(ctx)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_profiling_reexec(ctx, argc, argv));
+  DLPAR_TRY(dlpar_watchdog_block_signals(ctx));
+  DLPAR_TRY(import_launcher_env(ctx));
+  DLPAR_TRY(requested_backend(ctx, options, &requested));
+  DLPAR_TRY(choose_startup(ctx));
+  DLPAR_TRY(start_mpi_early(ctx, requested));
+  DLPAR_TRY(dlpar_pmix_init(ctx));
   if (ctx->phase_at[DLPAR_PHASE_PMIX] == 0) /* else seen inside Open MPI 5's MPI_Init */
     dlpar_phase_mark(ctx, DLPAR_PHASE_PMIX);
-  if ((rc = default_timeouts(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK ||
-      (rc = select_backend(ctx, choose_backend(ctx, requested))) != DLPAR_OK ||
-      (rc = set_device(ctx)) != DLPAR_OK ||
-      (rc = dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(default_timeouts(ctx));
+  DLPAR_TRY(settle_grid(ctx));
+  DLPAR_TRY(select_backend(ctx, choose_backend(ctx, requested)));
+  DLPAR_TRY(set_device(ctx));
+  DLPAR_TRY(dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL));
   ctx->info.rendezvous_seconds = dlpar_now() - start;
   dlpar_phase_mark(ctx, DLPAR_PHASE_IDS);
-  if ((rc = dlpar_watchdog_peers(ctx)) != DLPAR_OK || (rc = ctx->backend->init(ctx)) != DLPAR_OK ||
-      (rc = dlpar_watchdog_start(ctx)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_watchdog_peers(ctx));
+  DLPAR_TRY(ctx->backend->init(ctx));
+  DLPAR_TRY(dlpar_watchdog_start(ctx));
   dlpar_profiling_setup(ctx);
   if (ctx->env.verbose) {
     char line[DLPAR_ERRLEN];
@@ -291,6 +279,16 @@ static dlpar_ctx *new_context(dlpar_ctx **out, bool bootstrap_only)
   return ctx;
 }
 
+/* The three timeouts: the program's options, else the environment's. */
+static int read_timeouts(dlpar_ctx *ctx, const dlpar_options *options)
+{
+  DLPAR_TRY(option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
+                           DLPAR_RENDEZVOUS_TIMEOUT_BASE, &ctx->rendezvous_timeout));
+  DLPAR_TRY(option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 0,
+                           DLPAR_COLLECTIVE_TIMEOUT_BASE, &ctx->collective_timeout));
+  return option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, 10, &ctx->stopped_timeout);
+}
+
 int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **out)
 {
   const double start = dlpar_now();
@@ -298,13 +296,8 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
   int rc;
   if (!ctx)
     return DLPAR_ERR_SYSTEM;
-  if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
-                           DLPAR_RENDEZVOUS_TIMEOUT_BASE,
-                           &ctx->rendezvous_timeout)) == DLPAR_OK &&
-      (rc = option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 0,
-                           DLPAR_COLLECTIVE_TIMEOUT_BASE,
-                           &ctx->collective_timeout)) == DLPAR_OK &&
-      (rc = option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, 10, &ctx->stopped_timeout)) == DLPAR_OK)
+  rc = read_timeouts(ctx, options);
+  if (rc == DLPAR_OK)
     rc = init_steps(ctx, argc, argv, options, start);
   ctx->info.init_seconds = dlpar_now() - start;
   return rc == DLPAR_OK ? dlpar_preflight(ctx) : rc;
@@ -314,15 +307,14 @@ int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out)
 {
   const double start = dlpar_now();
   dlpar_ctx *ctx = new_context(out, true);
-  int rc;
   if (!ctx)
     return DLPAR_ERR_SYSTEM;
-  if ((rc = option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
-                           DLPAR_RENDEZVOUS_TIMEOUT_BASE, &ctx->rendezvous_timeout)) != DLPAR_OK ||
-      (rc = import_launcher_env(ctx)) != DLPAR_OK || (rc = dlpar_pmix_init(ctx)) != DLPAR_OK)
-    return rc;
-  if ((rc = default_timeouts(ctx)) != DLPAR_OK || (rc = settle_grid(ctx)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
+                           DLPAR_RENDEZVOUS_TIMEOUT_BASE, &ctx->rendezvous_timeout));
+  DLPAR_TRY(import_launcher_env(ctx));
+  DLPAR_TRY(dlpar_pmix_init(ctx));
+  DLPAR_TRY(default_timeouts(ctx));
+  DLPAR_TRY(settle_grid(ctx));
   ctx->info.backend = DLPAR_BACKEND_NONE;
   ctx->info.init_seconds = ctx->info.rendezvous_seconds = dlpar_now() - start;
   return DLPAR_OK;

@@ -168,6 +168,15 @@ extern const dlpar_backend_ops dlpar_backend_nccl;
 /* context.c */
 /* Records a one-line error in ctx and returns status. */
 int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Numbers from the environment, one checked reader per kind: unset or
+ * empty leaves *out as it is; a bad value is DLPAR_ERR_INPUT naming the
+ * variable, what it takes, and `example` as the fix. */
+int dlpar_env_seconds(dlpar_ctx *ctx, const char *name, double example, double *out);
+/* A decimal number in (0, max]: a ratio, a rate; `what` says which ("a
+ * ratio"; the message names it, not max). */
+int dlpar_env_positive(dlpar_ctx *ctx, const char *name, const char *what, double max, double example, double *out);
+/* A whole number in [lo, hi]. */
+int dlpar_env_count(dlpar_ctx *ctx, const char *name, long lo, long hi, long example, long *out);
 size_t dlpar_dtype_size(dlpar_dtype dtype);
 /* Ranks in the group: grid.tp, grid.dp or the world's size. */
 int dlpar_group_size(const dlpar_ctx *ctx, dlpar_group group);

@@ -8,7 +8,7 @@ noinst_LTLIBRARIES += libdlpar/libdlpar_core.la
 libdlpar_libdlpar_core_la_SOURCES = \
 	libdlpar/dlpar.h libdlpar/internal.h libdlpar/context.c libdlpar/init.c libdlpar/abort.c libdlpar/procstat.c libdlpar/pmixboot.c \
 	libdlpar/collectives.c libdlpar/watchdog.c libdlpar/profiling.c libdlpar/ncclid.c libdlpar/telemetry.c \
-	libdlpar/preflight.c \
+	libdlpar/preflight.c libdlpar/links.c libdlpar/links.h \
 	libdlpar/backend_self.c
 libdlpar_libdlpar_core_la_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS) $(MPI_CFLAGS) $(PTHREAD_CFLAGS)
 libdlpar_libdlpar_core_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)

@@ -68,11 +68,11 @@ static int get_u32(dlpar_ctx *ctx, pmix_rank_t rank, const char *key, unsigned *
 }
 
 /* A rank's host as PMIx names it. PMIx 5's client answers PMIX_HOSTNAME for
- * its own rank itself, with the machine's name, where Slurm's server gives
- * every other rank Slurm's node name (24.11's mpi/pmix_v5 on the test bed,
- * whose nodes n1, n2 share one machine: rank 0 saw itself on "vm", its
- * peers on "n1"); under Slurm the own rank's is SLURMD_NODENAME then, as
- * PMIx 4 with 22.05 gave it. */
+ * its own rank itself, with the machine's host name, while Slurm 24.11's
+ * mpi/pmix_v5 server gives every other rank Slurm's node name, which can
+ * differ (emulated nodes, NodeHostname aliases); so under Slurm the own
+ * rank's host is SLURMD_NODENAME, the name Slurm 22.05 with PMIx 4 gives
+ * for every rank. */
 static const char *host_name(const dlpar_ctx *ctx, int rank, const char *from_pmix)
 {
 #if PMIX_VERSION_MAJOR >= 5
@@ -137,16 +137,15 @@ int dlpar_pmix_init(dlpar_ctx *ctx)
   ctx->pmix = true;
   snprintf(ctx->nspace, sizeof(ctx->nspace), "%s", me.nspace);
   ctx->info.rank = (int)me.rank;
-  if ((rc = get_u32(ctx, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &size)) != DLPAR_OK ||
-      (rc = get_u32(ctx, PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local_size)) != DLPAR_OK ||
-      (rc = get_value(ctx, me.rank, PMIX_LOCAL_RANK, PMIX_UINT16, &value)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(get_u32(ctx, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE, &size));
+  DLPAR_TRY(get_u32(ctx, PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE, &local_size));
+  DLPAR_TRY(get_value(ctx, me.rank, PMIX_LOCAL_RANK, PMIX_UINT16, &value));
   ctx->info.local_rank = value->data.uint16;
   PMIX_VALUE_RELEASE(value);
   ctx->info.size = (int)size;
   ctx->info.local_size = (int)local_size;
-  if ((rc = alloc_ranks(ctx)) != DLPAR_OK || (rc = read_hosts(ctx)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(alloc_ranks(ctx));
+  DLPAR_TRY(read_hosts(ctx));
   snprintf(ctx->info.host, sizeof(ctx->info.host), "%s", ctx->hosts[ctx->info.rank]);
   ctx->info.node = ctx->rank_node[ctx->info.rank];
   return DLPAR_OK;
@@ -460,7 +459,7 @@ static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, siz
 }
 
 /* One fence over every rank. It carries no data (DLPAR_MODEX=collect: it
- * hands every rank's keys to every node, the old scheme): each PMIx_Get
+ * hands every rank's keys to every node at the fence): each PMIx_Get
  * afterwards fetches one key from its rank's node (direct modex). Past the
  * rendezvous timeout the ranks that never arrived are named and the step
  * ends. */
@@ -520,11 +519,11 @@ static int put_group_ids(dlpar_ctx *ctx, dlpar_group group)
   const int size = dlpar_group_size(ctx, group), roots = dlpar_nccl_roots(ctx, size);
   const int me = rank_in_group(ctx, group);
   dlpar_nccl_id id;
-  int rc;
   for (int index = 0; index < roots; index++) {
-    if (dlpar_nccl_root_rank(size, roots, index) == me &&
-        ((rc = dlpar_nccl_make_id(ctx, id)) != DLPAR_OK || (rc = put_bytes(ctx, id_key(group), id, sizeof(id))) != DLPAR_OK))
-      return rc;
+    if (dlpar_nccl_root_rank(size, roots, index) != me)
+      continue;
+    DLPAR_TRY(dlpar_nccl_make_id(ctx, id));
+    DLPAR_TRY(put_bytes(ctx, id_key(group), id, sizeof(id)));
   }
   return DLPAR_OK;
 }
@@ -584,14 +583,13 @@ static int put_host_pid(dlpar_ctx *ctx)
 int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
 {
   unsigned put = 0, get = 0;
-  int rc;
   dlpar_nccl_ids_free(&ctx->nccl_ids);
   if (ctx->pmix) {
     for (int g = 0; g < 3 && exchange_nccl_ids; g++)
       get |= dlpar_group_ids_at_init(ctx, (dlpar_group)g) ? 1u << g : 0;
     put = get | (exchange_nccl_ids && ctx->info.size > 1 ? 1u << DLPAR_GROUP_WORLD : 0);
-    if ((rc = put_host_pid(ctx)) != DLPAR_OK || (rc = exchange_ids(ctx, put, get)) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(put_host_pid(ctx));
+    DLPAR_TRY(exchange_ids(ctx, put, get));
   } /* else one rank: every group has one rank, so no ids */
   ctx->nccl_ids.valid = exchange_nccl_ids;
   return DLPAR_OK;

@@ -30,6 +30,7 @@
 #include "libdlpar/internal.h"
 #include "common/text.h"
 #include "common/topo.h"
+#include "libdlpar/links.h"
 
 extern char **environ;
 
@@ -261,25 +262,6 @@ static bool group_on_node(const dlpar_ctx *ctx, dlpar_group group)
   return true;
 }
 
-/* A number from the environment: *out stays as it is when unset. */
-static int env_number(dlpar_ctx *ctx, const char *name, double *out)
-{
-  const char *text = getenv(name);
-  char shown[64];
-  if (!text || !*text)
-    return DLPAR_OK;
-  if (dlpar_parse_seconds(text, out) != 0)
-    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "%s=%s: not a number (e.g. %g, or unset it)", name,
-                      dlpar_quote(text, shown, sizeof(shown)), *out);
-  return DLPAR_OK;
-}
-
-static void set_link(dlpar_link *link, double gbs, const char *source)
-{
-  link->gbs = gbs;
-  snprintf(link->source, sizeof(link->source), "%s", source);
-}
-
 #ifdef HAVE_CUDA
 /* Whether the GPU reaches a peer with native atomics: NVLink does, PCIe
  * does not (CUDA's own sign of an NVLink path where hwloc has no NVML). */
@@ -316,14 +298,14 @@ static void gpu_link(const dlpar_ctx *ctx, const dlpar_link *nvlink, const dlpar
       row = i;
   if (row >= 0 && gpu_nvlinked(ctx->info.device)) {
     snprintf(source, sizeof(source), "NVLink sm%d table", GPU_GENERATIONS[row].sm);
-    set_link(link, GPU_GENERATIONS[row].nvlink, source);
+    dlpar_link_set(link, GPU_GENERATIONS[row].nvlink, source);
   } else if (pcie->gbs > 0) {
     *link = *pcie;
   } else if (row >= 0) {
     snprintf(source, sizeof(source), "PCIe sm%d table", GPU_GENERATIONS[row].sm);
-    set_link(link, GPU_GENERATIONS[row].pcie, source);
+    dlpar_link_set(link, GPU_GENERATIONS[row].pcie, source);
   } else {
-    set_link(link, DEFAULT_LINK_GPU, "GPU default");
+    dlpar_link_set(link, DEFAULT_LINK_GPU, "GPU default");
   }
 }
 #endif
@@ -354,7 +336,7 @@ static void link_in_node(const dlpar_ctx *ctx, dlpar_link *link)
   if (memory.gbs > 0)
     *link = memory;
   else
-    set_link(link, DEFAULT_LINK_MEMORY, "memory default");
+    dlpar_link_set(link, DEFAULT_LINK_MEMORY, "memory default");
 }
 
 /* The NIC the topology module gave the rank (an HCA), else the socket interface. */
@@ -362,7 +344,7 @@ static void link_between_nodes(const dlpar_ctx *ctx, dlpar_link *link)
 {
   dlpar_link_nic(ctx->env.binding.nic, getenv("NCCL_SOCKET_IFNAME"), link);
   if (link->gbs <= 0)
-    set_link(link, DEFAULT_LINK_NIC, "NIC default");
+    dlpar_link_set(link, DEFAULT_LINK_NIC, "NIC default");
 }
 
 /* The group's link (into link_text) and the busbw that passes:
@@ -386,10 +368,11 @@ static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, dlpar_link *in_node
       link_between_nodes(ctx, &link);
     snprintf(link_text, len, "%.3g %s", link.gbs, link.source);
   }
-  if ((rc = env_number(ctx, "DLPAR_CHECK_BUSBW_FRACTION", &fraction)) != DLPAR_OK)
+  if ((rc = dlpar_env_positive(ctx, "DLPAR_CHECK_BUSBW_FRACTION", "a factor", 1e6, fraction, &fraction)) != DLPAR_OK)
     return rc;
   *expected = fraction * link.gbs;
-  return env_number(ctx, "DLPAR_CHECK_MIN_BUSBW", expected);
+  return dlpar_env_positive(ctx, "DLPAR_CHECK_MIN_BUSBW", "a rate in GB/s", 1e6, *expected > 0 ? *expected : 10,
+                            expected);
 }
 
 /* Bus bandwidth of a 1 MiB float allreduce on the group (GB/s), after one warm-up. */
@@ -402,9 +385,9 @@ static int time_allreduce(dlpar_ctx *ctx, dlpar_group group, float *buf, double 
   *busbw = -1;
   if (n == 1)
     return DLPAR_OK;
-  if ((rc = ctx->backend->allreduce(ctx, group, buf, ALLREDUCE_FLOATS, DLPAR_FLOAT32, DLPAR_SUM, NULL)) != DLPAR_OK ||
-      (rc = synchronize_device(ctx)) != DLPAR_OK || (rc = ctx->backend->barrier(ctx, group)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(ctx->backend->allreduce(ctx, group, buf, ALLREDUCE_FLOATS, DLPAR_FLOAT32, DLPAR_SUM, NULL));
+  DLPAR_TRY(synchronize_device(ctx));
+  DLPAR_TRY(ctx->backend->barrier(ctx, group));
   start = dlpar_now();
   for (int i = 0; i < ALLREDUCE_ITERS; i++)
     if ((rc = ctx->backend->allreduce(ctx, group, buf, ALLREDUCE_FLOATS, DLPAR_FLOAT32, DLPAR_SUM, NULL)) != DLPAR_OK)
@@ -732,7 +715,8 @@ int dlpar_preflight(dlpar_ctx *ctx)
   int rc;
   if (ctx->env.check == DLPAR_CHECK_OFF)
     return DLPAR_OK;
-  if ((rc = env_number(ctx, "DLPAR_CHECK_STRAGGLER", &v.straggler_ratio)) != DLPAR_OK ||
+  if ((rc = dlpar_env_positive(ctx, "DLPAR_CHECK_STRAGGLER", "a ratio", 1, DEFAULT_STRAGGLER, &v.straggler_ratio)) !=
+          DLPAR_OK ||
       (rc = measure(ctx, &mine)) != DLPAR_OK)
     return rc;
   if (!(all = malloc(sizeof(rank_report) * (size_t)v.size)))

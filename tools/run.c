@@ -165,11 +165,10 @@ static int spawn_rank(launcher *l, int rank, char *err, size_t errlen)
 {
   dlpar_task_env env;
   char **pmix_env = NULL;
-  int out[2] = {-1, -1}, errp[2] = {-1, -1}, rc;
+  int out[2] = {-1, -1}, errp[2] = {-1, -1};
   rank_proc *p = &l->ranks[rank];
-  if ((rc = plan_rank(l, rank, &env, err, errlen)) != DLPAR_OK ||
-      (rc = dlpar_run_server_client_env(l->server, rank, &pmix_env, err, errlen)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(plan_rank(l, rank, &env, err, errlen));
+  DLPAR_TRY(dlpar_run_server_client_env(l->server, rank, &pmix_env, err, errlen));
   if (l->args.tag_output && (pipe2(out, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0)) {
     snprintf(err, errlen, "pipe: %s", strerror(errno));
     return DLPAR_ERR_SYSTEM;
@@ -337,12 +336,9 @@ static void supervise(launcher *l)
 static int setup(launcher *l, char *err, size_t errlen)
 {
   sigset_t set;
-  int rc;
-  if ((rc = dlpar_grid_resolve(&l->args.grid_request, l->args.ntasks, &l->grid, err, errlen)) != DLPAR_OK ||
-      (rc = dlpar_topology_load(l->args.topology_xml[0] ? l->args.topology_xml : NULL, &l->topology, err,
-                                errlen)) != DLPAR_OK ||
-      (rc = plan_torch(l, err, errlen)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_grid_resolve(&l->args.grid_request, l->args.ntasks, &l->grid, err, errlen));
+  DLPAR_TRY(dlpar_topology_load(l->args.topology_xml[0] ? l->args.topology_xml : NULL, &l->topology, err, errlen));
+  DLPAR_TRY(plan_torch(l, err, errlen));
   /* Signals are read from a signalfd; blocked before PMIx starts its thread. */
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);

@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "common/text.h"
+#include "trainer/benchy.h"
 #include "trainer/train.h"
 
 /* Waits for this rank's device (a host allreduce waits for it), then for
@@ -64,8 +65,10 @@ void benchy(trainer *t)
   flush_windows(t, &e);
   getrusage(RUSAGE_SELF, &usage);
   train_say(t, "benchy: %ld %s of %d %s after %ld warm-up: IO %.2f samples/s, SYNTHETIC %.2f samples/s, FULL %.2f "
-      "samples/s, FULL/SYNTHETIC %.3f, model memory %.3f GB/rank, peak RSS %.1f MB\n", steps,
+      "samples/s, FULL/SYNTHETIC %.3f, model memory %.3f GB/rank, device memory %.3f GB/rank, peak RSS %.1f MB\n",
+      steps,
       dlpar_plural(steps, "step", "steps"), c->global_batch_size, dlpar_plural(c->global_batch_size, "sample", "samples"),
       warmup, samples / io, samples / synthetic, samples / full, synthetic / full,
-      (double)t->net->ops->peak_memory(t->net) / 1e9, usage.ru_maxrss / 1024.0);
+      (double)t->net->ops->peak_memory(t->net) / 1e9, (double)t->net->ops->device_memory(t->net) / 1e9,
+      usage.ru_maxrss / 1024.0);
 }

@@ -154,13 +154,11 @@ static void remove_stale_temps(const char *path)
 static int write_header(hid_t file, const model *m, const checkpoint_position *pos, const char *config_yaml,
                         char *err, size_t errlen)
 {
-  int rc;
-  if ((rc = write_attr(file, "step", pos->step, err, errlen)) != DLPAR_OK ||
-      (rc = write_attr(file, "epoch", pos->epoch, err, errlen)) != DLPAR_OK ||
-      (rc = write_attr(file, "step_in_epoch", pos->step_in_epoch, err, errlen)) != DLPAR_OK ||
-      (rc = write_attr(file, "seed", pos->seed, err, errlen)) != DLPAR_OK ||
-      (rc = write_attr(file, "tp", m->table.tp, err, errlen)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(write_attr(file, "step", pos->step, err, errlen));
+  DLPAR_TRY(write_attr(file, "epoch", pos->epoch, err, errlen));
+  DLPAR_TRY(write_attr(file, "step_in_epoch", pos->step_in_epoch, err, errlen));
+  DLPAR_TRY(write_attr(file, "seed", pos->seed, err, errlen));
+  DLPAR_TRY(write_attr(file, "tp", m->table.tp, err, errlen));
   return write_text(file, "config", config_yaml, err, errlen);
 }
 
@@ -355,13 +353,12 @@ int checkpoint_read(const param_table *t, const char *path, checkpoint_position 
     snprintf(err, errlen, "out of memory to load a checkpoint");
     goto out;
   }
-  if ((rc = h5_open_read(path, "no checkpoint to resume from (run without --resume first)", &file, err, errlen)) !=
-          DLPAR_OK ||
-      (rc = read_attr(file, path, "step", &pos->step, err, errlen)) != DLPAR_OK ||
-      (rc = read_attr(file, path, "epoch", &pos->epoch, err, errlen)) != DLPAR_OK ||
-      (rc = read_attr(file, path, "step_in_epoch", &pos->step_in_epoch, err, errlen)) != DLPAR_OK ||
-      (rc = read_attr(file, path, "seed", &pos->seed, err, errlen)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(rc, h5_open_read(path, "no checkpoint to resume from (run without --resume first)", &file, err, errlen),
+                 out);
+  DLPAR_TRY_GOTO(rc, read_attr(file, path, "step", &pos->step, err, errlen), out);
+  DLPAR_TRY_GOTO(rc, read_attr(file, path, "epoch", &pos->epoch, err, errlen), out);
+  DLPAR_TRY_GOTO(rc, read_attr(file, path, "step_in_epoch", &pos->step_in_epoch, err, errlen), out);
+  DLPAR_TRY_GOTO(rc, read_attr(file, path, "seed", &pos->seed, err, errlen), out);
   for (int which = 0; which < 3 && rc == DLPAR_OK; which++) {
     if ((rc = read_group(t, file, which, &b, path, err, errlen)) == DLPAR_OK)
       rc = take(ctx, tensors[which], b.host, err, errlen);

@@ -16,7 +16,7 @@ trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la libdlpar/li
 TRAINER_LIBS = trainer/libdlpar_trainer.la common/libdlpar_common.la
 
 bin_PROGRAMS += trainer/dlpar-train trainer/dlpar-gen-data
-trainer_dlpar_train_SOURCES = trainer/train.c trainer/train.h trainer/benchy.c
+trainer_dlpar_train_SOURCES = trainer/train.c trainer/train.h trainer/step.c trainer/benchy.c trainer/benchy.h
 trainer_dlpar_train_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(BLAS_CFLAGS) $(PTHREAD_CFLAGS)
 trainer_dlpar_train_LDADD =
 trainer_dlpar_gen_data_SOURCES = trainer/gen_data.c trainer/rng.c trainer/npy.c trainer/atomic_file.c trainer/h5util.c \

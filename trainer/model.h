@@ -56,7 +56,13 @@ typedef struct {
   /* the whole local flat buffer (params.h's layout), to and from the host */
   int (*read_tensor)(model *m, model_tensor which, float *host);
   int (*write_tensor)(model *m, model_tensor which, const float *host);
+  /* the model's own buffers (the arena on a GPU, every tensor on CPUs) */
   size_t (*peak_memory)(const model *m);
+  /* what this process holds on its GPU now, libraries included (the CUDA
+   * context, the arena, cuBLASLt's workspace, cuDNN's plans, NCCL's
+   * buffers, kernel stacks): the device's used memory, the GPU being this
+   * rank's alone as the launcher binds it; 0 on CPUs */
+  size_t (*device_memory)(const model *m);
   void (*destroy)(model *m);
 } model_ops;
 

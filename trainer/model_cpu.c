@@ -180,8 +180,8 @@ static int backward(model_cpu *m, const float *tgt)
   if ((rc = buckets_ready(m, t->norm_w)) != DLPAR_OK)
     return rc;
   for (int l = d->depth - 1; l >= 0; l--) {
-    if ((rc = block_backward(m, l)) != DLPAR_OK || (rc = buckets_ready(m, t->blocks[l].norm1_w)) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(block_backward(m, l));
+    DLPAR_TRY(buckets_ready(m, t->blocks[l].norm1_w));
   }
 #pragma omp parallel for
   for (long n = 0; n < d->N; n++)
@@ -298,6 +298,12 @@ static size_t cpu_peak_memory(const model *base)
   return ((const model_cpu *)base)->bytes;
 }
 
+static size_t cpu_device_memory(const model *base)
+{
+  (void)base;
+  return 0;
+}
+
 /* ------------------------------------------------------------ memory */
 
 typedef struct {
@@ -377,6 +383,7 @@ static const model_ops cpu_ops = {
     .read_tensor = cpu_read_tensor,
     .write_tensor = cpu_write_tensor,
     .peak_memory = cpu_peak_memory,
+    .device_memory = cpu_device_memory,
     .destroy = cpu_destroy,
 };
 

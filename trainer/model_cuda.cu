@@ -363,8 +363,8 @@ static int backward(model_cuda *m, const float *tgt)
   if ((rc = grads_ready(m, d->depth, t->norm_w)) != DLPAR_OK)
     return rc;
   for (int l = d->depth - 1; l >= 0; l--) {
-    if ((rc = block_backward(m, l)) != DLPAR_OK || (rc = grads_ready(m, l, t->blocks[l].norm1_w)) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(block_backward(m, l));
+    DLPAR_TRY(grads_ready(m, l, t->blocks[l].norm1_w));
   }
   CHECK_DL(m, dl_pos_embed_bwd(grad(m, t->pos_embed), m->dx, d->B, d->N, d->D, m->act, m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, NULL, 0, grad(m, t->patch_w), grad(m, t->patch_b), m->dx, m->patches,
@@ -497,9 +497,9 @@ static int cuda_evaluate(model *base, const float *inp, const float *tgt)
 {
   model_cuda *m = (model_cuda *)base;
   const vit_dims *d = &m->base.dims;
-  int s, rc;
-  if ((rc = stage_batch(m, inp, tgt, &s)) != DLPAR_OK || (rc = forward(m, m->inp[s])) != DLPAR_OK)
-    return rc;
+  int s;
+  DLPAR_TRY(stage_batch(m, inp, tgt, &s));
+  DLPAR_TRY(forward(m, m->inp[s]));
   CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
                              (size_t)d->Cout * d->H * d->W, m->compute));
   CHECK_DL(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->rmse_per_sample, m->pred, m->tgt[s], m->lat_w, d->B,
@@ -586,6 +586,13 @@ static int cuda_write_tensor(model *base, model_tensor which, const float *host)
 static size_t cuda_peak_memory(const model *base)
 {
   return ((const model_cuda *)base)->arena_bytes;
+}
+
+static size_t cuda_device_memory(const model *base)
+{
+  size_t free_bytes = 0, total_bytes = 0;
+  (void)base;
+  return cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess ? total_bytes - free_bytes : 0;
 }
 
 /* ------------------------------------------------------------ memory */
@@ -731,7 +738,8 @@ static void cuda_destroy(model *base)
 
 static const model_ops cuda_ops = {
     cuda_forward_backward, cuda_optimizer_step, cuda_evaluate,          cuda_post_metrics, cuda_take_metrics,
-    cuda_read_tensor,      cuda_write_tensor,   cuda_peak_memory,       cuda_destroy,
+    cuda_read_tensor,      cuda_write_tensor,   cuda_peak_memory,       cuda_device_memory,
+    cuda_destroy,
 };
 
 /* The per-thread stack the attention kernels need, set before any graph
@@ -749,7 +757,6 @@ static int reserve_kernel_stack(model_cuda *m)
 static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info)
 {
   const vit_dims *d = &m->base.dims;
-  int rc;
   m->act = cfg->amp == AMP_BF16 ? DL_BF16 : cfg->amp == AMP_FP16 ? DL_F16 : DL_F32;
   m->act_bytes = dl_dtype_bytes(m->act);
   m->blocks = (block_acts *)calloc((size_t)d->depth, sizeof(block_acts));
@@ -760,11 +767,11 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   if (d->HD > 128)
     return model_fail(&m->base, DLPAR_ERR_INPUT, "head size %d: the CUDA attention takes at most 128 (raise num_heads)",
                       d->HD);
-  if ((rc = create_streams(m)) != DLPAR_OK || (rc = reserve_kernel_stack(m)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(create_streams(m));
+  DLPAR_TRY(reserve_kernel_stack(m));
   CHECK_DL(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
-  if ((rc = plan_attention(m, cfg, info)) != DLPAR_OK || (rc = plan_gelu(m, info)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(plan_attention(m, cfg, info));
+  DLPAR_TRY(plan_gelu(m, info));
   layout(m); /* measure */
   m->arena_bytes = m->arena_used;
   if (cudaMalloc((void **)&m->arena, m->arena_bytes) != cudaSuccess)

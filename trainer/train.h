@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/train.h: dlpar-train's state and the loop's pieces that its
- * other mode reuses: the training loop (train.c) and --benchy (benchy.c)
- * run the same steps, report errors and lines the same way. */
+/* trainer/train.h: dlpar-train's state and the step (step.c) that the
+ * training loop (train.c) and --benchy (benchy.c) both run, reporting
+ * errors and lines the same way. */
 #ifndef DLPAR_TRAIN_H
 #define DLPAR_TRAIN_H
 
@@ -79,7 +79,9 @@ void flush_windows(trainer *t, epoch_progress *e);
 /* The step-time skew's first interval starts now. */
 void step_skew_start(trainer *t);
 
-/* --benchy (benchy.c): the SC22 tutorial's benchmark instead of training. */
-void benchy(trainer *t);
+/* The cosine schedule's learning rate at step i (0-based). */
+double train_learning_rate(const trainer *t, long i);
+/* A checkpoint of this step (every rank takes part). */
+void train_save_checkpoint(trainer *t);
 
 #endif

@@ -8,7 +8,8 @@
  *    dv_j = sum_i p_ij do_i          dk_j = s sum_i ds_ij q_i
  *    dq_i = s sum_j ds_ij k_j        ds_ij = p_ij (do_i.v_j - delta_i)
  * dk/dv and dq are separate kernels, so no atomics and the result is
- * deterministic. Tensor cores are issue 7's work on a GPU. */
+ * deterministic. No tensor cores: the GPU's attention is cuDNN's
+ * (attention_cudnn.cu); this is its reference and fallback. */
 #include "config.h"
 
 #include <math.h>

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/attention_cudnn.cu: attention through cuDNN's backend graph
- * API (cuDNN >= 9.13.1; written against 9.19, see
- * /work/shared/notes/cudnn-sdpa-facts.md): forward is the fused SDPA_FWD
+ * API (cuDNN >= 9.13.1; written against 9.19): forward is the fused SDPA_FWD
  * operation writing the softmax statistics (the lse of the reference
  * kernels), backward the 18-operation flash-bprop graph cuDNN's fused
  * engines accept. Plans are built once per shape and dtype, kept in the

@@ -93,5 +93,5 @@ expect_rc "dlpar-run --check=sometimes" $? nonzero
 expect_contains "dlpar-run --check=sometimes" "$out" "'only' (check and stop) or 'off'"
 out=$(DLPAR_CHECK_STRAGGLER=half "$B/tools/dlpar-run" -n 2 --check -- "$hello" 2>&1)
 expect_rc "DLPAR_CHECK_STRAGGLER=half" $? nonzero
-expect_contains "DLPAR_CHECK_STRAGGLER=half" "$out" "DLPAR_CHECK_STRAGGLER=half: not a number (e.g. 0.5, or unset it)"
+expect_contains "DLPAR_CHECK_STRAGGLER=half" "$out" "DLPAR_CHECK_STRAGGLER=half: not a ratio (use e.g. 0.5, or unset it)"
 finish

@@ -6,7 +6,7 @@
 # combinations for the grid, overrides, data directories and files (wrong
 # dataset, too small, NaN), statistics, and --resume without a checkpoint.
 # An error every rank finds is reported once, by rank 0. Input built to
-# crash or exhaust the trainer gets one line too, at once (issue 15): YAML
+# crash or exhaust the trainer gets one line too, at once: YAML
 # nested deeper than the limit (file or --key=[[[...), aliases inside their
 # own anchor, duplicate keys by the ten thousand, values with newlines, a
 # FIFO named like a config, an HDF5 file or statistics, and checkpoints

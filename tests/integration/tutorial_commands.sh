@@ -69,10 +69,10 @@ want=$(awk -v s=$last 'BEGIN { printf "%.9g", 5e-4 * 0.5 * (1 + cos(3.1415926535
 TEST_CHECKS=$((TEST_CHECKS + 1))
 near "$(tag "$run" $last "Learning Rate")" "$want" || fail "Learning Rate at step $last: $(tag "$run" $last "Learning Rate"), want $want"
 
-# --- the issue's command: SC22's --num_epochs, the schedule over its steps -
+# --- SC22's --num_epochs command, the schedule over its steps ------------
 out=$(one sc23 --config=short --num_epochs 4 --num_data_workers 8 --amp_mode=fp16 --enable_apex --enable_jit \
         --run_num=e4)
-expect_rc "issue 16's command" $? 0
+expect_rc "SC22's --num_epochs command" $? 0
 set -- $(epochs "$out")
 expect_eq "--num_epochs 4" "$1" 4
 expect_contains "--num_epochs 4: steps" "$out" "dlpar-train: done at step $(( 4 * $2 ))"
