@@ -125,7 +125,6 @@ static const int FP16_SCALE_INTERVAL = 2000;
  * an overflow there is the gradients' own (a skipped step); 2^24 keeps
  * scaled losses far from fp32's range */
 static const float FP16_MIN_SCALE = 1.0f, FP16_MAX_SCALE = 16777216.0f;
-static const size_t KERNEL_STACK_BYTES = 2048; /* the attention kernels' frames: reserved before any capture */
 
 /* ------------------------------------------------------------ parameters */
 
@@ -747,10 +746,11 @@ static const model_ops cuda_ops = {
  * capture forbids. */
 static int reserve_kernel_stack(model_cuda *m)
 {
-  size_t stack = 0;
+  size_t stack = 0, needed = 0;
+  CHECK_DL(m, dl_attention_stack_bytes(&needed));
   CHECK_DL(m, cudaDeviceGetLimit(&stack, cudaLimitStackSize));
-  if (stack < KERNEL_STACK_BYTES)
-    CHECK_DL(m, cudaDeviceSetLimit(cudaLimitStackSize, KERNEL_STACK_BYTES));
+  if (stack < needed)
+    CHECK_DL(m, cudaDeviceSetLimit(cudaLimitStackSize, needed));
   return DLPAR_OK;
 }
 

@@ -227,3 +227,25 @@ extern "C" int dl_attention_bwd(void *dq, void *dk, void *dv, const void *dout, 
     return (int)cudaErrorInvalidValue;
   return DL_DISPATCH(act, attention_bwd, dq, dk, dv, dout, q, k, v, o, lse, delta, B, a, s);
 }
+
+/* The largest per-thread local memory (frames, spills) of one dtype's kernels. */
+template <typename T> static int stack_bytes_of(size_t *bytes)
+{
+  const void *kernels[3] = {(const void *)flash_fwd_kernel<T>, (const void *)flash_dkdv_kernel<T>,
+                            (const void *)flash_dq_kernel<T>};
+  for (int i = 0; i < 3; i++) {
+    cudaFuncAttributes attributes;
+    CUDA_RETURN_ON_ERROR(cudaFuncGetAttributes(&attributes, kernels[i]));
+    *bytes = attributes.localSizeBytes > *bytes ? attributes.localSizeBytes : *bytes;
+  }
+  return 0;
+}
+
+extern "C" int dl_attention_stack_bytes(size_t *bytes)
+{
+  int rc;
+  *bytes = 0;
+  if ((rc = stack_bytes_of<float>(bytes)) != 0 || (rc = stack_bytes_of<__nv_bfloat16>(bytes)) != 0)
+    return rc;
+  return stack_bytes_of<__half>(bytes);
+}

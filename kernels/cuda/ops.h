@@ -128,6 +128,10 @@ int dl_layernorm_bwd(void *dinp, float *dw, float *db, const void *dout, const v
  * HD <= 128 and a multiple of 8 */
 int dl_attention_fwd(void *o, float *lse, const void *q, const void *k, const void *v, int B, int N, int NH, int HD,
                      float scale, dl_dtype act, cudaStream_t s);
+/* The per-thread local memory (bytes) the attention kernels need at most,
+ * over every dtype (cudaFuncGetAttributes): the stack to reserve before a
+ * CUDA graph capture, where the runtime may not grow it. */
+int dl_attention_stack_bytes(size_t *bytes);
 /* dq, dk, dv (act, overwritten); delta: B*NH*N fp32 scratch */
 int dl_attention_bwd(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v,
                      const void *o, const float *lse, float *delta, int B, int N, int NH, int HD, float scale,

@@ -438,6 +438,17 @@ static void test_gemms(dl_blas *blas, int refused, dl_dtype t)
   test_mlp_gelu(blas, refused, t, 4050, 384, 1536, 384); /* base: one sample's tokens */
 }
 
+/* The attention kernels' local memory per thread (rows of q and of its
+ * gradient), which the stack reserved before capture covers: asked of the
+ * runtime, and within what a thread may have. */
+static void test_attention_stack(void)
+{
+  size_t bytes = (size_t)-1;
+  CHECK_GPU(dl_attention_stack_bytes(&bytes));
+  CHECK(bytes <= 64 * 1024);
+  printf("ok: the attention kernels need %zu bytes of local memory per thread\n", bytes);
+}
+
 int main(void)
 {
   const dl_dtype types[3] = {DL_F32, DL_BF16, DL_F16};
@@ -466,6 +477,7 @@ int main(void)
   }
   test_loss_and_metrics();
   test_loss_scale();
+  test_attention_stack();
   dl_blas_destroy(blas);
   dl_blas_destroy(plain);
   return check_report("test_kernels_gpu");
