@@ -624,7 +624,7 @@ static void layout(model_cuda *m)
   m->params_act = m->act == DL_F32 ? m->params : take(m, a * total);
   m->lr_t = (float *)take(m, 8), m->loss_scale = (float *)take(m, 4);
   m->metric_sums = (float *)take(m, 4 * (size_t)N_SUMS), m->rmse_per_sample = (float *)take(m, 4 * (size_t)d->B);
-  m->loss_sums = (float *)take(m, 8 * (size_t)d->B), m->found_inf = (int *)take(m, 4), m->clean_steps = (int *)take(m, 4);
+  m->loss_sums = (float *)take(m, sizeof(float) * dl_l2_loss_scratch_floats((int)d->B)), m->found_inf = (int *)take(m, 4), m->clean_steps = (int *)take(m, 4);
   for (int s = 0; s < 2; s++)
     m->inp[s] = (float *)take(m, 4 * img_in), m->tgt[s] = (float *)take(m, 4 * img_out);
   m->patches = take(m, a * BT * d->Cin * d->P * d->P), m->x_final = take(m, a * BT * D), m->lnf = take(m, a * BT * D);

@@ -1,20 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* kernels/cuda/loss.cu: the tutorial's relative L2 loss and the
- * latitude-weighted RMSE, per sample by one block each (fixed order, so
- * deterministic), accumulated into device sums the host reads rarely. */
+/* kernels/cuda/loss.cu: the tutorial's relative L2 loss (every step: each
+ * sample's sums by L2_CHUNKS blocks, then the chunks added in a fixed
+ * order, so the whole GPU reads the prediction and the result is
+ * deterministic) and the latitude-weighted RMSE (validation: a block per
+ * sample), accumulated into device sums the host reads rarely. */
 #include "config.h"
 
 #include <math.h>
 
 #include "kernels/cuda/common.cuh"
 
-/* sums[2b] = ||p_b - t_b||^2, sums[2b+1] = ||t_b||^2 */
-__global__ void l2_sums_kernel(float *sums, const float *pred, const float *target, size_t n)
+/* Blocks per sample: B x 64 blocks (16 samples a rank) fill an H100's 132
+ * SMs several times over, where a block per sample used 16 of them. */
+enum { L2_CHUNKS = 64, L2_THREADS = 512 };
+
+extern "C" size_t dl_l2_loss_scratch_floats(int B)
+{
+  return 2 * (size_t)B * (L2_CHUNKS + 1);
+}
+
+/* partials[2 (b CHUNKS + c)] = ||p - t||^2, [.. + 1] = ||t||^2 over chunk c (blockIdx.x) of sample b (blockIdx.y) */
+__global__ void l2_partials_kernel(float *partials, const float *pred, const float *target, size_t n)
 {
   __shared__ float shared[32];
-  const float *p = pred + (size_t)blockIdx.x * n, *t = target + (size_t)blockIdx.x * n;
+  const size_t chunk = (n + L2_CHUNKS - 1) / L2_CHUNKS, lo = blockIdx.x * chunk, hi = lo + chunk < n ? lo + chunk : n;
+  const float *p = pred + (size_t)blockIdx.y * n, *t = target + (size_t)blockIdx.y * n;
   float diff2 = 0, norm2 = 0;
-  for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+  for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
     const float d = p[i] - t[i];
     diff2 += d * d;
     norm2 += t[i] * t[i];
@@ -22,25 +34,36 @@ __global__ void l2_sums_kernel(float *sums, const float *pred, const float *targ
   diff2 = block_sum(diff2, shared);
   norm2 = block_sum(norm2, shared);
   if (threadIdx.x == 0) {
-    sums[2 * blockIdx.x] = diff2;
-    sums[2 * blockIdx.x + 1] = norm2;
+    const size_t at = 2 * ((size_t)blockIdx.y * L2_CHUNKS + blockIdx.x);
+    partials[at] = diff2;
+    partials[at + 1] = norm2;
   }
 }
 
-__global__ void l2_mean_kernel(float *loss_sum, const float *sums, int B)
+/* sums[2b], sums[2b+1]: sample b's chunks in order; loss_sum += the mean over b of sqrt(diff2 / norm2) */
+__global__ void l2_finish_kernel(float *loss_sum, float *sums, const float *partials, int B)
 {
   float total = 0;
-  for (int b = 0; b < B; b++)
-    total += sqrtf(sums[2 * b]) / sqrtf(sums[2 * b + 1]);
+  for (int b = 0; b < B; b++) {
+    float diff2 = 0, norm2 = 0;
+    for (int c = 0; c < L2_CHUNKS; c++) {
+      diff2 += partials[2 * (b * L2_CHUNKS + c)];
+      norm2 += partials[2 * (b * L2_CHUNKS + c) + 1];
+    }
+    sums[2 * b] = diff2;
+    sums[2 * b + 1] = norm2;
+    total += sqrtf(diff2) / sqrtf(norm2);
+  }
   *loss_sum += total / B;
 }
 
 extern "C" int dl_l2_loss_fwd(float *loss_sum, float *sums, const float *pred, const float *target, int B, size_t n,
                               cudaStream_t s)
 {
-  l2_sums_kernel<<<B, 1024, 0, s>>>(sums, pred, target, n);
+  float *partials = sums + 2 * (size_t)B;
+  l2_partials_kernel<<<dim3(L2_CHUNKS, B), L2_THREADS, 0, s>>>(partials, pred, target, n);
   CUDA_RETURN_ON_LAUNCH_ERROR();
-  l2_mean_kernel<<<1, 1, 0, s>>>(loss_sum, sums, B);
+  l2_finish_kernel<<<1, 1, 0, s>>>(loss_sum, sums, partials, B);
   CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }

@@ -168,7 +168,9 @@ typedef struct {
 } dl_sdpa_check_result;
 int dl_sdpa_check(const char *props_json, int B, int N, int NH, int HD, dl_dtype act, dl_sdpa_check_result *out);
 
-/* ---- loss: per-sample ||p - t|| / ||t||; loss_sum (fp32, device) += mean over B; sums: 2*B floats scratch */
+/* ---- loss: per-sample ||p - t|| / ||t||; loss_sum (fp32, device) += mean over B; sums:
+ * dl_l2_loss_scratch_floats(B) floats of scratch, the per-sample sums first (dl_l2_loss_bwd reads them) */
+size_t dl_l2_loss_scratch_floats(int B);
 int dl_l2_loss_fwd(float *loss_sum, float *sums, const float *pred, const float *target, int B, size_t n,
                    cudaStream_t s);
 /* dpred = dloss * d(mean)/dpred, using the sums of the forward; dloss is a

@@ -184,7 +184,7 @@ static void test_loss_and_metrics(void)
   float *pred = host_random(total, 1), *target = host_random(total, 1), *dpred = malloc(total * 4), lat_w[9];
   float loss, rmse, zero = 0;
   float *d_pred = device_from(pred, total, DL_F32), *d_target = device_from(target, total, DL_F32);
-  float *d_dpred = device_from(NULL, total, DL_F32), *d_sums = device_from(NULL, 2 * B, DL_F32);
+  float *d_dpred = device_from(NULL, total, DL_F32), *d_sums = device_from(NULL, dl_l2_loss_scratch_floats(B), DL_F32);
   /* the RMSE's sum sits between two sentinels, as SUM_VAL_RMSE sits between
    * the other window sums: the kernel must write that one float only */
   const float sums_before[3] = {7.0f, 0.0f, 7.0f};
