@@ -48,6 +48,7 @@ done
 template=$DLPAR_SRCDIR/contrib/sbatch/pytorch.sbatch
 expect_eq "pytorch: grid fits" "$(sbatch_value "$template" dl-parallel)" 2x2
 if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+  torch_env_without_libuv # Debian 13's torch (tests/lib/common.sh); sbatch passes it on (--export=ALL)
   for args in "" --dlpar; do
     out=$(sbatch -W -o "$TEST_TMP/pytorch.out" --export=ALL,PYTHON=/usr/bin/python3,SCRIPT=$DLPAR_SRCDIR/contrib/pytorch/ddp_example.py,ARGS=$args,PYTHONPATH=$DLPAR_SRCDIR/python,DLPAR_LIBRARY=$B/libdlpar/.libs/libdlpar.so \
             "$template" 2>&1)

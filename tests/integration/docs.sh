@@ -26,7 +26,7 @@ mkdir -p "$TEST_TMP/bin" && ln -s /usr/bin/python3 "$TEST_TMP/bin/python3"
 export PATH=$TEST_TMP/bin:$B/trainer:$B/tools:$DLPAR_SRCDIR/contrib:$DLPAR_SRCDIR/tests/stand-ins:$PATH
 export PYTHONPATH=$DLPAR_SRCDIR/python DLPAR_LIBRARY=$B/libdlpar/.libs/libdlpar.so
 have_torch=no
-/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null && have_torch=yes
+/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null && have_torch=yes && torch_env_without_libuv
 cd "$work"
 
 # the "$ " commands of a guide's sh blocks, continuation lines joined

@@ -18,11 +18,7 @@
   skip "no PyTorch for /usr/bin/python3 (apt-get install python3-torch)"
 use_bed
 prog="/usr/bin/python3 $DLPAR_SRCDIR/tests/integration/torch/env_programs.py"
-# Debian 13's torch 2.6 was built without libuv yet asks TCPStore for it by
-# default, so env:// fails there under any launcher (torchrun too): torch's
-# own switch, USE_LIBUV=0, for the unchanged programs (dlpar's module copes).
-/usr/bin/python3 -c 'import torch.distributed as d; d.TCPStore("127.0.0.1", 0, 1, True, wait_for_workers=False)' 2>&1 |
-  grep -q libuv && export USE_LIBUV=0
+torch_env_without_libuv # Debian 13's torch (tests/lib/common.sh)
 
 # expect_ok WHAT OUTPUT RANKS CHECKS_PER_RANK: every rank printed its checks ok, none failed
 expect_ok() {

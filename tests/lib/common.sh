@@ -103,3 +103,13 @@ max_rel_diff() {
   join <(step_losses "$1" | sort -k1,1) <(step_losses "$2" | sort -k1,1) |
     awk '{ d = ($2 - $3) / $3; d = d < 0 ? -d : d; if (d > m) m = d; n++ } END { printf "%.3g %d\n", m, n }'
 }
+
+# Debian 13's torch 2.6 was built without libuv yet asks TCPStore for it by
+# default, so env:// fails there under any launcher (torchrun too): torch's
+# own switch, USE_LIBUV=0, for the tests' unchanged env:// programs (dlpar's
+# module needs none). Nothing where /usr/bin/python3's torch has libuv.
+torch_env_without_libuv() {
+  /usr/bin/python3 -c 'import torch.distributed as d; d.TCPStore("127.0.0.1", 0, 1, True, wait_for_workers=False)' \
+    2>&1 | grep -q libuv && export USE_LIBUV=0
+  return 0
+}
