@@ -9,7 +9,7 @@
  * too. */
 #include "config.h"
 
-#include "kernels/cpu/blas.h"
+#include <cblas.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>

@@ -13,7 +13,7 @@
  * regions (GEMMs split by rows of the output), so one pool of threads does
  * all the work instead of OpenMP's and OpenBLAS's spinning against each
  * other; the caller sets OpenBLAS to one thread (dlpar-train does). */
-#include "kernels/cpu/blas.h"
+#include <cblas.h>
 #include <math.h>
 #ifdef _OPENMP
 #include <omp.h>
