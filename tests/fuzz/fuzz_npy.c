@@ -17,9 +17,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   rc = npy_read_stream(f, size ? (long)size : 0, "fuzz.npy", &array, err, sizeof(err));
   fuzz_expect_one_line(rc, err);
   if (rc == DLPAR_OK) {
-    volatile float sum = 0; /* every value read is there */
+    float sum = 0; /* every value read: the sanitizers see an array shorter than its count */
     for (long i = 0; i < array.count; i++)
       sum += array.data[i];
+    if (array.count == 0 && sum != 0) /* never: it keeps the reads */
+      abort();
     npy_free(&array);
   }
   fclose(f);
