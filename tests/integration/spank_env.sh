@@ -11,7 +11,7 @@
 # the node-side check when srun cannot predict the layout, and no flag: no
 # variables and no binding.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
-use_bed plugin # the plugin alone: runs on a Slurm without mpi/pmix too
+use_bed
 
 show='echo "$SLURM_PROCID|$DLPAR_VERSION|$DLPAR_TP_SIZE|$DLPAR_DP_SIZE|$DLPAR_TP_RANK|$DLPAR_DP_RANK|$DLPAR_RANK|$DLPAR_LOCAL_RANK|$DLPAR_LOCAL_SIZE|$DLPAR_DEVICE|$CUDA_VISIBLE_DEVICES|$CUDA_DEVICE_ORDER|$DLPAR_CPUS|$(grep Cpus_allowed_list /proc/self/status | cut -f2)|$DLPAR_NIC|$NCCL_IB_HCA|$UCX_NET_DEVICES|$RANK|$LOCAL_RANK|$WORLD_SIZE|$LOCAL_WORLD_SIZE"'
 

@@ -6,7 +6,7 @@
 # (srun: before launch; slurmstepd: per task; sbatch: at submission),
 # heterogeneous steps by name.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
-use_bed plugin # the plugin alone: runs on a Slurm without mpi/pmix too
+use_bed
 
 help=$(srun --help 2>&1)
 for opt in "--dl-parallel=MxD" "--dl-profile=nsys|nvtx|off" "--dl-profile-steps=A-B" "--dl-profile-ranks=LIST" "--dl-verbose"; do
