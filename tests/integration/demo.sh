@@ -11,7 +11,14 @@
 export OMP_NUM_THREADS=1
 src=$(cd "$DLPAR_SRCDIR" && pwd) # as contrib/demo prints it
 demo=$src/contrib/demo
-cluster_beds() { ls -d /var/tmp/dlpar-bed.* 2>/dev/null | sort; }
+# beds on this machine, less the shared one of this make check (other tests
+# may start it while the demo runs)
+cluster_beds() {
+  local dir
+  for dir in /var/tmp/dlpar-bed.*; do
+    [ -d "$dir" ] && [ "$(cat "$dir/owner" 2>/dev/null)" != "${DLPAR_CHECK_OWNER:-}" ] && echo "$dir"
+  done | sort
+}
 
 # (a Slurm without mpi/pmix cannot start the training under srun: the demo
 # says so and uses dlpar-run, checked below)
