@@ -53,7 +53,7 @@ use_bed() {
   local out rc state=$DLPAR_BUILDDIR/tests/.bed owner=${DLPAR_CHECK_OWNER:-$PPID}
   [ "${1:-}" = private ] && state=$TEST_TMP/bed owner=$$
   "$DLPAR_SRCDIR/tests/testbed/dlpar-bed" has-pmix ||
-    skip "this Slurm ($(srun --version 2>/dev/null)) has no mpi/pmix plugin, so no PMIx program starts under srun (Debian testing's slurm-wlm 26.05 is built without it)"
+    skip "this Slurm ($(srun --version 2>&1 | head -n 1)) has no mpi/pmix plugin, so no PMIx program starts under srun (Debian testing's slurm-wlm 26.05 is built without it)"
   out=$("$DLPAR_SRCDIR/tests/testbed/dlpar-bed" ensure --state "$state" --owner "$owner" \
         --plugin "$DLPAR_BUILDDIR/spank/.libs/spank_dlpar.so" \
         --plugin-args "$BED_TOPOLOGY" \
