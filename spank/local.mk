@@ -8,7 +8,7 @@ spank_spank_dlpar_la_SOURCES = \
 	spank/admin.c spank/admin.h spank/request.c spank/request.h
 spank_spank_dlpar_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 spank_spank_dlpar_la_LDFLAGS = -module -avoid-version -shared -no-undefined \
-	-Wl,--version-script=$(srcdir)/spank/dlpar.map $(HARDEN_LDFLAGS)
+	-Wl,--version-script=$(srcdir)/spank/dlpar.map $(HARDEN_LDFLAGS) $(SANITIZE_LDFLAGS)
 spank_spank_dlpar_la_LIBADD = common/libdlpar_common.la
 EXTRA_spank_spank_dlpar_la_DEPENDENCIES = spank/dlpar.map
 EXTRA_DIST += spank/dlpar.map

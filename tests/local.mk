@@ -17,6 +17,10 @@ tests_unit_test_spank_parsing_SOURCES = tests/unit/test_spank_parsing.c tests/un
 	spank/admin.c spank/request.c
 tests_unit_test_spank_parsing_LDADD = common/libdlpar_common.la
 TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing
+# The C unit tests (no bed): make check-unit runs them alone (CI: under the sanitizers).
+UNIT_TESTS = tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing
+check-unit:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(UNIT_TESTS)"
 
 # What libdlpar.so and the plugin export; dlpar.h alone; dlpar.pc.
 dist_check_SCRIPTS += tests/unit/exports.sh

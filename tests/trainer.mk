@@ -6,6 +6,7 @@ check_PROGRAMS += tests/unit/test_kernels
 tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check.h
 tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
 TESTS += tests/unit/test_kernels
+UNIT_TESTS += tests/unit/test_kernels tests/unit/test_checkpoint $(TRAINER_UNIT_TESTS)
 
 # The cuDNN attention's plans for an H100, compiled without a GPU (the
 # script sets the libcuda stub up; it SKIPs in builds without cuDNN).

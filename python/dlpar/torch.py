@@ -10,8 +10,9 @@
 World rank 0 opens torch's TCPStore on a port the kernel chooses (no
 collision is possible); its address and port reach the other ranks through
 PMIx (libdlpar's dlpar_share_from_root), then every rank joins. A rank that
-never arrives is named (rank, host) on every other rank within the
-rendezvous timeout, and the step ends. The groups are libdlpar's: tp = M
+never arrives is named (rank, host) within the rendezvous timeout, in one
+line from the lowest rank of its node that arrived (rank 0 says when the
+missing ranks are all on other nodes), and the step ends. The groups are libdlpar's: tp = M
 consecutive ranks (kept inside a node by the plugin), dp = the ranks M
 apart; on torch versions with a DeviceMesh, grid.mesh is the (dp, tp) mesh
 over them. The CUDA device is the one the launcher bound the rank to.

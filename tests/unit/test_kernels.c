@@ -13,11 +13,37 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "kernels/cpu/ops.h"
 #include "tests/unit/check.h"
 
 /* ------------------------------------------------------------ helpers */
+
+/* Every buffer a test allocates, freed at the end of main: LeakSanitizer
+ * (make check-unit in a --enable-sanitizers build) then sees only what the
+ * code under test loses. */
+enum { SCRATCH_MAX = 4096 };
+static void *scratch[SCRATCH_MAX];
+static int nscratch;
+
+static void *scratch_alloc(size_t bytes, bool zero)
+{
+  void *p = zero ? calloc(1, bytes) : malloc(bytes);
+  if (!p || nscratch == SCRATCH_MAX) {
+    fprintf(stderr, "test_kernels: out of scratch memory\n");
+    exit(99);
+  }
+  scratch[nscratch++] = p;
+  return p;
+}
+
+static void scratch_free(void)
+{
+  while (nscratch > 0)
+    free(scratch[--nscratch]);
+}
 
 typedef struct {
   uint64_t state;
@@ -34,7 +60,7 @@ static double uniform(rng *r) /* splitmix64 -> [-1, 1) */
 
 static double *randd(rng *r, size_t n, double scale)
 {
-  double *x = malloc(n * sizeof(double));
+  double *x = scratch_alloc(n * sizeof(double), false);
   for (size_t i = 0; i < n; i++)
     x[i] = uniform(r) * scale;
   return x;
@@ -42,7 +68,7 @@ static double *randd(rng *r, size_t n, double scale)
 
 static float *to_f32(const double *x, size_t n)
 {
-  float *y = malloc(n * sizeof(float));
+  float *y = scratch_alloc(n * sizeof(float), false);
   for (size_t i = 0; i < n; i++)
     y[i] = (float)x[i];
   return y;
@@ -114,7 +140,6 @@ static void check_fd(const char *what, objective f, double *x, const double *gra
   double *u = randd(r, n, 1.0);
   const double fd = fd_directional(f, x, u, n, ctx), analytic = dot(grad, u, n);
   CHECK_REL(what, fabs(fd - analytic) / fabs(analytic), 1e-6);
-  free(u);
 }
 
 /* ------------------------------------------------------------ matmul */
@@ -137,10 +162,10 @@ static void test_matmul(rng *r)
 {
   matmul_case m = {.BT = 13, .C = 24, .OC = 17};
   const size_t ni = (size_t)m.BT * m.C, nw = (size_t)m.OC * m.C, no = (size_t)m.BT * m.OC;
-  double *dinp = calloc(ni, 8), *dw = calloc(nw, 8), *db = calloc(m.OC, 8);
-  float *out32 = malloc(no * 4);
+  double *dinp = scratch_alloc((size_t)(ni) * (8), true), *dw = scratch_alloc((size_t)(nw) * (8), true), *db = scratch_alloc((size_t)(m.OC) * (8), true);
+  float *out32 = scratch_alloc(no * 4, false);
   m.inp = randd(r, ni, 1), m.w = randd(r, nw, 0.5), m.bias = randd(r, m.OC, 0.5), m.r = randd(r, no, 1);
-  m.out = malloc(no * 8);
+  m.out = scratch_alloc(no * 8, false);
   matmul_bwd_f64(dinp, dw, db, m.r, m.inp, m.w, m.BT, m.C, m.OC);
   m.which = 0, check_fd("matmul dinp", matmul_objective, m.inp, dinp, ni, &m, r);
   m.which = 1, check_fd("matmul dw", matmul_objective, m.w, dw, nw, &m, r);
@@ -169,10 +194,10 @@ static void test_layernorm(rng *r)
 {
   ln_case l = {.BT = 9, .C = 32};
   const size_t n = (size_t)l.BT * l.C;
-  double *dinp = calloc(n, 8), *dw = calloc(l.C, 8), *db = calloc(l.C, 8);
-  float *out32 = malloc(n * 4), mean32[9], rstd32[9];
+  double *dinp = scratch_alloc((size_t)(n) * (8), true), *dw = scratch_alloc((size_t)(l.C) * (8), true), *db = scratch_alloc((size_t)(l.C) * (8), true);
+  float *out32 = scratch_alloc(n * 4, false), mean32[9], rstd32[9];
   l.inp = randd(r, n, 2), l.w = randd(r, l.C, 1), l.b = randd(r, l.C, 1), l.r = randd(r, n, 1);
-  l.out = malloc(n * 8), l.mean = malloc(l.BT * 8), l.rstd = malloc(l.BT * 8);
+  l.out = scratch_alloc(n * 8, false), l.mean = scratch_alloc(l.BT * 8, false), l.rstd = scratch_alloc(l.BT * 8, false);
   ln_objective(l.inp, &l);
   layernorm_bwd_f64(dinp, dw, db, l.r, l.inp, l.w, l.mean, l.rstd, l.BT, l.C);
   l.which = 0, check_fd("layernorm dinp", ln_objective, l.inp, dinp, n, &l, r);
@@ -208,9 +233,9 @@ static void test_gelu_softmax(rng *r)
 {
   pointwise_case p = {.rows = 7, .cols = 19};
   const size_t n = (size_t)p.rows * p.cols;
-  double *x = randd(r, n, 3), *dx = malloc(n * 8);
-  float *out32 = malloc(n * 4);
-  p.r = randd(r, n, 1), p.out = malloc(n * 8);
+  double *x = randd(r, n, 3), *dx = scratch_alloc(n * 8, false);
+  float *out32 = scratch_alloc(n * 4, false);
+  p.r = randd(r, n, 1), p.out = scratch_alloc(n * 8, false);
   gelu_bwd_f64(dx, x, p.r, n);
   check_fd("gelu dinp", gelu_objective, x, dx, n, &p, r);
   gelu_fwd_f64(p.out, x, n);
@@ -245,11 +270,11 @@ static void test_attention(rng *r)
   /* N = 150: three query blocks and two key blocks, the last ones partial */
   attn_case a = {.B = 2, .N = 150, .NH = 3, .HD = 8};
   const size_t n = (size_t)a.B * a.N * a.NH * a.HD;
-  double *naive = malloc(n * 8), *dq = malloc(n * 8), *dk = malloc(n * 8), *dv = malloc(n * 8);
-  float *out32 = malloc(n * 4), *lse32 = malloc((size_t)a.B * a.NH * a.N * 4);
+  double *naive = scratch_alloc(n * 8, false), *dq = scratch_alloc(n * 8, false), *dk = scratch_alloc(n * 8, false), *dv = scratch_alloc(n * 8, false);
+  float *out32 = scratch_alloc(n * 4, false), *lse32 = scratch_alloc((size_t)a.B * a.NH * a.N * 4, false);
   a.scale = 1.0 / sqrt(a.HD);
   a.q = randd(r, n, 1.5), a.k = randd(r, n, 1.5), a.v = randd(r, n, 1), a.r = randd(r, n, 1);
-  a.out = malloc(n * 8), a.lse = malloc((size_t)a.B * a.NH * a.N * 8);
+  a.out = scratch_alloc(n * 8, false), a.lse = scratch_alloc((size_t)a.B * a.NH * a.N * 8, false);
   attention_naive_fwd_f64(naive, a.q, a.k, a.v, a.B, a.N, a.NH, a.HD, a.scale);
   attn_objective(a.q, &a);
   CHECK_REL("blocked vs naive attention (f64)", rel_error_f64(a.out, naive, n), 1e-12);
@@ -280,7 +305,7 @@ static void test_loss(rng *r)
 {
   loss_case l = {.B = 3, .n = 50};
   const size_t n = l.B * l.n;
-  double *pred = randd(r, n, 1), *dpred = malloc(n * 8), per_sample[3];
+  double *pred = randd(r, n, 1), *dpred = scratch_alloc(n * 8, false), per_sample[3];
   float per32[3];
   l.target = randd(r, n, 1);
   const double loss = l2_loss_fwd_f64(per_sample, pred, l.target, l.B, l.n);
@@ -305,7 +330,7 @@ static void test_loss(rng *r)
 static void test_adam(rng *r)
 {
   const size_t n = 40;
-  double *p = randd(r, n, 1), *m = calloc(n, 8), *v = calloc(n, 8), *p0 = malloc(n * 8), *g1 = randd(r, n, 1),
+  double *p = randd(r, n, 1), *m = scratch_alloc((size_t)(n) * (8), true), *v = scratch_alloc((size_t)(n) * (8), true), *p0 = scratch_alloc(n * 8, false), *g1 = randd(r, n, 1),
          *g2 = randd(r, n, 1), want[40];
   const double lr = 1e-3, b1 = 0.9, b2 = 0.95, eps = 1e-8;
   memcpy(p0, p, n * 8);
@@ -324,8 +349,8 @@ static void test_patches(rng *r)
 {
   const int B = 2, C = 3, H = 8, W = 12, P = 4;
   const size_t n = (size_t)B * C * H * W;
-  double *img = randd(r, n, 1), *tokens = randd(r, n, 1), *patches = malloc(n * 8), *back = malloc(n * 8),
-         *dtok = malloc(n * 8);
+  double *img = randd(r, n, 1), *tokens = randd(r, n, 1), *patches = scratch_alloc(n * 8, false), *back = scratch_alloc(n * 8, false),
+         *dtok = scratch_alloc(n * 8, false);
   patchify_f64(patches, img, B, C, H, W, P);
   /* conv order: patch (b=1, i=1, j=2), entry (c=2, a=3, e=1) = pixel (1, 2, 1*4+3, 2*4+1) */
   CHECK(patches[((size_t)1 * 2 * 3 + 1 * 3 + 2) * (C * P * P) + 2 * P * P + 3 * P + 1] ==
@@ -348,5 +373,6 @@ int main(void)
   test_loss(&r);
   test_adam(&r);
   test_patches(&r);
+  scratch_free();
   return check_report("test_kernels");
 }

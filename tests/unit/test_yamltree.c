@@ -148,6 +148,7 @@ static void test_many_anchors(void)
   CHECK_INT(ynode_get(ytree_root(tree), "b")->n, anchors + 1);
   CHECK_STR(ynode_get(ytree_root(tree), "b")->items[anchors]->text, "7");
   ytree_free(tree);
+  free(text);
   CHECK_INT(parse("a: &x 1\nb: &x 2\nc: *x\n", &tree), DLPAR_OK); /* a later anchor replaces an earlier one */
   CHECK_STR(ynode_get(ytree_root(tree), "c")->text, "2");
   ytree_free(tree);
