@@ -472,7 +472,8 @@ static int staging_reserve(dlpar_ctx *ctx, size_t bytes)
   if (bytes <= st->staging_bytes)
     return DLPAR_OK;
   CUDA_RECORD_IN_CTX(ctx, cudaFree(st->staging));
-  st->staging = NULL, st->staging_bytes = 0;
+  st->staging = NULL;
+  st->staging_bytes = 0;
   CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->staging, bytes));
   st->staging_bytes = bytes;
   return DLPAR_OK;

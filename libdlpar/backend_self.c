@@ -31,14 +31,22 @@ static void self_finalize(dlpar_ctx *ctx)
 static int self_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count,
                           dlpar_dtype dtype, dlpar_op op, void *stream)
 {
-  (void)ctx, (void)group, (void)buf, (void)count, (void)dtype, (void)op, (void)stream;
+  (void)ctx;
+  (void)group;
+  (void)buf;
+  (void)count;
+  (void)dtype;
+  (void)op;
+  (void)stream;
   return DLPAR_OK;
 }
 
 static int self_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv,
                           size_t count, dlpar_dtype dtype, void *stream)
 {
-  (void)ctx, (void)group, (void)stream;
+  (void)ctx;
+  (void)group;
+  (void)stream;
   if (send != recv)
     memmove(recv, send, count * dlpar_dtype_size(dtype));
   return DLPAR_OK;
@@ -54,19 +62,29 @@ static int self_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *se
 static int self_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count,
                           dlpar_dtype dtype, int root, void *stream)
 {
-  (void)ctx, (void)group, (void)buf, (void)count, (void)dtype, (void)root, (void)stream;
+  (void)ctx;
+  (void)group;
+  (void)buf;
+  (void)count;
+  (void)dtype;
+  (void)root;
+  (void)stream;
   return DLPAR_OK;
 }
 
 static int self_barrier(dlpar_ctx *ctx, dlpar_group group)
 {
-  (void)ctx, (void)group;
+  (void)ctx;
+  (void)group;
   return DLPAR_OK;
 }
 
 static int self_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
 {
-  (void)ctx, (void)now, (void)err, (void)errlen;
+  (void)ctx;
+  (void)now;
+  (void)err;
+  (void)errlen;
   return DLPAR_OK;
 }
 

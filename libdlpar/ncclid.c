@@ -43,7 +43,8 @@ int dlpar_nccl_roots(const dlpar_ctx *ctx, int size)
   const int roots = (size + ctx->ranks_per_root - 1) / ctx->ranks_per_root;
   return roots > 1 ? roots : 1;
 #else
-  (void)ctx, (void)size;
+  (void)ctx;
+  (void)size;
   return 1; /* no ncclCommInitRankScalable: one root */
 #endif
 }

@@ -120,7 +120,8 @@ void dlpar_range_push(const dlpar_ctx *ctx, const char *name)
   if (ctx->profiling)
     nvtxRangePushA(name);
 #else
-  (void)ctx, (void)name;
+  (void)ctx;
+  (void)name;
 #endif
 }
 

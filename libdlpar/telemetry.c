@@ -66,7 +66,8 @@ static int wait_stream(dlpar_ctx *ctx, void *stream)
                         cudaGetErrorString(err));
   }
 #else
-  (void)ctx, (void)stream;
+  (void)ctx;
+  (void)stream;
 #endif
   return DLPAR_OK;
 }

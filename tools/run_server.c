@@ -37,7 +37,8 @@ static pmix_status_t client_connected(const pmix_proc_t *proc, void *server_obje
                                       pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
   dlpar_run_server *server = server_object;
-  (void)cbfunc, (void)cbdata;
+  (void)cbfunc;
+  (void)cbdata;
   if (server && proc->rank < (pmix_rank_t)server->nprocs)
     server->connected[proc->rank] = true;
   return PMIX_OPERATION_SUCCEEDED;
@@ -68,7 +69,10 @@ static void name_absent_ranks(dlpar_run_server *server)
 static pmix_status_t client_finalized(const pmix_proc_t *proc, void *server_object,
                                       pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-  (void)proc, (void)server_object, (void)cbfunc, (void)cbdata;
+  (void)proc;
+  (void)server_object;
+  (void)cbfunc;
+  (void)cbdata;
   return PMIX_OPERATION_SUCCEEDED;
 }
 
@@ -78,7 +82,10 @@ static pmix_status_t abort_job(const pmix_proc_t *proc, void *server_object, int
 {
   dlpar_run_server *server = server_object;
   int code = status ? status : 1;
-  (void)procs, (void)nprocs, (void)cbfunc, (void)cbdata;
+  (void)procs;
+  (void)nprocs;
+  (void)cbfunc;
+  (void)cbdata;
   (void)msg; /* the rank printed it */
   fprintf(stderr, "dlpar-run: rank %u called PMIx_Abort(%d): ending the job\n", proc->rank, status);
   if (server)
@@ -93,7 +100,10 @@ static pmix_status_t fence_nb(const pmix_proc_t procs[], size_t nprocs, const pm
                               size_t ninfo, char *data, size_t ndata, pmix_modex_cbfunc_t cbfunc,
                               void *cbdata)
 {
-  (void)procs, (void)nprocs, (void)info, (void)ninfo;
+  (void)procs;
+  (void)nprocs;
+  (void)info;
+  (void)ninfo;
   cbfunc(PMIX_SUCCESS, data, ndata, cbdata, NULL, NULL);
   return PMIX_SUCCESS;
 }
@@ -101,7 +111,11 @@ static pmix_status_t fence_nb(const pmix_proc_t procs[], size_t nprocs, const pm
 static pmix_status_t direct_modex(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
                                   pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
-  (void)proc, (void)info, (void)ninfo, (void)cbfunc, (void)cbdata;
+  (void)proc;
+  (void)info;
+  (void)ninfo;
+  (void)cbfunc;
+  (void)cbdata;
   return PMIX_ERR_NOT_SUPPORTED; /* no remote nodes */
 }
 
@@ -282,7 +296,9 @@ int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env,
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-  (void)st, (void)flag, (void)ftw;
+  (void)st;
+  (void)flag;
+  (void)ftw;
   return remove(path);
 }
 

@@ -41,7 +41,8 @@ static int add_override(train_args *a, const char *key, const char *value, char 
 
 static int set_config_name(train_args *a, const char *value, char *err, size_t errlen)
 {
-  (void)err, (void)errlen;
+  (void)err;
+  (void)errlen;
   a->config_name = value;
   return DLPAR_OK;
 }
@@ -179,7 +180,8 @@ static int parse_option(train_args *a, int argc, char **argv, int *i, char *err,
 int args_parse(int argc, char **argv, train_args *a, char *err, size_t errlen)
 {
   memset(a, 0, sizeof(*a));
-  a->config_name = "base", a->run = "00";
+  a->config_name = "base";
+  a->run = "00";
   /* at most one override per argument, but --data gives 6 */
   a->overrides = calloc((size_t)argc * 6 + 1, sizeof(char *));
   if (!a->overrides) {
@@ -214,7 +216,8 @@ void args_free(train_args *a)
   for (int i = 0; a->overrides && i < a->noverrides; i++)
     free(a->overrides[i]);
   free(a->overrides);
-  a->overrides = NULL, a->noverrides = 0;
+  a->overrides = NULL;
+  a->noverrides = 0;
 }
 
 void args_usage(void)

@@ -105,7 +105,9 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
   H5Sget_simple_extent_dims(space, dims, NULL);
   if (i == 0) {
     d->per_file = (long)dims[0];
-    d->file_channels = (int)dims[1], d->file_height = (int)dims[2], d->file_width = (int)dims[3];
+    d->file_channels = (int)dims[1];
+    d->file_height = (int)dims[2];
+    d->file_width = (int)dims[3];
   }
   if ((long)dims[0] != d->per_file || (int)dims[1] != d->file_channels || (int)dims[2] != d->file_height ||
       (int)dims[3] != d->file_width) {
@@ -192,9 +194,14 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
 {
   int rc;
   memset(d, 0, sizeof(*d));
-  d->in_channels = cfg->n_in_channels, d->out_channels = cfg->n_out_channels;
-  d->height = cfg->img_size[0], d->width = cfg->img_size[1], d->dt = cfg->dt;
-  d->means = means, d->stds = stds, d->hdf5_lock = hdf5_lock;
+  d->in_channels = cfg->n_in_channels;
+  d->out_channels = cfg->n_out_channels;
+  d->height = cfg->img_size[0];
+  d->width = cfg->img_size[1];
+  d->dt = cfg->dt;
+  d->means = means;
+  d->stds = stds;
+  d->hdf5_lock = hdf5_lock;
   if ((rc = list_files(d, dir, err, errlen)) != DLPAR_OK)
     return rc;
   pthread_mutex_lock(hdf5_lock);
@@ -262,7 +269,9 @@ static int pread_whole(int fd, void *buf, size_t bytes, long long offset)
         errno = EIO; /* the file ends early */
       return -1;
     }
-    at += got, bytes -= (size_t)got, offset += got;
+    at += got;
+    bytes -= (size_t)got;
+    offset += got;
   }
   return 0;
 }
@@ -465,7 +474,10 @@ static int fill_slot(loader *l, int slot, long epoch, long step, char *err, size
   }
   for (int w = 0; w < l->nreaders; w++) {
     batch_reader *r = &l->readers[w];
-    r->l = l, r->slot = slot, r->first = w, r->step = step;
+    r->l = l;
+    r->slot = slot;
+    r->first = w;
+    r->step = step;
     r->started = w > 0 && pthread_create(&r->thread, NULL, read_share, r) == 0;
   }
   for (int w = 0; w < l->nreaders; w++) {
@@ -494,7 +506,9 @@ static void *loader_main(void *arg)
       continue;
     }
     slot = (l->tail + l->filled) % l->depth;
-    epoch = l->epoch, step = l->step, generation = l->generation;
+    epoch = l->epoch;
+    step = l->step;
+    generation = l->generation;
     pthread_mutex_unlock(&l->lock);
     rc = fill_slot(l, slot, epoch, step, l->errors[slot], sizeof(l->errors[slot]));
     pthread_mutex_lock(&l->lock);
@@ -519,8 +533,14 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   *out = l;
   if (!l)
     goto oom;
-  l->data = data, l->batch = local_batch, l->dp_rank = dp_rank, l->dp_size = dp_size;
-  l->shuffle = shuffle, l->seed = seed, l->depth = workers > 1 ? workers : 2, l->perm_epoch = -1;
+  l->data = data;
+  l->batch = local_batch;
+  l->dp_rank = dp_rank;
+  l->dp_size = dp_size;
+  l->shuffle = shuffle;
+  l->seed = seed;
+  l->depth = workers > 1 ? workers : 2;
+  l->perm_epoch = -1;
   l->nreaders = workers > 1 ? workers : 1;
   l->memory = memory ? *memory : (loader_memory){default_alloc, free};
   l->inp_floats = (size_t)data->in_channels * data->height * data->width;
@@ -584,7 +604,9 @@ void loader_start(loader *l, long epoch, long step, long count)
   loader_position(l, &epoch, &step, NULL, 0);
   pthread_mutex_lock(&l->lock);
   l->generation++;
-  l->epoch = epoch, l->step = step, l->remaining = count;
+  l->epoch = epoch;
+  l->step = step;
+  l->remaining = count;
   l->tail = l->filled = 0;
   pthread_cond_broadcast(&l->changed);
   pthread_mutex_unlock(&l->lock);

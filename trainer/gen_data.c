@@ -138,7 +138,8 @@ static int write_year(const gen_args *a, const char *path, int year, double *sum
       float *plane_c = step + (size_t)c * plane;
       field(a, &waves[c], c, t, plane_c);
       for (size_t i = 0; sum && i < plane; i++) {
-        sum[c] += plane_c[i], sum2[c] += (double)plane_c[i] * plane_c[i];
+        sum[c] += plane_c[i];
+        sum2[c] += (double)plane_c[i] * plane_c[i];
         time_sum[(size_t)c * plane + i] += plane_c[i];
       }
     }

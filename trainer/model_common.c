@@ -14,11 +14,21 @@
 
 void vit_dims_fill(vit_dims *d, const train_config *cfg, int tp, int local_batch)
 {
-  d->B = local_batch, d->H = cfg->img_size[0], d->W = cfg->img_size[1], d->P = cfg->patch_size;
-  d->N = (d->H / d->P) * (d->W / d->P), d->BT = (long)d->B * d->N;
-  d->Cin = cfg->n_in_channels, d->Cout = cfg->n_out_channels;
-  d->D = cfg->embed_dim, d->depth = cfg->depth, d->HD = cfg->embed_dim / cfg->num_heads;
-  d->tp = tp, d->Dl = d->D / tp, d->heads = cfg->num_heads / tp, d->Fl = (int)(4L * d->D / tp);
+  d->B = local_batch;
+  d->H = cfg->img_size[0];
+  d->W = cfg->img_size[1];
+  d->P = cfg->patch_size;
+  d->N = (d->H / d->P) * (d->W / d->P);
+  d->BT = (long)d->B * d->N;
+  d->Cin = cfg->n_in_channels;
+  d->Cout = cfg->n_out_channels;
+  d->D = cfg->embed_dim;
+  d->depth = cfg->depth;
+  d->HD = cfg->embed_dim / cfg->num_heads;
+  d->tp = tp;
+  d->Dl = d->D / tp;
+  d->heads = cfg->num_heads / tp;
+  d->Fl = (int)(4L * d->D / tp);
 }
 
 int model_fail(model *m, int status, const char *fmt, ...)

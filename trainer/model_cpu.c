@@ -204,7 +204,8 @@ static int cpu_forward_backward(model *base, const float *inp, const float *tgt)
     inp = m->last_inp;
     tgt = m->last_tgt;
   }
-  m->last_inp = inp, m->last_tgt = tgt;
+  m->last_inp = inp;
+  m->last_tgt = tgt;
   memset(m->grads, 0, sizeof(float) * base->table.total);
   grad_buckets_reset(&m->buckets);
   if ((rc = forward(m, inp)) != DLPAR_OK)
@@ -396,7 +397,9 @@ int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int 
     snprintf(err, errlen, "out of memory");
     return DLPAR_ERR_SYSTEM;
   }
-  m->base.ops = &cpu_ops, m->base.cfg = *cfg, m->base.comm = comm;
+  m->base.ops = &cpu_ops;
+  m->base.cfg = *cfg;
+  m->base.comm = comm;
   vit_dims_fill(&m->base.dims, cfg, info->tp_size, local_batch);
   if (params_build(&m->base.table, &m->base.dims, info->tp_rank) != DLPAR_OK || allocate(m) != DLPAR_OK ||
       params_init(&m->base.table, cfg->seed, m->params) != DLPAR_OK ||

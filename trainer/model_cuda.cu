@@ -222,7 +222,9 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
            "cuDNN's attention takes bf16 or fp16 (amp_mode), not fp32");
   fflush(stdout);
 #else
-  (void)m, (void)cfg, (void)info;
+  (void)m;
+  (void)cfg;
+  (void)info;
 #endif
   return DLPAR_OK;
 }
@@ -520,7 +522,8 @@ static int cuda_post_metrics(model *base)
                               m->compute));
   CHECK_DL(m, cudaMemsetAsync(m->metric_sums, 0, N_SUMS * sizeof(float), m->compute));
   CHECK_DL(m, cudaEventRecord(m->metrics_posted, m->compute));
-  m->posted_train_steps = m->train_steps * dp, m->posted_val_samples = m->val_samples * dp;
+  m->posted_train_steps = m->train_steps * dp;
+  m->posted_val_samples = m->val_samples * dp;
   m->train_steps = m->val_samples = 0;
   m->metrics_pending = true;
   return DLPAR_OK;
@@ -619,30 +622,56 @@ static void layout(model_cuda *m)
   const size_t img_out = (size_t)d->B * d->Cout * d->H * d->W, head = BT * d->P * d->P * d->Cout;
   const size_t rows = (size_t)d->B * d->heads * d->N, widest = BT * (Fl > D ? Fl : D);
   m->arena_used = 0;
-  m->params = (float *)take(m, 4 * total), m->grads = (float *)take(m, 4 * total);
-  m->adam_m = (float *)take(m, 4 * total), m->adam_v = (float *)take(m, 4 * total);
+  m->params = (float *)take(m, 4 * total);
+  m->grads = (float *)take(m, 4 * total);
+  m->adam_m = (float *)take(m, 4 * total);
+  m->adam_v = (float *)take(m, 4 * total);
   m->params_act = m->act == DL_F32 ? m->params : take(m, a * total);
-  m->lr_t = (float *)take(m, 8), m->loss_scale = (float *)take(m, 4);
-  m->metric_sums = (float *)take(m, 4 * (size_t)N_SUMS), m->rmse_per_sample = (float *)take(m, 4 * (size_t)d->B);
-  m->loss_sums = (float *)take(m, sizeof(float) * dl_l2_loss_scratch_floats((int)d->B)), m->found_inf = (int *)take(m, 4), m->clean_steps = (int *)take(m, 4);
+  m->lr_t = (float *)take(m, 8);
+  m->loss_scale = (float *)take(m, 4);
+  m->metric_sums = (float *)take(m, 4 * (size_t)N_SUMS);
+  m->rmse_per_sample = (float *)take(m, 4 * (size_t)d->B);
+  m->loss_sums = (float *)take(m, sizeof(float) * dl_l2_loss_scratch_floats((int)d->B));
+  m->found_inf = (int *)take(m, 4);
+  m->clean_steps = (int *)take(m, 4);
   for (int s = 0; s < 2; s++)
     m->inp[s] = (float *)take(m, 4 * img_in), m->tgt[s] = (float *)take(m, 4 * img_out);
-  m->patches = take(m, a * BT * d->Cin * d->P * d->P), m->x_final = take(m, a * BT * D), m->lnf = take(m, a * BT * D);
-  m->head = take(m, a * head), m->lnf_mean = (float *)take(m, 4 * BT), m->lnf_rstd = (float *)take(m, 4 * BT);
-  m->pred = (float *)take(m, 4 * img_out), m->lat_w = (float *)take(m, 4 * (size_t)d->H);
+  m->patches = take(m, a * BT * d->Cin * d->P * d->P);
+  m->x_final = take(m, a * BT * D);
+  m->lnf = take(m, a * BT * D);
+  m->head = take(m, a * head);
+  m->lnf_mean = (float *)take(m, 4 * BT);
+  m->lnf_rstd = (float *)take(m, 4 * BT);
+  m->pred = (float *)take(m, 4 * img_out);
+  m->lat_w = (float *)take(m, 4 * (size_t)d->H);
   for (int l = 0; l < d->depth; l++) {
     block_acts *b = &m->blocks[l];
-    b->x_in = take(m, a * BT * D), b->ln1 = take(m, a * BT * D), b->q = take(m, 3 * a * BT * Dl);
-    b->k = plane(b->q, 1, a * BT * Dl), b->v = plane(b->q, 2, a * BT * Dl), b->att = take(m, a * BT * Dl);
-    b->x_mid = take(m, a * BT * D), b->ln2 = take(m, a * BT * D), b->fc1 = take(m, a * BT * Fl);
-    b->gelu = take(m, a * BT * Fl), b->ln1_mean = (float *)take(m, 4 * BT), b->ln1_rstd = (float *)take(m, 4 * BT);
-    b->ln2_mean = (float *)take(m, 4 * BT), b->ln2_rstd = (float *)take(m, 4 * BT), b->lse = (float *)take(m, 4 * rows);
+    b->x_in = take(m, a * BT * D);
+    b->ln1 = take(m, a * BT * D);
+    b->q = take(m, 3 * a * BT * Dl);
+    b->k = plane(b->q, 1, a * BT * Dl);
+    b->v = plane(b->q, 2, a * BT * Dl);
+    b->att = take(m, a * BT * Dl);
+    b->x_mid = take(m, a * BT * D);
+    b->ln2 = take(m, a * BT * D);
+    b->fc1 = take(m, a * BT * Fl);
+    b->gelu = take(m, a * BT * Fl);
+    b->ln1_mean = (float *)take(m, 4 * BT);
+    b->ln1_rstd = (float *)take(m, 4 * BT);
+    b->ln2_mean = (float *)take(m, 4 * BT);
+    b->ln2_rstd = (float *)take(m, 4 * BT);
+    b->lse = (float *)take(m, 4 * rows);
   }
   m->dx = take(m, a * BT * D);
-  m->dln = take(m, a * widest), m->datt = take(m, a * BT * Dl), m->dq = take(m, 3 * a * BT * Dl);
-  m->dk = plane(m->dq, 1, a * BT * Dl), m->dv = plane(m->dq, 2, a * BT * Dl), m->dfc1 = take(m, a * BT * Fl);
+  m->dln = take(m, a * widest);
+  m->datt = take(m, a * BT * Dl);
+  m->dq = take(m, 3 * a * BT * Dl);
+  m->dk = plane(m->dq, 1, a * BT * Dl);
+  m->dv = plane(m->dq, 2, a * BT * Dl);
+  m->dfc1 = take(m, a * BT * Fl);
   m->dhead = take(m, a * head);
-  m->dpred = (float *)take(m, 4 * img_out), m->delta = (float *)take(m, 4 * rows);
+  m->dpred = (float *)take(m, 4 * img_out);
+  m->delta = (float *)take(m, 4 * rows);
   m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;
   m->reduce_ws = (float *)take(m, dl_column_partials_bytes((int)BT, 2 * d->D));
 }
@@ -803,7 +832,9 @@ extern "C" int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx
     snprintf(err, errlen, "out of memory");
     return DLPAR_ERR_SYSTEM;
   }
-  m->base.ops = &cuda_ops, m->base.cfg = *cfg, m->base.comm = comm;
+  m->base.ops = &cuda_ops;
+  m->base.cfg = *cfg;
+  m->base.comm = comm;
   vit_dims_fill(&m->base.dims, cfg, dlpar_get_info(comm)->tp_size, local_batch);
   rc = create(m, cfg, dlpar_get_info(comm));
   if (rc != DLPAR_OK)

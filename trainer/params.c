@@ -28,7 +28,9 @@ static int add(param_table *t, const char *name, int ndim, const long *shape, pa
   p->cols = 1;
   for (int d = 1; d < ndim; d++)
     p->cols *= shape[d];
-  p->split = split, p->init = init, p->fan_in = fan_in;
+  p->split = split;
+  p->init = init;
+  p->fan_in = fan_in;
   p->stream = t->n;
   p->offset = t->total;
   p->count = (size_t)(params_full_count(p) / (split == SPLIT_NONE ? 1 : t->tp));
@@ -68,9 +70,12 @@ static void add_block(param_table *t, int i, long D)
   b->q_b = add_vector(t, NAME("attn.q.bias"), D, SPLIT_ROWS, INIT_ZEROS);
   b->k_b = add_vector(t, NAME("attn.k.bias"), D, SPLIT_ROWS, INIT_ZEROS);
   b->v_b = add_vector(t, NAME("attn.v.bias"), D, SPLIT_ROWS, INIT_ZEROS);
-  t->p[b->q_w].stream = qkv_stream, t->p[b->q_b].stream = qkv_stream + 1;
-  t->p[b->k_w].stream = qkv_stream + 2, t->p[b->k_b].stream = qkv_stream + 3;
-  t->p[b->v_w].stream = qkv_stream + 4, t->p[b->v_b].stream = qkv_stream + 5;
+  t->p[b->q_w].stream = qkv_stream;
+  t->p[b->q_b].stream = qkv_stream + 1;
+  t->p[b->k_w].stream = qkv_stream + 2;
+  t->p[b->k_b].stream = qkv_stream + 3;
+  t->p[b->v_w].stream = qkv_stream + 4;
+  t->p[b->v_b].stream = qkv_stream + 5;
   b->proj_w = add_matrix(t, NAME("attn.proj.weight"), D, D, SPLIT_COLS);
   b->proj_b = add_vector(t, NAME("attn.proj.bias"), D, SPLIT_NONE, INIT_ZEROS);
   b->norm2_w = add_vector(t, NAME("norm2.weight"), D, SPLIT_NONE, INIT_ONES);
@@ -87,7 +92,9 @@ int params_build(param_table *t, const vit_dims *dims, int tp_rank)
   const long D = dims->D, C = dims->Cin, P = dims->P;
   const long conv_shape[4] = {D, C, P, P}, conv_bias_shape[1] = {D}, pos_shape[3] = {1, dims->N, D};
   memset(t, 0, sizeof(*t));
-  t->tp = dims->tp, t->tp_rank = tp_rank, t->depth = dims->depth;
+  t->tp = dims->tp;
+  t->tp_rank = tp_rank;
+  t->depth = dims->depth;
   t->p = calloc(6 + 16 * (size_t)dims->depth, sizeof(param_info));
   t->blocks = calloc((size_t)dims->depth, sizeof(block_params));
   if (!t->p || !t->blocks)

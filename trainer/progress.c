@@ -48,7 +48,8 @@ int progress_create(progress **out, FILE *stream, bool terminal, double seconds,
     snprintf(err, errlen, "out of memory for the progress line");
     return DLPAR_ERR_SYSTEM;
   }
-  p->stream = stream, p->terminal = terminal;
+  p->stream = stream;
+  p->terminal = terminal;
   p->seconds = seconds > 0 ? seconds : terminal ? PROGRESS_TERMINAL_SECONDS : PROGRESS_LOG_SECONDS;
   *out = p;
   return DLPAR_OK;
@@ -98,7 +99,10 @@ void progress_step(progress *p, double now, const progress_point *at)
     return;
   if (at->epoch != p->epoch || at->step <= p->anchor_step) {
     /* the first step seen of this epoch: the rate counts from here */
-    p->epoch = at->epoch, p->anchor_step = at->step, p->anchor_time = now, p->last_line = now;
+    p->epoch = at->epoch;
+    p->anchor_step = at->step;
+    p->anchor_time = now;
+    p->last_line = now;
     return;
   }
   due = now - p->last_line >= p->seconds || (p->terminal && at->step == at->steps);

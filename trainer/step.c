@@ -143,7 +143,8 @@ static void log_window(trainer *t, epoch_progress *e)
     e->posted_step = 0;
     return;
   }
-  e->loss_sum += m.train_loss_sum, e->steps += m.train_steps;
+  e->loss_sum += m.train_loss_sum;
+  e->steps += m.train_steps;
   t->overflow_steps += m.overflow_steps / t->info->dp_size;
   if (t->metrics && m.train_steps > 0 &&
       metrics_step(t->metrics, e->posted_step, m.train_loss_sum / (double)m.train_steps,
@@ -204,7 +205,9 @@ static void step_skew_tick(trainer *t)
   if (dlpar_step_times(t->comm, (now - k->start - (waited - k->waited)) / t->config.cfg.skew_every, t->net->stream,
                        k->times, &ready) != DLPAR_OK)
     train_die(t, true, "step times: %s", dlpar_last_error(t->comm));
-  k->start = now, k->waited = waited, k->posted_step = t->pos.step;
+  k->start = now;
+  k->waited = waited;
+  k->posted_step = t->pos.step;
   if (ready && t->info->rank == 0)
     report_skew(t, posted_step, k->times);
 }
@@ -229,7 +232,9 @@ int train_step(trainer *t, epoch_progress *e)
   train_check(t, t->net->ops->optimizer_step(t->net, train_learning_rate(t, t->pos.step), t->pos.step + 1), "optimizer");
   dlpar_range_pop(t->comm);
   dlpar_range_pop(t->comm);
-  t->pos.step++, t->pos.step_in_epoch++, t->steps_this_run++;
+  t->pos.step++;
+  t->pos.step_in_epoch++;
+  t->steps_this_run++;
   if (t->steps_this_run == 1 && dlpar_startup_done(t->comm, t->net->stream) != DLPAR_OK)
     train_die(t, true, "start-up telemetry: %s", dlpar_last_error(t->comm));
   step_skew_tick(t);

@@ -64,9 +64,17 @@ _Static_assert(NKEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
 static void set_defaults(train_config *c)
 {
   memset(c, 0, sizeof(*c));
-  c->embed_dim = 384, c->depth = 12, c->num_heads = 8, c->patch_size = 8;
-  c->img_size[0] = 360, c->img_size[1] = 720, c->n_in_channels = c->n_out_channels = 20;
-  c->dt = 1, c->global_batch_size = 16, c->num_iters = 30000, c->lr = 5e-4;
+  c->embed_dim = 384;
+  c->depth = 12;
+  c->num_heads = 8;
+  c->patch_size = 8;
+  c->img_size[0] = 360;
+  c->img_size[1] = 720;
+  c->n_in_channels = c->n_out_channels = 20;
+  c->dt = 1;
+  c->global_batch_size = 16;
+  c->num_iters = 30000;
+  c->lr = 5e-4;
   snprintf(c->lr_schedule, sizeof(c->lr_schedule), "cosine");
   snprintf(c->optimizer, sizeof(c->optimizer), "Adam");
   snprintf(c->expdir, sizeof(c->expdir), "./logs");
@@ -82,8 +90,10 @@ static void set_defaults(train_config *c)
   snprintf(c->wireup_store, sizeof(c->wireup_store), "tcp");
   c->col_parallel_size = c->context_parallel = 1;
   snprintf(c->parallel_order, sizeof(c->parallel_order), "tp-cp-dp");
-  c->bucket_mb = 25, c->log_every = 1;
-  c->skew_every = 50, c->straggler_threshold = 1.5;
+  c->bucket_mb = 25;
+  c->log_every = 1;
+  c->skew_every = 50;
+  c->straggler_threshold = 1.5;
   snprintf(c->attention, sizeof(c->attention), "%s", HAVE_CUDNN_ATTENTION ? "cudnn" : "reference");
 }
 

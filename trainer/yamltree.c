@@ -357,7 +357,9 @@ int ytree_parse_string(const char *text, const char *name, ytree **out, char *er
     snprintf(err, errlen, "out of memory");
     return DLPAR_ERR_SYSTEM;
   }
-  t->name = name, t->err = err, t->errlen = errlen;
+  t->name = name;
+  t->err = err;
+  t->errlen = errlen;
   if (len > YTREE_MAX_BYTES)
     rc = fail(t, 1, "the document is larger than %s bytes (a config is a few KB: check what you gave)", "1048576");
   else {

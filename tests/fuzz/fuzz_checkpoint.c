@@ -16,7 +16,9 @@
 static int take_finite(void *ctx, model_tensor which, const float *host, char *err, size_t errlen)
 {
   const param_table *t = ctx;
-  (void)which, (void)err, (void)errlen;
+  (void)which;
+  (void)err;
+  (void)errlen;
   for (size_t i = 0; i < t->total; i++) {
     if (!isfinite(host[i]))
       abort(); /* the reader passed on a value it should have refused */

@@ -317,7 +317,8 @@ static void test_column_sum_large(dl_dtype t, int cols)
   CHECK_GPU(dl_column_sum(d_sum, 0, d_x, rows, cols, d_partials, t, 0));
   CHECK_GPU(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
   CHECK_GPU(cudaDeviceSynchronize());
-  got = host_from(d_sum, cols, DL_F32), again = host_from(d_again, cols, DL_F32);
+  got = host_from(d_sum, cols, DL_F32);
+  again = host_from(d_again, cols, DL_F32);
   snprintf(what, sizeof(what), "column sum %d x %d", rows, cols);
   CHECK_CLOSE(what, t, got, want, (size_t)cols);
   check_same_bits(what, got, again, (size_t)cols);
@@ -357,7 +358,8 @@ static void test_layernorm_params_large(dl_dtype t, int C)
     m /= C;
     for (int c = 0; c < C; c++)
       v += (inp_act[(size_t)r * C + c] - m) * (inp_act[(size_t)r * C + c] - m);
-    mean[r] = (float)m, rstd[r] = (float)(1.0 / sqrt(v / C + 1e-6));
+    mean[r] = (float)m;
+    rstd[r] = (float)(1.0 / sqrt(v / C + 1e-6));
     for (int c = 0; c < C; c++) {
       const double d = dout_act[(size_t)r * C + c];
       sum_w[c] += d * ((double)inp_act[(size_t)r * C + c] - mean[r]) * rstd[r];
@@ -366,13 +368,15 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   }
   for (int c = 0; c < C; c++)
     want_w[c] = (float)sum_w[c], want_b[c] = (float)sum_b[c];
-  d_mean = device_from(mean, BT, DL_F32), d_rstd = device_from(rstd, BT, DL_F32);
+  d_mean = device_from(mean, BT, DL_F32);
+  d_rstd = device_from(rstd, BT, DL_F32);
   for (int run = 0; run < 2; run++) {
     CHECK_GPU(cudaMemset(d_dw, 0, sizeof(float) * C));
     CHECK_GPU(cudaMemset(d_db, 0, sizeof(float) * C));
     CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
     CHECK_GPU(cudaDeviceSynchronize());
-    got[run][0] = host_from(d_dw, C, DL_F32), got[run][1] = host_from(d_db, C, DL_F32);
+    got[run][0] = host_from(d_dw, C, DL_F32);
+    got[run][1] = host_from(d_db, C, DL_F32);
   }
   snprintf(what[0], sizeof(what[0]), "layernorm dweight %d x %d", BT, C);
   snprintf(what[1], sizeof(what[1]), "layernorm dbias %d x %d", BT, C);

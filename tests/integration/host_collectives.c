@@ -95,7 +95,9 @@ static void expect_ok(checker *c, int rc, const char *what)
 /* What rank r contributes to the allreduces. */
 static void values_of(int rank, double v[VALUES])
 {
-  v[0] = rank + 1, v[1] = 1000 - 3 * rank, v[2] = 4.0 * (rank % 3);
+  v[0] = rank + 1;
+  v[1] = 1000 - 3 * rank;
+  v[2] = 4.0 * (rank % 3);
 }
 
 static double reduce(dlpar_op op, double a, double b)

@@ -22,7 +22,10 @@ static float scratch[4096];
 
 static int count_groups(void *ctx, model_tensor which, const float *host, char *e, size_t len)
 {
-  (void)which, (void)host, (void)e, (void)len;
+  (void)which;
+  (void)host;
+  (void)e;
+  (void)len;
   ++*(int *)ctx;
   return DLPAR_OK;
 }
@@ -94,7 +97,8 @@ static float params_read[4096];
 static int keep_params(void *ctx, model_tensor which, const float *host, char *e, size_t len)
 {
   const param_table *t = ctx;
-  (void)e, (void)len;
+  (void)e;
+  (void)len;
   if (which == TENSOR_PARAMS)
     memcpy(params_read, host, sizeof(float) * t->total);
   return DLPAR_OK;

@@ -162,7 +162,9 @@ static void test_unwritable(const char *dir)
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-  (void)st, (void)flag, (void)ftw;
+  (void)st;
+  (void)flag;
+  (void)ftw;
   return remove(path);
 }
 

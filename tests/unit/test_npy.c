@@ -19,7 +19,8 @@ static size_t make_npy(unsigned char *out, const char *header, size_t payload)
 {
   const size_t len = strlen(header), total = (10 + len + 1 + 63) / 64 * 64;
   memcpy(out, "\x93NUMPY\x01\x00", 8);
-  out[8] = (unsigned char)((total - 10) & 0xff), out[9] = (unsigned char)((total - 10) >> 8);
+  out[8] = (unsigned char)((total - 10) & 0xff);
+  out[9] = (unsigned char)((total - 10) >> 8);
   memcpy(out + 10, header, len);
   memset(out + 10 + len, ' ', total - 10 - len - 1);
   out[total - 1] = '\n';

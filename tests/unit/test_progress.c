@@ -37,7 +37,8 @@ static progress *capture_start(capture *c, bool terminal, double seconds)
 {
   char err[DLPAR_ERRLEN];
   progress *p = NULL;
-  c->text = NULL, c->len = 0;
+  c->text = NULL;
+  c->len = 0;
   c->out = open_memstream(&c->text, &c->len);
   CHECK_INT(progress_create(&p, c->out, terminal, seconds, err, sizeof(err)), DLPAR_OK);
   return p;
