@@ -8,7 +8,8 @@ noinst_LTLIBRARIES += libdlpar/libdlpar_core.la
 libdlpar_libdlpar_core_la_SOURCES = \
 	libdlpar/dlpar.h libdlpar/internal.h libdlpar/context.c libdlpar/init.c libdlpar/abort.c libdlpar/procstat.c libdlpar/pmixboot.c \
 	libdlpar/collectives.c libdlpar/watchdog.c libdlpar/profiling.c libdlpar/ncclid.c libdlpar/telemetry.c \
-	libdlpar/preflight.c libdlpar/links.c libdlpar/links.h \
+	libdlpar/preflight.c libdlpar/preflight.h libdlpar/preflight_measure.c libdlpar/preflight_judge.c \
+	libdlpar/links.c libdlpar/links.h \
 	libdlpar/backend_self.c
 libdlpar_libdlpar_core_la_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS) $(MPI_CFLAGS) $(PTHREAD_CFLAGS)
 libdlpar_libdlpar_core_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
@@ -18,7 +19,7 @@ libdlpar_libdlpar_core_la_SOURCES += libdlpar/backend_mpi.c
 endif
 if HAVE_CUDA
 libdlpar_libdlpar_core_la_SOURCES += libdlpar/backend_nccl.c
-libdlpar_libdlpar_core_la_LIBADD += -ldl # cuBLAS: loaded by the GEMM check (preflight.c), not linked
+libdlpar_libdlpar_core_la_LIBADD += -ldl # cuBLAS: loaded by the GEMM check (preflight_measure.c), not linked
 endif
 
 lib_LTLIBRARIES += libdlpar/libdlpar.la
