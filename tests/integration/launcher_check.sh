@@ -45,9 +45,12 @@ for r in 0 1 2 3; do
     fail "srun --dl-check=only: rank $r's links are not shared memory (tp) and eth0 at 1.25 GB/s (dp): $out"
   TEST_CHECKS=$((TEST_CHECKS + 1))
 done
+# Exit codes as the manual pages promise: a failed check 1 (dlpar_init's
+# DLPAR_ERR_CHECK; srun and dlpar-run pass the ranks' code on), bad
+# arguments to dlpar-run 2.
 # The pass mark follows the link: 1000 x eth0's 1.25 GB/s fails every dp allreduce.
 out=$(DLPAR_CHECK_BUSBW_FRACTION=1000 srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-check=only "$hello" 2>&1)
-expect_rc "DLPAR_CHECK_BUSBW_FRACTION=1000" $? nonzero
+expect_rc "DLPAR_CHECK_BUSBW_FRACTION=1000" $? 1
 expect_contains "DLPAR_CHECK_BUSBW_FRACTION=1000" "$out" ", 1250 dp (DLPAR_CHECK_BUSBW_FRACTION x the group's link"
 [ "$(grep -Ec "^[0-3] .* [0-9.]+ (ok|FAIL) +[0-9.]+ FAIL " <<<"$out")" = 4 ] ||
   fail "DLPAR_CHECK_BUSBW_FRACTION=1000: not every rank's dp allreduce FAILs: $out"
@@ -61,7 +64,7 @@ expect_contains "dlpar-run --check: tp groups of one have no allreduce" "$out" "
 # Rank 3 with its own NCCL_SOCKET_IFNAME, rank 1 throttled: both named, nothing runs.
 out=$(DLPAR_TEST_SLOW_RANK=3 DLPAR_TEST_RANK_ENV=NCCL_SOCKET_IFNAME=eth9 \
       srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-check "$slow" "$hello" 2>&1)
-expect_rc "srun --dl-check, rank 3's NCCL setting" $? nonzero
+expect_rc "srun --dl-check, rank 3's NCCL setting" $? 1
 expect_contains "srun --dl-check, rank 3's NCCL setting" "$out" \
   "dlpar-check: rank 3 on n2: NCCL settings differ from rank 0's (and the ranks like it): NCCL_SOCKET_IFNAME=eth9 here, nothing there"
 expect_contains "srun --dl-check, rank 3's NCCL setting" "$out" "dlpar-check: FAILED in "
@@ -70,16 +73,16 @@ grep -Eq "^3 .* 12\.5 NIC default$" <<<"$out" ||
 expect_eq "srun --dl-check, failed: the program did not run" "$(grep -c 'collectives ok' <<<"$out")" 0
 out=$(DLPAR_TEST_SLOW_RANK=1 DLPAR_TEST_THROTTLE=0.2:0.02 \
       srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-check=only "$slow" "$hello" 2>&1)
-expect_rc "srun --dl-check=only, rank 1 throttled" $? nonzero
+expect_rc "srun --dl-check=only, rank 1 throttled" $? 1
 expect_contains "srun --dl-check=only, rank 1 throttled" "$out" "dlpar-check: stragglers (GEMM under 0.5 x the median "
 expect_contains "srun --dl-check=only, rank 1 throttled" "$out" "): rank 1 on n1 ("
 expect_contains "srun --dl-check=only, rank 1 throttled" "$out" "; to leave their nodes out: --exclude=n1"
 out=$(DLPAR_TEST_SLOW_RANK=2 DLPAR_TEST_RANK_ENV=UCX_TLS=tcp \
       "$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 --check=only -- "$slow" "$hello" 2>&1)
-expect_rc "dlpar-run --check=only, rank 2's UCX setting" $? nonzero
+expect_rc "dlpar-run --check=only, rank 2's UCX setting" $? 1
 expect_contains "dlpar-run --check=only, rank 2's UCX setting" "$out" "dlpar-check: rank 2 on $(hostname): NCCL settings differ"
 out=$(DLPAR_CHECK_MIN_BUSBW=1000 "$B/tools/dlpar-run" -n 2 --check=only -- "$hello" 2>&1)
-expect_rc "an allreduce under 1000 GB/s" $? nonzero
+expect_rc "an allreduce under 1000 GB/s" $? 1
 expect_contains "an allreduce under 1000 GB/s" "$out" "expected >= 1000 tp, 1000 dp"
 grep -Eq "^0 .* - +[0-9.]+ FAIL " <<<"$out" || fail "an allreduce under 1000 GB/s: no FAIL in dp busbw: $out"
 
@@ -89,9 +92,9 @@ expect_rc "srun --dl-check=sometimes" $? nonzero
 expect_contains "srun --dl-check=sometimes" "$out" \
   "--dl-check=sometimes: expected nothing (check, then run), 'only' (check and stop) or 'off'"
 out=$("$B/tools/dlpar-run" -n 1 --check=sometimes -- true 2>&1)
-expect_rc "dlpar-run --check=sometimes" $? nonzero
+expect_rc "dlpar-run --check=sometimes" $? 2
 expect_contains "dlpar-run --check=sometimes" "$out" "'only' (check and stop) or 'off'"
 out=$(DLPAR_CHECK_STRAGGLER=half "$B/tools/dlpar-run" -n 2 --check -- "$hello" 2>&1)
-expect_rc "DLPAR_CHECK_STRAGGLER=half" $? nonzero
+expect_rc "DLPAR_CHECK_STRAGGLER=half" $? 1
 expect_contains "DLPAR_CHECK_STRAGGLER=half" "$out" "DLPAR_CHECK_STRAGGLER=half: not a ratio (use e.g. 0.5, or unset it)"
 finish
