@@ -48,37 +48,38 @@ printf 'base:\n  embed_dim: 32\norphan:\n  <<: *nowhere\n' >"$TEST_TMP/orphan.ya
 printf 'base:\n  embed_dim: 32\n   depth: 2\n' >"$TEST_TMP/syntax.yaml"
 
 ok=$(data_args)
-# args | expected line on stderr (after the program name); run outside any launcher
-while IFS='|' read -r args message; do
+# args | exit code (dlpar-train(1): 2 for bad arguments, 1 otherwise) |
+# expected line on stderr (after the program name); run outside any launcher
+while IFS='|' read -r args code message; do
   [ -n "$args" ] || continue
   out=$(env -u PMIX_NAMESPACE $train $args 2>&1 >/dev/null)
-  expect_rc "$args" $? nonzero
+  expect_rc "$args" $? "$code"
   expect_eq "$args" "$out" "dlpar-train: $message"
 done <<EOF2
---config=test|no config file (e.g. dlpar-train --config=short etc/vit.yaml, or --yaml_config=FILE)
---config=test $yaml --device=tpu $ok|--device=tpu: expected --device=cpu, cuda or auto
---config=test /nonexistent.yaml|/nonexistent.yaml: cannot open the config file (check the path)
---config=nope $yaml $ok|$yaml: no config named 'nope' (give --config=NAME with a top-level mapping of the file)
---config=base $TEST_TMP/syntax.yaml|$TEST_TMP/syntax.yaml:3: YAML syntax error: mapping values are not allowed in this context (check indentation and quotes)
---config=small $TEST_TMP/bad.yaml|$TEST_TMP/bad.yaml:6: unknown key 'embed_dims' in config 'small' (see dlpar-train(1) for the keys)
---config=typed $TEST_TMP/bad.yaml|$TEST_TMP/bad.yaml:9: lr: expected a number, got 'fast'
---config=pair $TEST_TMP/bad.yaml|$TEST_TMP/bad.yaml:12: img_size: expected a list of two whole numbers, e.g. [360, 720], got 'a list'
---config=heads $TEST_TMP/bad.yaml|$TEST_TMP/bad.yaml:15: embed_dim=32 is not a multiple of num_heads=5 (choose num_heads dividing embed_dim)
---config=orphan $TEST_TMP/orphan.yaml|$TEST_TMP/orphan.yaml:4: unknown alias *nowhere (define the &anchor before using it)
---config=test $yaml $ok --lr=abc|command line: lr: expected a number, got 'abc'
---config=test $yaml $ok --lrate=1|--lrate: unknown flag or config key (see dlpar-train(1) for both)
---config=test $yaml $ok --lr|--lr: missing its value (--lr=VALUE or --lr VALUE)
---config=test $yaml $ok --img_size=[30,32]|command line: img_size=[30, 32] is not a multiple of patch_size=4 (crop it to a multiple)
---config=test $yaml $ok --dropout=0.1|command line: dropout=0.1: dlpar-train has no dropout (set dropout: 0.0)
---config=test $yaml $ok --attention=flash|command line: attention=flash: expected cudnn or reference
---config=test $yaml $ok --train_data_path=/nonexistent|/nonexistent: no such directory (fix the data path in the config, or generate data with dlpar-gen-data)
---config=test $yaml $ok --train_data_path=$TEST_TMP/empty|$TEST_TMP/empty: no *.h5 files (the ERA5 layout has one file per year, e.g. 2016.h5)
---config=test $yaml $ok --train_data_path=$TEST_TMP/wrongname|$TEST_TMP/wrongname/2016.h5: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])
---config=test $yaml $ok --img_size=[64,128]|$d/train/2016.h5: fields [24, 4, 16, 32] is smaller than 4 channels of 64x128 (lower n_in_channels/n_out_channels or img_size)
---config=test $yaml $ok --train_data_path=$TEST_TMP/nan --limit_nsamples=None --num_iters=30|$TEST_TMP/nan/2016.h5: fields[5, 2, 3, 7] is NaN (clean the data or regenerate it)
---config=test $yaml $ok --global_stds_path=$TEST_TMP/missing.npy|$TEST_TMP/missing.npy: cannot open (check the stats path in the config)
---config=test $yaml $ok --global_means_path=$d/train/2016.h5|$d/train/2016.h5: no such dataset '2016' (give a .npy file, or an HDF5 file with a dataset named after it)
---config=test $yaml $ok --resume|--resume: $TEST_TMP/runs/test/1x1/00/checkpoint.h5: no checkpoint to resume from (run without --resume first)
+--config=test|2|no config file (e.g. dlpar-train --config=short etc/vit.yaml, or --yaml_config=FILE)
+--config=test $yaml --device=tpu $ok|2|--device=tpu: expected --device=cpu, cuda or auto
+--config=test /nonexistent.yaml|1|/nonexistent.yaml: cannot open the config file (check the path)
+--config=nope $yaml $ok|1|$yaml: no config named 'nope' (give --config=NAME with a top-level mapping of the file)
+--config=base $TEST_TMP/syntax.yaml|1|$TEST_TMP/syntax.yaml:3: YAML syntax error: mapping values are not allowed in this context (check indentation and quotes)
+--config=small $TEST_TMP/bad.yaml|1|$TEST_TMP/bad.yaml:6: unknown key 'embed_dims' in config 'small' (see dlpar-train(1) for the keys)
+--config=typed $TEST_TMP/bad.yaml|1|$TEST_TMP/bad.yaml:9: lr: expected a number, got 'fast'
+--config=pair $TEST_TMP/bad.yaml|1|$TEST_TMP/bad.yaml:12: img_size: expected a list of two whole numbers, e.g. [360, 720], got 'a list'
+--config=heads $TEST_TMP/bad.yaml|1|$TEST_TMP/bad.yaml:15: embed_dim=32 is not a multiple of num_heads=5 (choose num_heads dividing embed_dim)
+--config=orphan $TEST_TMP/orphan.yaml|1|$TEST_TMP/orphan.yaml:4: unknown alias *nowhere (define the &anchor before using it)
+--config=test $yaml $ok --lr=abc|1|command line: lr: expected a number, got 'abc'
+--config=test $yaml $ok --lrate=1|2|--lrate: unknown flag or config key (see dlpar-train(1) for both)
+--config=test $yaml $ok --lr|2|--lr: missing its value (--lr=VALUE or --lr VALUE)
+--config=test $yaml $ok --img_size=[30,32]|1|command line: img_size=[30, 32] is not a multiple of patch_size=4 (crop it to a multiple)
+--config=test $yaml $ok --dropout=0.1|1|command line: dropout=0.1: dlpar-train has no dropout (set dropout: 0.0)
+--config=test $yaml $ok --attention=flash|1|command line: attention=flash: expected cudnn or reference
+--config=test $yaml $ok --train_data_path=/nonexistent|1|/nonexistent: no such directory (fix the data path in the config, or generate data with dlpar-gen-data)
+--config=test $yaml $ok --train_data_path=$TEST_TMP/empty|1|$TEST_TMP/empty: no *.h5 files (the ERA5 layout has one file per year, e.g. 2016.h5)
+--config=test $yaml $ok --train_data_path=$TEST_TMP/wrongname|1|$TEST_TMP/wrongname/2016.h5: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])
+--config=test $yaml $ok --img_size=[64,128]|1|$d/train/2016.h5: fields [24, 4, 16, 32] is smaller than 4 channels of 64x128 (lower n_in_channels/n_out_channels or img_size)
+--config=test $yaml $ok --train_data_path=$TEST_TMP/nan --limit_nsamples=None --num_iters=30|1|$TEST_TMP/nan/2016.h5: fields[5, 2, 3, 7] is NaN (clean the data or regenerate it)
+--config=test $yaml $ok --global_stds_path=$TEST_TMP/missing.npy|1|$TEST_TMP/missing.npy: cannot open (check the stats path in the config)
+--config=test $yaml $ok --global_means_path=$d/train/2016.h5|1|$d/train/2016.h5: no such dataset '2016' (give a .npy file, or an HDF5 file with a dataset named after it)
+--config=test $yaml $ok --resume|1|--resume: $TEST_TMP/runs/test/1x1/00/checkpoint.h5: no checkpoint to resume from (run without --resume first)
 EOF2
 
 # input built to crash or exhaust: one line, at once (timeout: a hang fails)
@@ -88,22 +89,22 @@ python3 -c "print('base:\n' + ''.join('  k%d: 1\n' % i for i in range(60000)) + 
 mkdir -p "$TEST_TMP/fifo"
 mkfifo "$TEST_TMP/fifo/2016.h5" "$TEST_TMP/fifo.yaml" "$TEST_TMP/fifo/means.h5"
 deep=$(printf '[%.0s' $(seq 100))
-while IFS='|' read -r args message; do
+while IFS='|' read -r args code message; do
   [ -n "$args" ] || continue
   out=$(env -u PMIX_NAMESPACE timeout 60 $train $args 2>&1 >/dev/null)
   rc=$?
-  expect_rc "$args" $rc nonzero
+  expect_rc "$args" $rc "$code"
   [ $rc = 124 ] && fail "$args: still running after 60 s"
   expect_eq "$args" "$out" "dlpar-train: $message"
 done <<EOF2
---config=base $TEST_TMP/deep.yaml|$TEST_TMP/deep.yaml:2: nesting deeper than 64 levels (a config is a few levels deep: flatten it)
---config=base $TEST_TMP/selfmerge.yaml|$TEST_TMP/selfmerge.yaml:2: alias *b is inside its own anchor (a node cannot contain itself: copy the part you need)
---config=base $TEST_TMP/dup.yaml|$TEST_TMP/dup.yaml:60002: duplicate key 'k7' (each key once per mapping)
---config=base $TEST_TMP/fifo.yaml|$TEST_TMP/fifo.yaml: a FIFO, not a regular file (put the file itself there)
---config=test $yaml $ok --img_size=$deep|--img_size:1: nesting deeper than 64 levels (a config is a few levels deep: flatten it)
---config=test $yaml $ok --train_data_path=$TEST_TMP/fifo|$TEST_TMP/fifo/2016.h5: a FIFO, not a regular file (put the file itself there)
---config=test $yaml $ok --global_means_path=$TEST_TMP/fifo/means.h5|$TEST_TMP/fifo/means.h5: a FIFO, not a regular file (put the file itself there)
---config=test $yaml $ok --embed_dim=1073741824|command line: embed_dim makes tensors beyond 32-bit sizes (img_size=[16, 32], patch_size=4, embed_dim=1073741824, depth=2, 4 samples per rank: lower it)
+--config=base $TEST_TMP/deep.yaml|1|$TEST_TMP/deep.yaml:2: nesting deeper than 64 levels (a config is a few levels deep: flatten it)
+--config=base $TEST_TMP/selfmerge.yaml|1|$TEST_TMP/selfmerge.yaml:2: alias *b is inside its own anchor (a node cannot contain itself: copy the part you need)
+--config=base $TEST_TMP/dup.yaml|1|$TEST_TMP/dup.yaml:60002: duplicate key 'k7' (each key once per mapping)
+--config=base $TEST_TMP/fifo.yaml|1|$TEST_TMP/fifo.yaml: a FIFO, not a regular file (put the file itself there)
+--config=test $yaml $ok --img_size=$deep|1|--img_size:1: nesting deeper than 64 levels (a config is a few levels deep: flatten it)
+--config=test $yaml $ok --train_data_path=$TEST_TMP/fifo|1|$TEST_TMP/fifo/2016.h5: a FIFO, not a regular file (put the file itself there)
+--config=test $yaml $ok --global_means_path=$TEST_TMP/fifo/means.h5|1|$TEST_TMP/fifo/means.h5: a FIFO, not a regular file (put the file itself there)
+--config=test $yaml $ok --embed_dim=1073741824|1|command line: embed_dim makes tensors beyond 32-bit sizes (img_size=[16, 32], patch_size=4, embed_dim=1073741824, depth=2, 4 samples per rank: lower it)
 EOF2
 out=$(env -u PMIX_NAMESPACE $train --config=test $yaml $ok '--lr="fast\nslow"' 2>&1 >/dev/null)
 expect_eq "a value with a newline" "$out" "dlpar-train: command line: lr: expected a number, got 'fast\nslow'"
@@ -143,7 +144,7 @@ expect_contains "the unedited checkpoint resumes" "$out" "resumed from $runs/goo
 
 # the grid: tensor parallelism needs heads to split, data parallelism the batch
 out=$("$B/tools/dlpar-run" -n 3 --dl-parallel=3x1 -- $train --config=test $yaml $ok 2>&1)
-expect_rc "3x1" $? nonzero
+expect_rc "3x1" $? 1
 expect_contains "3x1" "$out" "dlpar-train: $yaml:"
 expect_contains "3x1" "$out" ": num_heads=4 cannot be split over 3 tensor-parallel ranks (use --dl-parallel=MxD with M dividing 4)"
 # every rank finds it; rank 0 alone reports it and ends the job, the others wait for that and leave silently
@@ -152,10 +153,10 @@ expect_eq "3x1: rank 0 ends the job" "$(grep '^dlpar-run: rank' <<<"$out")" "dlp
 # a rank that found an error rank 0 did not (here rank 1's own --lr) reports it itself after 10 s
 out=$("$B/tools/dlpar-run" -n 2 --dl-parallel=1x2 -- bash -c \
   '[ "$PMIX_RANK" = 0 ] || bad=--lr=abc; exec "$@" $bad' - $train --config=test $yaml $ok --num_iters=100000 2>&1)
-expect_rc "rank 1 alone" $? nonzero
+expect_rc "rank 1 alone" $? 1
 expect_contains "rank 1 alone" "$out" "dlpar-train: command line: lr: expected a number, got 'abc'"
 expect_contains "rank 1 alone" "$out" "dlpar-run: rank 1 called PMIx_Abort(1): ending the job"
 out=$("$B/tools/dlpar-run" -n 3 --dl-parallel=1x3 -- $train --config=test $yaml $ok 2>&1)
-expect_rc "1x3" $? nonzero
+expect_rc "1x3" $? 1
 expect_contains "1x3" "$out" ": global_batch_size=4 cannot be split over 3 data-parallel ranks (use a multiple of 3, or another grid)"
 finish
