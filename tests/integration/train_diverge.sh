@@ -17,7 +17,7 @@ dir=$TEST_TMP/runs/test/2x2
 ckpt_step() { h5dump -a step "$dir/$1/checkpoint.h5" 2>/dev/null | sed -n 's/^ *(0): \([0-9]*\)/\1/p'; }
 
 out=$(run --run=diverge --lr=1e20 2>&1)
-expect_rc "diverging run" $? nonzero
+expect_rc "diverging run" $? 1
 expect_eq "one divergence line" "$(grep -c 'diverged' <<<"$out")" 1
 expect_contains "divergence line" "$out" "dlpar-train: the run diverged: loss "
 expect_contains "divergence line names the step and the checkpoint" "$out" \
@@ -30,7 +30,7 @@ expect_eq "last good checkpoint: no NaN in it" "$(grep -ci nan <<<"$out")" 0
 expect_eq "no temporary file left" "$(ls "$dir/diverge" | grep -c tmp)" 0
 
 out=$(run --run=skip --lr=1e20 --max_skipped_steps=2 2>&1)
-expect_rc "skipping, then diverged" $? nonzero
+expect_rc "skipping, then diverged" $? 1
 expect_contains "first skip" "$out" "dlpar-train: non-finite loss or gradients at step 2: update skipped (1 of max_skipped_steps=2)"
 expect_contains "second skip" "$out" "dlpar-train: non-finite loss or gradients at step 3: update skipped (2 of max_skipped_steps=2)"
 expect_contains "stop after the skips" "$out" "non-finite loss or gradients at step 4; stopping, $dir/skip/checkpoint.h5 (step 3)"
