@@ -70,6 +70,7 @@ def main():
             say_line(f"ddp_example: step {step} loss {shown.item():.4f}")
     if rank == 0:
         say_line(f"ddp_example: done on {dist.get_world_size()} ranks")
+    dist.barrier()  # every rank done before any tears down: torch 2.6's gloo can abort on a peer gone mid-teardown
     dist.destroy_process_group()
 
 

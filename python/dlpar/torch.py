@@ -6,6 +6,9 @@
     grid = dlpar.torch.init_process_group()      # gloo on CPUs, nccl on GPUs
     dist.all_reduce(t, group=grid.tp_group)      # tensor-parallel: M consecutive ranks, one node
     dist.all_reduce(g, group=grid.dp_group)      # data-parallel: ranks M apart
+    ...
+    dist.barrier()                               # at the end, before teardown: torch 2.6's gloo can
+    dist.destroy_process_group()                 # abort at exit when a peer has torn down first
 
 World rank 0 opens torch's TCPStore on a port the kernel chooses (no
 collision is possible); its address and port reach the other ranks through

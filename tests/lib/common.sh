@@ -65,6 +65,21 @@ use_bed() {
   export SLURM_CONF
 }
 
+# A step or job never starts while a node of the bed is still COMPLETING the
+# last one (Slurm 24.11 then queues it and srun prints "job N queued and
+# waiting for resources" into the output a test reads): up to 10 s for the
+# nodes to leave that state, then the command.
+bed_settle() {
+  local i
+  for i in $(seq 1 100); do
+    sinfo -h -o '%t' 2>/dev/null | grep -q comp || return 0
+    sleep 0.1
+  done
+}
+srun() { bed_settle; command srun "$@"; }
+salloc() { bed_settle; command salloc "$@"; }
+sbatch() { bed_settle; command sbatch "$@"; }
+
 # Grid membership as dlpar-hello prints it: tp_members M R, dp_members M D R
 tp_members() {
   local m=$1 r=$2 first i out=

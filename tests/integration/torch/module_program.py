@@ -46,4 +46,5 @@ for name, group in groups:
     want = float(sum(r + 1 for r in members[name]))
     say_line(f"rank {rank}: {name} allreduce {'ok' if value.item() == want else 'FAILED'} {value.item()} over "
              f"{members[name]}")
+dist.barrier()  # every rank done with every group before any tears down (gloo aborts on a peer gone mid-teardown)
 dist.destroy_process_group()
