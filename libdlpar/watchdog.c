@@ -92,20 +92,13 @@ static void read_signals(dlpar_ctx *ctx)
   }
 }
 
-/* Whether process pid is stopped (SIGSTOP, SIGTSTP: state T in /proc). */
-static bool process_stopped(long pid)
+/* Process pid's state letter in /proc (T: stopped by SIGSTOP or SIGTSTP;
+ * Z, X: exited, not yet reaped), 'X' when it is gone. */
+static char process_state(long pid)
 {
   char stat[512];
   const char *fields = dlpar_proc_stat_fields(pid, stat, sizeof(stat));
-  return fields && fields[0] == 'T';
-}
-
-/* Gone, or a zombie not yet reaped. */
-static bool process_exited(long pid)
-{
-  char stat[512];
-  const char *fields = dlpar_proc_stat_fields(pid, stat, sizeof(stat));
-  return !fields || fields[0] == 'Z' || fields[0] == 'X';
+  return fields ? fields[0] : 'X';
 }
 
 /* Once a second: the ranks of this node that stay stopped (SIGSTOP,
@@ -121,7 +114,7 @@ static void check_stopped_peers(dlpar_ctx *ctx)
   for (int rank = 0; rank < ctx->info.size; rank++) {
     if (!ctx->peer_pid[rank])
       continue;
-    ctx->peer_stopped_polls[rank] = process_stopped(ctx->peer_pid[rank]) ? ctx->peer_stopped_polls[rank] + 1 : 0;
+    ctx->peer_stopped_polls[rank] = process_state(ctx->peer_pid[rank]) == 'T' ? ctx->peer_stopped_polls[rank] + 1 : 0;
     if (ctx->peer_stopped_polls[rank] == 0 && rank < reporter)
       reporter = rank;
     if (culprit < 0 && ctx->peer_stopped_polls[rank] > ctx->stopped_timeout)
@@ -147,11 +140,14 @@ void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out,
   }
   dlpar_grid_members(&ctx->grid, group, me, ranks);
   for (int i = 0; i < n; i++) {
-    if (ctx->peer_pid[ranks[i]] && process_exited(ctx->peer_pid[ranks[i]])) {
+    /* read now as well as the polls': before the watchdog thread runs (an
+     * NCCL set-up that timed out) no poll has counted yet */
+    const char state = ctx->peer_pid[ranks[i]] ? process_state(ctx->peer_pid[ranks[i]]) : 'R';
+    if (state == 'Z' || state == 'X') {
       snprintf(out, len, "rank %d (pid %ld) on this host has exited", ranks[i], ctx->peer_pid[ranks[i]]);
       return;
     }
-    if (ctx->peer_stopped_polls[ranks[i]] > 0) {
+    if (ctx->peer_stopped_polls[ranks[i]] > 0 || state == 'T') {
       snprintf(out, len, "rank %d (pid %ld) on this host is stopped", ranks[i], ctx->peer_pid[ranks[i]]);
       return;
     }
