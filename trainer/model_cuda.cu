@@ -3,7 +3,11 @@
  * CUDA twin of model_cpu.c with the same data flow:
  *  - precision (the tutorial's amp_mode): none = fp32 (TF32 if tf32: true),
  *    bf16 / fp16 = activations and GEMM inputs in 16 bits, fp32
- *    accumulation, fp32 master weights, gradients and Adam state; fp16 with
+ *    accumulation, fp32 master weights, gradients and Adam state, and,
+ *    as PyTorch's autocast keeps them, an fp32 residual stream (the
+ *    embedding's output, each block's input and middle), its gradient,
+ *    LayerNorm's input-gradient sums and the q/k/v input gradient's sum
+ *    over its three GEMMs; fp16 with
  *    dynamic loss scaling (2^16, x2 after 2000 clean steps, /2 and skip on
  *    inf/NaN);
  *  - memory: one arena allocated at creation; nothing is allocated in a step;
@@ -59,8 +63,11 @@ extern "C" {
                         dlpar_last_error((m)->base.comm));                                               \
   } while (0)
 
+/* x_in, x_mid: the residual stream, fp32 in every precision (as PyTorch's
+ * autocast keeps it); the rest in the activations' type */
 typedef struct {
-  void *x_in, *ln1, *q, *k, *v, *att, *x_mid, *ln2, *fc1, *gelu;
+  float *x_in, *x_mid;
+  void *ln1, *q, *k, *v, *att, *ln2, *fc1, *gelu;
   float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse;
 } block_acts;
 
@@ -100,11 +107,14 @@ typedef struct {
   cudaEvent_t copied[2], consumed[2], scalars_copied, adam_done;
   int slot;
   /* activations */
-  void *patches, *x_final, *lnf, *head;
-  float *lnf_mean, *lnf_rstd, *pred, *lat_w;
+  void *patches, *lnf, *head;
+  float *x_final, *lnf_mean, *lnf_rstd, *pred, *lat_w;
   block_acts *blocks;
-  /* backward */
-  void *dx, *dln, *datt, *dq, *dk, *dv, *dfc1, *dhead;
+  /* backward: dx, the residual stream's gradient, fp32; dx_act its copy in
+   * the activations' type for the GEMMs (dx itself in fp32); dqkv_sum, fp32
+   * scratch summing the q, k, v input gradients (16 bits only) */
+  float *dx, *dqkv_sum;
+  void *dx_act, *dln, *datt, *dq, *dk, *dv, *dfc1, *dhead;
   float *dpred, *delta;
   float *reduce_ws; /* the LayerNorm gradients' column-sum partials */
   cudaEvent_t *grads_ready; /* per block, and the head */
@@ -256,7 +266,8 @@ static int block_forward(model_cuda *m, int l)
   const int BT = (int)d->BT;
   const bool last = l + 1 == d->depth;
   const param_table *t = &m->base.table;
-  void *x_out = last ? m->x_final : m->blocks[l + 1].x_in, *ln_next = last ? m->lnf : m->blocks[l + 1].ln1;
+  float *x_out = last ? m->x_final : m->blocks[l + 1].x_in;
+  void *ln_next = last ? m->lnf : m->blocks[l + 1].ln1;
   float *mean_next = last ? m->lnf_mean : m->blocks[l + 1].ln1_mean;
   float *rstd_next = last ? m->lnf_rstd : m->blocks[l + 1].ln1_rstd;
   const int norm_w = last ? t->norm_w : t->blocks[l + 1].norm1_w, norm_b = last ? t->norm_b : t->blocks[l + 1].norm1_b;
@@ -288,9 +299,10 @@ static int forward(model_cuda *m, const float *inp)
   block_acts *first = &m->blocks[0];
   int rc;
   CHECK_DL(m, dl_patchify(m->patches, inp, d->B, d->Cin, d->H, d->W, d->P, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, first->x_in, m->patches, weight(m, t->patch_w), weight(m, t->patch_b), (int)d->BT,
+  /* the tokens (act, in dln) + the position embedding: the fp32 residual stream */
+  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, m->patches, weight(m, t->patch_w), weight(m, t->patch_b), (int)d->BT,
                             d->Cin * d->P * d->P, d->D, m->act, m->compute));
-  CHECK_DL(m, dl_add_pos_embed(first->x_in, param(m, t->pos_embed), d->B, d->N, d->D, m->act, m->compute));
+  CHECK_DL(m, dl_embed_tokens(first->x_in, m->dln, param(m, t->pos_embed), d->B, d->N, d->D, m->act, m->compute));
   CHECK_DL(m, dl_layernorm_fwd(first->ln1, first->ln1_mean, first->ln1_rstd, first->x_in, param(m, t->blocks[0].norm1_w),
                                param(m, t->blocks[0].norm1_b), (int)d->BT, d->D, LN_EPS, m->act, m->compute));
   for (int l = 0; l < d->depth; l++) {
@@ -304,6 +316,13 @@ static int forward(model_cuda *m, const float *inp)
 }
 
 /* ------------------------------------------------------------ backward */
+
+/* Where a LayerNorm backward copies the stream's gradient for the GEMMs:
+ * nowhere in fp32 (dx_act is dx). */
+static void *dx_copy(model_cuda *m)
+{
+  return m->act == DL_F32 ? NULL : m->dx_act;
+}
 
 /* Tensors from `first_done` on are final: let the dp stream reduce them. */
 static int grads_ready(model_cuda *m, int event, int first_done)
@@ -326,24 +345,26 @@ static int block_backward(model_cuda *m, int l)
   int rc;
   /* MLP branch; dx holds the gradient of the block's output */
   CHECK_DL(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, m->dfc1, a->fc1, grad(m, p->fc2_w),
-                                 grad(m, p->fc2_b), m->dx, a->gelu, weight(m, p->fc2_w), BT, d->Fl, d->D, m->act,
+                                 grad(m, p->fc2_b), m->dx_act, a->gelu, weight(m, p->fc2_w), BT, d->Fl, d->D, m->act,
                                  m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, weight(m, p->fc1_w),
                             BT, d->D, d->Fl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid, param(m, p->norm2_w),
-                               a->ln2_mean, a->ln2_rstd, BT, d->D, m->reduce_ws, m->act, m->compute));
+  CHECK_DL(m, dl_layernorm_bwd(m->dx, dx_copy(m), grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid,
+                               param(m, p->norm2_w), a->ln2_mean, a->ln2_rstd, BT, d->D, m->reduce_ws, m->act,
+                               m->compute));
   /* attention branch */
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx, a->att,
+  CHECK_DL(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx_act, a->att,
                             weight(m, p->proj_w), BT, d->Dl, d->D, m->act, m->compute));
   CHECK_DL(m, attention_bwd(m, a));
-  CHECK_DL(m, dl_matmul_bwd_planes(m->blas, m->dln, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1,
+  CHECK_DL(m, dl_matmul_bwd_planes(m->blas, m->dln, m->dqkv_sum, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1,
                                    weight(m, p->q_w), 3, BT, d->D, d->Dl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in, param(m, p->norm1_w),
-                               a->ln1_mean, a->ln1_rstd, BT, d->D, m->reduce_ws, m->act, m->compute));
+  CHECK_DL(m, dl_layernorm_bwd(m->dx, dx_copy(m), grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in,
+                               param(m, p->norm1_w), a->ln1_mean, a->ln1_rstd, BT, d->D, m->reduce_ws, m->act,
+                               m->compute));
   return DLPAR_OK;
 }
 
@@ -358,17 +379,18 @@ static int backward(model_cuda *m, const float *tgt)
   CHECK_DL(m, dl_unpatchify_bwd(m->dhead, m->dpred, d->B, d->Cout, d->H, d->W, d->P, m->act, m->compute));
   CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, t->head_w), NULL, m->dhead, m->lnf, weight(m, t->head_w),
                             (int)d->BT, d->D, d->P * d->P * d->Cout, m->act, m->compute));
-  CHECK_DL(m, cudaMemsetAsync(m->dx, 0, (size_t)d->BT * d->D * m->act_bytes, m->compute));
-  CHECK_DL(m, dl_layernorm_bwd(m->dx, grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final, param(m, t->norm_w),
-                               m->lnf_mean, m->lnf_rstd, (int)d->BT, d->D, m->reduce_ws, m->act, m->compute));
+  CHECK_DL(m, cudaMemsetAsync(m->dx, 0, sizeof(float) * d->BT * d->D, m->compute));
+  CHECK_DL(m, dl_layernorm_bwd(m->dx, dx_copy(m), grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final,
+                               param(m, t->norm_w), m->lnf_mean, m->lnf_rstd, (int)d->BT, d->D, m->reduce_ws, m->act,
+                               m->compute));
   if ((rc = grads_ready(m, d->depth, t->norm_w)) != DLPAR_OK)
     return rc;
   for (int l = d->depth - 1; l >= 0; l--) {
     DLPAR_TRY(block_backward(m, l));
     DLPAR_TRY(grads_ready(m, l, t->blocks[l].norm1_w));
   }
-  CHECK_DL(m, dl_pos_embed_bwd(grad(m, t->pos_embed), m->dx, d->B, d->N, d->D, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, NULL, 0, grad(m, t->patch_w), grad(m, t->patch_b), m->dx, m->patches,
+  CHECK_DL(m, dl_pos_embed_bwd(grad(m, t->pos_embed), m->dx, d->B, d->N, d->D, m->compute));
+  CHECK_DL(m, dl_matmul_bwd(m->blas, NULL, 0, grad(m, t->patch_w), grad(m, t->patch_b), m->dx_act, m->patches,
                             weight(m, t->patch_w), (int)d->BT, d->Cin * d->P * d->P, d->D, m->act, m->compute));
   if ((rc = grads_ready(m, d->depth + 1, 0)) != DLPAR_OK)
     return rc;
@@ -637,7 +659,7 @@ static void layout(model_cuda *m)
   for (int s = 0; s < 2; s++)
     m->inp[s] = (float *)take(m, 4 * img_in), m->tgt[s] = (float *)take(m, 4 * img_out);
   m->patches = take(m, a * BT * d->Cin * d->P * d->P);
-  m->x_final = take(m, a * BT * D);
+  m->x_final = (float *)take(m, 4 * BT * D);
   m->lnf = take(m, a * BT * D);
   m->head = take(m, a * head);
   m->lnf_mean = (float *)take(m, 4 * BT);
@@ -646,13 +668,13 @@ static void layout(model_cuda *m)
   m->lat_w = (float *)take(m, 4 * (size_t)d->H);
   for (int l = 0; l < d->depth; l++) {
     block_acts *b = &m->blocks[l];
-    b->x_in = take(m, a * BT * D);
+    b->x_in = (float *)take(m, 4 * BT * D);
     b->ln1 = take(m, a * BT * D);
     b->q = take(m, 3 * a * BT * Dl);
     b->k = plane(b->q, 1, a * BT * Dl);
     b->v = plane(b->q, 2, a * BT * Dl);
     b->att = take(m, a * BT * Dl);
-    b->x_mid = take(m, a * BT * D);
+    b->x_mid = (float *)take(m, 4 * BT * D);
     b->ln2 = take(m, a * BT * D);
     b->fc1 = take(m, a * BT * Fl);
     b->gelu = take(m, a * BT * Fl);
@@ -662,7 +684,9 @@ static void layout(model_cuda *m)
     b->ln2_rstd = (float *)take(m, 4 * BT);
     b->lse = (float *)take(m, 4 * rows);
   }
-  m->dx = take(m, a * BT * D);
+  m->dx = (float *)take(m, 4 * BT * D);
+  m->dx_act = m->act == DL_F32 ? m->dx : take(m, a * BT * D);
+  m->dqkv_sum = m->act == DL_F32 ? NULL : (float *)take(m, 4 * BT * D);
   m->dln = take(m, a * widest);
   m->datt = take(m, a * BT * Dl);
   m->dq = take(m, 3 * a * BT * Dl);
@@ -783,6 +807,30 @@ static int reserve_kernel_stack(model_cuda *m)
   return DLPAR_OK;
 }
 
+/* One line on rank 0 naming what this run chose on the GPU: the device,
+ * the activations' type, the attention, the GELU, CUDA graphs (the GPU
+ * tests and bench/gpu-round read it). */
+static int report_choices(model_cuda *m, const train_config *cfg, const dlpar_info *info)
+{
+  cudaDeviceProp prop;
+  char attention[64] = "reference kernels";
+  if (info->rank != 0)
+    return DLPAR_OK;
+  CHECK_DL(m, cudaGetDeviceProperties(&prop, info->device));
+#ifdef HAVE_CUDNN
+  if (m->sdpa) {
+    char version[32];
+    dl_sdpa_version(version, sizeof version);
+    snprintf(attention, sizeof attention, "cuDNN %s", version);
+  }
+#endif
+  printf("dlpar-train: cuda: %s, %s activations, attention: %s, GELU: %s, CUDA graphs: %s\n", prop.name,
+         m->act == DL_BF16 ? "bf16" : m->act == DL_F16 ? "fp16" : cfg->tf32 ? "fp32 (TF32 GEMMs)" : "fp32",
+         attention, m->gelu_fused ? "cuBLASLt epilogues" : "exact kernels", cfg->cuda_graph ? "on" : "off");
+  fflush(stdout);
+  return DLPAR_OK;
+}
+
 static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info)
 {
   const vit_dims *d = &m->base.dims;
@@ -801,6 +849,7 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   CHECK_DL(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
   DLPAR_TRY(plan_attention(m, cfg, info));
   DLPAR_TRY(plan_gelu(m, info));
+  DLPAR_TRY(report_choices(m, cfg, info));
   layout(m); /* measure */
   m->arena_bytes = m->arena_used;
   if (cudaMalloc((void **)&m->arena, m->arena_bytes) != cudaSuccess)

@@ -543,6 +543,12 @@ extern "C" void dl_sdpa_destroy(dl_sdpa *sdpa)
   free(sdpa);
 }
 
+extern "C" void dl_sdpa_version(char *text, size_t size)
+{
+  const size_t version = cudnnGetVersion(); /* MAJOR * 10000 + MINOR * 100 + PATCH since cuDNN 9 */
+  snprintf(text, size, "%zu.%zu.%zu", version / 10000, version % 10000 / 100, version % 100);
+}
+
 extern "C" int dl_sdpa_unsupported(int status)
 {
   return status >= DL_CUDNN_BASE && unsupported((cudnnStatus_t)(status - DL_CUDNN_BASE));

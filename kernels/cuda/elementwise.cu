@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/elementwise.cu: the pointwise and data-movement ops: casts,
- * position embedding and its gradient, bias planes (the GEMMs' fallback),
- * exact GELU, column
- * sums (bias gradients), patchify / unpatchify. Grid-stride loops; the
- * column sums are deterministic (reduce.cuh's two stages, fixed order). */
+ * the residual stream's start (tokens + position embedding) and the
+ * embedding's gradient, bias planes (the GEMMs' fallback), exact GELU,
+ * column sums (bias gradients), patchify / unpatchify. Grid-stride loops
+ * (over elements, or over rows where an element's row would cost a 64-bit
+ * division); the column sums are deterministic (reduce.cuh's two stages,
+ * fixed order). */
 #include "config.h"
 
 #include "kernels/cuda/reduce.cuh"
@@ -35,43 +37,55 @@ extern "C" int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype s
   return cast_from((__half *)dst, src, src_type, n, s);
 }
 
-template <typename T> __global__ void add_pos_kernel(T *x, const float *pos, size_t rows, int N, int D)
+/* Blocks for a kernel that gives each block whole rows (grid-stride over rows). */
+static unsigned row_blocks(int rows)
 {
-  const size_t n = rows * D;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    const size_t token = (i / D) % N;
-    x[i] = from_float<T>(to_float(x[i]) + pos[token * D + i % D]);
+  return (unsigned)(rows < 65535 * 16 ? (rows > 0 ? rows : 1) : 65535 * 16);
+}
+
+/* A block per token row: the row's position (a 64-bit offset) once, the
+ * columns by the threads. */
+template <typename T> __global__ void embed_tokens_kernel(float *x, const T *tokens, const float *pos, int rows, int N,
+                                                          int D)
+{
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    const size_t base = (size_t)r * D;
+    const float *pos_row = pos + (size_t)(r % N) * D;
+    for (int c = threadIdx.x; c < D; c += blockDim.x)
+      x[base + c] = to_float(tokens[base + c]) + pos_row[c];
   }
 }
 
-template <typename T> static int add_pos(void *x, const float *pos, int B, int N, int D, cudaStream_t s)
+template <typename T>
+static int embed_tokens(float *x, const void *tokens, const float *pos, int B, int N, int D, cudaStream_t s)
 {
-  const size_t n = (size_t)B * N * D;
-  add_pos_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)x, pos, (size_t)B * N, N, D);
+  embed_tokens_kernel<T><<<row_blocks(B * N), 128, 0, s>>>(x, (const T *)tokens, pos, B * N, N, D);
   CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
 
-extern "C" int dl_add_pos_embed(void *x, const float *pos, int B, int N, int D, dl_dtype act, cudaStream_t s)
+extern "C" int dl_embed_tokens(float *x, const void *tokens, const float *pos, int B, int N, int D, dl_dtype act,
+                               cudaStream_t s)
 {
-  return DL_DISPATCH(act, add_pos, x, pos, B, N, D, s);
+  return DL_DISPATCH(act, embed_tokens, x, tokens, pos, B, N, D, s);
 }
 
-/* plane p of out (rows x cols) += bias_p in each row */
-template <typename T> __global__ void add_bias_planes_kernel(T *out, const T *bias, size_t planes, int rows, int cols)
+/* plane p of out (rows x cols) += bias_p in each row: a block per row of
+ * all the planes' rows */
+template <typename T> __global__ void add_bias_planes_kernel(T *out, const T *bias, int planes, int rows, int cols)
 {
-  const size_t n = planes * rows * cols;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    const size_t p = i / ((size_t)rows * cols);
-    out[i] = from_float<T>(to_float(out[i]) + to_float(bias[p * cols + i % cols]));
+  for (int r = blockIdx.x; r < planes * rows; r += gridDim.x) {
+    T *row = out + (size_t)r * cols;
+    const T *plane_bias = bias + (size_t)(r / rows) * cols;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+      row[c] = from_float<T>(to_float(row[c]) + to_float(plane_bias[c]));
   }
 }
 
 template <typename T>
 static int add_bias_planes(void *out, const void *bias, int planes, int rows, int cols, cudaStream_t s)
 {
-  const size_t n = (size_t)planes * rows * cols;
-  add_bias_planes_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)out, (const T *)bias, (size_t)planes, rows, cols);
+  add_bias_planes_kernel<T><<<row_blocks(planes * rows), 128, 0, s>>>((T *)out, (const T *)bias, planes, rows, cols);
   CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
@@ -82,27 +96,22 @@ extern "C" int dl_add_bias_planes(void *out, const void *bias, int planes, int r
   return DL_DISPATCH(act, add_bias_planes, out, bias, planes, rows, cols, s);
 }
 
-template <typename T> __global__ void pos_grad_kernel(float *dpos, const T *dx, int B, int N, int D)
+__global__ void pos_grad_kernel(float *dpos, const float *dx, int B, int N, int D)
 {
   const size_t n = (size_t)N * D;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     float sum = 0;
     for (int b = 0; b < B; b++)
-      sum += to_float(dx[(size_t)b * n + i]);
+      sum += dx[(size_t)b * n + i];
     dpos[i] += sum;
   }
 }
 
-template <typename T> static int pos_grad(float *dpos, const void *dx, int B, int N, int D, cudaStream_t s)
+extern "C" int dl_pos_embed_bwd(float *dpos, const float *dx, int B, int N, int D, cudaStream_t s)
 {
-  pos_grad_kernel<T><<<dl_blocks((size_t)N * D, 256), 256, 0, s>>>(dpos, (const T *)dx, B, N, D);
+  pos_grad_kernel<<<dl_blocks((size_t)N * D, 256), 256, 0, s>>>(dpos, dx, B, N, D);
   CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
-}
-
-extern "C" int dl_pos_embed_bwd(float *dpos, const void *dx, int B, int N, int D, dl_dtype act, cudaStream_t s)
-{
-  return DL_DISPATCH(act, pos_grad, dpos, dx, B, N, D, s);
 }
 
 /* exact GELU: x/2 (1 + erf(x / sqrt 2)) */
@@ -173,23 +182,30 @@ extern "C" int dl_column_sum(float *sum, int accumulate, const void *x, int rows
   return DL_DISPATCH(act, column_sum, sum, accumulate, x, rows, cols, partials, s);
 }
 
+/* The image kernels take a pixel row (b, c, y) per block: the row's 64-bit
+ * offsets once, its W pixels by the threads with 32-bit arithmetic. */
+struct pixel_row {
+  int b, c, y;
+  __device__ pixel_row(int r, int C, int H) : b(r / (H * C)), c(r / H % C), y(r % H) {}
+};
+
 /* patches[(b, i, j), (c, a, e)] = img[b, c, i*P + a, j*P + e] */
 template <typename T> __global__ void patchify_kernel(T *patches, const float *img, int B, int C, int H, int W, int P)
 {
   const int hp = H / P, wp = W / P, K = C * P * P;
-  const size_t n = (size_t)B * hp * wp * K;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    const int entry = (int)(i % K), e = entry % P, a = (entry / P) % P, c = entry / (P * P);
-    const size_t token = i / K;
-    const int j = (int)(token % wp), ti = (int)((token / wp) % hp), b = (int)(token / ((size_t)wp * hp));
-    patches[i] = from_float<T>(img[(((size_t)b * C + c) * H + (size_t)ti * P + a) * W + (size_t)j * P + e]);
+  for (int r = blockIdx.x; r < B * C * H; r += gridDim.x) {
+    const pixel_row px(r, C, H);
+    const float *src = img + (size_t)r * W;
+    T *dst = patches + ((size_t)px.b * hp + px.y / P) * wp * K + px.c * P * P + px.y % P * P;
+    for (int x = threadIdx.x; x < W; x += blockDim.x)
+      dst[(size_t)(x / P) * K + x % P] = from_float<T>(src[x]);
   }
 }
 
 template <typename T> static int patchify(void *patches, const float *img, int B, int C, int H, int W, int P,
                                           cudaStream_t s)
 {
-  patchify_kernel<T><<<dl_blocks((size_t)B * C * H * W, 256), 256, 0, s>>>((T *)patches, img, B, C, H, W, P);
+  patchify_kernel<T><<<row_blocks(B * C * H), 256, 0, s>>>((T *)patches, img, B, C, H, W, P);
   CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
@@ -200,34 +216,46 @@ extern "C" int dl_patchify(void *patches, const float *img, int B, int C, int H,
   return DL_DISPATCH(act, patchify, patches, img, B, C, H, W, P, s);
 }
 
-/* pixel (b, c, y, x) <-> token (b, y/P, x/P), entry ((y%P)*P + x%P)*C + c */
-__device__ __forceinline__ size_t token_entry(size_t pixel, int C, int H, int W, int P)
+/* pixel (b, c, y, x) <-> token (b, y/P, x/P), entry ((y%P)*P + x%P)*C + c:
+ * the offset of row px's first pixel; pixel x adds head_column(x). */
+__device__ __forceinline__ size_t head_row(const pixel_row &px, int C, int H, int W, int P)
 {
-  const int x = (int)(pixel % W), y = (int)((pixel / W) % H), c = (int)((pixel / ((size_t)W * H)) % C);
-  const size_t b = pixel / ((size_t)W * H * C);
   const int hp = H / P, wp = W / P;
-  return (b * hp * wp + (size_t)(y / P) * wp + x / P) * ((size_t)P * P * C) + ((size_t)(y % P) * P + x % P) * C + c;
+  return ((size_t)px.b * hp + px.y / P) * wp * ((size_t)P * P * C) + (size_t)(px.y % P) * P * C + px.c;
+}
+
+__device__ __forceinline__ size_t head_column(int x, int C, int P)
+{
+  return (size_t)(x / P) * P * P * C + x % P * C;
 }
 
 template <typename T> __global__ void unpatchify_kernel(float *img, const T *tokens, int B, int C, int H, int W, int P)
 {
-  const size_t n = (size_t)B * C * H * W;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    img[i] = to_float(tokens[token_entry(i, C, H, W, P)]);
+  for (int r = blockIdx.x; r < B * C * H; r += gridDim.x) {
+    const pixel_row px(r, C, H);
+    const T *src = tokens + head_row(px, C, H, W, P);
+    float *dst = img + (size_t)r * W;
+    for (int x = threadIdx.x; x < W; x += blockDim.x)
+      dst[x] = to_float(src[head_column(x, C, P)]);
+  }
 }
 
 template <typename T> __global__ void unpatchify_bwd_kernel(T *dtokens, const float *dimg, int B, int C, int H, int W,
                                                             int P)
 {
-  const size_t n = (size_t)B * C * H * W;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    dtokens[token_entry(i, C, H, W, P)] = from_float<T>(dimg[i]);
+  for (int r = blockIdx.x; r < B * C * H; r += gridDim.x) {
+    const pixel_row px(r, C, H);
+    T *dst = dtokens + head_row(px, C, H, W, P);
+    const float *src = dimg + (size_t)r * W;
+    for (int x = threadIdx.x; x < W; x += blockDim.x)
+      dst[head_column(x, C, P)] = from_float<T>(src[x]);
+  }
 }
 
 template <typename T> static int unpatchify(float *img, const void *tokens, int B, int C, int H, int W, int P,
                                             cudaStream_t s)
 {
-  unpatchify_kernel<T><<<dl_blocks((size_t)B * C * H * W, 256), 256, 0, s>>>(img, (const T *)tokens, B, C, H, W, P);
+  unpatchify_kernel<T><<<row_blocks(B * C * H), 256, 0, s>>>(img, (const T *)tokens, B, C, H, W, P);
   CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }
@@ -235,7 +263,7 @@ template <typename T> static int unpatchify(float *img, const void *tokens, int 
 template <typename T> static int unpatchify_bwd(void *dtokens, const float *dimg, int B, int C, int H, int W, int P,
                                                 cudaStream_t s)
 {
-  unpatchify_bwd_kernel<T><<<dl_blocks((size_t)B * C * H * W, 256), 256, 0, s>>>((T *)dtokens, dimg, B, C, H, W, P);
+  unpatchify_bwd_kernel<T><<<row_blocks(B * C * H), 256, 0, s>>>((T *)dtokens, dimg, B, C, H, W, P);
   CUDA_RETURN_ON_LAUNCH_ERROR();
   return 0;
 }

@@ -476,26 +476,36 @@ static int weight_and_bias_grad(dl_blas *blas, float *dw, float *dbias, const vo
 }
 
 /* dinp = (accumulate: +=) sum_p dout_p w_p: a GEMM a plane, the later ones
- * adding to the first (the planes of dout are not one matrix). */
-static int input_grad(dl_blas *blas, void *dinp, int accumulate, const void *dout, const void *w, int planes, int BT,
-                      int C, int OC, dl_dtype act, cudaStream_t s)
+ * adding to the first (the planes of dout are not one matrix). Several
+ * planes in 16 bits sum in fp32 in `sum` (BT x C floats), rounded once into
+ * dinp, as one GEMM over all planes would. */
+static int input_grad(dl_blas *blas, void *dinp, float *sum, int accumulate, const void *dout, const void *w, int planes,
+                      int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
+  const bool in_fp32 = planes > 1 && act != DL_F32;
+  const size_t n = (size_t)BT * C;
   int rc = 0;
+  if (in_fp32 && !sum)
+    return (int)cudaErrorInvalidValue;
+  if (in_fp32 && accumulate && (rc = dl_cast(sum, DL_F32, dinp, act, n, s)) != 0)
+    return rc;
   for (int p = 0; p < planes && rc == 0; p++) {
-    const gemm_call g = input_grad_call(dinp, p > 0 || accumulate, plane_at(dout, p, (size_t)BT * OC, act),
-                                        plane_at(w, p, (size_t)OC * C, act), BT, C, OC, act, CUBLASLT_EPILOGUE_DEFAULT,
-                                        NULL);
+    gemm_call g = input_grad_call(in_fp32 ? sum : dinp, p > 0 || accumulate, plane_at(dout, p, (size_t)BT * OC, act),
+                                  plane_at(w, p, (size_t)OC * C, act), BT, C, OC, act, CUBLASLT_EPILOGUE_DEFAULT, NULL);
+    g.d_type = in_fp32 ? DL_F32 : act;
     rc = lt_matmul(blas, &g, s);
   }
+  if (rc == 0 && in_fp32)
+    rc = dl_cast(dinp, act, sum, DL_F32, n, s);
   return rc;
 }
 
-extern "C" int dl_matmul_bwd_planes(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias,
-                                    const void *dout, const void *inp, const void *w, int planes, int BT, int C,
-                                    int OC, dl_dtype act, cudaStream_t s)
+extern "C" int dl_matmul_bwd_planes(dl_blas *blas, void *dinp, float *dinp_sum, int accumulate, float *dw,
+                                    float *dbias, const void *dout, const void *inp, const void *w, int planes,
+                                    int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
   int rc;
-  if (dinp && (rc = input_grad(blas, dinp, accumulate, dout, w, planes, BT, C, OC, act, s)) != 0)
+  if (dinp && (rc = input_grad(blas, dinp, dinp_sum, accumulate, dout, w, planes, BT, C, OC, act, s)) != 0)
     return rc;
   if (dw)
     return weight_and_bias_grad(blas, dw, dbias, dout, inp, planes, BT, C, OC, act, s);
@@ -505,7 +515,7 @@ extern "C" int dl_matmul_bwd_planes(dl_blas *blas, void *dinp, int accumulate, f
 extern "C" int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
                              const void *inp, const void *w, int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
-  return dl_matmul_bwd_planes(blas, dinp, accumulate, dw, dbias, dout, inp, w, 1, BT, C, OC, act, s);
+  return dl_matmul_bwd_planes(blas, dinp, NULL, accumulate, dw, dbias, dout, inp, w, 1, BT, C, OC, act, s);
 }
 
 /* ---- GELU in the epilogues (16-bit activations: cuBLASLt's GELU is the
@@ -555,7 +565,7 @@ extern "C" int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, const vo
   const gemm_call g = input_grad_call(dpre, 0, dout, w, BT, C, OC, act, CUBLASLT_EPILOGUE_DGELU, (void *)pre);
   int rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
   if (rc == NO_ALGO) {
-    if ((rc = input_grad(blas, dpre, 0, dout, w, 1, BT, C, OC, act, s)) != 0)
+    if ((rc = input_grad(blas, dpre, NULL, 0, dout, w, 1, BT, C, OC, act, s)) != 0)
       return rc;
     rc = dl_gelu_bwd(dpre, pre, dpre, (size_t)BT * C, act, s);
   }

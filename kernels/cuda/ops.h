@@ -51,13 +51,14 @@ int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *dw, float *d
  * 3, q, k, v side by side) from one [3 OC x C] weight and one [3 OC] bias. */
 int dl_matmul_fwd_planes(dl_blas *blas, void *out, const void *inp, const void *w, const void *bias, int planes,
                          int BT, int C, int OC, dl_dtype act, cudaStream_t s);
-/* dinp = (or += with accumulate) sum_p dout_p w_p (a GEMM a plane); dw_p +=
- * dout_p^T inp and dbias_p = colsum(dout_p) (one GEMM, BGRADB where
- * cuBLASLt has it); dout_p = dout + p*BT*OC, dw_p = dw + p*OC*C,
- * dbias_p = dbias + p*OC. */
-int dl_matmul_bwd_planes(dl_blas *blas, void *dinp, int accumulate, float *dw, float *dbias, const void *dout,
-                         const void *inp, const void *w, int planes, int BT, int C, int OC, dl_dtype act,
-                         cudaStream_t s);
+/* dinp = (or += with accumulate) sum_p dout_p w_p (a GEMM a plane; with
+ * planes > 1 and a 16-bit act, summed in fp32 in dinp_sum, BT x C floats,
+ * then rounded once; NULL otherwise); dw_p += dout_p^T inp and dbias_p =
+ * colsum(dout_p) (one GEMM, BGRADB where cuBLASLt has it); dout_p = dout +
+ * p*BT*OC, dw_p = dw + p*OC*C, dbias_p = dbias + p*OC. */
+int dl_matmul_bwd_planes(dl_blas *blas, void *dinp, float *dinp_sum, int accumulate, float *dw, float *dbias,
+                         const void *dout, const void *inp, const void *w, int planes, int BT, int C, int OC,
+                         dl_dtype act, cudaStream_t s);
 /* ---- the MLP's GELU in the GEMMs' epilogues: cuBLASLt's GELU is the tanh
  * approximation (within 5e-4 of the exact erf GELU of the tutorial's model,
  * which dl_gelu_fwd/bwd compute), so only with 16-bit activations; fp32
@@ -92,10 +93,11 @@ int dl_column_sum(float *sum, int accumulate, const void *x, int rows, int cols,
 
 /* ---- elementwise */
 int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype src_type, size_t n, cudaStream_t s);
-/* x[b*N + n, :] += pos[n, :] (pos fp32) */
-int dl_add_pos_embed(void *x, const float *pos, int B, int N, int D, dl_dtype act, cudaStream_t s);
-/* dpos[n, :] += sum_b dx[b*N + n, :] */
-int dl_pos_embed_bwd(float *dpos, const void *dx, int B, int N, int D, dl_dtype act, cudaStream_t s);
+/* x[b*N + n, :] = tokens[b*N + n, :] + pos[n, :]: the residual stream's start
+ * (x, pos fp32; tokens act) */
+int dl_embed_tokens(float *x, const void *tokens, const float *pos, int B, int N, int D, dl_dtype act, cudaStream_t s);
+/* dpos[n, :] += sum_b dx[b*N + n, :] (fp32) */
+int dl_pos_embed_bwd(float *dpos, const float *dx, int B, int N, int D, cudaStream_t s);
 /* out_p[r, c] += bias_p[c] for the planes p of rows x cols (out_p = out +
  * p*rows*cols, bias_p = bias + p*cols; both act): the bias epilogue's
  * fallback */
@@ -110,19 +112,20 @@ int dl_unpatchify(float *img, const void *tokens, int B, int C, int H, int W, in
 int dl_unpatchify_bwd(void *dtokens, const float *dimg, int B, int C, int H, int W, int P, dl_dtype act,
                       cudaStream_t s);
 
-/* ---- layernorm (fp32 statistics); out act, mean/rstd fp32 */
-int dl_layernorm_fwd(void *out, float *mean, float *rstd, const void *inp, const float *w, const float *b, int BT, int C,
-                     float eps, dl_dtype act, cudaStream_t s);
+/* ---- layernorm (fp32 statistics) over the residual stream, which is fp32 in
+ * every precision (inp, x, x_out, dinp); out, y, dout, dinp_act act; mean/rstd fp32 */
+int dl_layernorm_fwd(void *out, float *mean, float *rstd, const float *inp, const float *w, const float *b, int BT,
+                     int C, float eps, dl_dtype act, cudaStream_t s);
 /* x_out = x + y + bias (bias fp32, may be NULL), out = LN(x_out): a residual branch's
  * end fused with the next norm */
-int dl_residual_layernorm_fwd(void *x_out, void *out, float *mean, float *rstd, const void *x, const void *y,
+int dl_residual_layernorm_fwd(float *x_out, void *out, float *mean, float *rstd, const float *x, const void *y,
                               const float *bias, const float *w, const float *b, int BT, int C, float eps,
                               dl_dtype act, cudaStream_t s);
-/* dinp (act) += ...; dw, db (fp32) += ..., their column sums as dl_column_sum's;
- * partials: dl_column_partials_bytes(BT, 2 * C) */
-int dl_layernorm_bwd(void *dinp, float *dw, float *db, const void *dout, const void *inp, const float *w,
-                     const float *mean, const float *rstd, int BT, int C, float *partials, dl_dtype act,
-                     cudaStream_t s);
+/* dinp += ...; dinp_act (may be NULL) = the new dinp in act; dw, db (fp32) += ...,
+ * their column sums as dl_column_sum's; partials: dl_column_partials_bytes(BT, 2 * C) */
+int dl_layernorm_bwd(float *dinp, void *dinp_act, float *dw, float *db, const void *dout, const float *inp,
+                     const float *w, const float *mean, const float *rstd, int BT, int C, float *partials,
+                     dl_dtype act, cudaStream_t s);
 
 /* ---- attention: flash (online softmax, O(N) memory); q,k,v,o (B,N,NH,HD) act, lse (B,NH,N) fp32;
  * HD <= 128 and a multiple of 8 */
@@ -145,6 +148,8 @@ int dl_attention_bwd(void *dq, void *dk, void *dv, const void *dout, const void 
 typedef struct dl_sdpa dl_sdpa;
 int dl_sdpa_create(dl_sdpa **sdpa); /* a cuDNN handle on the current device, an empty plan cache */
 void dl_sdpa_destroy(dl_sdpa *sdpa);
+/* the loaded cuDNN's version as MAJOR.MINOR.PATCH */
+void dl_sdpa_version(char *text, size_t size);
 /* Builds (first call; then cached) the forward and backward plans of one shape and
  * dtype, and gives the device workspace both directions need (dl_sdpa_fwd and _bwd
  * build on first use too, so call this at set-up). A status for which

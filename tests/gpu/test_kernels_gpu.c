@@ -45,7 +45,8 @@ static void test_matmul(dl_blas *blas, const char *which, dl_dtype t, size_t off
     CHECK_GPU(dl_matmul_bwd(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, BT, C, OC, t, 0));
   } else {
     CHECK_GPU(dl_matmul_fwd_planes(blas, d_out, d_inp, d_w, d_bias, planes, BT, C, OC, t, 0));
-    CHECK_GPU(dl_matmul_bwd_planes(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, planes, BT, C, OC, t, 0));
+    float *d_sum = device_from(NULL, (size_t)BT * C, DL_F32); /* the planes' fp32 sum */
+    CHECK_GPU(dl_matmul_bwd_planes(blas, d_dinp, d_sum, 0, d_dw, d_db, d_dout, d_inp, d_w, planes, BT, C, OC, t, 0));
   }
   CHECK_GPU(cudaDeviceSynchronize());
   for (int i = 0; i < 4; i++)
@@ -108,9 +109,11 @@ static void test_layernorm(dl_dtype t)
   const size_t n = (size_t)BT * C;
   float *x = host_random(n, 2), *y = host_random(n, 1), *w = host_random(C, 1), *b = host_random(C, 1);
   float *bias = host_random(C, 1), *dout = host_random(n, 1), *sum = malloc(n * sizeof(float));
-  float *out = malloc(n * sizeof(float)), mean[37], rstd[37], *dinp = host_zeros(n), *dw = host_zeros(C), *db = host_zeros(C);
-  void *d_x = device_from(x, n, t), *d_y = device_from(y, n, t), *d_out = device_from(NULL, n, t);
-  void *d_sum = device_from(NULL, n, t), *d_dout = device_from(dout, n, t), *d_dinp = device_from(dinp, n, t);
+  float *out = malloc(n * sizeof(float)), mean[37], rstd[37], *dinp = host_random(n, 1), *dw = host_zeros(C);
+  float *db = host_zeros(C), *d_x = device_from(x, n, DL_F32), *d_sum = device_from(NULL, n, DL_F32);
+  float *d_dinp = device_from(dinp, n, DL_F32); /* the stream's gradient so far: the backward adds to it */
+  void *d_y = device_from(y, n, t), *d_out = device_from(NULL, n, t), *d_dout = device_from(dout, n, t);
+  void *d_dinp_act = device_from(NULL, n, t);
   float *d_w = device_from(w, C, DL_F32), *d_b = device_from(b, C, DL_F32), *d_bias = device_from(bias, C, DL_F32);
   float *d_mean = device_from(NULL, BT, DL_F32), *d_rstd = device_from(NULL, BT, DL_F32);
   float *d_dw = device_from(dw, C, DL_F32), *d_db = device_from(db, C, DL_F32);
@@ -120,11 +123,13 @@ static void test_layernorm(dl_dtype t)
   layernorm_fwd_f32(out, mean, rstd, sum, w, b, BT, C, 1e-6f);
   layernorm_bwd_f32(dinp, dw, db, dout, sum, w, mean, rstd, BT, C);
   CHECK_GPU(dl_residual_layernorm_fwd(d_sum, d_out, d_mean, d_rstd, d_x, d_y, d_bias, d_w, d_b, BT, C, 1e-6f, t, 0));
-  CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+  CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dinp_act, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, d_partials, t,
+                             0));
   CHECK_GPU(cudaDeviceSynchronize());
-  CHECK_CLOSE("residual add", t, host_from(d_sum, n, t), sum, n);
+  CHECK_CLOSE("residual add (fp32 stream)", t, host_from(d_sum, n, DL_F32), sum, n);
   CHECK_CLOSE("layernorm forward", t, host_from(d_out, n, t), out, n);
-  CHECK_CLOSE("layernorm dinp", t, host_from(d_dinp, n, t), dinp, n);
+  CHECK_CLOSE("layernorm dinp (fp32, accumulated)", t, host_from(d_dinp, n, DL_F32), dinp, n);
+  CHECK_CLOSE("layernorm dinp's act copy", t, host_from(d_dinp_act, n, t), dinp, n);
   CHECK_CLOSE("layernorm dweight", t, host_from(d_dw, C, DL_F32), dw, C);
   CHECK_CLOSE("layernorm dbias", t, host_from(d_db, C, DL_F32), db, C);
   d_out = device_from(NULL, n, t);
@@ -241,6 +246,7 @@ static void test_layout_ops(dl_dtype t)
   float *d_partials = device_from(NULL, dl_column_partials_bytes(B * N, D) / sizeof(float), DL_F32);
   void *d_patches = device_from(NULL, n, t), *d_tokens = device_from(tokens, n, t), *d_dtok = device_from(NULL, n, t);
   void *d_x = device_from(x, (size_t)B * N * D, t);
+  float *d_x32 = device_from(x, (size_t)B * N * D, DL_F32), *d_embedded = device_from(NULL, (size_t)B * N * D, DL_F32);
   patchify_f32(patches, img, B, C, H, W, P);
   unpatchify_f32(back, tokens, B, C, H, W, P);
   unpatchify_bwd_f32(dtok, img, B, C, H, W, P);
@@ -255,15 +261,16 @@ static void test_layout_ops(dl_dtype t)
   CHECK_GPU(dl_patchify(d_patches, d_img, B, C, H, W, P, t, 0));
   CHECK_GPU(dl_unpatchify(d_back, d_tokens, B, C, H, W, P, t, 0));
   CHECK_GPU(dl_unpatchify_bwd(d_dtok, d_img, B, C, H, W, P, t, 0));
-  CHECK_GPU(dl_pos_embed_bwd(d_dpos, d_x, B, N, D, t, 0));
+  CHECK_GPU(dl_pos_embed_bwd(d_dpos, d_x32, B, N, D, 0));
   CHECK_GPU(dl_column_sum(d_col, 1, d_x, B * N, D, d_partials, t, 0));
-  CHECK_GPU(dl_add_pos_embed(d_x, d_pos, B, N, D, t, 0));
+  CHECK_GPU(dl_embed_tokens(d_embedded, d_x, d_pos, B, N, D, t, 0));
   CHECK_GPU(cudaDeviceSynchronize());
   CHECK_CLOSE("patchify", t, host_from(d_patches, n, t), patches, n);
   CHECK_CLOSE("unpatchify", t, host_from(d_back, n, DL_F32), back, n);
   CHECK_CLOSE("unpatchify backward", t, host_from(d_dtok, n, t), dtok, n);
-  CHECK_CLOSE("position embedding", t, host_from(d_x, (size_t)B * N * D, t), x_pos, (size_t)B * N * D);
-  CHECK_CLOSE("position embedding gradient", t, host_from(d_dpos, (size_t)N * D, DL_F32), dpos, (size_t)N * D);
+  CHECK_CLOSE("tokens + position embedding (fp32 stream)", t, host_from(d_embedded, (size_t)B * N * D, DL_F32), x_pos,
+              (size_t)B * N * D);
+  CHECK_CLOSE("position embedding gradient", DL_F32, host_from(d_dpos, (size_t)N * D, DL_F32), dpos, (size_t)N * D);
   CHECK_CLOSE("column sum", t, host_from(d_col, D, DL_F32), col, D);
 }
 
@@ -344,10 +351,11 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   float *inp = host_random(n, 2), *dout = host_random(n, 1), *w = host_random(C, 1), *mean = malloc(sizeof(float) * BT);
   float *rstd = malloc(sizeof(float) * BT), *want_w = malloc(sizeof(float) * C), *want_b = malloc(sizeof(float) * C);
   double *sum_w = calloc((size_t)C, sizeof(double)), *sum_b = calloc((size_t)C, sizeof(double));
-  void *d_inp = device_from(inp, n, t), *d_dout = device_from(dout, n, t), *d_dinp = device_from(NULL, n, t);
+  float *d_inp = device_from(inp, n, DL_F32), *d_dinp = device_from(NULL, n, DL_F32);
+  void *d_dout = device_from(dout, n, t);
   float *d_w = device_from(w, C, DL_F32), *d_dw = device_from(NULL, C, DL_F32), *d_db = device_from(NULL, C, DL_F32);
   float *d_partials = device_from(NULL, dl_column_partials_bytes(BT, 2 * C) / sizeof(float), DL_F32);
-  float *inp_act = host_from(d_inp, n, t), *dout_act = host_from(d_dout, n, t), *d_mean, *d_rstd;
+  float *inp_act = host_from(d_inp, n, DL_F32), *dout_act = host_from(d_dout, n, t), *d_mean, *d_rstd;
   float *got[2][2];
   cudaEvent_t start, stop;
   char what[2][96];
@@ -373,7 +381,7 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   for (int run = 0; run < 2; run++) {
     CHECK_GPU(cudaMemset(d_dw, 0, sizeof(float) * C));
     CHECK_GPU(cudaMemset(d_db, 0, sizeof(float) * C));
-    CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+    CHECK_GPU(dl_layernorm_bwd(d_dinp, NULL, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
     CHECK_GPU(cudaDeviceSynchronize());
     got[run][0] = host_from(d_dw, C, DL_F32);
     got[run][1] = host_from(d_db, C, DL_F32);
@@ -388,10 +396,10 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   CHECK_GPU(cudaEventCreate(&stop));
   CHECK_GPU(cudaEventRecord(start, 0));
   for (int i = 0; i < TIMED_CALLS; i++)
-    CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+    CHECK_GPU(dl_layernorm_bwd(d_dinp, NULL, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
   CHECK_GPU(cudaEventRecord(stop, 0));
   snprintf(what[0], sizeof(what[0]), "layernorm backward %d x %d (rows and parameters)", BT, C);
-  report_bandwidth(what[0], t, 2.0 * n * dl_dtype_bytes(t), start, stop);
+  report_bandwidth(what[0], t, n * (dl_dtype_bytes(t) + sizeof(float)), start, stop);
   cudaEventDestroy(start), cudaEventDestroy(stop);
   cudaFree(d_inp), cudaFree(d_dout), cudaFree(d_dinp), cudaFree(d_w), cudaFree(d_dw), cudaFree(d_db);
   cudaFree(d_partials), cudaFree(d_mean), cudaFree(d_rstd);
