@@ -11,5 +11,5 @@ bench_dlpar_gemm_peak_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 bench_dlpar_gemm_peak_LDADD = $(CUDA_LDFLAGS) -lcublas -lcudart
 endif
 EXTRA_DIST += bench/README.md bench/RESULTS.md bench/rendezvous bench/torch-startup bench/torch_rendezvous.py \
-	bench/cpu-vs-torch bench/gpu-vs-torch bench/torch_train.py bench/plugin-overhead bench/nccl-groups \
+	bench/cpu-vs-torch bench/gpu-vs-torch bench/gpu-round bench/torch_train.py bench/plugin-overhead bench/nccl-groups \
 	bench/startup-scaling

@@ -96,11 +96,15 @@ tests_gpu_test_attention_gpu_SOURCES = tests/gpu/test_attention_gpu.c tests/gpu/
 tests_gpu_test_attention_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_test_attention_gpu_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
 endif
+# Whole dlpar-train --device=cuda runs (loader, checkpoints, shapes)
+GPU_RUN_TESTS = tests/gpu/train_gpu.sh
+TESTS += $(GPU_RUN_TESTS)
 endif
+EXTRA_DIST += tests/gpu/train_gpu.sh
 # Only the GPU tests, from this build directory (wherever it is); each SKIPs
 # without a GPU.
 check-gpu:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(GPU_TESTS)"
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(GPU_TESTS) $(GPU_RUN_TESTS)"
 
 # The checkpoint reader against checkpoints edited the way its fuzz target edits them.
 check_PROGRAMS += tests/unit/test_checkpoint

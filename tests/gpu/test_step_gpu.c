@@ -3,8 +3,16 @@
  * on the `test` config of etc/vit.yaml, one rank, the same initial weights:
  *  - one training step in fp32 (TF32 off): the loss within 1e-5 and every
  *    parameter gradient within 1e-4 relative;
+ *  - validation in fp32: the loss and the latitude-weighted RMSE within
+ *    1e-5, and a window holding a training step and a validation batch
+ *    counts no skipped or overflow step (the RMSE's per-sample scratch is
+ *    apart from the window's sums);
  *  - 20 Adam steps in bf16 on the GPU beside fp32 on the CPU, on the same
- *    batches: every step's loss within 2e-2 relative.
+ *    batches: every step's loss within 2e-2 relative;
+ *  - write_tensor's weights are the ones the next work on the GPU reads:
+ *    two weight sets written alternately from one host buffer, poisoned
+ *    (NaN) as soon as each write returns, each followed at once by a
+ *    validation batch, give each set's own loss every time.
  * Skips without a GPU. */
 #include "config.h"
 
@@ -35,6 +43,89 @@ static void compare_gradients(pair *p, const float *inp, const float *tgt)
   check_value("fp32 step: loss", window_loss(p->gpu), window_loss(p->cpu), 1e-5);
 }
 
+static model_metrics window(model *m)
+{
+  model_metrics metrics;
+  if (m->ops->post_metrics(m) != DLPAR_OK || m->ops->take_metrics(m, &metrics) != DLPAR_OK) {
+    fprintf(stderr, "test_step_gpu: metrics: %s\n", m->error);
+    exit(1);
+  }
+  return metrics;
+}
+
+static void evaluate(model *m, const float *inp, const float *tgt)
+{
+  if (m->ops->evaluate(m, inp, tgt) != DLPAR_OK) {
+    fprintf(stderr, "test_step_gpu: evaluate: %s\n", m->error);
+    exit(1);
+  }
+}
+
+static void compare_validation(pair *p, const float *inp, const float *tgt)
+{
+  model_metrics gpu, cpu;
+  model_step(p->gpu, inp, tgt, 1e-3, 1);
+  model_step(p->cpu, inp, tgt, 1e-3, 1);
+  evaluate(p->gpu, inp, tgt);
+  evaluate(p->cpu, inp, tgt);
+  gpu = window(p->gpu);
+  cpu = window(p->cpu);
+  check_value("fp32 validation: loss", gpu.val_loss_sum, cpu.val_loss_sum, 1e-5);
+  check_value("fp32 validation: weighted RMSE", gpu.val_rmse_sum, cpu.val_rmse_sum, 1e-5);
+  check_count++;
+  if (gpu.skipped_steps != 0 || gpu.overflow_steps != 0 || gpu.val_samples != cpu.val_samples) {
+    check_failures++;
+    fprintf(stderr, "FAILED: a window of a step and a validation batch: %ld skipped, %ld overflow steps, %ld samples "
+            "(expected 0, 0, %ld)\n", gpu.skipped_steps, gpu.overflow_steps, gpu.val_samples, cpu.val_samples);
+  }
+}
+
+/* The validation loss with `weights`, written from `staging`, which is
+ * poisoned as soon as write_tensor returns. */
+static double loss_with(model *m, const float *weights, float *staging, const float *inp, const float *tgt)
+{
+  const size_t bytes = sizeof(float) * m->table.total;
+  memcpy(staging, weights, bytes);
+  if (m->ops->write_tensor(m, TENSOR_PARAMS, staging) != DLPAR_OK) {
+    fprintf(stderr, "test_step_gpu: write_tensor: %s\n", m->error);
+    exit(1);
+  }
+  memset(staging, 0xff, bytes);
+  evaluate(m, inp, tgt);
+  return window(m).val_loss_sum;
+}
+
+static void check_write_ordering(model *m, const float *inp, const float *tgt)
+{
+  enum { ROUNDS = 10 };
+  const size_t n = m->table.total;
+  float *first = model_tensor_copy(m, TENSOR_PARAMS), *second = malloc(sizeof(float) * n);
+  float *staging = malloc(sizeof(float) * n);
+  double loss[2];
+  int wrong = 0;
+  if (!second || !staging) {
+    fprintf(stderr, "test_step_gpu: out of memory\n");
+    exit(1);
+  }
+  for (size_t i = 0; i < n; i++)
+    second[i] = 0.5f * first[i];
+  loss[0] = loss_with(m, first, staging, inp, tgt);
+  loss[1] = loss_with(m, second, staging, inp, tgt);
+  for (int r = 0; r < 2 * ROUNDS; r++)
+    wrong += loss_with(m, r % 2 ? second : first, staging, inp, tgt) != loss[r % 2];
+  check_count++;
+  if (wrong || loss[0] == loss[1] || !isfinite(loss[0]) || !isfinite(loss[1])) {
+    check_failures++;
+    fprintf(stderr, "FAILED: write_tensor then validation: %d of %d losses differ from their weights' own (%.9g, "
+            "%.9g)\n", wrong, 2 * ROUNDS, loss[0], loss[1]);
+  } else {
+    printf("ok: write_tensor then validation: %d alternating writes, each set's own loss\n", 2 * ROUNDS);
+  }
+  free(first);
+  free(second);
+  free(staging);
+}
+
 int main(void)
 {
   dlpar_ctx *ctx;
@@ -46,6 +137,7 @@ int main(void)
     const size_t image = image_floats(&fp32.cpu->cfg, fp32.cpu->cfg.n_in_channels);
     float *inp = host_random(image * 20, 1), *tgt = host_random(image * 20, 1);
     compare_gradients(&fp32, inp, tgt);
+    compare_validation(&fp32, inp, tgt);
     make_pair(&bf16, ctx, "bf16");
     for (int s = 0; s < 20; s++) {
       char what[64];
@@ -54,6 +146,7 @@ int main(void)
       snprintf(what, sizeof(what), "bf16 GPU vs fp32 CPU: step %d loss", s + 1);
       check_value(what, window_loss(bf16.gpu), window_loss(bf16.cpu), 2e-2);
     }
+    check_write_ordering(bf16.gpu, inp, tgt);
     free(inp);
     free(tgt);
   }
