@@ -39,7 +39,7 @@ TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = bash
 # The plugin's own; libdlpar's and the trainer's are in tests/libdlpar.mk
 # and tests/trainer.mk.
-INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_env.sh
+INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_env.sh tests/integration/slurm_steps.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/lib/common.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary

@@ -44,16 +44,22 @@ finish() {
 
 # The shared bed: 2 emulated nodes, the freshly built plugin (required), the
 # bed's synthetic topology (2 sockets x 1 core, 2 GPUs + 1 HCA each).
-# use_bed private: a bed of this test's own (it stops when the test ends),
-# whose plugstack.conf the test may rewrite. On a Slurm without mpi/pmix
-# (dlpar-bed has-pmix) every bed test SKIPs: the plugin refuses
-# --dl-parallel there (it needs PMIx; spank_options.sh checks that refusal
-# with --mpi=none), and no PMIx program starts under srun.
+# use_bed [private] [any]: private: a bed of this test's own (it stops when
+# the test ends), whose plugstack.conf the test may rewrite. On a Slurm
+# without mpi/pmix (dlpar-bed has-pmix) a bed test SKIPs unless it says
+# `any` (it runs no PMIx program): the plugin refuses --dl-parallel there
+# (it needs PMIx; spank_options.sh checks that refusal with --mpi=none),
+# and no PMIx program starts under srun.
 use_bed() {
-  local out rc state=$DLPAR_BUILDDIR/tests/.bed owner=${DLPAR_CHECK_OWNER:-$PPID}
-  [ "${1:-}" = private ] && state=$TEST_TMP/bed owner=$$
-  "$DLPAR_SRCDIR/tests/testbed/dlpar-bed" has-pmix ||
-    skip "this Slurm ($(srun --version 2>&1 | head -n 1)) has no mpi/pmix plugin, so no PMIx program starts under srun (Debian testing's slurm-wlm 26.05 is built without it)"
+  local out rc state=$DLPAR_BUILDDIR/tests/.bed owner=${DLPAR_CHECK_OWNER:-$PPID} need_pmix=yes arg
+  for arg in "$@"; do
+    case $arg in
+      private) state=$TEST_TMP/bed owner=$$ ;;
+      any) need_pmix=no ;;
+    esac
+  done
+  [ $need_pmix = no ] || "$DLPAR_SRCDIR/tests/testbed/dlpar-bed" has-pmix ||
+    skip "this Slurm ($(srun --version 2>/dev/null | head -n 1)) has no mpi/pmix plugin, so no PMIx program starts under srun (Debian testing's slurm-wlm 26.05 is built without it: Slurm builds mpi/pmix against PMIx majors 2 to 6, Debian testing ships PMIx 7)"
   out=$("$DLPAR_SRCDIR/tests/testbed/dlpar-bed" ensure --state "$state" --owner "$owner" \
         --plugin "$DLPAR_BUILDDIR/spank/.libs/spank_dlpar.so" \
         --plugin-args "$BED_TOPOLOGY" \
