@@ -72,10 +72,16 @@ typedef struct {
  * launcher asked for it (before any CUDA call); they may be NULL otherwise.
  * Under --dl-check it runs the pre-flight checks last: DLPAR_DONE
  * (--dl-check=only, all passed) or DLPAR_ERR_CHECK (one failed; rank 0
- * printed the table) ask the program to dlpar_finalize and exit (0, 1).
- * libdlpar never exits on its own but to end the whole step fast (a rank
- * missing, a collective stuck: one line, then PMIx_Abort). */
+ * printed the table) ask the program to dlpar_finalize and exit (0, 1):
+ * dlpar_check_ended does both. libdlpar never exits on its own but to end
+ * the whole step fast (a rank missing, a collective stuck: one line, then
+ * PMIx_Abort). */
 int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **ctx);
+/* For a program's main, with dlpar_init's status: -1 when the run goes on
+ * (DLPAR_OK, or an error the program reports); when --dl-check was the run
+ * (DLPAR_DONE, DLPAR_ERR_CHECK), finalizes ctx and gives the exit status
+ * the manual pages promise: 0 when every check passed, else 1. */
+int dlpar_check_ended(int status, dlpar_ctx *ctx);
 /* Waits for a posted stop agreement, then tears everything down; returns
  * DLPAR_OK, or the error (already printed) of that last wait. */
 int dlpar_finalize(dlpar_ctx *ctx);

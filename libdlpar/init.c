@@ -303,6 +303,14 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
   return rc == DLPAR_OK ? dlpar_preflight(ctx) : rc;
 }
 
+int dlpar_check_ended(int status, dlpar_ctx *ctx)
+{
+  if (status != DLPAR_DONE && status != DLPAR_ERR_CHECK)
+    return -1;
+  dlpar_finalize(ctx);
+  return status == DLPAR_DONE ? 0 : 1;
+}
+
 int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out)
 {
   const double start = dlpar_now();

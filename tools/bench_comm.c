@@ -142,14 +142,12 @@ int main(int argc, char **argv)
   dlpar_devbuf_ctx dev;
   const dlpar_info *info;
   void *send, *recv;
-  int rc = 0;
+  int rc = 0, exit_code;
   if (parse_args(argc, argv, &a) != 0)
     return 2;
   rc = dlpar_init(argc, argv, NULL, &ctx);
-  if (rc == DLPAR_DONE || rc == DLPAR_ERR_CHECK) { /* --dl-check: the checks were the run */
-    dlpar_finalize(ctx);
-    return rc == DLPAR_DONE ? 0 : 1;
-  }
+  if ((exit_code = dlpar_check_ended(rc, ctx)) >= 0)
+    return exit_code;
   if (rc != DLPAR_OK) {
     fprintf(stderr, "dlpar-bench-comm: %s\n", dlpar_last_error(ctx));
     return 1;

@@ -114,7 +114,7 @@ int main(int argc, char **argv)
   dlpar_options options = {0};
   hello h = {0};
   const dlpar_info *info;
-  int tp[MAX_GROUP], dp[MAX_GROUP], world[MAX_GROUP], rc;
+  int tp[MAX_GROUP], dp[MAX_GROUP], world[MAX_GROUP], rc, exit_code;
   char tp_text[256], dp_text[256];
   for (int i = 1; i < argc; i++) {
     if (strncmp(argv[i], "--backend=", 10) == 0 && parse_backend(argv[i] + 10, &options.backend) == 0)
@@ -123,10 +123,8 @@ int main(int argc, char **argv)
     return 2;
   }
   rc = dlpar_init(argc, argv, &options, &h.ctx);
-  if (rc == DLPAR_DONE || rc == DLPAR_ERR_CHECK) { /* --dl-check: the checks were the run */
-    dlpar_finalize(h.ctx);
-    return rc == DLPAR_DONE ? 0 : 1;
-  }
+  if ((exit_code = dlpar_check_ended(rc, h.ctx)) >= 0)
+    return exit_code;
   if (rc != DLPAR_OK) {
     fprintf(stderr, "dlpar-hello: %s\n", dlpar_last_error(h.ctx));
     return 1;

@@ -350,7 +350,7 @@ int main(int argc, char **argv)
   train_args args;
   dlpar_options options = {0};
   char err[DLPAR_ERRLEN];
-  int threads, rc;
+  int threads, rc, exit_code;
   memset(&t, 0, sizeof(t));
   h5_quiet();
   if (args_parse(argc, argv, &args, err, sizeof(err)) != DLPAR_OK || args.help) {
@@ -364,10 +364,8 @@ int main(int argc, char **argv)
   options.backend = args.device == DEVICE_CPU ? DLPAR_BACKEND_MPI : args.device == DEVICE_CUDA ? DLPAR_BACKEND_NCCL
                                                                                                : DLPAR_BACKEND_AUTO;
   rc = dlpar_init(argc, argv, &options, &t.comm);
-  if (rc == DLPAR_DONE || rc == DLPAR_ERR_CHECK) { /* --dl-check: the checks were the run */
-    dlpar_finalize(t.comm);
-    return rc == DLPAR_DONE ? 0 : 1;
-  }
+  if ((exit_code = dlpar_check_ended(rc, t.comm)) >= 0)
+    return exit_code;
   if (rc != DLPAR_OK) {
     dlpar_eprintf("dlpar-train: %s\n", dlpar_last_error(t.comm));
     return 1;
