@@ -25,7 +25,7 @@ typedef struct {
   double times_local, *times_all;
 } mpi_state;
 
-#define CHECK_MPI(ctx, call)                                                               \
+#define MPI_TRY(ctx, call)                                                                 \
   do {                                                                                     \
     int rc_ = (call);                                                                      \
     if (rc_ != MPI_SUCCESS) {                                                              \
@@ -93,9 +93,9 @@ static int mpi_start(dlpar_ctx *ctx)
   ctx->backend_state = st;
   for (int g = 0; g < 3; g++)
     st->comm[g] = MPI_COMM_NULL;
-  CHECK_MPI(ctx, MPI_Initialized(&initialized));
+  MPI_TRY(ctx, MPI_Initialized(&initialized));
   if (!initialized) {
-    CHECK_MPI(ctx, MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+    MPI_TRY(ctx, MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
     st->initialized_here = true;
   }
   return DLPAR_OK;
@@ -143,19 +143,19 @@ static int mpi_init(dlpar_ctx *ctx)
    * reaches a rank still inside it. */
   if (st->initialized_here && (rc = dlpar_pmix_barrier(ctx, "the end of MPI_Init")) != DLPAR_OK)
     return rc;
-  CHECK_MPI(ctx, MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  CHECK_MPI(ctx, MPI_Comm_size(MPI_COMM_WORLD, &size));
+  MPI_TRY(ctx, MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  MPI_TRY(ctx, MPI_Comm_size(MPI_COMM_WORLD, &size));
   if (rank != ctx->info.rank || size != ctx->info.size)
     return dlpar_fail(ctx, DLPAR_ERR_MPI, "MPI_COMM_WORLD (rank %d of %d) does not match PMIx (rank %d of "
                       "%d): launch with srun --mpi=pmix or dlpar-run", rank, size, ctx->info.rank,
                       ctx->info.size);
-  CHECK_MPI(ctx, MPI_Comm_dup(MPI_COMM_WORLD, &st->comm[DLPAR_GROUP_WORLD]));
-  CHECK_MPI(ctx, MPI_Comm_set_errhandler(st->comm[DLPAR_GROUP_WORLD], MPI_ERRORS_RETURN));
+  MPI_TRY(ctx, MPI_Comm_dup(MPI_COMM_WORLD, &st->comm[DLPAR_GROUP_WORLD]));
+  MPI_TRY(ctx, MPI_Comm_set_errhandler(st->comm[DLPAR_GROUP_WORLD], MPI_ERRORS_RETURN));
   dlpar_phase_mark(ctx, DLPAR_PHASE_WORLD);
-  CHECK_MPI(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.dp_rank, ctx->info.tp_rank,
+  MPI_TRY(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.dp_rank, ctx->info.tp_rank,
                                 &st->comm[DLPAR_GROUP_TP]));
   dlpar_phase_mark(ctx, DLPAR_PHASE_TP);
-  CHECK_MPI(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.tp_rank, ctx->info.dp_rank,
+  MPI_TRY(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.tp_rank, ctx->info.dp_rank,
                                 &st->comm[DLPAR_GROUP_DP]));
   dlpar_phase_mark(ctx, DLPAR_PHASE_DP);
   if (!(st->times_all = calloc((size_t)size, sizeof(double))))
@@ -188,7 +188,7 @@ static int mpi_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t co
   dlpar_inflight_begin(ctx, group, "allreduce");
   rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(dtype), mpi_op(op), state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  CHECK_MPI(ctx, rc);
+  MPI_TRY(ctx, rc);
   if (op == DLPAR_AVG)
     scale(buf, count, dtype, dlpar_group_size(ctx, group));
   return DLPAR_OK;
@@ -204,7 +204,7 @@ static int mpi_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, vo
   rc = MPI_Allgather(send, (int)count, mpi_type(dtype), recv, (int)count, mpi_type(dtype),
                      state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  CHECK_MPI(ctx, rc);
+  MPI_TRY(ctx, rc);
   return DLPAR_OK;
 }
 
@@ -217,7 +217,7 @@ static int mpi_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *sen
   dlpar_inflight_begin(ctx, group, "reduce_scatter");
   rc = MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(dtype), mpi_op(op), state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  CHECK_MPI(ctx, rc);
+  MPI_TRY(ctx, rc);
   if (op == DLPAR_AVG)
     scale(recv, count, dtype, dlpar_group_size(ctx, group));
   return DLPAR_OK;
@@ -232,7 +232,7 @@ static int mpi_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t co
   dlpar_inflight_begin(ctx, group, "broadcast");
   rc = MPI_Bcast(buf, (int)count, mpi_type(dtype), root, state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  CHECK_MPI(ctx, rc);
+  MPI_TRY(ctx, rc);
   return DLPAR_OK;
 }
 
@@ -242,7 +242,7 @@ static int mpi_barrier(dlpar_ctx *ctx, dlpar_group group)
   dlpar_inflight_begin(ctx, group, "barrier");
   rc = MPI_Barrier(state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  CHECK_MPI(ctx, rc);
+  MPI_TRY(ctx, rc);
   return DLPAR_OK;
 }
 
@@ -264,7 +264,7 @@ static int mpi_stop_post(dlpar_ctx *ctx, int local, void *stream)
   mpi_state *st = state_of(ctx);
   (void)stream; /* a host int: nothing to order against a device */
   st->stop_local = local;
-  CHECK_MPI(ctx, MPI_Iallreduce(&st->stop_local, &st->stop_global, 1, MPI_INT, MPI_MAX,
+  MPI_TRY(ctx, MPI_Iallreduce(&st->stop_local, &st->stop_global, 1, MPI_INT, MPI_MAX,
                                 st->comm[DLPAR_GROUP_WORLD], &st->stop_request));
   return DLPAR_OK;
 }
@@ -276,7 +276,7 @@ static int wait_world(dlpar_ctx *ctx, MPI_Request *request, const char *what)
   dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, what);
   rc = MPI_Wait(request, MPI_STATUS_IGNORE);
   dlpar_inflight_end(ctx, DLPAR_GROUP_WORLD);
-  CHECK_MPI(ctx, rc);
+  MPI_TRY(ctx, rc);
   return DLPAR_OK;
 }
 
@@ -294,7 +294,7 @@ static int mpi_times_post(dlpar_ctx *ctx, double local, void *stream)
   mpi_state *st = state_of(ctx);
   (void)stream; /* host-side times */
   st->times_local = local;
-  CHECK_MPI(ctx, MPI_Iallgather(&st->times_local, 1, MPI_DOUBLE, st->times_all, 1, MPI_DOUBLE,
+  MPI_TRY(ctx, MPI_Iallgather(&st->times_local, 1, MPI_DOUBLE, st->times_all, 1, MPI_DOUBLE,
                                 st->comm[DLPAR_GROUP_WORLD], &st->times_request));
   return DLPAR_OK;
 }

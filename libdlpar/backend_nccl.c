@@ -84,7 +84,7 @@ static dlpar_shown nic_hint(void)
 
 /* On a CUDA error: file:line, the call and cudaGetErrorString recorded in
  * ctx (dlpar_fail), whose status the function returns. */
-#define CUDA_RECORD_IN_CTX(ctx, call)                                                          \
+#define CUDA_TRY(ctx, call)                                                                    \
   do {                                                                                         \
     cudaError_t rc_ = (call);                                                                  \
     if (rc_ != cudaSuccess)                                                                    \
@@ -93,7 +93,7 @@ static dlpar_shown nic_hint(void)
   } while (0)
 
 /* A call on a non-blocking communicator, waited for (nccl_wait_done). */
-#define CHECK_NCCL(ctx, comm, call)                                                            \
+#define NCCL_TRY(ctx, comm, call)                                                              \
   do {                                                                                         \
     ncclResult_t rc_ = nccl_wait_done((comm), (call), ctx->collective_timeout);                   \
     if (rc_ != ncclSuccess)                                                                    \
@@ -217,7 +217,7 @@ static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
                       "says more)", how, name, ctx->info.device, ncclGetErrorString(rc), ncclGetLastError(NULL),
                       nic_hint().text);
   }
-  CUDA_RECORD_IN_CTX(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
+  CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
   dlpar_phase_mark(ctx, group == DLPAR_GROUP_WORLD ? DLPAR_PHASE_WORLD
                         : group == DLPAR_GROUP_TP  ? DLPAR_PHASE_TP
                                                    : DLPAR_PHASE_DP);
@@ -236,7 +236,7 @@ static int comm_of(dlpar_ctx *ctx, dlpar_group group, void *stream, ncclComm_t *
   *comm = st->comm[group];
   if (*comm || group != DLPAR_GROUP_WORLD || ctx->info.size == 1)
     return DLPAR_OK;
-  CUDA_RECORD_IN_CTX(ctx, cudaStreamIsCapturing((cudaStream_t)stream, &capture));
+  CUDA_TRY(ctx, cudaStreamIsCapturing((cudaStream_t)stream, &capture));
   if (capture != cudaStreamCaptureStatusNone)
     return dlpar_fail(ctx, DLPAR_ERR_STATE, "the first collective on the world group is inside a CUDA graph capture: "
                       "run one world collective before capturing, or set DLPAR_NCCL_WORLD=eager");
@@ -260,14 +260,14 @@ static int nccl_init(dlpar_ctx *ctx)
       (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->info.tp_rank, ctx->info.dp_rank)) ||
       (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->info.dp_rank, ctx->info.tp_rank)))
     return rc;
-  CUDA_RECORD_IN_CTX(ctx, cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking));
-  CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
-  CUDA_RECORD_IN_CTX(ctx, cudaHostAlloc((void **)&st->stop_host, 2 * sizeof(int), cudaHostAllocDefault));
-  CUDA_RECORD_IN_CTX(ctx, cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming));
-  CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1 + ctx->grid.tp)));
-  CUDA_RECORD_IN_CTX(ctx, cudaHostAlloc((void **)&st->times_host, sizeof(double) * (size_t)(ctx->info.size + 1),
+  CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking));
+  CUDA_TRY(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
+  CUDA_TRY(ctx, cudaHostAlloc((void **)&st->stop_host, 2 * sizeof(int), cudaHostAllocDefault));
+  CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming));
+  CUDA_TRY(ctx, cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1 + ctx->grid.tp)));
+  CUDA_TRY(ctx, cudaHostAlloc((void **)&st->times_host, sizeof(double) * (size_t)(ctx->info.size + 1),
                                         cudaHostAllocDefault));
-  CUDA_RECORD_IN_CTX(ctx, cudaEventCreateWithFlags(&st->times_done, cudaEventDisableTiming));
+  CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->times_done, cudaEventDisableTiming));
   return DLPAR_OK;
 }
 
@@ -322,7 +322,7 @@ static int track(dlpar_ctx *ctx, dlpar_group group, const char *op, void *stream
   st->last[group].in_graph |= captured;
   st->last[group].pending = rc == cudaSuccess && !captured;
   pthread_mutex_unlock(&st->lock);
-  CUDA_RECORD_IN_CTX(ctx, rc);
+  CUDA_TRY(ctx, rc);
   return DLPAR_OK;
 }
 
@@ -345,7 +345,7 @@ static void nccl_graph_launched(dlpar_ctx *ctx)
 static int local_copy(dlpar_ctx *ctx, const void *send, void *recv, size_t count, dlpar_dtype dtype, void *stream)
 {
   if (send != recv)
-    CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(recv, send, count * dlpar_dtype_size(dtype), cudaMemcpyDeviceToDevice,
+    CUDA_TRY(ctx, cudaMemcpyAsync(recv, send, count * dlpar_dtype_size(dtype), cudaMemcpyDeviceToDevice,
                                             (cudaStream_t)stream));
   return DLPAR_OK;
 }
@@ -357,7 +357,7 @@ static int nccl_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc;
-  CHECK_NCCL(ctx, comm, ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
+  NCCL_TRY(ctx, comm, ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
   return track(ctx, group, "allreduce", stream);
 }
 
@@ -368,7 +368,7 @@ static int nccl_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, v
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc != DLPAR_OK ? rc : local_copy(ctx, send, recv, count, dtype, stream);
-  CHECK_NCCL(ctx, comm, ncclAllGather(send, recv, count, nccl_type(dtype), comm, (cudaStream_t)stream));
+  NCCL_TRY(ctx, comm, ncclAllGather(send, recv, count, nccl_type(dtype), comm, (cudaStream_t)stream));
   return track(ctx, group, "allgather", stream);
 }
 
@@ -379,7 +379,7 @@ static int nccl_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *se
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc != DLPAR_OK ? rc : local_copy(ctx, send, recv, count, dtype, stream);
-  CHECK_NCCL(ctx, comm,
+  NCCL_TRY(ctx, comm,
              ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
   return track(ctx, group, "reduce_scatter", stream);
 }
@@ -391,7 +391,7 @@ static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc;
-  CHECK_NCCL(ctx, comm, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, comm, (cudaStream_t)stream));
+  NCCL_TRY(ctx, comm, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, comm, (cudaStream_t)stream));
   return track(ctx, group, "broadcast", stream);
 }
 
@@ -402,7 +402,7 @@ static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
   int rc = nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream);
   if (rc != DLPAR_OK)
     return rc;
-  CUDA_RECORD_IN_CTX(ctx, cudaStreamSynchronize(st->barrier_stream));
+  CUDA_TRY(ctx, cudaStreamSynchronize(st->barrier_stream));
   return DLPAR_OK;
 }
 
@@ -416,14 +416,14 @@ static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
   nccl_state *st = state_of(ctx);
   int rc;
   st->stop_host[0] = local;
-  CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
+  CUDA_TRY(ctx, cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
                                           (cudaStream_t)stream));
   rc = dlpar_world_allreduce_by_groups(ctx, nccl_allreduce, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream);
   if (rc != DLPAR_OK)
     return rc;
-  CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
+  CUDA_TRY(ctx, cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
                                           (cudaStream_t)stream));
-  CUDA_RECORD_IN_CTX(ctx, cudaEventRecord(st->stop_done, (cudaStream_t)stream));
+  CUDA_TRY(ctx, cudaEventRecord(st->stop_done, (cudaStream_t)stream));
   return DLPAR_OK;
 }
 
@@ -431,7 +431,7 @@ static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
 static int nccl_stop_wait(dlpar_ctx *ctx, int *global)
 {
   nccl_state *st = state_of(ctx);
-  CUDA_RECORD_IN_CTX(ctx, cudaEventSynchronize(st->stop_done));
+  CUDA_TRY(ctx, cudaEventSynchronize(st->stop_done));
   *global = st->stop_host[1];
   return DLPAR_OK;
 }
@@ -444,23 +444,23 @@ static int nccl_times_post(dlpar_ctx *ctx, double local, void *stream)
   nccl_state *st = state_of(ctx);
   int rc;
   st->times_host[0] = local;
-  CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
+  CUDA_TRY(ctx, cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
                                           (cudaStream_t)stream));
   rc = dlpar_world_allgather_by_groups(ctx, nccl_allgather, st->times_device, st->times_device + 1 + ctx->info.size,
                                        st->times_device + 1, 1, DLPAR_FLOAT64, stream);
   if (rc != DLPAR_OK)
     return rc;
-  CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->times_host + 1, st->times_device + 1,
+  CUDA_TRY(ctx, cudaMemcpyAsync(st->times_host + 1, st->times_device + 1,
                                           sizeof(double) * (size_t)ctx->info.size,
                                           cudaMemcpyDeviceToHost, (cudaStream_t)stream));
-  CUDA_RECORD_IN_CTX(ctx, cudaEventRecord(st->times_done, (cudaStream_t)stream));
+  CUDA_TRY(ctx, cudaEventRecord(st->times_done, (cudaStream_t)stream));
   return DLPAR_OK;
 }
 
 static int nccl_times_wait(dlpar_ctx *ctx, double *all)
 {
   nccl_state *st = state_of(ctx);
-  CUDA_RECORD_IN_CTX(ctx, cudaEventSynchronize(st->times_done));
+  CUDA_TRY(ctx, cudaEventSynchronize(st->times_done));
   memcpy(all, st->times_host + 1, sizeof(double) * (size_t)ctx->info.size);
   return DLPAR_OK;
 }
@@ -471,10 +471,10 @@ static int staging_reserve(dlpar_ctx *ctx, size_t bytes)
   nccl_state *st = state_of(ctx);
   if (bytes <= st->staging_bytes)
     return DLPAR_OK;
-  CUDA_RECORD_IN_CTX(ctx, cudaFree(st->staging));
+  CUDA_TRY(ctx, cudaFree(st->staging));
   st->staging = NULL;
   st->staging_bytes = 0;
-  CUDA_RECORD_IN_CTX(ctx, cudaMalloc((void **)&st->staging, bytes));
+  CUDA_TRY(ctx, cudaMalloc((void **)&st->staging, bytes));
   st->staging_bytes = bytes;
   return DLPAR_OK;
 }
@@ -484,7 +484,7 @@ static int staging_reserve(dlpar_ctx *ctx, size_t bytes)
  * collectives must not overlap); they run on the backend's own stream. */
 static int host_collective_start(dlpar_ctx *ctx, size_t bytes)
 {
-  CUDA_RECORD_IN_CTX(ctx, cudaDeviceSynchronize());
+  CUDA_TRY(ctx, cudaDeviceSynchronize());
   return staging_reserve(ctx, bytes);
 }
 
@@ -499,11 +499,11 @@ static int nccl_host_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, siz
   for (size_t done = 0; rc == DLPAR_OK && done < count; done += chunk) {
     const size_t n = count - done < chunk ? count - done : chunk;
     unsigned char *host = (unsigned char *)buf + done * elem;
-    CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->staging, host, n * elem, cudaMemcpyHostToDevice, st->barrier_stream));
+    CUDA_TRY(ctx, cudaMemcpyAsync(st->staging, host, n * elem, cudaMemcpyHostToDevice, st->barrier_stream));
     if ((rc = nccl_allreduce(ctx, group, st->staging, n, dtype, op, st->barrier_stream)) != DLPAR_OK)
       break;
-    CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(host, st->staging, n * elem, cudaMemcpyDeviceToHost, st->barrier_stream));
-    CUDA_RECORD_IN_CTX(ctx, cudaStreamSynchronize(st->barrier_stream));
+    CUDA_TRY(ctx, cudaMemcpyAsync(host, st->staging, n * elem, cudaMemcpyDeviceToHost, st->barrier_stream));
+    CUDA_TRY(ctx, cudaStreamSynchronize(st->barrier_stream));
   }
   return rc;
 }
@@ -521,15 +521,15 @@ static int nccl_host_allgather(dlpar_ctx *ctx, dlpar_group group, const void *se
   for (size_t done = 0; rc == DLPAR_OK && done < count; done += chunk) {
     const size_t n = count - done < chunk ? count - done : chunk, piece = n * elem;
     unsigned char *gathered = st->staging + piece;
-    CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync(st->staging, (const unsigned char *)send + done * elem, piece,
+    CUDA_TRY(ctx, cudaMemcpyAsync(st->staging, (const unsigned char *)send + done * elem, piece,
                                             cudaMemcpyHostToDevice, st->barrier_stream));
     if ((rc = nccl_allgather(ctx, group, st->staging, gathered, n, dtype, st->barrier_stream)) != DLPAR_OK)
       break;
     const size_t copies = n == count ? 1 : ranks, copy_bytes = n == count ? ranks * piece : piece; /* one chunk: in place */
     for (size_t r = 0; r < copies; r++)
-      CUDA_RECORD_IN_CTX(ctx, cudaMemcpyAsync((unsigned char *)recv + (r * count + done) * elem, gathered + r * piece,
+      CUDA_TRY(ctx, cudaMemcpyAsync((unsigned char *)recv + (r * count + done) * elem, gathered + r * piece,
                                               copy_bytes, cudaMemcpyDeviceToHost, st->barrier_stream));
-    CUDA_RECORD_IN_CTX(ctx, cudaStreamSynchronize(st->barrier_stream));
+    CUDA_TRY(ctx, cudaStreamSynchronize(st->barrier_stream));
   }
   return rc;
 }

@@ -24,7 +24,7 @@
 #include "libdlpar/internal.h"
 #include "common/text.h"
 
-#define CHECK_PMIX(ctx, call)                                                                  \
+#define PMIX_TRY(ctx, call)                                                                    \
   do {                                                                                         \
     pmix_status_t rc_ = (call);                                                                \
     if (rc_ != PMIX_SUCCESS)                                                                   \
@@ -133,7 +133,7 @@ int dlpar_pmix_init(dlpar_ctx *ctx)
     snprintf(ctx->info.host, sizeof(ctx->info.host), "%s", ctx->hosts[0]);
     return DLPAR_OK;
   }
-  CHECK_PMIX(ctx, PMIx_Init(&me, NULL, 0));
+  PMIX_TRY(ctx, PMIx_Init(&me, NULL, 0));
   ctx->pmix = true;
   snprintf(ctx->nspace, sizeof(ctx->nspace), "%s", me.nspace);
   ctx->info.rank = (int)me.rank;
@@ -429,7 +429,7 @@ static int put_bytes(dlpar_ctx *ctx, const char *key, const void *bytes, size_t 
   pmix_value_t value;
   pmix_byte_object_t object = {(char *)bytes, len};
   PMIX_VALUE_LOAD(&value, &object, PMIX_BYTE_OBJECT);
-  CHECK_PMIX(ctx, PMIx_Put(PMIX_GLOBAL, key, &value));
+  PMIX_TRY(ctx, PMIx_Put(PMIX_GLOBAL, key, &value));
   PMIX_VALUE_DESTRUCT(&value);
   ctx->traffic.put += len;
   return DLPAR_OK;
@@ -480,7 +480,7 @@ static int rendezvous_fence(dlpar_ctx *ctx)
 #endif
   }
   waiter_init(&w, 1);
-  CHECK_PMIX(ctx, PMIx_Fence_nb(NULL, 0, ninfo ? &info : NULL, ninfo, fence_done, &w));
+  PMIX_TRY(ctx, PMIx_Fence_nb(NULL, 0, ninfo ? &info : NULL, ninfo, fence_done, &w));
   if (!waiter_wait(&w, ctx->rendezvous_timeout)) /* w must outlive its callback: no return */
     diagnose_and_abort(ctx, dlpar_now() - start, false);
   if (w.status != PMIX_SUCCESS)
@@ -559,7 +559,7 @@ static int exchange_ids(dlpar_ctx *ctx, unsigned put, unsigned get)
   for (int g = 0; g < 3; g++)
     if ((put & (1u << g)) && (rc = put_group_ids(ctx, (dlpar_group)g)) != DLPAR_OK)
       return rc;
-  CHECK_PMIX(ctx, PMIx_Commit());
+  PMIX_TRY(ctx, PMIx_Commit());
   if ((rc = rendezvous_fence(ctx)) != DLPAR_OK)
     return rc;
   for (int g = 0; g < 3; g++)
@@ -608,7 +608,7 @@ int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *ou
     return rc;
   if (ctx->info.rank == 0 && (rc = put_bytes(ctx, key, text ? text : "", strlen(text ? text : "") + 1)) != DLPAR_OK)
     return rc;
-  CHECK_PMIX(ctx, PMIx_Commit());
+  PMIX_TRY(ctx, PMIx_Commit());
   if ((rc = rendezvous_fence(ctx)) != DLPAR_OK)
     return rc;
   memset(out, 0, len);
@@ -649,7 +649,7 @@ int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where)
   if (!ctx->pmix)
     return DLPAR_OK;
   waiter_init(&w, 1);
-  CHECK_PMIX(ctx, PMIx_Fence_nb(NULL, 0, NULL, 0, fence_done, &w));
+  PMIX_TRY(ctx, PMIx_Fence_nb(NULL, 0, NULL, 0, fence_done, &w));
   if (!waiter_wait(&w, ctx->rendezvous_timeout)) { /* w must outlive its callback: no return */
     snprintf(message, sizeof(message), "rank %d on %s: not every rank reached %s within %.0f s (one died or is "
              "stuck: see its output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)", ctx->info.rank,

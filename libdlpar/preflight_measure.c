@@ -458,7 +458,7 @@ static int load_cublas(dlpar_ctx *ctx, cublas_calls *calls)
 
 /* On a cuBLAS error: file:line, the call and cuBLAS's string recorded in
  * ctx (dlpar_fail) as rc, and on to the function's `done:`. */
-#define CUBLAS_RECORD_IN_CTX(ctx, calls, call)                                                      \
+#define CUBLAS_TRY_GOTO(ctx, calls, call)                                                           \
   do {                                                                                              \
     cublasStatus_t st_ = (call);                                                                    \
     if (st_ != CUBLAS_STATUS_SUCCESS) {                                                             \
@@ -480,14 +480,14 @@ static int gemm_rate_gpu(dlpar_ctx *ctx, double *gflops)
   int rc = load_cublas(ctx, &cublas);
   if (rc != DLPAR_OK || (rc = buffer_alloc(ctx, 3 * elems * sizeof(float), &m)) != DLPAR_OK)
     goto done;
-  CUBLAS_RECORD_IN_CTX(ctx, cublas, cublas.create(&handle));
+  CUBLAS_TRY_GOTO(ctx, cublas, cublas.create(&handle));
   for (int rep = 0; rep <= GPU_GEMM_REPS; rep++) {
     if (rep == 1) {
       if ((rc = synchronize_device(ctx)) != DLPAR_OK)
         goto done;
       start = dlpar_now();
     }
-    CUBLAS_RECORD_IN_CTX(ctx, cublas, cublas.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, GPU_GEMM_N, GPU_GEMM_N, GPU_GEMM_N,
+    CUBLAS_TRY_GOTO(ctx, cublas, cublas.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, GPU_GEMM_N, GPU_GEMM_N, GPU_GEMM_N,
                                                    &one, m, GPU_GEMM_N, m + elems, GPU_GEMM_N, &zero, m + 2 * elems,
                                                    GPU_GEMM_N));
   }

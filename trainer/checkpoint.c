@@ -48,9 +48,9 @@ static int write_attr(hid_t file, const char *name, long value, char *err, size_
 {
   hid_t space = -1, attr = -1;
   int rc = DLPAR_OK;
-  CHECK_H5(space = H5Screate(H5S_SCALAR), name);
-  CHECK_H5(attr = H5Acreate2(file, name, H5T_NATIVE_LONG, space, H5P_DEFAULT, H5P_DEFAULT), name);
-  CHECK_H5(H5Awrite(attr, H5T_NATIVE_LONG, &value), name);
+  H5_TRY_GOTO(space = H5Screate(H5S_SCALAR), name);
+  H5_TRY_GOTO(attr = H5Acreate2(file, name, H5T_NATIVE_LONG, space, H5P_DEFAULT, H5P_DEFAULT), name);
+  H5_TRY_GOTO(H5Awrite(attr, H5T_NATIVE_LONG, &value), name);
 out:
   h5_close(attr);
   h5_close(space);
@@ -61,11 +61,11 @@ static int write_text(hid_t file, const char *name, const char *text, char *err,
 {
   hid_t type = -1, space = -1, dset = -1;
   int rc = DLPAR_OK;
-  CHECK_H5(type = H5Tcopy(H5T_C_S1), name);
-  CHECK_H5(H5Tset_size(type, strlen(text) + 1), name);
-  CHECK_H5(space = H5Screate(H5S_SCALAR), name);
-  CHECK_H5(dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
-  CHECK_H5(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), name);
+  H5_TRY_GOTO(type = H5Tcopy(H5T_C_S1), name);
+  H5_TRY_GOTO(H5Tset_size(type, strlen(text) + 1), name);
+  H5_TRY_GOTO(space = H5Screate(H5S_SCALAR), name);
+  H5_TRY_GOTO(dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
+  H5_TRY_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), name);
 out:
   h5_close(dset);
   h5_close(space);
@@ -80,9 +80,9 @@ static int write_tensor(hid_t group, const param_info *p, const float *values, c
   int rc = DLPAR_OK;
   for (int d = 0; d < p->ndim; d++)
     dims[d] = (hsize_t)p->shape[d];
-  CHECK_H5(space = H5Screate_simple(p->ndim, dims, NULL), p->name);
-  CHECK_H5(dset = H5Dcreate2(group, p->name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), p->name);
-  CHECK_H5(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), p->name);
+  H5_TRY_GOTO(space = H5Screate_simple(p->ndim, dims, NULL), p->name);
+  H5_TRY_GOTO(dset = H5Dcreate2(group, p->name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), p->name);
+  H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), p->name);
 out:
   h5_close(dset);
   h5_close(space);
@@ -249,15 +249,15 @@ static int read_attr(hid_t file, const char *path, const char *name, long *value
     snprintf(err, errlen, "%s: no attribute '%s' (%s)", dlpar_show(path).text, name, NOT_OURS);
     return DLPAR_ERR_INPUT;
   }
-  CHECK_H5(attr = H5Aopen(file, name, H5P_DEFAULT), name);
-  CHECK_H5(space = H5Aget_space(attr), name);
-  CHECK_H5(type = H5Aget_type(attr), name);
+  H5_TRY_GOTO(attr = H5Aopen(file, name, H5P_DEFAULT), name);
+  H5_TRY_GOTO(space = H5Aget_space(attr), name);
+  H5_TRY_GOTO(type = H5Aget_type(attr), name);
   if (H5Sget_simple_extent_npoints(space) != 1 || H5Tget_class(type) != H5T_INTEGER) {
     snprintf(err, errlen, "%s: attribute '%s' is not one whole number (%s)", dlpar_show(path).text, name, NOT_OURS);
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
-  CHECK_H5(H5Aread(attr, H5T_NATIVE_LONG, value), name);
+  H5_TRY_GOTO(H5Aread(attr, H5T_NATIVE_LONG, value), name);
 out:
   h5_close(type);
   h5_close(space);
@@ -271,8 +271,8 @@ static int check_tensor(hid_t dset, const param_info *p, const char *path, char 
   hsize_t dims[4];
   hid_t space = -1, type = -1;
   int rc = DLPAR_OK, ndim;
-  CHECK_H5(space = H5Dget_space(dset), p->name);
-  CHECK_H5(type = H5Dget_type(dset), p->name);
+  H5_TRY_GOTO(space = H5Dget_space(dset), p->name);
+  H5_TRY_GOTO(type = H5Dget_type(dset), p->name);
   if ((ndim = H5Sget_simple_extent_ndims(space)) != p->ndim || H5Tget_class(type) != H5T_FLOAT) {
     snprintf(err, errlen, "%s: %s is %s with %d dimensions, the config makes floats with %d (resume with the config "
              "the checkpoint was written with)", dlpar_show(path).text, p->name,
@@ -306,10 +306,10 @@ static int read_tensor(hid_t group, const param_info *p, float *full, const char
              dlpar_show(path).text, p->name);
     return DLPAR_ERR_INPUT;
   }
-  CHECK_H5(dset = H5Dopen2(group, p->name, H5P_DEFAULT), p->name);
+  H5_TRY_GOTO(dset = H5Dopen2(group, p->name, H5P_DEFAULT), p->name);
   if ((rc = check_tensor(dset, p, path, err, errlen)) != DLPAR_OK)
     goto out;
-  CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), p->name);
+  H5_TRY_GOTO(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), p->name);
   for (long i = 0; i < n; i++) {
     if (!isfinite(full[i])) {
       snprintf(err, errlen, "%s: %s[%ld] is %g (a diverged run's checkpoint: resume from an earlier one)",
@@ -333,7 +333,7 @@ static int read_group(const param_table *t, hid_t file, int which, buffers *b, c
     snprintf(err, errlen, "%s: no group '%s' (%s)", dlpar_show(path).text, groups[which], NOT_OURS);
     return DLPAR_ERR_INPUT;
   }
-  CHECK_H5(group = H5Gopen2(file, groups[which], H5P_DEFAULT), groups[which]);
+  H5_TRY_GOTO(group = H5Gopen2(file, groups[which], H5P_DEFAULT), groups[which]);
   for (int i = 0; i < t->n && rc == DLPAR_OK; i++) {
     if ((rc = read_tensor(group, &t->p[i], b->full, path, err, errlen)) == DLPAR_OK)
       params_slice(&t->p[i], t->tp, t->tp_rank, b->full, b->host + t->p[i].offset);

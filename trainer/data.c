@@ -76,7 +76,7 @@ static int open_fields(era5_data *d, int i, char *err, size_t errlen)
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
-  CHECK_H5(dset = H5Dopen2(file, "fields", H5P_DEFAULT), path);
+  H5_TRY_GOTO(dset = H5Dopen2(file, "fields", H5P_DEFAULT), path);
   d->fields_dset[i] = dset;
   d->file_handle[i] = file;
   return DLPAR_OK;
@@ -93,8 +93,8 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
   hsize_t dims[4];
   hid_t space = -1, type = -1;
   int rc = DLPAR_OK, ndims;
-  CHECK_H5(space = H5Dget_space((hid_t)d->fields_dset[i]), path);
-  CHECK_H5(type = H5Dget_type((hid_t)d->fields_dset[i]), path);
+  H5_TRY_GOTO(space = H5Dget_space((hid_t)d->fields_dset[i]), path);
+  H5_TRY_GOTO(type = H5Dget_type((hid_t)d->fields_dset[i]), path);
   ndims = H5Sget_simple_extent_ndims(space);
   if (ndims != 4 || H5Tget_class(type) != H5T_FLOAT) {
     snprintf(err, errlen, "%s: fields is %s with %d %s, expected floats [T, C, H, W]", dlpar_show(path).text,
@@ -151,9 +151,9 @@ static int resolve_offsets(era5_data *d, int i, char *err, size_t errlen)
   hid_t plist = -1, type = -1;
   H5D_layout_t layout;
   int rc = DLPAR_OK;
-  CHECK_H5(plist = H5Dget_create_plist(dset), path);
-  CHECK_H5(type = H5Dget_type(dset), path);
-  CHECK_H5(layout = H5Pget_layout(plist), path);
+  H5_TRY_GOTO(plist = H5Dget_create_plist(dset), path);
+  H5_TRY_GOTO(type = H5Dget_type(dset), path);
+  H5_TRY_GOTO(layout = H5Pget_layout(plist), path);
   if (H5Tequal(type, H5T_NATIVE_FLOAT) <= 0 || H5Pget_nfilters(plist) != 0 || H5Pget_external_count(plist) != 0)
     goto out;
   if (layout == H5D_CHUNKED && (H5Pget_chunk(plist, 4, chunk) != 4 || memcmp(chunk, step_dims, sizeof(chunk)) != 0))
@@ -169,7 +169,7 @@ static int resolve_offsets(era5_data *d, int i, char *err, size_t errlen)
     } else {
       const hsize_t at[4] = {(hsize_t)t, 0, 0, 0};
       unsigned filter_mask = 0;
-      CHECK_H5(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path);
+      H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path);
     }
     if (addr == HADDR_UNDEF || size != (hsize_t)step_bytes) /* never written: HDF5 supplies the fill value */
       goto out;
@@ -246,10 +246,10 @@ static int hdf5_read_step(era5_data *d, int year, long t, int channels, float *o
   int rc = DLPAR_OK;
   char context[PATH_MAX + 64];
   snprintf(context, sizeof(context), "%s: reading fields[%ld]", dlpar_show(d->files[year]).text, t);
-  CHECK_H5(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context);
-  CHECK_H5(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context);
-  CHECK_H5(mem_space = H5Screate_simple(4, count, NULL), context);
-  CHECK_H5(H5Dread((hid_t)d->fields_dset[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out), context);
+  H5_TRY_GOTO(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context);
+  H5_TRY_GOTO(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context);
+  H5_TRY_GOTO(mem_space = H5Screate_simple(4, count, NULL), context);
+  H5_TRY_GOTO(H5Dread((hid_t)d->fields_dset[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out), context);
 out:
   h5_close(mem_space);
   h5_close(file_space);
@@ -358,15 +358,15 @@ static int read_h5_stats(const char *path, npy_array *a, char *err, size_t errle
     rc = DLPAR_ERR_INPUT;
     goto out;
   }
-  CHECK_H5(dset = H5Dopen2(file, name, H5P_DEFAULT), path);
-  CHECK_H5(space = H5Dget_space(dset), path);
+  H5_TRY_GOTO(dset = H5Dopen2(file, name, H5P_DEFAULT), path);
+  H5_TRY_GOTO(space = H5Dget_space(dset), path);
   a->count = (long)H5Sget_simple_extent_npoints(space);
   a->data = malloc(sizeof(float) * (size_t)(a->count > 0 ? a->count : 1));
   if (!a->data) {
     rc = DLPAR_ERR_SYSTEM;
     goto out;
   }
-  CHECK_H5(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a->data), path);
+  H5_TRY_GOTO(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a->data), path);
 out:
   h5_close(space);
   h5_close(dset);

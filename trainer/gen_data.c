@@ -126,12 +126,12 @@ static int write_year(const gen_args *a, const char *path, int year, double *sum
   for (int c = 0; c < a->channels; c++)
     waves_of(a, year, c, &waves[c]);
   atomic_file_prepare(&af, path);
-  CHECK_H5(file = H5Fcreate(af.temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), af.temp);
-  CHECK_H5(space = H5Screate_simple(4, dims, NULL), path);
-  CHECK_H5(props = H5Pcreate(H5P_DATASET_CREATE), path);
-  CHECK_H5(H5Pset_chunk(props, 4, chunk), path);
-  CHECK_H5(dset = H5Dcreate2(file, "fields", H5T_IEEE_F32LE, space, H5P_DEFAULT, props, H5P_DEFAULT), path);
-  CHECK_H5(mem = H5Screate_simple(4, chunk, NULL), path);
+  H5_TRY_GOTO(file = H5Fcreate(af.temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), af.temp);
+  H5_TRY_GOTO(space = H5Screate_simple(4, dims, NULL), path);
+  H5_TRY_GOTO(props = H5Pcreate(H5P_DATASET_CREATE), path);
+  H5_TRY_GOTO(H5Pset_chunk(props, 4, chunk), path);
+  H5_TRY_GOTO(dset = H5Dcreate2(file, "fields", H5T_IEEE_F32LE, space, H5P_DEFAULT, props, H5P_DEFAULT), path);
+  H5_TRY_GOTO(mem = H5Screate_simple(4, chunk, NULL), path);
   for (int t = 0; t < a->steps; t++) {
     const hsize_t start[4] = {(hsize_t)t, 0, 0, 0};
     for (int c = 0; c < a->channels; c++) {
@@ -143,8 +143,8 @@ static int write_year(const gen_args *a, const char *path, int year, double *sum
         time_sum[(size_t)c * plane + i] += plane_c[i];
       }
     }
-    CHECK_H5(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, chunk, NULL), path);
-    CHECK_H5(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, step), path);
+    H5_TRY_GOTO(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, chunk, NULL), path);
+    H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, step), path);
   }
 out:
   h5_close(mem);

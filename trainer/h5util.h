@@ -31,7 +31,7 @@ const char *h5_error_string(char *buf, size_t len);
 /* For a call returning a negative value on failure: records
  * "context: HDF5's error (file:line: call)" in err, the context (a path, a
  * dataset name) shown escaped, and jumps to `out`. */
-#define CHECK_H5(call, context)                                                                   \
+#define H5_TRY_GOTO(call, context)                                                                \
   do {                                                                                            \
     if ((call) < 0) {                                                                             \
       char h5msg_[256];                                                                           \

@@ -48,7 +48,7 @@ extern "C" {
 #include "trainer/model.h"
 }
 
-#define CHECK_DL(m, call)                                                                                \
+#define MODEL_TRY(m, call)                                                                               \
   do {                                                                                                   \
     int rc_ = (call);                                                                                    \
     if (rc_ != 0)                                                                                        \
@@ -56,7 +56,7 @@ extern "C" {
                         dl_status_string(rc_));                                                          \
   } while (0)
 
-#define CHECK_COMM(m, call)                                                                              \
+#define MODEL_TRY_COMM(m, call)                                                                          \
   do {                                                                                                   \
     if ((call) != 0)                                                                                     \
       return model_fail(&(m)->base, DLPAR_ERR_NCCL, "%s:%d: %s: %s", __FILE__, __LINE__, #call,          \
@@ -166,9 +166,9 @@ static int tp_sum(model_cuda *m, void *buf, size_t n)
   if (m->base.table.tp == 1)
     return DLPAR_OK;
   if (m->dp_unordered)
-    CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->dp_enqueued, 0));
+    MODEL_TRY(m, cudaStreamWaitEvent(m->compute, m->dp_enqueued, 0));
   m->dp_unordered = false;
-  CHECK_COMM(m, dlpar_allreduce(m->base.comm, DLPAR_TP, buf, n, comm_type(m->act), DLPAR_SUM, m->compute));
+  MODEL_TRY_COMM(m, dlpar_allreduce(m->base.comm, DLPAR_TP, buf, n, comm_type(m->act), DLPAR_SUM, m->compute));
   return DLPAR_OK;
 }
 
@@ -213,7 +213,7 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
   if (strcmp(cfg->attention, "cudnn") != 0)
     return DLPAR_OK;
   if (m->act != DL_F32) {
-    CHECK_DL(m, dl_sdpa_create(&m->sdpa));
+    MODEL_TRY(m, dl_sdpa_create(&m->sdpa));
     rc = dl_sdpa_plan(m->sdpa, d->B, d->N, d->heads, d->HD, m->act, &m->sdpa_ws_bytes);
     if (rc == 0)
       return DLPAR_OK;
@@ -244,7 +244,7 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
 static int plan_gelu(model_cuda *m, const dlpar_info *info)
 {
   const vit_dims *d = &m->base.dims;
-  CHECK_DL(m, dl_gelu_epilogue(m->blas, (int)d->BT, d->D, d->Fl, d->D, m->act, &m->gelu_fused));
+  MODEL_TRY(m, dl_gelu_epilogue(m->blas, (int)d->BT, d->D, d->Fl, d->D, m->act, &m->gelu_fused));
   if (!m->gelu_fused && info->rank == 0)
     printf("dlpar-train: GELU: separate exact-GELU kernels, not the GEMM epilogues (%s)\n",
            m->act == DL_F32 ? "amp_mode none: cuBLASLt's GELU is the tanh approximation"
@@ -273,21 +273,21 @@ static int block_forward(model_cuda *m, int l)
   const int norm_w = last ? t->norm_w : t->blocks[l + 1].norm1_w, norm_b = last ? t->norm_b : t->blocks[l + 1].norm1_b;
   int rc;
   /* q, k, v in one GEMM: the fused [3 Dl x D] weight and [3 Dl] bias (params.h) into the q, k, v planes */
-  CHECK_DL(m, dl_matmul_fwd_planes(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), 3, BT, d->D, d->Dl,
+  MODEL_TRY(m, dl_matmul_fwd_planes(m->blas, a->q, a->ln1, weight(m, p->q_w), weight(m, p->q_b), 3, BT, d->D, d->Dl,
                                    m->act, m->compute));
-  CHECK_DL(m, attention_fwd(m, a));
+  MODEL_TRY(m, attention_fwd(m, a));
   /* row-parallel proj: partial sums, reduced over tp, then bias + residual + norm2 */
-  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->att, weight(m, p->proj_w), NULL, BT, d->Dl, d->D, m->act, m->compute));
+  MODEL_TRY(m, dl_matmul_fwd(m->blas, m->dln, a->att, weight(m, p->proj_w), NULL, BT, d->Dl, d->D, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, (size_t)BT * d->D)) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_residual_layernorm_fwd(a->x_mid, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_in, m->dln, param(m, p->proj_b),
+  MODEL_TRY(m, dl_residual_layernorm_fwd(a->x_mid, a->ln2, a->ln2_mean, a->ln2_rstd, a->x_in, m->dln, param(m, p->proj_b),
                                         param(m, p->norm2_w), param(m, p->norm2_b), BT, d->D, LN_EPS, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_gelu_fwd(m->blas, m->gelu_fused, a->gelu, a->fc1, a->ln2, weight(m, p->fc1_w),
+  MODEL_TRY(m, dl_matmul_gelu_fwd(m->blas, m->gelu_fused, a->gelu, a->fc1, a->ln2, weight(m, p->fc1_w),
                                  weight(m, p->fc1_b), BT, d->D, d->Fl, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, a->gelu, weight(m, p->fc2_w), NULL, BT, d->Fl, d->D, m->act, m->compute));
+  MODEL_TRY(m, dl_matmul_fwd(m->blas, m->dln, a->gelu, weight(m, p->fc2_w), NULL, BT, d->Fl, d->D, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, (size_t)BT * d->D)) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_residual_layernorm_fwd(x_out, ln_next, mean_next, rstd_next, a->x_mid, m->dln, param(m, p->fc2_b),
+  MODEL_TRY(m, dl_residual_layernorm_fwd(x_out, ln_next, mean_next, rstd_next, a->x_mid, m->dln, param(m, p->fc2_b),
                                         param(m, norm_w), param(m, norm_b), BT, d->D, LN_EPS, m->act, m->compute));
   return DLPAR_OK;
 }
@@ -298,20 +298,20 @@ static int forward(model_cuda *m, const float *inp)
   const param_table *t = &m->base.table;
   block_acts *first = &m->blocks[0];
   int rc;
-  CHECK_DL(m, dl_patchify(m->patches, inp, d->B, d->Cin, d->H, d->W, d->P, m->act, m->compute));
+  MODEL_TRY(m, dl_patchify(m->patches, inp, d->B, d->Cin, d->H, d->W, d->P, m->act, m->compute));
   /* the tokens (act, in dln) + the position embedding: the fp32 residual stream */
-  CHECK_DL(m, dl_matmul_fwd(m->blas, m->dln, m->patches, weight(m, t->patch_w), weight(m, t->patch_b), (int)d->BT,
+  MODEL_TRY(m, dl_matmul_fwd(m->blas, m->dln, m->patches, weight(m, t->patch_w), weight(m, t->patch_b), (int)d->BT,
                             d->Cin * d->P * d->P, d->D, m->act, m->compute));
-  CHECK_DL(m, dl_embed_tokens(first->x_in, m->dln, param(m, t->pos_embed), d->B, d->N, d->D, m->act, m->compute));
-  CHECK_DL(m, dl_layernorm_fwd(first->ln1, first->ln1_mean, first->ln1_rstd, first->x_in, param(m, t->blocks[0].norm1_w),
+  MODEL_TRY(m, dl_embed_tokens(first->x_in, m->dln, param(m, t->pos_embed), d->B, d->N, d->D, m->act, m->compute));
+  MODEL_TRY(m, dl_layernorm_fwd(first->ln1, first->ln1_mean, first->ln1_rstd, first->x_in, param(m, t->blocks[0].norm1_w),
                                param(m, t->blocks[0].norm1_b), (int)d->BT, d->D, LN_EPS, m->act, m->compute));
   for (int l = 0; l < d->depth; l++) {
     if ((rc = block_forward(m, l)) != DLPAR_OK)
       return rc;
   }
-  CHECK_DL(m, dl_matmul_fwd(m->blas, m->head, m->lnf, weight(m, t->head_w), NULL, (int)d->BT, d->D,
+  MODEL_TRY(m, dl_matmul_fwd(m->blas, m->head, m->lnf, weight(m, t->head_w), NULL, (int)d->BT, d->D,
                             d->P * d->P * d->Cout, m->act, m->compute));
-  CHECK_DL(m, dl_unpatchify(m->pred, m->head, d->B, d->Cout, d->H, d->W, d->P, m->act, m->compute));
+  MODEL_TRY(m, dl_unpatchify(m->pred, m->head, d->B, d->Cout, d->H, d->W, d->P, m->act, m->compute));
   return DLPAR_OK;
 }
 
@@ -327,10 +327,10 @@ static void *dx_copy(model_cuda *m)
 /* Tensors from `first_done` on are final: let the dp stream reduce them. */
 static int grads_ready(model_cuda *m, int event, int first_done)
 {
-  CHECK_DL(m, cudaEventRecord(m->grads_ready[event], m->compute));
-  CHECK_DL(m, cudaStreamWaitEvent(m->dp, m->grads_ready[event], 0));
-  CHECK_COMM(m, grad_buckets_ready(&m->buckets, m->base.comm, m->grads, first_done, m->dp));
-  CHECK_DL(m, cudaEventRecord(m->dp_enqueued, m->dp));
+  MODEL_TRY(m, cudaEventRecord(m->grads_ready[event], m->compute));
+  MODEL_TRY(m, cudaStreamWaitEvent(m->dp, m->grads_ready[event], 0));
+  MODEL_TRY_COMM(m, grad_buckets_ready(&m->buckets, m->base.comm, m->grads, first_done, m->dp));
+  MODEL_TRY(m, cudaEventRecord(m->dp_enqueued, m->dp));
   m->dp_unordered = true;
   return DLPAR_OK;
 }
@@ -344,25 +344,25 @@ static int block_backward(model_cuda *m, int l)
   const size_t nD = (size_t)BT * d->D;
   int rc;
   /* MLP branch; dx holds the gradient of the block's output */
-  CHECK_DL(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, m->dfc1, a->fc1, grad(m, p->fc2_w),
+  MODEL_TRY(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, m->dfc1, a->fc1, grad(m, p->fc2_w),
                                  grad(m, p->fc2_b), m->dx_act, a->gelu, weight(m, p->fc2_w), BT, d->Fl, d->D, m->act,
                                  m->compute));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, weight(m, p->fc1_w),
+  MODEL_TRY(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, weight(m, p->fc1_w),
                             BT, d->D, d->Fl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_layernorm_bwd(m->dx, dx_copy(m), grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid,
+  MODEL_TRY(m, dl_layernorm_bwd(m->dx, dx_copy(m), grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid,
                                param(m, p->norm2_w), a->ln2_mean, a->ln2_rstd, BT, d->D, m->reduce_ws, m->act,
                                m->compute));
   /* attention branch */
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx_act, a->att,
+  MODEL_TRY(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx_act, a->att,
                             weight(m, p->proj_w), BT, d->Dl, d->D, m->act, m->compute));
-  CHECK_DL(m, attention_bwd(m, a));
-  CHECK_DL(m, dl_matmul_bwd_planes(m->blas, m->dln, m->dqkv_sum, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1,
+  MODEL_TRY(m, attention_bwd(m, a));
+  MODEL_TRY(m, dl_matmul_bwd_planes(m->blas, m->dln, m->dqkv_sum, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1,
                                    weight(m, p->q_w), 3, BT, d->D, d->Dl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_layernorm_bwd(m->dx, dx_copy(m), grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in,
+  MODEL_TRY(m, dl_layernorm_bwd(m->dx, dx_copy(m), grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in,
                                param(m, p->norm1_w), a->ln1_mean, a->ln1_rstd, BT, d->D, m->reduce_ws, m->act,
                                m->compute));
   return DLPAR_OK;
@@ -375,12 +375,12 @@ static int backward(model_cuda *m, const float *tgt)
   const size_t img = (size_t)d->Cout * d->H * d->W;
   int rc;
   /* dloss is the loss scale (1 but in fp16): gradients come out scaled, Adam unscales */
-  CHECK_DL(m, dl_l2_loss_bwd(m->dpred, m->loss_sums, m->pred, tgt, d->B, img, m->loss_scale, m->compute));
-  CHECK_DL(m, dl_unpatchify_bwd(m->dhead, m->dpred, d->B, d->Cout, d->H, d->W, d->P, m->act, m->compute));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, t->head_w), NULL, m->dhead, m->lnf, weight(m, t->head_w),
+  MODEL_TRY(m, dl_l2_loss_bwd(m->dpred, m->loss_sums, m->pred, tgt, d->B, img, m->loss_scale, m->compute));
+  MODEL_TRY(m, dl_unpatchify_bwd(m->dhead, m->dpred, d->B, d->Cout, d->H, d->W, d->P, m->act, m->compute));
+  MODEL_TRY(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, t->head_w), NULL, m->dhead, m->lnf, weight(m, t->head_w),
                             (int)d->BT, d->D, d->P * d->P * d->Cout, m->act, m->compute));
-  CHECK_DL(m, cudaMemsetAsync(m->dx, 0, sizeof(float) * d->BT * d->D, m->compute));
-  CHECK_DL(m, dl_layernorm_bwd(m->dx, dx_copy(m), grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final,
+  MODEL_TRY(m, cudaMemsetAsync(m->dx, 0, sizeof(float) * d->BT * d->D, m->compute));
+  MODEL_TRY(m, dl_layernorm_bwd(m->dx, dx_copy(m), grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final,
                                param(m, t->norm_w), m->lnf_mean, m->lnf_rstd, (int)d->BT, d->D, m->reduce_ws, m->act,
                                m->compute));
   if ((rc = grads_ready(m, d->depth, t->norm_w)) != DLPAR_OK)
@@ -389,14 +389,14 @@ static int backward(model_cuda *m, const float *tgt)
     DLPAR_TRY(block_backward(m, l));
     DLPAR_TRY(grads_ready(m, l, t->blocks[l].norm1_w));
   }
-  CHECK_DL(m, dl_pos_embed_bwd(grad(m, t->pos_embed), m->dx, d->B, d->N, d->D, m->compute));
-  CHECK_DL(m, dl_matmul_bwd(m->blas, NULL, 0, grad(m, t->patch_w), grad(m, t->patch_b), m->dx_act, m->patches,
+  MODEL_TRY(m, dl_pos_embed_bwd(grad(m, t->pos_embed), m->dx, d->B, d->N, d->D, m->compute));
+  MODEL_TRY(m, dl_matmul_bwd(m->blas, NULL, 0, grad(m, t->patch_w), grad(m, t->patch_b), m->dx_act, m->patches,
                             weight(m, t->patch_w), (int)d->BT, d->Cin * d->P * d->P, d->D, m->act, m->compute));
   if ((rc = grads_ready(m, d->depth + 1, 0)) != DLPAR_OK)
     return rc;
   /* the optimizer (compute stream) waits for the last bucket */
-  CHECK_DL(m, cudaEventRecord(m->dp_done, m->dp));
-  CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->dp_done, 0));
+  MODEL_TRY(m, cudaEventRecord(m->dp_done, m->dp));
+  MODEL_TRY(m, cudaStreamWaitEvent(m->compute, m->dp_done, 0));
   m->dp_unordered = false; /* compute has joined dp */
   return DLPAR_OK;
 }
@@ -414,12 +414,12 @@ static int stage_batch(model_cuda *m, const float *inp, const float *tgt, int *s
   const int s = m->slot;
   m->slot ^= 1;
   *slot = s;
-  CHECK_DL(m, cudaStreamWaitEvent(m->copy, m->consumed[s], 0));
-  CHECK_DL(m, cudaMemcpyAsync(m->inp[s], inp, in_bytes, cudaMemcpyHostToDevice, m->copy));
-  CHECK_DL(m, cudaMemcpyAsync(m->tgt[s], tgt, out_bytes, cudaMemcpyHostToDevice, m->copy));
-  CHECK_DL(m, cudaEventRecord(m->copied[s], m->copy));
-  CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->copied[s], 0));
-  CHECK_DL(m, cudaEventSynchronize(m->copied[s])); /* the loader may refill the host buffer now */
+  MODEL_TRY(m, cudaStreamWaitEvent(m->copy, m->consumed[s], 0));
+  MODEL_TRY(m, cudaMemcpyAsync(m->inp[s], inp, in_bytes, cudaMemcpyHostToDevice, m->copy));
+  MODEL_TRY(m, cudaMemcpyAsync(m->tgt[s], tgt, out_bytes, cudaMemcpyHostToDevice, m->copy));
+  MODEL_TRY(m, cudaEventRecord(m->copied[s], m->copy));
+  MODEL_TRY(m, cudaStreamWaitEvent(m->compute, m->copied[s], 0));
+  MODEL_TRY(m, cudaEventSynchronize(m->copied[s])); /* the loader may refill the host buffer now */
   return DLPAR_OK;
 }
 
@@ -427,10 +427,10 @@ static int step_body(model_cuda *m, int s)
 {
   const vit_dims *d = &m->base.dims;
   int rc;
-  CHECK_DL(m, cudaMemsetAsync(m->grads, 0, sizeof(float) * m->base.table.total, m->compute));
+  MODEL_TRY(m, cudaMemsetAsync(m->grads, 0, sizeof(float) * m->base.table.total, m->compute));
   if ((rc = forward(m, m->inp[s])) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
+  MODEL_TRY(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
                              (size_t)d->Cout * d->H * d->W, m->compute));
   return backward(m, m->tgt[s]);
 }
@@ -448,16 +448,16 @@ static int run_captured(model_cuda *m, captured_work *work, int (*body)(model_cu
     return body(m, arg);
   }
   if (!work->exec) {
-    CHECK_DL(m, cudaStreamBeginCapture(m->compute, cudaStreamCaptureModeGlobal));
+    MODEL_TRY(m, cudaStreamBeginCapture(m->compute, cudaStreamCaptureModeGlobal));
     rc = body(m, arg);
-    CHECK_DL(m, cudaStreamEndCapture(m->compute, &captured));
+    MODEL_TRY(m, cudaStreamEndCapture(m->compute, &captured));
     if (rc != DLPAR_OK)
       return rc;
     rc = cudaGraphInstantiate(&work->exec, captured, 0);
     cudaGraphDestroy(captured);
-    CHECK_DL(m, rc);
+    MODEL_TRY(m, rc);
   }
-  CHECK_DL(m, cudaGraphLaunch(work->exec, m->compute));
+  MODEL_TRY(m, cudaGraphLaunch(work->exec, m->compute));
   dlpar_graph_launched(m->base.comm);
   return DLPAR_OK;
 }
@@ -472,7 +472,7 @@ static int cuda_forward_backward(model *base, const float *inp, const float *tgt
   m->train_steps++;
   if ((rc = run_captured(m, &m->graph_step[s], step_body, s)) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute)); /* the slot may be refilled */
+  MODEL_TRY(m, cudaEventRecord(m->consumed[s], m->compute)); /* the slot may be refilled */
   return DLPAR_OK;
 }
 
@@ -482,17 +482,17 @@ static int adam_body(model_cuda *m, int unused)
   (void)unused;
   /* non-finite gradients anywhere in the tp group: no update (under fp16 the
    * loss scale's overflow steps, counted apart; skipped_steps otherwise) */
-  CHECK_DL(m, dl_check_finite(m->found_inf, m->grads, m->base.table.total, m->compute));
+  MODEL_TRY(m, dl_check_finite(m->found_inf, m->grads, m->base.table.total, m->compute));
   if (dlpar_get_info(m->base.comm)->tp_size > 1)
-    CHECK_COMM(m, dlpar_allreduce(m->base.comm, DLPAR_TP, m->found_inf, 1, DLPAR_INT32, DLPAR_MAX, m->compute));
-  CHECK_DL(m, dl_adam(m->params, m->act == DL_F32 ? NULL : m->params_act, m->act, m->adam_m, m->adam_v, m->grads,
+    MODEL_TRY_COMM(m, dlpar_allreduce(m->base.comm, DLPAR_TP, m->found_inf, 1, DLPAR_INT32, DLPAR_MAX, m->compute));
+  MODEL_TRY(m, dl_adam(m->params, m->act == DL_F32 ? NULL : m->params_act, m->act, m->adam_m, m->adam_v, m->grads,
                       m->base.table.total, m->lr_t, 0.9f, 0.95f, 1e-8f, m->loss_scale, m->found_inf, m->compute));
   if (fp16)
-    CHECK_DL(m, dl_update_loss_scale(m->loss_scale, m->clean_steps, m->found_inf, FP16_SCALE_INTERVAL, FP16_MIN_SCALE,
+    MODEL_TRY(m, dl_update_loss_scale(m->loss_scale, m->clean_steps, m->found_inf, FP16_SCALE_INTERVAL, FP16_MIN_SCALE,
                                      FP16_MAX_SCALE, m->metric_sums + SUM_OVERFLOW, m->metric_sums + SUM_SKIPPED,
                                      m->compute));
   else
-    CHECK_DL(m, dl_count_flag(m->metric_sums + SUM_SKIPPED, m->found_inf, m->compute));
+    MODEL_TRY(m, dl_count_flag(m->metric_sums + SUM_SKIPPED, m->found_inf, m->compute));
   return DLPAR_OK;
 }
 
@@ -503,16 +503,16 @@ static int cuda_optimizer_step(model *base, double lr, long t)
   /* lr and step travel through pinned memory (so a captured Adam stays
    * valid) once the previous copy is done with it, and reach the device
    * once the previous Adam is done reading them */
-  CHECK_DL(m, cudaStreamSynchronize(m->copy));
+  MODEL_TRY(m, cudaStreamSynchronize(m->copy));
   m->host_scalars[0] = (float)lr;
   m->host_scalars[1] = (float)t;
-  CHECK_DL(m, cudaStreamWaitEvent(m->copy, m->adam_done, 0));
-  CHECK_DL(m, cudaMemcpyAsync(m->lr_t, m->host_scalars, 2 * sizeof(float), cudaMemcpyHostToDevice, m->copy));
-  CHECK_DL(m, cudaEventRecord(m->scalars_copied, m->copy));
-  CHECK_DL(m, cudaStreamWaitEvent(m->compute, m->scalars_copied, 0));
+  MODEL_TRY(m, cudaStreamWaitEvent(m->copy, m->adam_done, 0));
+  MODEL_TRY(m, cudaMemcpyAsync(m->lr_t, m->host_scalars, 2 * sizeof(float), cudaMemcpyHostToDevice, m->copy));
+  MODEL_TRY(m, cudaEventRecord(m->scalars_copied, m->copy));
+  MODEL_TRY(m, cudaStreamWaitEvent(m->compute, m->scalars_copied, 0));
   if ((rc = run_captured(m, &m->graph_adam, adam_body, 0)) != DLPAR_OK)
     return rc;
-  CHECK_DL(m, cudaEventRecord(m->adam_done, m->compute));
+  MODEL_TRY(m, cudaEventRecord(m->adam_done, m->compute));
   return DLPAR_OK;
 }
 
@@ -523,11 +523,11 @@ static int cuda_evaluate(model *base, const float *inp, const float *tgt)
   int s;
   DLPAR_TRY(stage_batch(m, inp, tgt, &s));
   DLPAR_TRY(forward(m, m->inp[s]));
-  CHECK_DL(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
+  MODEL_TRY(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
                              (size_t)d->Cout * d->H * d->W, m->compute));
-  CHECK_DL(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->rmse_per_sample, m->pred, m->tgt[s], m->lat_w, d->B,
+  MODEL_TRY(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->rmse_per_sample, m->pred, m->tgt[s], m->lat_w, d->B,
                                d->Cout, d->H, d->W, 0, m->compute));
-  CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
+  MODEL_TRY(m, cudaEventRecord(m->consumed[s], m->compute));
   m->val_samples += d->B;
   return DLPAR_OK;
 }
@@ -539,11 +539,11 @@ static int cuda_post_metrics(model *base)
 {
   model_cuda *m = (model_cuda *)base;
   const long dp = dlpar_get_info(base->comm)->dp_size;
-  CHECK_COMM(m, dlpar_allreduce(base->comm, DLPAR_DP, m->metric_sums, N_SUMS, DLPAR_FLOAT32, DLPAR_SUM, m->compute));
-  CHECK_DL(m, cudaMemcpyAsync(m->posted_sums, m->metric_sums, N_SUMS * sizeof(float), cudaMemcpyDeviceToHost,
+  MODEL_TRY_COMM(m, dlpar_allreduce(base->comm, DLPAR_DP, m->metric_sums, N_SUMS, DLPAR_FLOAT32, DLPAR_SUM, m->compute));
+  MODEL_TRY(m, cudaMemcpyAsync(m->posted_sums, m->metric_sums, N_SUMS * sizeof(float), cudaMemcpyDeviceToHost,
                               m->compute));
-  CHECK_DL(m, cudaMemsetAsync(m->metric_sums, 0, N_SUMS * sizeof(float), m->compute));
-  CHECK_DL(m, cudaEventRecord(m->metrics_posted, m->compute));
+  MODEL_TRY(m, cudaMemsetAsync(m->metric_sums, 0, N_SUMS * sizeof(float), m->compute));
+  MODEL_TRY(m, cudaEventRecord(m->metrics_posted, m->compute));
   m->posted_train_steps = m->train_steps * dp;
   m->posted_val_samples = m->val_samples * dp;
   m->train_steps = m->val_samples = 0;
@@ -558,7 +558,7 @@ static int cuda_take_metrics(model *base, model_metrics *out)
   memset(out, 0, sizeof(*out));
   if (!m->metrics_pending)
     return DLPAR_OK;
-  CHECK_DL(m, cudaEventSynchronize(m->metrics_posted));
+  MODEL_TRY(m, cudaEventSynchronize(m->metrics_posted));
   out->train_loss_sum = m->posted_sums[SUM_TRAIN_LOSS];
   out->train_steps = m->posted_train_steps;
   out->skipped_steps = (long)m->posted_sums[SUM_SKIPPED];
@@ -579,8 +579,8 @@ static float *tensor_of(model_cuda *m, model_tensor which)
 static int cuda_read_tensor(model *base, model_tensor which, float *host)
 {
   model_cuda *m = (model_cuda *)base;
-  CHECK_DL(m, cudaStreamSynchronize(m->compute));
-  CHECK_DL(m, cudaMemcpy(host, tensor_of(m, which), sizeof(float) * base->table.total, cudaMemcpyDeviceToHost));
+  MODEL_TRY(m, cudaStreamSynchronize(m->compute));
+  MODEL_TRY(m, cudaMemcpy(host, tensor_of(m, which), sizeof(float) * base->table.total, cudaMemcpyDeviceToHost));
   return DLPAR_OK;
 }
 
@@ -591,8 +591,8 @@ static int cuda_read_tensor(model *base, model_tensor which, float *host)
  * the old bytes. */
 static int upload(model_cuda *m, void *device, const void *host, size_t bytes)
 {
-  CHECK_DL(m, cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, m->compute));
-  CHECK_DL(m, cudaStreamSynchronize(m->compute));
+  MODEL_TRY(m, cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, m->compute));
+  MODEL_TRY(m, cudaStreamSynchronize(m->compute));
   return DLPAR_OK;
 }
 
@@ -603,7 +603,7 @@ static int cuda_write_tensor(model *base, model_tensor which, const float *host)
   if (rc != DLPAR_OK)
     return rc;
   if (which == TENSOR_PARAMS && m->act != DL_F32)
-    CHECK_DL(m, dl_cast(m->params_act, m->act, m->params, DL_F32, base->table.total, m->compute));
+    MODEL_TRY(m, dl_cast(m->params_act, m->act, m->params, DL_F32, base->table.total, m->compute));
   return DLPAR_OK;
 }
 
@@ -726,24 +726,24 @@ static int create_device_state(model_cuda *m)
 static int create_streams(model_cuda *m)
 {
   const vit_dims *d = &m->base.dims;
-  CHECK_DL(m, cudaStreamCreateWithFlags(&m->compute, cudaStreamNonBlocking));
-  CHECK_DL(m, cudaStreamCreateWithFlags(&m->copy, cudaStreamNonBlocking));
-  CHECK_DL(m, cudaStreamCreateWithFlags(&m->dp, cudaStreamNonBlocking));
+  MODEL_TRY(m, cudaStreamCreateWithFlags(&m->compute, cudaStreamNonBlocking));
+  MODEL_TRY(m, cudaStreamCreateWithFlags(&m->copy, cudaStreamNonBlocking));
+  MODEL_TRY(m, cudaStreamCreateWithFlags(&m->dp, cudaStreamNonBlocking));
   for (int s = 0; s < 2; s++) {
-    CHECK_DL(m, cudaEventCreateWithFlags(&m->copied[s], cudaEventDisableTiming));
-    CHECK_DL(m, cudaEventCreateWithFlags(&m->consumed[s], cudaEventDisableTiming));
-    CHECK_DL(m, cudaEventRecord(m->consumed[s], m->compute));
+    MODEL_TRY(m, cudaEventCreateWithFlags(&m->copied[s], cudaEventDisableTiming));
+    MODEL_TRY(m, cudaEventCreateWithFlags(&m->consumed[s], cudaEventDisableTiming));
+    MODEL_TRY(m, cudaEventRecord(m->consumed[s], m->compute));
   }
   for (int e = 0; e < d->depth + 2; e++)
-    CHECK_DL(m, cudaEventCreateWithFlags(&m->grads_ready[e], cudaEventDisableTiming));
-  CHECK_DL(m, cudaEventCreateWithFlags(&m->dp_done, cudaEventDisableTiming));
-  CHECK_DL(m, cudaEventCreateWithFlags(&m->dp_enqueued, cudaEventDisableTiming));
-  CHECK_DL(m, cudaEventCreateWithFlags(&m->scalars_copied, cudaEventDisableTiming));
-  CHECK_DL(m, cudaEventCreateWithFlags(&m->adam_done, cudaEventDisableTiming));
-  CHECK_DL(m, cudaEventRecord(m->adam_done, m->compute));
-  CHECK_DL(m, cudaEventCreateWithFlags(&m->metrics_posted, cudaEventDisableTiming));
-  CHECK_DL(m, cudaHostAlloc((void **)&m->host_scalars, 2 * sizeof(float), cudaHostAllocDefault));
-  CHECK_DL(m, cudaHostAlloc((void **)&m->posted_sums, N_SUMS * sizeof(float), cudaHostAllocDefault));
+    MODEL_TRY(m, cudaEventCreateWithFlags(&m->grads_ready[e], cudaEventDisableTiming));
+  MODEL_TRY(m, cudaEventCreateWithFlags(&m->dp_done, cudaEventDisableTiming));
+  MODEL_TRY(m, cudaEventCreateWithFlags(&m->dp_enqueued, cudaEventDisableTiming));
+  MODEL_TRY(m, cudaEventCreateWithFlags(&m->scalars_copied, cudaEventDisableTiming));
+  MODEL_TRY(m, cudaEventCreateWithFlags(&m->adam_done, cudaEventDisableTiming));
+  MODEL_TRY(m, cudaEventRecord(m->adam_done, m->compute));
+  MODEL_TRY(m, cudaEventCreateWithFlags(&m->metrics_posted, cudaEventDisableTiming));
+  MODEL_TRY(m, cudaHostAlloc((void **)&m->host_scalars, 2 * sizeof(float), cudaHostAllocDefault));
+  MODEL_TRY(m, cudaHostAlloc((void **)&m->posted_sums, N_SUMS * sizeof(float), cudaHostAllocDefault));
   m->base.stream = m->compute;
   return DLPAR_OK;
 }
@@ -800,10 +800,10 @@ static const model_ops cuda_ops = {
 static int reserve_kernel_stack(model_cuda *m)
 {
   size_t stack = 0, needed = 0;
-  CHECK_DL(m, dl_attention_stack_bytes(&needed));
-  CHECK_DL(m, cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+  MODEL_TRY(m, dl_attention_stack_bytes(&needed));
+  MODEL_TRY(m, cudaDeviceGetLimit(&stack, cudaLimitStackSize));
   if (stack < needed)
-    CHECK_DL(m, cudaDeviceSetLimit(cudaLimitStackSize, needed));
+    MODEL_TRY(m, cudaDeviceSetLimit(cudaLimitStackSize, needed));
   return DLPAR_OK;
 }
 
@@ -816,7 +816,7 @@ static int report_choices(model_cuda *m, const train_config *cfg, const dlpar_in
   char attention[64] = "reference kernels";
   if (info->rank != 0)
     return DLPAR_OK;
-  CHECK_DL(m, cudaGetDeviceProperties(&prop, info->device));
+  MODEL_TRY(m, cudaGetDeviceProperties(&prop, info->device));
 #ifdef HAVE_CUDNN
   if (m->sdpa) {
     char version[32];
@@ -846,7 +846,7 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
                       d->HD);
   DLPAR_TRY(create_streams(m));
   DLPAR_TRY(reserve_kernel_stack(m));
-  CHECK_DL(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
+  MODEL_TRY(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
   DLPAR_TRY(plan_attention(m, cfg, info));
   DLPAR_TRY(plan_gelu(m, info));
   DLPAR_TRY(report_choices(m, cfg, info));
@@ -855,7 +855,7 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   if (cudaMalloc((void **)&m->arena, m->arena_bytes) != cudaSuccess)
     return model_fail(&m->base, DLPAR_ERR_CUDA, "cannot allocate %.2f GB on device %d (lower global_batch_size, use "
                       "bf16, or more tensor-parallel ranks)", (double)m->arena_bytes / 1e9, info->device);
-  CHECK_DL(m, cudaMemset(m->arena, 0, m->arena_bytes));
+  MODEL_TRY(m, cudaMemset(m->arena, 0, m->arena_bytes));
   layout(m); /* place */
   return create_device_state(m);
 }

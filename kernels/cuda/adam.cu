@@ -38,7 +38,7 @@ static int adam(float *params, void *params_act, float *m, float *v, const float
 {
   adam_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>(params, (T *)params_act, m, v, grads, n, lr_t, beta1, beta2, eps,
                                                    loss_scale, found_inf);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -58,9 +58,9 @@ __global__ void check_finite_kernel(int *found_inf, const float *x, size_t n)
 
 extern "C" int dl_check_finite(int *found_inf, const float *x, size_t n, cudaStream_t s)
 {
-  CUDA_RETURN_ON_ERROR(cudaMemsetAsync(found_inf, 0, sizeof(int), s));
+  DL_TRY_CUDA(cudaMemsetAsync(found_inf, 0, sizeof(int), s));
   check_finite_kernel<<<dl_blocks(n, 256), 256, 0, s>>>(found_inf, x, n);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -93,7 +93,7 @@ __global__ void count_flag_kernel(float *count, const int *flag)
 extern "C" int dl_count_flag(float *count, const int *flag, cudaStream_t s)
 {
   count_flag_kernel<<<1, 1, 0, s>>>(count, flag);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -103,6 +103,6 @@ extern "C" int dl_update_loss_scale(float *scale, int *clean_steps, const int *f
 {
   update_loss_scale_kernel<<<1, 1, 0, s>>>(scale, clean_steps, found_inf, interval, min_scale, max_scale,
                                            overflow_steps, skipped_steps);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }

@@ -90,7 +90,7 @@ static int attention_fwd(void *o, float *lse, const void *q, const void *k, cons
 {
   flash_fwd_kernel<T><<<dim3((a.N + ROWS - 1) / ROWS, B * a.NH), ROWS, 0, s>>>((T *)o, lse, (const T *)q, (const T *)k,
                                                                               (const T *)v, a);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -208,13 +208,13 @@ static int attention_bwd(void *dq, void *dk, void *dv, const void *dout, const v
 {
   const dim3 grid((a.N + ROWS - 1) / ROWS, B * a.NH);
   delta_kernel<T><<<dl_blocks((size_t)B * a.NH * a.N, 256), 256, 0, s>>>(delta, (const T *)dout, (const T *)o, B, a);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   flash_dkdv_kernel<T><<<grid, ROWS, 0, s>>>((T *)dk, (T *)dv, (const T *)q, (const T *)k, (const T *)v,
                                              (const T *)dout, lse, delta, a);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   flash_dq_kernel<T><<<grid, ROWS, 0, s>>>((T *)dq, (const T *)q, (const T *)k, (const T *)v, (const T *)dout, lse,
                                            delta, a);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -235,7 +235,7 @@ template <typename T> static int stack_bytes_of(size_t *bytes)
                             (const void *)flash_dq_kernel<T>};
   for (int i = 0; i < 3; i++) {
     cudaFuncAttributes attributes;
-    CUDA_RETURN_ON_ERROR(cudaFuncGetAttributes(&attributes, kernels[i]));
+    DL_TRY_CUDA(cudaFuncGetAttributes(&attributes, kernels[i]));
     *bytes = attributes.localSizeBytes > *bytes ? attributes.localSizeBytes : *bytes;
   }
   return 0;

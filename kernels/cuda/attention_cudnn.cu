@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/cuda/ops.h"
+#include "kernels/cuda/common.cuh"
 
 /* Prints file:line, the call, cuDNN's status string and its last error
  * message; returns DL_CUDNN_BASE + the status. */
@@ -50,13 +50,6 @@ static bool unsupported(cudnnStatus_t status)
  * when the sequence length is not a multiple of 128 (fixed in 9.15.1). */
 static const size_t CUDNN_SDPA_BWD_ANY_LENGTH = 91501;
 
-#define CHECK(call)                                                                           \
-  do {                                                                                        \
-    int rc_ = (call);                                                                         \
-    if (rc_ != 0)                                                                             \
-      return rc_;                                                                             \
-  } while (0)
-
 /* 0 for success; a planning step's "not supported" (quiet: an answer, the
  * caller falls back and says so once) returned as it is; anything else
  * printed by cudnn_fail. */
@@ -69,8 +62,8 @@ static int cudnn_status(cudnnStatus_t status, bool quiet, const char *call, cons
   return cudnn_fail(status, call, file, line);
 }
 
-#define CHECK_CUDNN(call) CHECK(cudnn_status((call), false, #call, __FILE__, __LINE__))
-#define CHECK_PLAN(call) CHECK(cudnn_status((call), true, #call, __FILE__, __LINE__))
+#define DL_TRY_CUDNN(call) DL_TRY(cudnn_status((call), false, #call, __FILE__, __LINE__))
+#define DL_TRY_PLAN(call) DL_TRY(cudnn_status((call), true, #call, __FILE__, __LINE__))
 
 enum { MAX_DESCS = 128, MAX_OPS = 24, SDPA_CACHE = 8, ALIGN = 256 };
 
@@ -118,7 +111,7 @@ static int new_desc(sdpa_graph *g, cudnnBackendDescriptorType_t type, cudnnBacke
 {
   if (g->n_descs == MAX_DESCS)
     return cudnn_fail(CUDNN_STATUS_INTERNAL_ERROR, "new_desc: descriptor table full", __FILE__, __LINE__);
-  CHECK_CUDNN(cudnnBackendCreateDescriptor(type, &g->descs[g->n_descs]));
+  DL_TRY_CUDNN(cudnnBackendCreateDescriptor(type, &g->descs[g->n_descs]));
   *out = g->descs[g->n_descs++];
   return 0;
 }
@@ -132,7 +125,7 @@ static void graph_destroy(sdpa_graph *g)
 
 static int set_desc(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendDescriptor_t value)
 {
-  CHECK_CUDNN(cudnnBackendSetAttribute(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value));
   return 0;
 }
 
@@ -149,17 +142,17 @@ static int tensor(sdpa_graph *g, cudnnBackendDescriptor_t *t, int64_t uid, cudnn
   const bool is_virtual = kind == TENSOR_VIRTUAL, by_value = kind == TENSOR_BY_VALUE;
   if (is_virtual)
     uid = g->next_virtual_uid++;
-  CHECK(new_desc(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, t));
-  CHECK_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
-  CHECK_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, l->dim));
-  CHECK_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, l->stride));
-  CHECK_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
-  CHECK_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment));
+  DL_TRY(new_desc(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, t));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, l->dim));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, l->stride));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment));
   if (is_virtual)
-    CHECK_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual));
+    DL_TRY_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual));
   if (by_value)
-    CHECK_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value));
-  CHECK_CUDNN(cudnnBackendFinalize(*t));
+    DL_TRY_CUDNN(cudnnBackendSetAttribute(*t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value));
+  DL_TRY_CUDNN(cudnnBackendFinalize(*t));
   return 0;
 }
 
@@ -174,7 +167,7 @@ typedef struct {
 static int tensors(sdpa_graph *g, const tensor_spec *specs, size_t n)
 {
   for (size_t i = 0; i < n; i++)
-    CHECK(tensor(g, specs[i].desc, specs[i].uid, specs[i].type, specs[i].layout, specs[i].kind));
+    DL_TRY(tensor(g, specs[i].desc, specs[i].uid, specs[i].type, specs[i].layout, specs[i].kind));
   return 0;
 }
 
@@ -182,7 +175,7 @@ static int add_op(sdpa_graph *g, cudnnBackendDescriptor_t op)
 {
   if (g->n_ops == MAX_OPS)
     return cudnn_fail(CUDNN_STATUS_INTERNAL_ERROR, "add_op: operation table full", __FILE__, __LINE__);
-  CHECK_CUDNN(cudnnBackendFinalize(op));
+  DL_TRY_CUDNN(cudnnBackendFinalize(op));
   g->ops[g->n_ops++] = op;
   return 0;
 }
@@ -193,16 +186,16 @@ static int pointwise(sdpa_graph *g, cudnnPointwiseMode_t mode, cudnnBackendDescr
 {
   const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t pw = NULL, op = NULL;
-  CHECK(new_desc(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw));
-  CHECK_CUDNN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
-  CHECK_CUDNN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision));
-  CHECK_CUDNN(cudnnBackendFinalize(pw));
-  CHECK(new_desc(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, &op));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x));
+  DL_TRY(new_desc(g, CUDNN_BACKEND_POINTWISE_DESCRIPTOR, &pw));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision));
+  DL_TRY_CUDNN(cudnnBackendFinalize(pw));
+  DL_TRY(new_desc(g, CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, &op));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x));
   if (b)
-    CHECK(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y));
+    DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y));
   return add_op(g, op);
 }
 
@@ -211,14 +204,14 @@ static int matmul(sdpa_graph *g, cudnnBackendDescriptor_t a, cudnnBackendDescrip
 {
   const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t mm = NULL, op = NULL;
-  CHECK(new_desc(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &mm));
-  CHECK_CUDNN(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute));
-  CHECK_CUDNN(cudnnBackendFinalize(mm));
-  CHECK(new_desc(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &op));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm));
+  DL_TRY(new_desc(g, CUDNN_BACKEND_MATMUL_DESCRIPTOR, &mm));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute));
+  DL_TRY_CUDNN(cudnnBackendFinalize(mm));
+  DL_TRY(new_desc(g, CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, &op));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm));
   return add_op(g, op);
 }
 
@@ -228,15 +221,15 @@ static int reduce_sum(sdpa_graph *g, cudnnBackendDescriptor_t x, cudnnBackendDes
   const cudnnReduceTensorOp_t op_type = CUDNN_REDUCE_TENSOR_ADD;
   const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t red = NULL, op = NULL;
-  CHECK(new_desc(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, &red));
-  CHECK_CUDNN(cudnnBackendSetAttribute(red, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1,
+  DL_TRY(new_desc(g, CUDNN_BACKEND_REDUCTION_DESCRIPTOR, &red));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(red, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1,
                                        &op_type));
-  CHECK_CUDNN(cudnnBackendSetAttribute(red, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute));
-  CHECK_CUDNN(cudnnBackendFinalize(red));
-  CHECK(new_desc(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, &op));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, red));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(red, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute));
+  DL_TRY_CUDNN(cudnnBackendFinalize(red));
+  DL_TRY(new_desc(g, CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, &op));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, red));
   return add_op(g, op);
 }
 
@@ -244,9 +237,9 @@ static int reduce_sum(sdpa_graph *g, cudnnBackendDescriptor_t x, cudnnBackendDes
 static int reshape(sdpa_graph *g, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y)
 {
   cudnnBackendDescriptor_t op = NULL;
-  CHECK(new_desc(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, &op));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y));
+  DL_TRY(new_desc(g, CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, &op));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y));
   return add_op(g, op);
 }
 
@@ -289,14 +282,14 @@ static int build_fwd(sdpa_graph *g, const sdpa_shape *s)
       {&st, UID_STATS, f32, &stats, TENSOR_PLAIN},
       {&scale, UID_SCALE, f32, &SCALAR, TENSOR_BY_VALUE},
   };
-  CHECK(tensors(g, specs, sizeof specs / sizeof specs[0]));
-  CHECK(new_desc(g, CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, &op));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, v));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, st));
-  CHECK(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale));
+  DL_TRY(tensors(g, specs, sizeof specs / sizeof specs[0]));
+  DL_TRY(new_desc(g, CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, &op));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, v));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_STATSDESC, st));
+  DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale));
   return add_op(g, op);
 }
 
@@ -340,24 +333,24 @@ static int build_bwd(sdpa_graph *g, const sdpa_shape *s)
       {&t.dst, 0, io, &sst, TENSOR_VIRTUAL},
       {&t.kn, 0, io, &qkv, TENSOR_VIRTUAL},
   };
-  CHECK(tensors(g, specs, sizeof specs / sizeof specs[0]));
-  CHECK(pointwise(g, CUDNN_POINTWISE_MUL, t.dout, t.o, t.t0));
-  CHECK(reduce_sum(g, t.t0, t.t1));
-  CHECK(pointwise(g, CUDNN_POINTWISE_MUL, t.t1, t.one, t.dsum));
-  CHECK(matmul(g, t.q, t.kt_in, t.sc));
-  CHECK(pointwise(g, CUDNN_POINTWISE_MUL, t.sc, t.scale, t.s1));
-  CHECK(pointwise(g, CUDNN_POINTWISE_SUB, t.s1, t.stats, t.s2));
-  CHECK(pointwise(g, CUDNN_POINTWISE_EXP, t.s2, NULL, t.p));
-  CHECK(reshape(g, t.p, t.pt));
-  CHECK(matmul(g, t.pt, t.dout, t.dv));
-  CHECK(matmul(g, t.dout, t.vt_in, t.dp));
-  CHECK(pointwise(g, CUDNN_POINTWISE_SUB, t.dp, t.dsum, t.t2));
-  CHECK(pointwise(g, CUDNN_POINTWISE_MUL, t.t2, t.p, t.t3));
-  CHECK(pointwise(g, CUDNN_POINTWISE_MUL, t.t3, t.scale, t.ds));
-  CHECK(reshape(g, t.ds, t.dst));
-  CHECK(matmul(g, t.dst, t.q, t.dk));
-  CHECK(reshape(g, t.kt_in, t.kn));
-  CHECK(matmul(g, t.ds, t.kn, t.dqacc));
+  DL_TRY(tensors(g, specs, sizeof specs / sizeof specs[0]));
+  DL_TRY(pointwise(g, CUDNN_POINTWISE_MUL, t.dout, t.o, t.t0));
+  DL_TRY(reduce_sum(g, t.t0, t.t1));
+  DL_TRY(pointwise(g, CUDNN_POINTWISE_MUL, t.t1, t.one, t.dsum));
+  DL_TRY(matmul(g, t.q, t.kt_in, t.sc));
+  DL_TRY(pointwise(g, CUDNN_POINTWISE_MUL, t.sc, t.scale, t.s1));
+  DL_TRY(pointwise(g, CUDNN_POINTWISE_SUB, t.s1, t.stats, t.s2));
+  DL_TRY(pointwise(g, CUDNN_POINTWISE_EXP, t.s2, NULL, t.p));
+  DL_TRY(reshape(g, t.p, t.pt));
+  DL_TRY(matmul(g, t.pt, t.dout, t.dv));
+  DL_TRY(matmul(g, t.dout, t.vt_in, t.dp));
+  DL_TRY(pointwise(g, CUDNN_POINTWISE_SUB, t.dp, t.dsum, t.t2));
+  DL_TRY(pointwise(g, CUDNN_POINTWISE_MUL, t.t2, t.p, t.t3));
+  DL_TRY(pointwise(g, CUDNN_POINTWISE_MUL, t.t3, t.scale, t.ds));
+  DL_TRY(reshape(g, t.ds, t.dst));
+  DL_TRY(matmul(g, t.dst, t.q, t.dk));
+  DL_TRY(reshape(g, t.kt_in, t.kn));
+  DL_TRY(matmul(g, t.ds, t.kn, t.dqacc));
   return pointwise(g, CUDNN_POINTWISE_IDENTITY, t.dqacc, NULL, t.dq);
 }
 
@@ -373,39 +366,39 @@ static int plan_graph(sdpa_graph *g, cudnnHandle_t handle, cudnnBackendDescripto
   cudnnBackendDescriptor_t graph = NULL, heur = NULL, cfgs[MAX_DESCS / 8] = {NULL};
   int64_t available = 0, got = 0;
   cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
-  CHECK(new_desc(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));
-  CHECK_CUDNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops,
+  DL_TRY(new_desc(g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &graph));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g->n_ops,
                                        g->ops));
   if (handle)
-    CHECK_CUDNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
-  CHECK_PLAN(cudnnBackendFinalize(graph));
-  CHECK(new_desc(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
-  CHECK(set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph));
-  CHECK_CUDNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
+    DL_TRY_CUDNN(cudnnBackendSetAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
+  DL_TRY_PLAN(cudnnBackendFinalize(graph));
+  DL_TRY(new_desc(g, CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur));
+  DL_TRY(set_desc(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode));
   if (props)
-    CHECK(set_desc(heur, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, props));
-  CHECK_PLAN(cudnnBackendFinalize(heur));
-  CHECK_PLAN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+    DL_TRY(set_desc(heur, CUDNN_ATTR_ENGINEHEUR_DEVICEPROP, props));
+  DL_TRY_PLAN(cudnnBackendFinalize(heur));
+  DL_TRY_PLAN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
                                       &available, NULL));
   if (available > (int64_t)(sizeof cfgs / sizeof cfgs[0]))
     available = sizeof cfgs / sizeof cfgs[0];
   for (int64_t i = 0; i < available; i++)
-    CHECK(new_desc(g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]));
-  CHECK_PLAN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, available,
+    DL_TRY(new_desc(g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]));
+  DL_TRY_PLAN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, available,
                                       &got, cfgs));
   g->configs = (int)got;
   for (int64_t i = 0; i < got; i++) {
     cudnnBackendDescriptor_t plan = NULL;
-    CHECK(new_desc(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
+    DL_TRY(new_desc(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
     if (handle)
-      CHECK_CUDNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
+      DL_TRY_CUDNN(cudnnBackendSetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle));
     if (props)
-      CHECK(set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, props));
-    CHECK(set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[i]));
+      DL_TRY(set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_DEVICEPROP, props));
+    DL_TRY(set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, cfgs[i]));
     last = cudnnBackendFinalize(plan);
     if (last == CUDNN_STATUS_SUCCESS) {
       g->plan = plan;
-      CHECK_CUDNN(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, NULL,
+      DL_TRY_CUDNN(cudnnBackendGetAttribute(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, NULL,
                                            &g->workspace));
       return 0;
     }
@@ -421,7 +414,7 @@ static int plan_direction(sdpa_graph *g, int backward, const sdpa_shape *s, cudn
 {
   memset(g, 0, sizeof *g);
   g->next_virtual_uid = VIRTUAL_UID;
-  CHECK(backward ? build_bwd(g, s) : build_fwd(g, s));
+  DL_TRY(backward ? build_bwd(g, s) : build_fwd(g, s));
   return plan_graph(g, handle, props);
 }
 
@@ -495,12 +488,12 @@ static int plans_for(dl_sdpa *sdpa, const sdpa_shape *s, sdpa_plans **out)
 static int run_pack(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack, int n,
                     int64_t *uids, void **ptrs, void *workspace, cudaStream_t stream)
 {
-  CHECK_CUDNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids));
-  CHECK_CUDNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs));
-  CHECK_CUDNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
-  CHECK_CUDNN(cudnnBackendFinalize(pack));
-  CHECK_CUDNN(cudnnSetStream(handle, stream));
-  CHECK_CUDNN(cudnnBackendExecute(handle, plan, pack));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, uids));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs));
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace));
+  DL_TRY_CUDNN(cudnnBackendFinalize(pack));
+  DL_TRY_CUDNN(cudnnSetStream(handle, stream));
+  DL_TRY_CUDNN(cudnnBackendExecute(handle, plan, pack));
   return 0;
 }
 
@@ -514,7 +507,7 @@ static int execute(cudnnHandle_t handle, const sdpa_graph *g, int n, int64_t *ui
 {
   cudnnBackendDescriptor_t pack;
   int rc;
-  CHECK_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
+  DL_TRY_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack));
   rc = run_pack(handle, g->plan, pack, n, uids, ptrs, workspace, stream);
   cudnnBackendDestroyDescriptor(pack);
   return rc;
@@ -533,7 +526,7 @@ extern "C" int dl_sdpa_create(dl_sdpa **out)
             "on the library path\n", __FILE__, __LINE__, cudnnGetVersion(), CUDNN_VERSION, CUDNN_VERSION);
     return DL_CUDNN_BASE + (int)CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH;
   }
-  CHECK_CUDNN(cudnnCreate(&sdpa->handle));
+  DL_TRY_CUDNN(cudnnCreate(&sdpa->handle));
   return 0;
 }
 
@@ -568,7 +561,7 @@ extern "C" int dl_sdpa_plan(dl_sdpa *sdpa, int B, int N, int NH, int HD, dl_dtyp
             "put cuDNN 9.15.1 or later on the library path\n", __FILE__, __LINE__, cudnnGetVersion(), N);
     return DL_CUDNN_BASE + (int)CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH; /* the installation's, not the shape's */
   }
-  CHECK(plans_for(sdpa, &s, &p));
+  DL_TRY(plans_for(sdpa, &s, &p));
   *workspace_bytes = plans_workspace(p);
   return 0;
 }
@@ -580,7 +573,7 @@ extern "C" int dl_sdpa_fwd(dl_sdpa *sdpa, void *workspace, void *o, float *lse, 
   sdpa_plans *p;
   int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE};
   void *ptrs[] = {(void *)q, (void *)k, (void *)v, o, lse, &scale};
-  CHECK(plans_for(sdpa, &shape, &p));
+  DL_TRY(plans_for(sdpa, &shape, &p));
   return execute(sdpa->handle, &p->fwd, 6, uids, ptrs, workspace, s);
 }
 
@@ -596,7 +589,7 @@ extern "C" int dl_sdpa_bwd(dl_sdpa *sdpa, void *workspace, void *dq, void *dk, v
                     UID_DSUM, UID_DQACC};
   void *ptrs[] = {(void *)q, (void *)k, (void *)v, (void *)o, (void *)dout, (void *)lse, &scale, &one, dq, dk, dv,
                   dsum, dqacc};
-  CHECK(plans_for(sdpa, &shape, &p));
+  DL_TRY(plans_for(sdpa, &shape, &p));
   /* the accumulator starts at zero every call (whether cuDNN >= 9.6 clears it is unconfirmed) */
   if (cudaMemsetAsync(dqacc, 0, dqacc_bytes(&shape), s) != cudaSuccess)
     return (int)cudaGetLastError();
@@ -607,9 +600,9 @@ extern "C" int dl_sdpa_bwd(dl_sdpa *sdpa, void *workspace, void *dq, void *dk, v
 
 static int set_props(cudnnBackendDescriptor_t props, const char *json)
 {
-  CHECK_CUDNN(cudnnBackendSetAttribute(props, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
+  DL_TRY_CUDNN(cudnnBackendSetAttribute(props, CUDNN_ATTR_DEVICEPROP_JSON_REPRESENTATION, CUDNN_TYPE_CHAR,
                                        (int64_t)strlen(json), json));
-  CHECK_CUDNN(cudnnBackendFinalize(props));
+  DL_TRY_CUDNN(cudnnBackendFinalize(props));
   return 0;
 }
 
@@ -634,7 +627,7 @@ extern "C" int dl_sdpa_check(const char *props_json, int B, int N, int NH, int H
   cudnnBackendDescriptor_t props;
   int rc;
   memset(out, 0, sizeof *out);
-  CHECK_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &props));
+  DL_TRY_CUDNN(cudnnBackendCreateDescriptor(CUDNN_BACKEND_DEVICEPROP_DESCRIPTOR, &props));
   rc = set_props(props, props_json);
   if (rc == 0)
     rc = check_directions(props, &s, out);

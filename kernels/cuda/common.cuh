@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/common.cuh: what every CUDA kernel file shares:
- * CUDA_RETURN_ON_ERROR (returns CUDA's status; the caller prints file:line
+ * DL_TRY_CUDA (returns CUDA's status; the caller prints file:line
  * and dl_status_string), the conversions between fp32 and the activation types,
  * grid sizes, dtype dispatch and block reductions. */
 #ifndef DLPAR_KERNELS_CUDA_COMMON_CUH
@@ -12,18 +12,20 @@
 
 #include "kernels/cuda/ops.h"
 
-/* On a CUDA error, returns it as the dl status: the caller (model_cuda.cu's
- * CHECK_DL) prints its file:line, the call and dl_status_string's
- * cudaGetErrorString. */
-#define CUDA_RETURN_ON_ERROR(call)                                                            \
+/* The kernels' part of the error family (common/status.h): DL_TRY returns
+ * a call's non-zero dl status; DL_TRY_CUDA a CUDA error as one (cudaSuccess
+ * is 0). The caller (model_cuda.cu's MODEL_TRY) prints its file:line, the
+ * call and dl_status_string's words. */
+#define DL_TRY(call)                                                                          \
   do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess)                                                                    \
-      return (int)e_;                                                                         \
+    const int try_rc_ = (call);                                                               \
+    if (try_rc_ != 0)                                                                         \
+      return try_rc_;                                                                         \
   } while (0)
+#define DL_TRY_CUDA(call) DL_TRY((int)(call))
 
 /* After a kernel launch: the launch's own error (bad configuration). */
-#define CUDA_RETURN_ON_LAUNCH_ERROR() CUDA_RETURN_ON_ERROR(cudaGetLastError())
+#define DL_TRY_LAUNCH() DL_TRY_CUDA(cudaGetLastError())
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }

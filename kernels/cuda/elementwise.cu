@@ -24,7 +24,7 @@ template <typename D> static int cast_from(D *dst, const void *src, dl_dtype src
     cast_kernel<D, __nv_bfloat16><<<dl_blocks(n, 256), 256, 0, s>>>(dst, (const __nv_bfloat16 *)src, n);
   else
     cast_kernel<D, __half><<<dl_blocks(n, 256), 256, 0, s>>>(dst, (const __half *)src, n);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -60,7 +60,7 @@ template <typename T>
 static int embed_tokens(float *x, const void *tokens, const float *pos, int B, int N, int D, cudaStream_t s)
 {
   embed_tokens_kernel<T><<<row_blocks(B * N), 128, 0, s>>>(x, (const T *)tokens, pos, B * N, N, D);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -86,7 +86,7 @@ template <typename T>
 static int add_bias_planes(void *out, const void *bias, int planes, int rows, int cols, cudaStream_t s)
 {
   add_bias_planes_kernel<T><<<row_blocks(planes * rows), 128, 0, s>>>((T *)out, (const T *)bias, planes, rows, cols);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -110,7 +110,7 @@ __global__ void pos_grad_kernel(float *dpos, const float *dx, int B, int N, int 
 extern "C" int dl_pos_embed_bwd(float *dpos, const float *dx, int B, int N, int D, cudaStream_t s)
 {
   pos_grad_kernel<<<dl_blocks((size_t)N * D, 256), 256, 0, s>>>(dpos, dx, B, N, D);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -136,14 +136,14 @@ template <typename T> __global__ void gelu_bwd_kernel(T *dinp, const T *inp, con
 template <typename T> static int gelu_fwd(void *out, const void *inp, size_t n, cudaStream_t s)
 {
   gelu_fwd_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)out, (const T *)inp, n);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
 template <typename T> static int gelu_bwd(void *dinp, const void *inp, const void *dout, size_t n, cudaStream_t s)
 {
   gelu_bwd_kernel<T><<<dl_blocks(n, 256), 256, 0, s>>>((T *)dinp, (const T *)inp, (const T *)dout, n);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -206,7 +206,7 @@ template <typename T> static int patchify(void *patches, const float *img, int B
                                           cudaStream_t s)
 {
   patchify_kernel<T><<<row_blocks(B * C * H), 256, 0, s>>>((T *)patches, img, B, C, H, W, P);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -256,7 +256,7 @@ template <typename T> static int unpatchify(float *img, const void *tokens, int 
                                             cudaStream_t s)
 {
   unpatchify_kernel<T><<<row_blocks(B * C * H), 256, 0, s>>>(img, (const T *)tokens, B, C, H, W, P);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -264,7 +264,7 @@ template <typename T> static int unpatchify_bwd(void *dtokens, const float *dimg
                                                 cudaStream_t s)
 {
   unpatchify_bwd_kernel<T><<<row_blocks(B * C * H), 256, 0, s>>>((T *)dtokens, dimg, B, C, H, W, P);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 

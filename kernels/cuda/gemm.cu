@@ -31,11 +31,10 @@
 
 /* On a cuBLAS error, returns it as a dl status (DL_CUBLAS_BASE + status;
  * dl_status_string names it). */
-#define CUBLAS_RETURN_ON_ERROR(call)                                                          \
+#define DL_TRY_CUBLAS(call)                                                                   \
   do {                                                                                        \
-    cublasStatus_t st_ = (call);                                                              \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                         \
-      return DL_CUBLAS_BASE + (int)st_;                                                       \
+    const cublasStatus_t st_ = (call);                                                        \
+    DL_TRY(st_ == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st_);                     \
   } while (0)
 
 /* What fixes a GEMM's descriptor, layouts and algorithm (the pointers are
@@ -116,8 +115,8 @@ extern "C" int dl_blas_create(dl_blas **out, size_t workspace_bytes, int allow_t
   b->capacity = FIRST_CAPACITY;
   b->workspace_bytes = workspace_bytes;
   b->allow_tf32 = allow_tf32;
-  CUBLAS_RETURN_ON_ERROR(cublasLtCreate(&b->lt));
-  CUDA_RETURN_ON_ERROR(cudaMalloc(&b->workspace, workspace_bytes));
+  DL_TRY_CUBLAS(cublasLtCreate(&b->lt));
+  DL_TRY_CUDA(cudaMalloc(&b->workspace, workspace_bytes));
   return 0;
 }
 
@@ -239,9 +238,9 @@ static int set_planes(cublasLtMatrixLayout_t layout, int planes, int64_t stride)
   const int32_t count = planes;
   if (planes == 1)
     return 0;
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+  DL_TRY_CUBLAS(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
                                                           sizeof(count)));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+  DL_TRY_CUBLAS(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                                                           sizeof(stride)));
   return 0;
 }
@@ -249,7 +248,7 @@ static int set_planes(cublasLtMatrixLayout_t layout, int planes, int64_t stride)
 static int set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr, int align)
 {
   const uint32_t bytes = (uint32_t)align;
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof(bytes)));
+  DL_TRY_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref, attr, &bytes, sizeof(bytes)));
   return 0;
 }
 
@@ -257,10 +256,10 @@ static int set_alignment(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferen
 static int set_pointers(cublasLtMatmulDesc_t op, const gemm_call *g)
 {
   if (g->bias)
-    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
+    DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g->bias,
                                                           sizeof(g->bias)));
   if (g->aux)
-    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux,
+    DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g->aux,
                                                           sizeof(g->aux)));
   return 0;
 }
@@ -272,17 +271,17 @@ static int set_epilogue(cublasLtMatmulDesc_t op, const gemm_call *g, const gemm_
   const cublasLtEpilogue_t epilogue = (cublasLtEpilogue_t)key->epilogue;
   const cudaDataType bias_type = cuda_type(g->d_type);
   const int64_t aux_ld = g->m;
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+  DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                         sizeof(epilogue)));
   if (g->bias) {
-    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
+    DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                           sizeof(bias_type)));
     if (key->planes > 1)
-      CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+      DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
                                                             &key->stride_bias, sizeof(key->stride_bias)));
   }
   if (g->aux)
-    CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+    DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
                                                           sizeof(aux_ld)));
   return set_pointers(op, g);
 }
@@ -295,14 +294,14 @@ static int describe(dl_blas *blas, const gemm_call *g, gemm_plan *plan)
       g->ab_type == DL_F32 && blas->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cublasOperation_t ta = g->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
   int rc;
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&plan->la, cuda_type(g->ab_type), g->transa ? g->k : g->m,
+  DL_TRY_CUBLAS(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F));
+  DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  DL_TRY_CUBLAS(cublasLtMatrixLayoutCreate(&plan->la, cuda_type(g->ab_type), g->transa ? g->k : g->m,
                                                     g->transa ? g->m : g->k, g->transa ? g->k : g->m));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&plan->lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
+  DL_TRY_CUBLAS(cublasLtMatrixLayoutCreate(&plan->lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
                                                     g->transb ? g->k : g->n, g->transb ? g->n : g->k));
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatrixLayoutCreate(&plan->lc, cuda_type(g->d_type), g->m, g->n, g->m));
+  DL_TRY_CUBLAS(cublasLtMatrixLayoutCreate(&plan->lc, cuda_type(g->d_type), g->m, g->n, g->m));
   if ((rc = set_epilogue(plan->op, g, key)) != 0 || (rc = set_planes(plan->la, key->planes, key->stride_a)) != 0 ||
       (rc = set_planes(plan->lb, key->planes, key->stride_b)) != 0)
     return rc;
@@ -317,7 +316,7 @@ static int ask_heuristic(dl_blas *blas, gemm_plan *plan)
   cublasLtMatmulPreference_t pref;
   cublasStatus_t st;
   int found = 0, rc;
-  CUBLAS_RETURN_ON_ERROR(cublasLtMatmulPreferenceCreate(&pref));
+  DL_TRY_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
   st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &blas->workspace_bytes,
                                             sizeof(blas->workspace_bytes));
   rc = st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;

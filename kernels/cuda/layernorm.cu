@@ -49,7 +49,7 @@ static int layernorm_fwd(float *x_out, void *out, float *mean, float *rstd, cons
 {
   layernorm_fwd_kernel<T><<<(BT + 7) / 8, 256, 0, s>>>(x_out, (T *)out, mean, rstd, x, (const T *)y, bias, w, b, BT,
                                                         C, eps);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -121,7 +121,7 @@ static int layernorm_bwd(float *dinp, void *dinp_act, float *dw, float *db, cons
   float *const grads[2] = {dw, db};
   layernorm_bwd_rows_kernel<T><<<(BT + 7) / 8, 256, 0, s>>>(dinp, (T *)dinp_act, (const T *)dout, inp, w, mean, rstd,
                                                              BT, C);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return column_reduce<2>(grads, 1, term, BT, C, partials, s);
 }
 

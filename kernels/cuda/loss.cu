@@ -62,9 +62,9 @@ extern "C" int dl_l2_loss_fwd(float *loss_sum, float *sums, const float *pred, c
 {
   float *partials = sums + 2 * (size_t)B;
   l2_partials_kernel<<<dim3(L2_CHUNKS, B), L2_THREADS, 0, s>>>(partials, pred, target, n);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   l2_finish_kernel<<<1, 1, 0, s>>>(loss_sum, sums, partials, B);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -85,7 +85,7 @@ extern "C" int dl_l2_loss_bwd(float *dpred, const float *sums, const float *pred
                               const float *dloss, cudaStream_t s)
 {
   l2_loss_bwd_kernel<<<dl_blocks((size_t)B * n, 256), 256, 0, s>>>(dpred, sums, pred, target, B, n, dloss);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 
@@ -117,8 +117,8 @@ extern "C" int dl_weighted_rmse(float *rmse_sum, float *per_sample, const float 
                                 const float *lat_w, int B, int C, int H, int W, int c, cudaStream_t s)
 {
   weighted_rmse_kernel<<<B, 1024, 0, s>>>(per_sample, pred, target, lat_w, C, H, W, c);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   add_samples_kernel<<<1, 1, 0, s>>>(rmse_sum, per_sample, B);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }

@@ -108,9 +108,9 @@ static int column_reduce(float *const *out, int accumulate, const Term &term, in
   stage1.accumulate = 0;
   stage2.accumulate = accumulate;
   column_reduce_kernel<NOUT, Term><<<dim3(tiles.x, chunks), threads, 0, s>>>(stage1, term, rows, cols, REDUCE_CHUNK);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   column_reduce_kernel<NOUT, partial_term<NOUT> ><<<tiles, threads, 0, s>>>(stage2, stage2_term, chunks, cols, chunks);
-  CUDA_RETURN_ON_LAUNCH_ERROR();
+  DL_TRY_LAUNCH();
   return 0;
 }
 

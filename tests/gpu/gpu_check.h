@@ -22,7 +22,7 @@ static inline void require_gpu(void)
          rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
 }
 
-#define CHECK_GPU(call)                                                                                      \
+#define GPU_OR_EXIT(call)                                                                                    \
   do {                                                                                                       \
     int rc_ = (int)(call);                                                                                   \
     if (rc_ != 0) {                                                                                          \
@@ -61,16 +61,16 @@ static inline float *host_zeros(size_t n)
 static inline void *device_at(const float *host, size_t n, dl_dtype t, size_t offset)
 {
   void *f32 = NULL, *base = NULL, *out;
-  CHECK_GPU(cudaMalloc(&base, n * dl_dtype_bytes(t) + 16 + offset));
+  GPU_OR_EXIT(cudaMalloc(&base, n * dl_dtype_bytes(t) + 16 + offset));
   out = (char *)base + offset;
   if (!host) {
-    CHECK_GPU(cudaMemset(out, 0xff, n * dl_dtype_bytes(t)));
+    GPU_OR_EXIT(cudaMemset(out, 0xff, n * dl_dtype_bytes(t)));
     return out;
   }
-  CHECK_GPU(cudaMalloc(&f32, n * sizeof(float)));
-  CHECK_GPU(cudaMemcpy(f32, host, n * sizeof(float), cudaMemcpyHostToDevice));
-  CHECK_GPU(dl_cast(out, t, f32, DL_F32, n, 0));
-  CHECK_GPU(cudaDeviceSynchronize());
+  GPU_OR_EXIT(cudaMalloc(&f32, n * sizeof(float)));
+  GPU_OR_EXIT(cudaMemcpy(f32, host, n * sizeof(float), cudaMemcpyHostToDevice));
+  GPU_OR_EXIT(dl_cast(out, t, f32, DL_F32, n, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
   cudaFree(f32);
   return out;
 }
@@ -85,9 +85,9 @@ static inline float *host_from(const void *dev, size_t n, dl_dtype t)
 {
   float *host = malloc(n * sizeof(float));
   void *f32 = NULL;
-  CHECK_GPU(cudaMalloc(&f32, n * sizeof(float)));
-  CHECK_GPU(dl_cast(f32, DL_F32, dev, t, n, 0));
-  CHECK_GPU(cudaMemcpy(host, f32, n * sizeof(float), cudaMemcpyDeviceToHost));
+  GPU_OR_EXIT(cudaMalloc(&f32, n * sizeof(float)));
+  GPU_OR_EXIT(dl_cast(f32, DL_F32, dev, t, n, 0));
+  GPU_OR_EXIT(cudaMemcpy(host, f32, n * sizeof(float), cudaMemcpyDeviceToHost));
   cudaFree(f32);
   return host;
 }

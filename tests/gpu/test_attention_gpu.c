@@ -66,24 +66,24 @@ static void test_shape(dl_sdpa *sdpa, int N, int HD)
     float *d_lse = device_from(NULL, rows, DL_F32), *d_delta = device_from(NULL, rows, DL_F32);
     size_t ws_bytes = 0, again = 0;
     attn_result reference, cudnn;
-    CHECK_GPU(dl_attention_fwd(d_o, d_lse, d_q, d_k, d_v, B, N, NH, HD, scale, t, 0));
-    CHECK_GPU(dl_attention_bwd(d_dq, d_dk, d_dv, d_dout, d_q, d_k, d_v, d_o, d_lse, d_delta, B, N, NH, HD, scale, t, 0));
-    CHECK_GPU(cudaDeviceSynchronize());
+    GPU_OR_EXIT(dl_attention_fwd(d_o, d_lse, d_q, d_k, d_v, B, N, NH, HD, scale, t, 0));
+    GPU_OR_EXIT(dl_attention_bwd(d_dq, d_dk, d_dv, d_dout, d_q, d_k, d_v, d_o, d_lse, d_delta, B, N, NH, HD, scale, t, 0));
+    GPU_OR_EXIT(cudaDeviceSynchronize());
     reference = fetch(d_o, d_lse, d_dq, d_dk, d_dv, n, rows, t);
-    CHECK_GPU(dl_sdpa_plan(sdpa, B, N, NH, HD, t, &ws_bytes));
-    CHECK_GPU(dl_sdpa_plan(sdpa, B, N, NH, HD, t, &again));
+    GPU_OR_EXIT(dl_sdpa_plan(sdpa, B, N, NH, HD, t, &ws_bytes));
+    GPU_OR_EXIT(dl_sdpa_plan(sdpa, B, N, NH, HD, t, &again));
     CHECK_INT(again, ws_bytes);
     printf("cuDNN plans B=%d N=%d NH=%d HD=%d: workspace %zu bytes\n", B, N, NH, HD, ws_bytes);
-    CHECK_GPU(cudaMalloc(&workspace, ws_bytes ? ws_bytes : 1));
-    CHECK_GPU(cudaMemset(d_o, 0xff, n * dl_dtype_bytes(t)));
-    CHECK_GPU(cudaMemset(d_lse, 0xff, rows * 4));
-    CHECK_GPU(cudaMemset(d_dq, 0xff, n * dl_dtype_bytes(t)));
-    CHECK_GPU(cudaMemset(d_dk, 0xff, n * dl_dtype_bytes(t)));
-    CHECK_GPU(cudaMemset(d_dv, 0xff, n * dl_dtype_bytes(t)));
-    CHECK_GPU(dl_sdpa_fwd(sdpa, workspace, d_o, d_lse, d_q, d_k, d_v, B, N, NH, HD, scale, t, 0));
-    CHECK_GPU(dl_sdpa_bwd(sdpa, workspace, d_dq, d_dk, d_dv, d_dout, d_q, d_k, d_v, d_o, d_lse, B, N, NH, HD, scale, t,
+    GPU_OR_EXIT(cudaMalloc(&workspace, ws_bytes ? ws_bytes : 1));
+    GPU_OR_EXIT(cudaMemset(d_o, 0xff, n * dl_dtype_bytes(t)));
+    GPU_OR_EXIT(cudaMemset(d_lse, 0xff, rows * 4));
+    GPU_OR_EXIT(cudaMemset(d_dq, 0xff, n * dl_dtype_bytes(t)));
+    GPU_OR_EXIT(cudaMemset(d_dk, 0xff, n * dl_dtype_bytes(t)));
+    GPU_OR_EXIT(cudaMemset(d_dv, 0xff, n * dl_dtype_bytes(t)));
+    GPU_OR_EXIT(dl_sdpa_fwd(sdpa, workspace, d_o, d_lse, d_q, d_k, d_v, B, N, NH, HD, scale, t, 0));
+    GPU_OR_EXIT(dl_sdpa_bwd(sdpa, workspace, d_dq, d_dk, d_dv, d_dout, d_q, d_k, d_v, d_o, d_lse, B, N, NH, HD, scale, t,
                           0));
-    CHECK_GPU(cudaDeviceSynchronize());
+    GPU_OR_EXIT(cudaDeviceSynchronize());
     cudnn = fetch(d_o, d_lse, d_dq, d_dk, d_dv, n, rows, t);
     compare("reference", "cpu", t, N, HD, &reference, &cpu, n, rows);
     compare("cudnn", "cpu", t, N, HD, &cudnn, &cpu, n, rows);
@@ -102,7 +102,7 @@ int main(void)
   size_t ws = 0;
   int rc;
   require_gpu();
-  CHECK_GPU(dl_sdpa_create(&sdpa));
+  GPU_OR_EXIT(dl_sdpa_create(&sdpa));
   test_shape(sdpa, 4050, 48);  /* base: 4050 tokens, head 48 */
   test_shape(sdpa, 4050, 128); /* mp: head 128 */
   test_shape(sdpa, 4049, 48);  /* odd token counts */

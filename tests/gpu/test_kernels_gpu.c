@@ -41,14 +41,14 @@ static void test_matmul(dl_blas *blas, const char *which, dl_dtype t, size_t off
     matmul_bwd_f32(dinp, dw + at_w, db + (size_t)p * OC, dout + at_out, inp, w + at_w, BT, C, OC);
   }
   if (planes == 1) {
-    CHECK_GPU(dl_matmul_fwd(blas, d_out, d_inp, d_w, d_bias, BT, C, OC, t, 0));
-    CHECK_GPU(dl_matmul_bwd(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, BT, C, OC, t, 0));
+    GPU_OR_EXIT(dl_matmul_fwd(blas, d_out, d_inp, d_w, d_bias, BT, C, OC, t, 0));
+    GPU_OR_EXIT(dl_matmul_bwd(blas, d_dinp, 0, d_dw, d_db, d_dout, d_inp, d_w, BT, C, OC, t, 0));
   } else {
-    CHECK_GPU(dl_matmul_fwd_planes(blas, d_out, d_inp, d_w, d_bias, planes, BT, C, OC, t, 0));
+    GPU_OR_EXIT(dl_matmul_fwd_planes(blas, d_out, d_inp, d_w, d_bias, planes, BT, C, OC, t, 0));
     float *d_sum = device_from(NULL, (size_t)BT * C, DL_F32); /* the planes' fp32 sum */
-    CHECK_GPU(dl_matmul_bwd_planes(blas, d_dinp, d_sum, 0, d_dw, d_db, d_dout, d_inp, d_w, planes, BT, C, OC, t, 0));
+    GPU_OR_EXIT(dl_matmul_bwd_planes(blas, d_dinp, d_sum, 0, d_dw, d_db, d_dout, d_inp, d_w, planes, BT, C, OC, t, 0));
   }
-  CHECK_GPU(cudaDeviceSynchronize());
+  GPU_OR_EXIT(cudaDeviceSynchronize());
   for (int i = 0; i < 4; i++)
     snprintf(what[i], sizeof(what[i]), "matmul %s, %d plane(s) of %dx%dx%d, offset %zu%s", outputs[i], planes, BT, C,
              OC, offset, which);
@@ -82,16 +82,16 @@ static void test_mlp_gelu(dl_blas *blas, int refused, dl_dtype t, int BT, int C,
   gelu_fwd_f32(out, pre, nh);
   matmul_bwd_f32(dgelu, dw2, db2, dout, out, w2, BT, OC, C2);
   gelu_bwd_f32(dpre, pre, dgelu, nh);
-  CHECK_GPU(dl_gelu_epilogue(blas, BT, C, OC, C2, t, &fused));
+  GPU_OR_EXIT(dl_gelu_epilogue(blas, BT, C, OC, C2, t, &fused));
   CHECK_INT(fused, t != DL_F32 && !refused);
   for (int mode = 0; mode <= (refused ? 1 : fused); mode++) {
     void *d_pre = device_from(NULL, nh, t), *d_out = device_from(NULL, nh, t), *d_dpre = device_from(NULL, nh, t);
     float *d_dw2 = device_from(NULL, (size_t)C2 * OC, DL_F32), *d_db2 = device_from(NULL, C2, DL_F32);
     static const char *const names[5] = {"pre-activation", "gelu", "dpre", "dweight after", "dbias after"};
-    CHECK_GPU(cudaMemset(d_dw2, 0, sizeof(float) * C2 * OC));
-    CHECK_GPU(dl_matmul_gelu_fwd(blas, mode, d_out, d_pre, d_inp, d_w1, d_b1, BT, C, OC, t, 0));
-    CHECK_GPU(dl_matmul_bwd_gelu(blas, mode, d_dpre, d_pre, d_dw2, d_db2, d_dout, d_out, d_w2, BT, OC, C2, t, 0));
-    CHECK_GPU(cudaDeviceSynchronize());
+    GPU_OR_EXIT(cudaMemset(d_dw2, 0, sizeof(float) * C2 * OC));
+    GPU_OR_EXIT(dl_matmul_gelu_fwd(blas, mode, d_out, d_pre, d_inp, d_w1, d_b1, BT, C, OC, t, 0));
+    GPU_OR_EXIT(dl_matmul_bwd_gelu(blas, mode, d_dpre, d_pre, d_dw2, d_db2, d_dout, d_out, d_w2, BT, OC, C2, t, 0));
+    GPU_OR_EXIT(cudaDeviceSynchronize());
     for (int i = 0; i < 5; i++)
       snprintf(what[i], sizeof(what[i]), "mlp %s %dx%dx%dx%d, %s%s", names[i], BT, C, OC, C2,
                mode ? "GELU epilogues" : "GELU kernels", refused ? " (epilogues refused)" : "");
@@ -122,10 +122,10 @@ static void test_layernorm(dl_dtype t)
     sum[i] = x[i] + y[i] + bias[i % C];
   layernorm_fwd_f32(out, mean, rstd, sum, w, b, BT, C, 1e-6f);
   layernorm_bwd_f32(dinp, dw, db, dout, sum, w, mean, rstd, BT, C);
-  CHECK_GPU(dl_residual_layernorm_fwd(d_sum, d_out, d_mean, d_rstd, d_x, d_y, d_bias, d_w, d_b, BT, C, 1e-6f, t, 0));
-  CHECK_GPU(dl_layernorm_bwd(d_dinp, d_dinp_act, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, d_partials, t,
+  GPU_OR_EXIT(dl_residual_layernorm_fwd(d_sum, d_out, d_mean, d_rstd, d_x, d_y, d_bias, d_w, d_b, BT, C, 1e-6f, t, 0));
+  GPU_OR_EXIT(dl_layernorm_bwd(d_dinp, d_dinp_act, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, d_partials, t,
                              0));
-  CHECK_GPU(cudaDeviceSynchronize());
+  GPU_OR_EXIT(cudaDeviceSynchronize());
   CHECK_CLOSE("residual add (fp32 stream)", t, host_from(d_sum, n, DL_F32), sum, n);
   CHECK_CLOSE("layernorm forward", t, host_from(d_out, n, t), out, n);
   CHECK_CLOSE("layernorm dinp (fp32, accumulated)", t, host_from(d_dinp, n, DL_F32), dinp, n);
@@ -133,8 +133,8 @@ static void test_layernorm(dl_dtype t)
   CHECK_CLOSE("layernorm dweight", t, host_from(d_dw, C, DL_F32), dw, C);
   CHECK_CLOSE("layernorm dbias", t, host_from(d_db, C, DL_F32), db, C);
   d_out = device_from(NULL, n, t);
-  CHECK_GPU(dl_layernorm_fwd(d_out, d_mean, d_rstd, d_sum, d_w, d_b, BT, C, 1e-6f, t, 0));
-  CHECK_GPU(cudaDeviceSynchronize());
+  GPU_OR_EXIT(dl_layernorm_fwd(d_out, d_mean, d_rstd, d_sum, d_w, d_b, BT, C, 1e-6f, t, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
   CHECK_CLOSE("layernorm forward (no residual)", t, host_from(d_out, n, t), out, n);
 }
 
@@ -146,9 +146,9 @@ static void test_pointwise(dl_dtype t)
   void *d_dinp = device_from(NULL, n, t);
   gelu_fwd_f32(out, x, n);
   gelu_bwd_f32(dinp, x, dout, n);
-  CHECK_GPU(dl_gelu_fwd(d_out, d_x, n, t, 0));
-  CHECK_GPU(dl_gelu_bwd(d_dinp, d_x, d_dout, n, t, 0));
-  CHECK_GPU(cudaDeviceSynchronize());
+  GPU_OR_EXIT(dl_gelu_fwd(d_out, d_x, n, t, 0));
+  GPU_OR_EXIT(dl_gelu_bwd(d_dinp, d_x, d_dout, n, t, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
   CHECK_CLOSE("gelu forward", t, host_from(d_out, n, t), out, n);
   CHECK_CLOSE("gelu backward", t, host_from(d_dinp, n, t), dinp, n);
 }
@@ -167,9 +167,9 @@ static void test_attention(dl_dtype t, int N, int HD)
   char what[64];
   attention_fwd_f32(o, lse, q, k, v, B, N, NH, HD, scale);
   attention_bwd_f32(dq, dk, dv, dout, q, k, v, o, lse, B, N, NH, HD, scale);
-  CHECK_GPU(dl_attention_fwd(d_o, d_lse, d_q, d_k, d_v, B, N, NH, HD, scale, t, 0));
-  CHECK_GPU(dl_attention_bwd(d_dq, d_dk, d_dv, d_dout, d_q, d_k, d_v, d_o, d_lse, d_delta, B, N, NH, HD, scale, t, 0));
-  CHECK_GPU(cudaDeviceSynchronize());
+  GPU_OR_EXIT(dl_attention_fwd(d_o, d_lse, d_q, d_k, d_v, B, N, NH, HD, scale, t, 0));
+  GPU_OR_EXIT(dl_attention_bwd(d_dq, d_dk, d_dv, d_dout, d_q, d_k, d_v, d_o, d_lse, d_delta, B, N, NH, HD, scale, t, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
   snprintf(what, sizeof(what), "attention output N=%d HD=%d", N, HD);
   CHECK_CLOSE(what, t, host_from(d_o, n, t), o, n);
   snprintf(what, sizeof(what), "attention lse N=%d HD=%d", N, HD);
@@ -200,18 +200,18 @@ static void test_loss_and_metrics(void)
   l2_loss_bwd_f32(dpred, pred, target, B, n, 1.0f);
   lat_weights_f32(lat_w, H);
   d_w = device_from(lat_w, H, DL_F32);
-  CHECK_GPU(dl_l2_loss_fwd(d_loss, d_sums, d_pred, d_target, B, n, 0));
-  CHECK_GPU(dl_l2_loss_bwd(d_dpred, d_sums, d_pred, d_target, B, n, NULL, 0));
-  CHECK_GPU(dl_weighted_rmse(d_rmse, d_per_sample, d_pred, d_target, d_w, B, C, H, W, 0, 0));
-  CHECK_GPU(cudaDeviceSynchronize());
-  CHECK_GPU(cudaMemcpy(&loss, d_loss, 4, cudaMemcpyDeviceToHost));
-  CHECK_GPU(cudaMemcpy(&rmse, d_rmse, 4, cudaMemcpyDeviceToHost));
+  GPU_OR_EXIT(dl_l2_loss_fwd(d_loss, d_sums, d_pred, d_target, B, n, 0));
+  GPU_OR_EXIT(dl_l2_loss_bwd(d_dpred, d_sums, d_pred, d_target, B, n, NULL, 0));
+  GPU_OR_EXIT(dl_weighted_rmse(d_rmse, d_per_sample, d_pred, d_target, d_w, B, C, H, W, 0, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
+  GPU_OR_EXIT(cudaMemcpy(&loss, d_loss, 4, cudaMemcpyDeviceToHost));
+  GPU_OR_EXIT(cudaMemcpy(&rmse, d_rmse, 4, cudaMemcpyDeviceToHost));
   CHECK_CLOSE("l2 loss", DL_F32, &loss, &want_loss, 1);
   CHECK_CLOSE("l2 loss backward", DL_F32, host_from(d_dpred, total, DL_F32), dpred, total);
   {
     const float want_rmse = (float)weighted_rmse_f32(pred, target, lat_w, B, C, H, W, 0);
     CHECK_CLOSE("weighted rmse", DL_F32, &rmse, &want_rmse, 1);
-    CHECK_GPU(cudaMemcpy(sums_after, d_rmse_sums, sizeof(sums_after), cudaMemcpyDeviceToHost));
+    GPU_OR_EXIT(cudaMemcpy(sums_after, d_rmse_sums, sizeof(sums_after), cudaMemcpyDeviceToHost));
     CHECK(sums_after[0] == 7.0f && sums_after[2] == 7.0f); /* the neighbouring sums untouched */
   }
 }
@@ -227,9 +227,9 @@ static void test_adam(dl_dtype t)
   void *d_act = device_from(NULL, n, t);
   adam_update_f32(p, m, v, g1, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 1);
   adam_update_f32(p, m, v, g2, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 2);
-  CHECK_GPU(dl_adam(d_p, d_act, t, d_m, d_v, d_g1, n, d_lr1, 0.9f, 0.95f, 1e-8f, d_scale, NULL, 0));
-  CHECK_GPU(dl_adam(d_p, d_act, t, d_m, d_v, d_g2, n, d_lr2, 0.9f, 0.95f, 1e-8f, d_scale, NULL, 0));
-  CHECK_GPU(cudaDeviceSynchronize());
+  GPU_OR_EXIT(dl_adam(d_p, d_act, t, d_m, d_v, d_g1, n, d_lr1, 0.9f, 0.95f, 1e-8f, d_scale, NULL, 0));
+  GPU_OR_EXIT(dl_adam(d_p, d_act, t, d_m, d_v, d_g2, n, d_lr2, 0.9f, 0.95f, 1e-8f, d_scale, NULL, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
   CHECK_CLOSE("adam parameters (2 steps)", DL_F32, host_from(d_p, n, DL_F32), p, n);
   CHECK_CLOSE("adam act copy of the weights", t, host_from(d_act, n, t), p, n);
 }
@@ -258,13 +258,13 @@ static void test_layout_ops(dl_dtype t)
   for (int r = 0; r < B * N; r++)
     for (int d = 0; d < D; d++)
       col[d] += x[(size_t)r * D + d];
-  CHECK_GPU(dl_patchify(d_patches, d_img, B, C, H, W, P, t, 0));
-  CHECK_GPU(dl_unpatchify(d_back, d_tokens, B, C, H, W, P, t, 0));
-  CHECK_GPU(dl_unpatchify_bwd(d_dtok, d_img, B, C, H, W, P, t, 0));
-  CHECK_GPU(dl_pos_embed_bwd(d_dpos, d_x32, B, N, D, 0));
-  CHECK_GPU(dl_column_sum(d_col, 1, d_x, B * N, D, d_partials, t, 0));
-  CHECK_GPU(dl_embed_tokens(d_embedded, d_x, d_pos, B, N, D, t, 0));
-  CHECK_GPU(cudaDeviceSynchronize());
+  GPU_OR_EXIT(dl_patchify(d_patches, d_img, B, C, H, W, P, t, 0));
+  GPU_OR_EXIT(dl_unpatchify(d_back, d_tokens, B, C, H, W, P, t, 0));
+  GPU_OR_EXIT(dl_unpatchify_bwd(d_dtok, d_img, B, C, H, W, P, t, 0));
+  GPU_OR_EXIT(dl_pos_embed_bwd(d_dpos, d_x32, B, N, D, 0));
+  GPU_OR_EXIT(dl_column_sum(d_col, 1, d_x, B * N, D, d_partials, t, 0));
+  GPU_OR_EXIT(dl_embed_tokens(d_embedded, d_x, d_pos, B, N, D, t, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
   CHECK_CLOSE("patchify", t, host_from(d_patches, n, t), patches, n);
   CHECK_CLOSE("unpatchify", t, host_from(d_back, n, DL_F32), back, n);
   CHECK_CLOSE("unpatchify backward", t, host_from(d_dtok, n, t), dtok, n);
@@ -288,8 +288,8 @@ static const char *type_name(dl_dtype t)
 static void report_bandwidth(const char *what, dl_dtype t, double bytes, cudaEvent_t start, cudaEvent_t stop)
 {
   float ms = 0;
-  CHECK_GPU(cudaEventSynchronize(stop));
-  CHECK_GPU(cudaEventElapsedTime(&ms, start, stop));
+  GPU_OR_EXIT(cudaEventSynchronize(stop));
+  GPU_OR_EXIT(cudaEventElapsedTime(&ms, start, stop));
   ms /= TIMED_CALLS;
   printf("bandwidth: %s (%s): %.1f us a call, %.0f GB/s read = %.0f%% of an H100's 3.35 TB/s\n", what, type_name(t),
          ms * 1e3, bytes / (ms * 1e-3) / 1e9, 100.0 * bytes / (ms * 1e-3) / 3.35e12);
@@ -321,20 +321,20 @@ static void test_column_sum_large(dl_dtype t, int cols)
       sums[c] += x_act[r * cols + c];
   for (int c = 0; c < cols; c++)
     want[c] = (float)sums[c];
-  CHECK_GPU(dl_column_sum(d_sum, 0, d_x, rows, cols, d_partials, t, 0));
-  CHECK_GPU(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
-  CHECK_GPU(cudaDeviceSynchronize());
+  GPU_OR_EXIT(dl_column_sum(d_sum, 0, d_x, rows, cols, d_partials, t, 0));
+  GPU_OR_EXIT(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
   got = host_from(d_sum, cols, DL_F32);
   again = host_from(d_again, cols, DL_F32);
   snprintf(what, sizeof(what), "column sum %d x %d", rows, cols);
   CHECK_CLOSE(what, t, got, want, (size_t)cols);
   check_same_bits(what, got, again, (size_t)cols);
-  CHECK_GPU(cudaEventCreate(&start));
-  CHECK_GPU(cudaEventCreate(&stop));
-  CHECK_GPU(cudaEventRecord(start, 0));
+  GPU_OR_EXIT(cudaEventCreate(&start));
+  GPU_OR_EXIT(cudaEventCreate(&stop));
+  GPU_OR_EXIT(cudaEventRecord(start, 0));
   for (int i = 0; i < TIMED_CALLS; i++)
-    CHECK_GPU(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
-  CHECK_GPU(cudaEventRecord(stop, 0));
+    GPU_OR_EXIT(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
+  GPU_OR_EXIT(cudaEventRecord(stop, 0));
   report_bandwidth(what, t, (double)n * dl_dtype_bytes(t), start, stop);
   cudaEventDestroy(start), cudaEventDestroy(stop);
   cudaFree(d_x), cudaFree(d_sum), cudaFree(d_again), cudaFree(d_partials);
@@ -379,10 +379,10 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   d_mean = device_from(mean, BT, DL_F32);
   d_rstd = device_from(rstd, BT, DL_F32);
   for (int run = 0; run < 2; run++) {
-    CHECK_GPU(cudaMemset(d_dw, 0, sizeof(float) * C));
-    CHECK_GPU(cudaMemset(d_db, 0, sizeof(float) * C));
-    CHECK_GPU(dl_layernorm_bwd(d_dinp, NULL, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
-    CHECK_GPU(cudaDeviceSynchronize());
+    GPU_OR_EXIT(cudaMemset(d_dw, 0, sizeof(float) * C));
+    GPU_OR_EXIT(cudaMemset(d_db, 0, sizeof(float) * C));
+    GPU_OR_EXIT(dl_layernorm_bwd(d_dinp, NULL, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+    GPU_OR_EXIT(cudaDeviceSynchronize());
     got[run][0] = host_from(d_dw, C, DL_F32);
     got[run][1] = host_from(d_db, C, DL_F32);
   }
@@ -392,12 +392,12 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   CHECK_CLOSE(what[1], t, got[0][1], want_b, (size_t)C);
   check_same_bits(what[0], got[0][0], got[1][0], (size_t)C);
   check_same_bits(what[1], got[0][1], got[1][1], (size_t)C);
-  CHECK_GPU(cudaEventCreate(&start));
-  CHECK_GPU(cudaEventCreate(&stop));
-  CHECK_GPU(cudaEventRecord(start, 0));
+  GPU_OR_EXIT(cudaEventCreate(&start));
+  GPU_OR_EXIT(cudaEventCreate(&stop));
+  GPU_OR_EXIT(cudaEventRecord(start, 0));
   for (int i = 0; i < TIMED_CALLS; i++)
-    CHECK_GPU(dl_layernorm_bwd(d_dinp, NULL, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
-  CHECK_GPU(cudaEventRecord(stop, 0));
+    GPU_OR_EXIT(dl_layernorm_bwd(d_dinp, NULL, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+  GPU_OR_EXIT(cudaEventRecord(stop, 0));
   snprintf(what[0], sizeof(what[0]), "layernorm backward %d x %d (rows and parameters)", BT, C);
   report_bandwidth(what[0], t, n * (dl_dtype_bytes(t) + sizeof(float)), start, stop);
   cudaEventDestroy(start), cudaEventDestroy(stop);
@@ -418,18 +418,18 @@ static void test_loss_scale(void)
   const int zero = 0, one = 1;
   float *d = device_from(start, 3, DL_F32), got[3];
   int *d_clean = NULL, *d_inf = NULL;
-  CHECK_GPU(cudaMalloc((void **)&d_clean, sizeof(int)));
-  CHECK_GPU(cudaMalloc((void **)&d_inf, sizeof(int)));
-  CHECK_GPU(cudaMemcpy(d_clean, &zero, sizeof(int), cudaMemcpyHostToDevice));
-  CHECK_GPU(cudaMemcpy(d_inf, &one, sizeof(int), cudaMemcpyHostToDevice));
+  GPU_OR_EXIT(cudaMalloc((void **)&d_clean, sizeof(int)));
+  GPU_OR_EXIT(cudaMalloc((void **)&d_inf, sizeof(int)));
+  GPU_OR_EXIT(cudaMemcpy(d_clean, &zero, sizeof(int), cudaMemcpyHostToDevice));
+  GPU_OR_EXIT(cudaMemcpy(d_inf, &one, sizeof(int), cudaMemcpyHostToDevice));
   for (int step = 0; step < 3; step++) /* 4 -> 2 -> 1 (the floor), then a skip */
-    CHECK_GPU(dl_update_loss_scale(d, d_clean, d_inf, 2, 1.0f, 8.0f, d + 1, d + 2, 0));
-  CHECK_GPU(cudaMemcpy(got, d, sizeof(got), cudaMemcpyDeviceToHost));
+    GPU_OR_EXIT(dl_update_loss_scale(d, d_clean, d_inf, 2, 1.0f, 8.0f, d + 1, d + 2, 0));
+  GPU_OR_EXIT(cudaMemcpy(got, d, sizeof(got), cudaMemcpyDeviceToHost));
   CHECK(got[0] == 1.0f && got[1] == 2.0f && got[2] == 1.0f);
-  CHECK_GPU(cudaMemcpy(d_inf, &zero, sizeof(int), cudaMemcpyHostToDevice));
+  GPU_OR_EXIT(cudaMemcpy(d_inf, &zero, sizeof(int), cudaMemcpyHostToDevice));
   for (int step = 0; step < 10; step++) /* every 2 clean steps x2: 1 -> 2 -> 4 -> 8, then the cap */
-    CHECK_GPU(dl_update_loss_scale(d, d_clean, d_inf, 2, 1.0f, 8.0f, d + 1, d + 2, 0));
-  CHECK_GPU(cudaMemcpy(got, d, sizeof(got), cudaMemcpyDeviceToHost));
+    GPU_OR_EXIT(dl_update_loss_scale(d, d_clean, d_inf, 2, 1.0f, 8.0f, d + 1, d + 2, 0));
+  GPU_OR_EXIT(cudaMemcpy(got, d, sizeof(got), cudaMemcpyDeviceToHost));
   CHECK(got[0] == 8.0f && got[1] == 2.0f && got[2] == 1.0f);
   printf("ok: fp16 loss scale: halves to its floor, skips there, regrows to its cap\n");
   cudaFree(d), cudaFree(d_clean), cudaFree(d_inf);
@@ -456,7 +456,7 @@ static void test_gemms(dl_blas *blas, int refused, dl_dtype t)
 static void test_attention_stack(void)
 {
   size_t bytes = (size_t)-1;
-  CHECK_GPU(dl_attention_stack_bytes(&bytes));
+  GPU_OR_EXIT(dl_attention_stack_bytes(&bytes));
   CHECK(bytes <= 64 * 1024);
   printf("ok: the attention kernels need %zu bytes of local memory per thread\n", bytes);
 }
@@ -466,8 +466,8 @@ int main(void)
   const dl_dtype types[3] = {DL_F32, DL_BF16, DL_F16};
   dl_blas *blas, *plain;
   require_gpu();
-  CHECK_GPU(dl_blas_create(&blas, 32u << 20, 0));
-  CHECK_GPU(dl_blas_create(&plain, 32u << 20, 0));
+  GPU_OR_EXIT(dl_blas_create(&blas, 32u << 20, 0));
+  GPU_OR_EXIT(dl_blas_create(&plain, 32u << 20, 0));
   dl_blas_refuse_epilogues(plain);
   for (int i = 0; i < 3; i++) {
     test_gemms(blas, 0, types[i]);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK_PMIX(call)                                                                     \
+#define PMIX_OR_EXIT(call)                                                                   \
   do {                                                                                       \
     pmix_status_t rc_ = (call);                                                              \
     if (rc_ != PMIX_SUCCESS) {                                                               \
@@ -45,7 +45,7 @@ static unsigned get_job_u32(const pmix_proc_t *me, const char *key)
   pmix_value_t *value = NULL;
   unsigned result;
   job.rank = PMIX_RANK_WILDCARD;
-  CHECK_PMIX(PMIx_Get(&job, key, NULL, 0, &value));
+  PMIX_OR_EXIT(PMIx_Get(&job, key, NULL, 0, &value));
   result = value->data.uint32;
   PMIX_VALUE_RELEASE(value);
   return result;
@@ -55,7 +55,7 @@ static unsigned get_local_rank(const pmix_proc_t *me)
 {
   pmix_value_t *value = NULL;
   unsigned result;
-  CHECK_PMIX(PMIx_Get(me, PMIX_LOCAL_RANK, NULL, 0, &value));
+  PMIX_OR_EXIT(PMIx_Get(me, PMIX_LOCAL_RANK, NULL, 0, &value));
   result = value->data.uint16;
   PMIX_VALUE_RELEASE(value);
   return result;
@@ -72,7 +72,7 @@ static int check_peers(const pmix_proc_t *me, unsigned size, const char *layout)
     pmix_proc_t proc = *me;
     pmix_value_t *value = NULL;
     proc.rank = peer;
-    CHECK_PMIX(PMIx_Get(&proc, "test.node", NULL, 0, &value));
+    PMIX_OR_EXIT(PMIx_Get(&proc, "test.node", NULL, 0, &value));
     if (!node || strcmp(value->data.string, node) != 0) {
       fprintf(stderr, "pmix_client rank %u: peer %u is on %s, expected %s\n", me->rank, peer,
               value->data.string, node ? node : "(no entry)");
@@ -96,19 +96,19 @@ int main(int argc, char **argv)
     fprintf(stderr, "usage: srun pmix_client n1,n1,n2,n2 (expected node of each rank)\n");
     return 2;
   }
-  CHECK_PMIX(PMIx_Init(&me, NULL, 0));
+  PMIX_OR_EXIT(PMIx_Init(&me, NULL, 0));
   size = get_job_u32(&me, PMIX_JOB_SIZE);
   failures += expect("rank", (long)me.rank, env_long("SLURM_PROCID"), (int)me.rank);
   failures += expect("job size", (long)size, env_long("SLURM_NTASKS"), (int)me.rank);
   failures += expect("local rank", (long)get_local_rank(&me), env_long("SLURM_LOCALID"), (int)me.rank);
   PMIX_VALUE_LOAD(&value, node, PMIX_STRING);
-  CHECK_PMIX(PMIx_Put(PMIX_GLOBAL, "test.node", &value));
+  PMIX_OR_EXIT(PMIx_Put(PMIX_GLOBAL, "test.node", &value));
   PMIX_VALUE_DESTRUCT(&value);
-  CHECK_PMIX(PMIx_Commit());
+  PMIX_OR_EXIT(PMIx_Commit());
   PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-  CHECK_PMIX(PMIx_Fence(NULL, 0, &collect, 1));
+  PMIX_OR_EXIT(PMIx_Fence(NULL, 0, &collect, 1));
   failures += check_peers(&me, size, argv[1]);
   printf("pmix_client rank %u of %u on %s: %s\n", me.rank, size, node, failures ? "FAILED" : "ok");
-  CHECK_PMIX(PMIx_Finalize(NULL, 0));
+  PMIX_OR_EXIT(PMIx_Finalize(NULL, 0));
   return failures ? 1 : 0;
 }
