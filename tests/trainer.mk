@@ -96,9 +96,14 @@ tests_gpu_test_attention_gpu_SOURCES = tests/gpu/test_attention_gpu.c tests/gpu/
 tests_gpu_test_attention_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_test_attention_gpu_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
 endif
-# Whole dlpar-train --device=cuda runs (loader, checkpoints, shapes)
+# Whole dlpar-train --device=cuda runs (loader, checkpoints, shapes);
+# gpu_usable: whether the CUDA runtime sees a GPU (exit 0, else 77)
 GPU_RUN_TESTS = tests/gpu/train_gpu.sh
 TESTS += $(GPU_RUN_TESTS)
+check_PROGRAMS += tests/gpu/gpu_usable
+tests_gpu_gpu_usable_SOURCES = tests/gpu/gpu_usable.c tests/gpu/gpu_check.h
+tests_gpu_gpu_usable_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_gpu_gpu_usable_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
 endif
 EXTRA_DIST += tests/gpu/train_gpu.sh
 # Only the GPU tests, from this build directory (wherever it is); each SKIPs

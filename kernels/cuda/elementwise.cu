@@ -37,10 +37,12 @@ extern "C" int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype s
   return cast_from((__half *)dst, src, src_type, n, s);
 }
 
-/* Blocks for a kernel that gives each block whole rows (grid-stride over rows). */
-static unsigned row_blocks(int rows)
+/* Blocks for a kernel that gives each block whole rows (grid-stride over
+ * rows; a row's index math, 64-bit where a count of rows may pass 2^31,
+ * is done once a row). */
+static unsigned row_blocks(size_t rows)
 {
-  return (unsigned)(rows < 65535 * 16 ? (rows > 0 ? rows : 1) : 65535 * 16);
+  return (unsigned)(rows < 65535u * 16u ? (rows > 0 ? rows : 1) : 65535u * 16u);
 }
 
 /* A block per token row: the row's position (a 64-bit offset) once, the
@@ -74,7 +76,7 @@ extern "C" int dl_embed_tokens(float *x, const void *tokens, const float *pos, i
  * all the planes' rows */
 template <typename T> __global__ void add_bias_planes_kernel(T *out, const T *bias, int planes, int rows, int cols)
 {
-  for (int r = blockIdx.x; r < planes * rows; r += gridDim.x) {
+  for (size_t r = blockIdx.x; r < (size_t)planes * rows; r += gridDim.x) {
     T *row = out + (size_t)r * cols;
     const T *plane_bias = bias + (size_t)(r / rows) * cols;
     for (int c = threadIdx.x; c < cols; c += blockDim.x)
@@ -85,7 +87,7 @@ template <typename T> __global__ void add_bias_planes_kernel(T *out, const T *bi
 template <typename T>
 static int add_bias_planes(void *out, const void *bias, int planes, int rows, int cols, cudaStream_t s)
 {
-  add_bias_planes_kernel<T><<<row_blocks(planes * rows), 128, 0, s>>>((T *)out, (const T *)bias, planes, rows, cols);
+  add_bias_planes_kernel<T><<<row_blocks((size_t)planes * rows), 128, 0, s>>>((T *)out, (const T *)bias, planes, rows, cols);
   DL_TRY_LAUNCH();
   return 0;
 }
@@ -186,14 +188,14 @@ extern "C" int dl_column_sum(float *sum, int accumulate, const void *x, int rows
  * offsets once, its W pixels by the threads with 32-bit arithmetic. */
 struct pixel_row {
   int b, c, y;
-  __device__ pixel_row(int r, int C, int H) : b(r / (H * C)), c(r / H % C), y(r % H) {}
+  __device__ pixel_row(size_t r, int C, int H) : b((int)(r / ((size_t)H * C))), c((int)(r / H % C)), y((int)(r % H)) {}
 };
 
 /* patches[(b, i, j), (c, a, e)] = img[b, c, i*P + a, j*P + e] */
 template <typename T> __global__ void patchify_kernel(T *patches, const float *img, int B, int C, int H, int W, int P)
 {
   const int hp = H / P, wp = W / P, K = C * P * P;
-  for (int r = blockIdx.x; r < B * C * H; r += gridDim.x) {
+  for (size_t r = blockIdx.x; r < (size_t)B * C * H; r += gridDim.x) {
     const pixel_row px(r, C, H);
     const float *src = img + (size_t)r * W;
     T *dst = patches + ((size_t)px.b * hp + px.y / P) * wp * K + px.c * P * P + px.y % P * P;
@@ -205,7 +207,7 @@ template <typename T> __global__ void patchify_kernel(T *patches, const float *i
 template <typename T> static int patchify(void *patches, const float *img, int B, int C, int H, int W, int P,
                                           cudaStream_t s)
 {
-  patchify_kernel<T><<<row_blocks(B * C * H), 256, 0, s>>>((T *)patches, img, B, C, H, W, P);
+  patchify_kernel<T><<<row_blocks((size_t)B * C * H), 256, 0, s>>>((T *)patches, img, B, C, H, W, P);
   DL_TRY_LAUNCH();
   return 0;
 }
@@ -231,7 +233,7 @@ __device__ __forceinline__ size_t head_column(int x, int C, int P)
 
 template <typename T> __global__ void unpatchify_kernel(float *img, const T *tokens, int B, int C, int H, int W, int P)
 {
-  for (int r = blockIdx.x; r < B * C * H; r += gridDim.x) {
+  for (size_t r = blockIdx.x; r < (size_t)B * C * H; r += gridDim.x) {
     const pixel_row px(r, C, H);
     const T *src = tokens + head_row(px, C, H, W, P);
     float *dst = img + (size_t)r * W;
@@ -243,7 +245,7 @@ template <typename T> __global__ void unpatchify_kernel(float *img, const T *tok
 template <typename T> __global__ void unpatchify_bwd_kernel(T *dtokens, const float *dimg, int B, int C, int H, int W,
                                                             int P)
 {
-  for (int r = blockIdx.x; r < B * C * H; r += gridDim.x) {
+  for (size_t r = blockIdx.x; r < (size_t)B * C * H; r += gridDim.x) {
     const pixel_row px(r, C, H);
     T *dst = dtokens + head_row(px, C, H, W, P);
     const float *src = dimg + (size_t)r * W;
@@ -255,7 +257,7 @@ template <typename T> __global__ void unpatchify_bwd_kernel(T *dtokens, const fl
 template <typename T> static int unpatchify(float *img, const void *tokens, int B, int C, int H, int W, int P,
                                             cudaStream_t s)
 {
-  unpatchify_kernel<T><<<row_blocks(B * C * H), 256, 0, s>>>(img, (const T *)tokens, B, C, H, W, P);
+  unpatchify_kernel<T><<<row_blocks((size_t)B * C * H), 256, 0, s>>>(img, (const T *)tokens, B, C, H, W, P);
   DL_TRY_LAUNCH();
   return 0;
 }
@@ -263,7 +265,7 @@ template <typename T> static int unpatchify(float *img, const void *tokens, int 
 template <typename T> static int unpatchify_bwd(void *dtokens, const float *dimg, int B, int C, int H, int W, int P,
                                                 cudaStream_t s)
 {
-  unpatchify_bwd_kernel<T><<<row_blocks(B * C * H), 256, 0, s>>>((T *)dtokens, dimg, B, C, H, W, P);
+  unpatchify_bwd_kernel<T><<<row_blocks((size_t)B * C * H), 256, 0, s>>>((T *)dtokens, dimg, B, C, H, W, P);
   DL_TRY_LAUNCH();
   return 0;
 }

@@ -29,10 +29,13 @@ static void test_matmul(dl_blas *blas, const char *which, dl_dtype t, size_t off
   char what[4][128];
   float *inp = host_random((size_t)BT * C, 1), *w = host_random(nw, 0.5f), *bias = host_random((size_t)planes * OC, 0.5f);
   float *dout = host_random(nout, 1), *out = malloc(sizeof(float) * nout);
-  float *dinp = host_zeros((size_t)BT * C), *dw = host_zeros(nw), *db = host_zeros((size_t)planes * OC);
+  /* several planes add to a given dinp (accumulate), summed in fp32 */
+  float *dinp = planes > 1 ? host_random((size_t)BT * C, 1) : host_zeros((size_t)BT * C), *dw = host_zeros(nw);
+  float *db = host_zeros((size_t)planes * OC);
   void *d_inp = device_at(inp, (size_t)BT * C, t, offset), *d_w = device_at(w, nw, t, w_offset);
   void *d_out = device_at(NULL, nout, t, offset), *d_dout = device_at(dout, nout, t, offset);
-  void *d_dinp = device_at(NULL, (size_t)BT * C, t, offset), *d_bias = device_at(bias, (size_t)planes * OC, t, w_offset);
+  void *d_dinp = device_at(planes > 1 ? dinp : NULL, (size_t)BT * C, t, offset);
+  void *d_bias = device_at(bias, (size_t)planes * OC, t, w_offset);
   float *d_dw = device_at(dw, nw, DL_F32, offset), *d_db = device_at(NULL, (size_t)planes * OC, DL_F32, offset);
   float *bias_act = host_from(d_bias, (size_t)planes * OC, t); /* the bias rounded to the act type, as the GPU reads it */
   for (int p = 0; p < planes; p++) {
@@ -46,12 +49,12 @@ static void test_matmul(dl_blas *blas, const char *which, dl_dtype t, size_t off
   } else {
     GPU_OR_EXIT(dl_matmul_fwd_planes(blas, d_out, d_inp, d_w, d_bias, planes, BT, C, OC, t, 0));
     float *d_sum = device_from(NULL, (size_t)BT * C, DL_F32); /* the planes' fp32 sum */
-    GPU_OR_EXIT(dl_matmul_bwd_planes(blas, d_dinp, d_sum, 0, d_dw, d_db, d_dout, d_inp, d_w, planes, BT, C, OC, t, 0));
+    GPU_OR_EXIT(dl_matmul_bwd_planes(blas, d_dinp, d_sum, 1, d_dw, d_db, d_dout, d_inp, d_w, planes, BT, C, OC, t, 0));
   }
   GPU_OR_EXIT(cudaDeviceSynchronize());
   for (int i = 0; i < 4; i++)
-    snprintf(what[i], sizeof(what[i]), "matmul %s, %d plane(s) of %dx%dx%d, offset %zu%s", outputs[i], planes, BT, C,
-             OC, offset, which);
+    snprintf(what[i], sizeof(what[i]), "matmul %s, %d plane(s) of %dx%dx%d, offset %zu%s%s", outputs[i], planes, BT,
+             C, OC, offset, which, planes > 1 && i == 1 ? " (added to a given dinp)" : "");
   CHECK_CLOSE(what[0], t, host_from(d_out, nout, t), out, nout);
   CHECK_CLOSE(what[1], t, host_from(d_dinp, (size_t)BT * C, t), dinp, (size_t)BT * C);
   CHECK_CLOSE(what[2], t, host_from(d_dw, nw, DL_F32), dw, nw);
@@ -112,6 +115,8 @@ static void test_layernorm(dl_dtype t)
   float *out = malloc(n * sizeof(float)), mean[37], rstd[37], *dinp = host_random(n, 1), *dw = host_zeros(C);
   float *db = host_zeros(C), *d_x = device_from(x, n, DL_F32), *d_sum = device_from(NULL, n, DL_F32);
   float *d_dinp = device_from(dinp, n, DL_F32); /* the stream's gradient so far: the backward adds to it */
+  float *d_dinp_alone = device_from(dinp, n, DL_F32); /* the same, backward without the act copy (fp32 runs) */
+  float *d_dw_alone = device_from(dw, C, DL_F32), *d_db_alone = device_from(db, C, DL_F32);
   void *d_y = device_from(y, n, t), *d_out = device_from(NULL, n, t), *d_dout = device_from(dout, n, t);
   void *d_dinp_act = device_from(NULL, n, t);
   float *d_w = device_from(w, C, DL_F32), *d_b = device_from(b, C, DL_F32), *d_bias = device_from(bias, C, DL_F32);
@@ -124,12 +129,15 @@ static void test_layernorm(dl_dtype t)
   layernorm_bwd_f32(dinp, dw, db, dout, sum, w, mean, rstd, BT, C);
   GPU_OR_EXIT(dl_residual_layernorm_fwd(d_sum, d_out, d_mean, d_rstd, d_x, d_y, d_bias, d_w, d_b, BT, C, 1e-6f, t, 0));
   GPU_OR_EXIT(dl_layernorm_bwd(d_dinp, d_dinp_act, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, d_partials, t,
-                             0));
+                               0));
+  GPU_OR_EXIT(dl_layernorm_bwd(d_dinp_alone, NULL, d_dw_alone, d_db_alone, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C,
+                               d_partials, t, 0));
   GPU_OR_EXIT(cudaDeviceSynchronize());
   CHECK_CLOSE("residual add (fp32 stream)", t, host_from(d_sum, n, DL_F32), sum, n);
   CHECK_CLOSE("layernorm forward", t, host_from(d_out, n, t), out, n);
   CHECK_CLOSE("layernorm dinp (fp32, accumulated)", t, host_from(d_dinp, n, DL_F32), dinp, n);
   CHECK_CLOSE("layernorm dinp's act copy", t, host_from(d_dinp_act, n, t), dinp, n);
+  CHECK_CLOSE("layernorm dinp, no act copy", t, host_from(d_dinp_alone, n, DL_F32), dinp, n);
   CHECK_CLOSE("layernorm dweight", t, host_from(d_dw, C, DL_F32), dw, C);
   CHECK_CLOSE("layernorm dbias", t, host_from(d_db, C, DL_F32), db, C);
   d_out = device_from(NULL, n, t);
