@@ -41,7 +41,7 @@ expect_eq "srun --dl-check=off in the job: no checks" "$(grep -c 'dlpar-check:' 
 expect_eq "srun --dl-check=off in the job: the program ran" "$(grep -c 'collectives ok' <<<"$out")" 4
 
 DLPAR_CHECK_MIN_BUSBW=1000 batch_job failing "--dl-check" ""
-expect_rc "#SBATCH --dl-check, an allreduce under 1000 GB/s" $? nonzero
+expect_rc "#SBATCH --dl-check, an allreduce under 1000 GB/s" $? 1
 out=$(cat "$TEST_TMP/failing.out" 2>/dev/null)
 expect_contains "#SBATCH --dl-check, failed: said so" "$out" "dlpar-check: FAILED in "
 expect_eq "#SBATCH --dl-check, failed: the program did not run" "$(grep -c 'collectives ok' <<<"$out")" 0

@@ -88,7 +88,7 @@ grep -Eq "^0 .* - +[0-9.]+ FAIL " <<<"$out" || fail "an allreduce under 1000 GB/
 
 # A value that is not one is refused before anything starts.
 out=$(srun -N1 -n1 --dl-check=sometimes true 2>&1)
-expect_rc "srun --dl-check=sometimes" $? nonzero
+expect_rc "srun --dl-check=sometimes" $? 1
 expect_contains "srun --dl-check=sometimes" "$out" \
   "--dl-check=sometimes: expected nothing (check, then run), 'only' (check and stop) or 'off'"
 out=$("$B/tools/dlpar-run" -n 1 --check=sometimes -- true 2>&1)

@@ -57,23 +57,23 @@ absent="rendezvous timed out after 3 s: rank 3 ($here) did not arrive"
 
 export DLPAR_RENDEZVOUS_TIMEOUT=3 DLPAR_COLLECTIVE_TIMEOUT=3
 run_timed "srun: late rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --sleep-rank=3 --sleep=50
-expect_rc "srun: late rank" $rc nonzero
+expect_rc "srun: late rank" $rc 1
 expect_eq "srun: one line naming rank 3 on n2" "$(grep -c 'rendezvous timed out after 3 s: rank 3 (n2) did not arrive' <<<"$out")" 1
 
 run_timed "dlpar-run: late rank" 13 "$run" -n 4 -- "$probe" --sleep-rank=3 --sleep=50
-expect_rc "dlpar-run: late rank" $rc nonzero
+expect_rc "dlpar-run: late rank" $rc 1
 expect_eq "dlpar-run: one line naming rank 3" "$(grep -c "$absent" <<<"$out")" 1
 
 # A rank that exits before dlpar_init never arrives: named with its host.
 run_timed "srun: rank gone before init" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --exit-rank=3
-expect_rc "srun: rank gone before init" $rc nonzero
+expect_rc "srun: rank gone before init" $rc 1
 expect_eq "srun: rank gone before init, one line" "$(grep -c 'rendezvous timed out after 3 s: rank 3 (n2) did not arrive' <<<"$out")" 1
 run_timed "dlpar-run: rank gone before init" 13 "$run" -n 4 -- "$probe" --exit-rank=3
-expect_rc "dlpar-run: rank gone before init" $rc nonzero
+expect_rc "dlpar-run: rank gone before init" $rc 1
 expect_eq "dlpar-run: rank gone before init, one line" "$(grep -c "$absent" <<<"$out")" 1
 
 run_timed "srun: stalled rank" 20 srun -N2 -n4 --ntasks-per-node=2 "$probe" --stall-rank=2
-expect_rc "srun: stalled rank" $rc nonzero
+expect_rc "srun: stalled rank" $rc 1
 # Whichever rank times out first reports: on n1, the ranks elsewhere to look at; on n2, rank 2 stopped.
 expect_contains "srun: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: "
 TEST_CHECKS=$((TEST_CHECKS + 1))
@@ -82,7 +82,7 @@ grep -q -e "the group's ranks on this host are running; look at rank 2 (n2), ran
   fail "srun: stalled rank: neither n1's line (look at rank 2 (n2)) nor n2's (rank 2 is stopped): $out"
 
 run_timed "dlpar-run: stalled rank" 20 "$run" -n 4 -- "$probe" --stall-rank=2
-expect_rc "dlpar-run: stalled rank" $rc nonzero
+expect_rc "dlpar-run: stalled rank" $rc 1
 expect_contains "dlpar-run: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: rank 2 (pid"
 
 # SIGSTOP under the default collective timeout: the stopped rank's node
@@ -94,11 +94,13 @@ for launcher in srun dlpar-run; do
     cmd=("$run" -n 4 -- "$probe" --stall-rank=2) host=$here
   fi
   DLPAR_COLLECTIVE_TIMEOUT= DLPAR_STOPPED_TIMEOUT=2 run_timed "$launcher: SIGSTOPped rank" 20 "${cmd[@]}"
-  expect_rc "$launcher: SIGSTOPped rank" $rc nonzero
+  expect_rc "$launcher: SIGSTOPped rank" $rc 1
   expect_eq "$launcher: SIGSTOPped rank named once" "$(grep -c "dlpar: rank 2 (pid [0-9]*) on $host has been stopped for 2 s (SIGSTOP, SIGTSTP): ending the step" <<<"$out")" 1
 done
 
 run_timed "srun: killed rank" 13 srun -N2 -n4 --ntasks-per-node=2 "$probe" --kill-rank=1
+# srun's status for a step whose task was killed differs by version (137
+# under 22.05, 14 under 24.11): only that it failed
 expect_rc "srun: killed rank" $rc nonzero
 run_timed "dlpar-run: killed rank" 13 "$run" -n 4 -- "$probe" --kill-rank=1
 expect_eq "dlpar-run: killed rank exit code" "$rc" 137
@@ -107,7 +109,7 @@ expect_contains "dlpar-run: killed rank" "$out" "dlpar-run: rank 1 killed by Kil
 # A grid exported by hand whose tensor-parallel group spans both nodes.
 out=$(srun -N2 -n4 --ntasks-per-node=2 bash -c 'DLPAR_VERSION=1 DLPAR_TP_SIZE=4 DLPAR_DP_SIZE=1 \
   DLPAR_RANK=$SLURM_PROCID DLPAR_LOCAL_RANK=$SLURM_LOCALID DLPAR_LOCAL_SIZE=2 DLPAR_DEVICE=-1 exec '"$B/tools/dlpar-hello" 2>&1)
-expect_rc "tp group across nodes" $? nonzero
+expect_rc "tp group across nodes" $? 1
 expect_contains "tp group across nodes" "$out" "dlpar-hello: --dl-parallel=4x1: tensor-parallel group 0 (ranks 0-3) spans n1 and n2"
 
 # SIGTERM (scancel, time limit, or forwarded by dlpar-run)

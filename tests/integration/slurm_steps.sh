@@ -44,7 +44,7 @@ awk -v t="$seconds" 'BEGIN { exit !(t >= 2.5) }' || fail "a task exits 3: the ot
 
 read -r rc seconds <<<"$(run_timed "${steps[@]}" --kill-on-bad-exit=1 bash -c "${exits_3}60")"
 echo "slurm_steps: a task exits 3 under --kill-on-bad-exit, the others sleep 60 s: srun exit $rc after $seconds s"
-expect_rc "a task exits 3 under --kill-on-bad-exit: srun's exit" "$rc" nonzero
+expect_rc "a task exits 3 under --kill-on-bad-exit: srun's exit (128 + SIGTERM)" "$rc" 143
 TEST_CHECKS=$((TEST_CHECKS + 1))
 awk -v t="$seconds" 'BEGIN { exit !(t < 15) }' || fail "--kill-on-bad-exit: the step ran $seconds s (expected the others terminated at once)"
 expect_contains "--kill-on-bad-exit: srun names the task" "$(cat "$TEST_TMP/srun.out")" "task 1: Exited with exit code 3"
@@ -66,5 +66,5 @@ expect_eq "cancelled job: SIGTERM reaches every task" "$(cat "$TEST_TMP"/term.* 
 TEST_CHECKS=$((TEST_CHECKS + 1))
 awk -v t="$seconds" 'BEGIN { exit !(t >= 3 && t < 15) }' ||
   fail "cancelled job: SIGKILL came $seconds s after SIGTERM (expected KillWait, 5 s)"
-expect_rc "cancelled job: srun's exit" "$rc" nonzero
+expect_rc "cancelled job: srun's exit (128 + SIGKILL)" "$rc" 137
 finish

@@ -39,7 +39,7 @@ plugin_line colour=blue
 want="dlpar: plugstack.conf: unknown key 'colour' (known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic, torch_ports)"
 for flags in "--dl-parallel=1x1" ""; do
   out=$(srun -N1 -n1 $flags true 2>&1)
-  expect_rc "unknown admin key, srun ${flags:-without --dl-*}" $? nonzero
+  expect_rc "unknown admin key, srun ${flags:-without --dl-*}" $? 1
   expect_contains "unknown admin key, srun ${flags:-without --dl-*}" "$out" "$want"
 done
 

@@ -34,7 +34,7 @@ expect_grid "-N2 -n4 --ntasks-per-node=2 --dl-parallel=1x4" 1 4 2
 expect_grid "-N2 -n4 --ntasks-per-node=2 --dl-parallel=1" 1 4 2
 expect_grid "-N1 -n4 --dl-parallel=4x1" 4 1 4
 out=$(srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=4x1 true 2>&1)
-expect_rc "4x1 on 2 nodes x 2 tasks" $? nonzero
+expect_rc "4x1 on 2 nodes x 2 tasks" $? 1
 expect_contains "4x1 on 2 nodes x 2 tasks" "$out" "tensor-parallel group 0 (ranks 0-3) spans node 0 and node 1"
 
 # The step's GPUs stay visible to every task, also under --gpus-per-task.
@@ -78,6 +78,6 @@ done
 # The host file gives the nodes (srun 24.11 refuses --nodes with it).
 printf 'n1\nn2\nn1\nn2\n' >"$TEST_TMP/hosts"
 out=$(SLURM_HOSTFILE=$TEST_TMP/hosts srun -n4 -m arbitrary --dl-parallel=2x2 true 2>&1)
-expect_rc "arbitrary layout" $? nonzero
+expect_rc "arbitrary layout" $? 1
 expect_contains "arbitrary layout" "$out" "slurmstepd-n1: error: dlpar: --dl-parallel=2x2: tensor-parallel group 0 (ranks 0-1) spans n1 and another node"
 finish

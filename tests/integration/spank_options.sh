@@ -21,7 +21,7 @@ while IFS='|' read -r args message; do
   eval "set -- $args"
   out=$(PATH=/usr/bin:/bin srun "$@" true 2>&1)
   rc=$?
-  expect_rc "srun $args" $rc nonzero
+  expect_rc "srun $args" $rc 1
   expect_contains "srun $args" "$out" "dlpar: $message"
 done <<EOF2
 -n4 --dl-parallel=|--dl-parallel needs a value MxD (e.g. --dl-parallel=4x2)
@@ -58,7 +58,7 @@ EOF2
 
 # --export narrows the tasks' PATH: srun cannot tell, each task checks its own
 out=$(PATH=/usr/bin:/bin SLURM_EXPORT_ENV=NONE srun -N1 -n2 --dl-parallel=1x2 --dl-profile=nsys /bin/true 2>&1)
-expect_rc "nsys missing, --export=NONE" $? nonzero
+expect_rc "nsys missing, --export=NONE" $? 1
 expect_contains "nsys missing, --export=NONE" "$out" "dlpar: --dl-profile=nsys: nsys is not on the PATH of rank 0 on n1 (load"
 
 # a one-component step of a heterogeneous job is an ordinary step
@@ -68,9 +68,9 @@ expect_eq "one component of a heterogeneous job" "$(grep -v '^salloc:' <<<"$out"
 
 # sbatch checks the syntax at submission and refuses a bad grid
 out=$(sbatch --wrap=true --dl-parallel=2y 2>&1)
-expect_rc "sbatch --dl-parallel=2y" $? nonzero
+expect_rc "sbatch --dl-parallel=2y" $? 1
 expect_contains "sbatch --dl-parallel=2y" "$out" "sbatch: error: dlpar: --dl-parallel=2y: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)"
 out=$(sbatch --wrap=true --dl-profile=gprof 2>&1)
-expect_rc "sbatch --dl-profile=gprof" $? nonzero
+expect_rc "sbatch --dl-profile=gprof" $? 1
 expect_contains "sbatch --dl-profile=gprof" "$out" "dlpar: --dl-profile=gprof: unknown profiler (use nsys, nvtx or off)"
 finish

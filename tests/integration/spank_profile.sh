@@ -41,7 +41,7 @@ done
 # ranks that have no nsys failing and the others waiting out the rendezvous
 start=$(date +%s.%N)
 out=$(PATH=/usr/bin:/bin srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-profile=nsys "$hello" 2>&1)
-expect_rc "nsys missing" $? nonzero
+expect_rc "nsys missing" $? 1
 expect_eq "nsys missing: one dlpar line" "$(grep -c 'dlpar:' <<<"$out")" 1
 expect_contains "nsys missing" "$out" "srun: error: dlpar: --dl-profile=nsys: nsys is not on the PATH of srun"
 TEST_CHECKS=$((TEST_CHECKS + 1))
