@@ -111,6 +111,12 @@ EXTRA_DIST += tests/gpu/train_gpu.sh
 check-gpu:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(GPU_TESTS) $(GPU_RUN_TESTS)"
 
+# libdlpar's and the trainer's threads under ThreadSanitizer: make
+# check-threads in a build configured --enable-sanitizers=thread (CI does).
+check-threads:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/integration/threads.sh"
+EXTRA_DIST += tests/integration/threads.sh tests/tsan.supp
+
 # The checkpoint reader against checkpoints edited the way its fuzz target edits them.
 check_PROGRAMS += tests/unit/test_checkpoint
 tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c tests/fuzz/checkpoint_edits.c \
