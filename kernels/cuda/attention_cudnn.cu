@@ -293,7 +293,7 @@ static int build_fwd(sdpa_graph *g, const sdpa_shape *s)
   return add_op(g, op);
 }
 
-/* The notes' section 5 graph: P = exp(scale QK^T - lse) recomputed,
+/* doc/cudnn-attention.md's 18-operation graph: P = exp(scale QK^T - lse) recomputed,
  * Dsum = rowsum(dO o O), dV = P^T dO, dS = scale P o (dO V^T - Dsum),
  * dK = dS^T Q, dQ = dS K through the fp32 accumulator dQacc. */
 static int build_bwd(sdpa_graph *g, const sdpa_shape *s)

@@ -7,7 +7,7 @@
  * compiles their kernels with NVRTC; loading a kernel is where the stub
  * driver stops, which counts as compiled. Shapes: the ViT's (4050 tokens,
  * head 48 in bf16, head 128 in fp16), an odd token count, and head 44,
- * which cuDNN must refuse (dlpar-train then falls back). Each plannable
+ * which cuDNN must refuse (dlpar-train then stops, naming attention: reference). Each plannable
  * shape costs two NVRTC compiles, 2-11 s on a busy 2-core machine: three
  * of them keep the test near 30 s. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
