@@ -13,13 +13,16 @@
 #    then SIGKILL KillWait later (5 s on the bed): the window in which
 #    dlpar-train checkpoints.
 # It prints srun's exit codes and the times it saw, the versions' behaviour
-# doc/admin.md records.
+# doc/admin.md records. A bed of its own: its times must not include
+# waiting for another test's steps.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
-use_bed any
+use_bed private any
 steps=(-N2 -n4 --ntasks-per-node=2 --mpi=none)
 echo "slurm_steps: $(srun --version 2>&1)"
 
-layout=$(srun "${steps[@]}" bash -c 'echo $SLURM_PROCID $SLURMD_NODENAME' 2>&1 | sort -n | awk '{ print $2 }' | paste -sd ' ')
+# (srun's own lines, such as "job N queued and waiting for resources", stay out)
+layout=$(srun "${steps[@]}" bash -c 'echo $SLURM_PROCID $SLURMD_NODENAME' 2>"$TEST_TMP/layout.err" |
+         sort -n | awk '/^[0-9]+ / { print $2 }' | paste -sd ' ')
 echo "slurm_steps: default distribution, ranks 0-3 on: $layout"
 read -r node0 node1 node2 node3 <<<"$layout"
 expect_eq "default distribution: rank 1 beside rank 0" "$node1" "$node0"
@@ -55,7 +58,7 @@ srun "${steps[@]}" --job-name=$name bash -c \
   "trap 'echo \$SLURM_PROCID >>$TEST_TMP/term.\$SLURM_PROCID' TERM; touch $TEST_TMP/up.\$SLURM_PROCID; for i in \$(seq 60); do sleep 1; done" \
   >"$TEST_TMP/cancel.out" 2>&1 &
 srun_pid=$!
-for i in $(seq 100); do [ "$(ls "$TEST_TMP"/up.* 2>/dev/null | wc -l)" = 4 ] && break; sleep 0.1; done
+for i in $(seq 300); do [ "$(ls "$TEST_TMP"/up.* 2>/dev/null | wc -l)" = 4 ] && break; sleep 0.1; done
 start=$(date +%s.%N)
 scancel --name=$name
 wait $srun_pid

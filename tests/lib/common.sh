@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# tests/lib/common.sh: sourced by the shell tests. Assertions that print
-# what failed and count it, SKIP (exit 77) with a reason, and the shared
-# Slurm test bed (started once per `make check`, stopped when it ends).
+# tests/lib/common.sh: sourced by the shell tests. Assertions, each a named
+# case with a line of its own in the test's log ("ok: NAME", or "FAILED:
+# NAME: what was seen" on stderr), counted; a failed case does not stop the
+# ones after it. SKIP (exit 77) with a reason, and the shared Slurm test bed
+# (started once per `make check`, stopped when it ends).
 # Environment (set by tests/local.mk): DLPAR_SRCDIR, DLPAR_BUILDDIR,
 # DLPAR_CHECK_OWNER (the make process that owns the bed).
 set -u
@@ -13,12 +15,13 @@ TEST_TMP=$(mktemp -d "$DLPAR_BUILDDIR/tests/tmp.$TEST_NAME.XXXXXX")
 trap 'rm -rf "$TEST_TMP"' EXIT
 
 fail() { TEST_FAILURES=$((TEST_FAILURES + 1)); echo "FAILED: $*" >&2; }
+pass() { echo "ok: $*"; }
 skip() { echo "SKIP: $*"; exit 77; }
 
 # expect_eq WHAT GOT WANT
 expect_eq() {
   TEST_CHECKS=$((TEST_CHECKS + 1))
-  [ "$2" = "$3" ] && return 0
+  [ "$2" = "$3" ] && { pass "$1"; return 0; }
   fail "$1: got '$2', expected '$3'"
   return 1
 }
@@ -26,14 +29,16 @@ expect_eq() {
 # expect_contains WHAT TEXT NEEDLE
 expect_contains() {
   TEST_CHECKS=$((TEST_CHECKS + 1))
-  case $2 in *"$3"*) ;; *) fail "$1: expected to contain '$3', got: $2" ;; esac
+  case $2 in *"$3"*) pass "$1" ;; *) fail "$1: expected to contain '$3', got: $2" ;; esac
 }
 
 # expect_rc WHAT GOT-RC WANT ('nonzero' for any failure)
 expect_rc() {
   TEST_CHECKS=$((TEST_CHECKS + 1))
-  if [ "$3" = nonzero ]; then [ "$2" != 0 ] || fail "$1: exit 0, expected a failure"
-  else [ "$2" = "$3" ] || fail "$1: exit $2, expected $3"; fi
+  if [ "$3" = nonzero ]; then
+    if [ "$2" != 0 ]; then pass "$1: exit $2"; else fail "$1: exit 0, expected a failure"; fi
+  elif [ "$2" = "$3" ]; then pass "$1: exit $2"
+  else fail "$1: exit $2, expected $3"; fi
 }
 
 finish() {
