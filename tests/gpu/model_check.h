@@ -47,15 +47,21 @@ static inline void model_step(model *m, const float *inp, const float *tgt, doub
   }
 }
 
-/* The summed loss of the steps since the last call. */
-static inline double window_loss(model *m)
+/* The metrics of the window since the last call. */
+static inline model_metrics window_metrics(model *m)
 {
   model_metrics metrics;
   if (m->ops->post_metrics(m) != DLPAR_OK || m->ops->take_metrics(m, &metrics) != DLPAR_OK) {
     fprintf(stderr, "metrics: %s\n", m->error);
     exit(1);
   }
-  return metrics.train_loss_sum;
+  return metrics;
+}
+
+/* The summed loss of the steps since the last call. */
+static inline double window_loss(model *m)
+{
+  return window_metrics(m).train_loss_sum;
 }
 
 static inline float *model_tensor_copy(model *m, model_tensor which)

@@ -43,16 +43,6 @@ static void compare_gradients(pair *p, const float *inp, const float *tgt)
   check_value("fp32 step: loss", window_loss(p->gpu), window_loss(p->cpu), 1e-5);
 }
 
-static model_metrics window(model *m)
-{
-  model_metrics metrics;
-  if (m->ops->post_metrics(m) != DLPAR_OK || m->ops->take_metrics(m, &metrics) != DLPAR_OK) {
-    fprintf(stderr, "test_step_gpu: metrics: %s\n", m->error);
-    exit(1);
-  }
-  return metrics;
-}
-
 static void evaluate(model *m, const float *inp, const float *tgt)
 {
   if (m->ops->evaluate(m, inp, tgt) != DLPAR_OK) {
@@ -68,8 +58,8 @@ static void compare_validation(pair *p, const float *inp, const float *tgt)
   model_step(p->cpu, inp, tgt, 1e-3, 1);
   evaluate(p->gpu, inp, tgt);
   evaluate(p->cpu, inp, tgt);
-  gpu = window(p->gpu);
-  cpu = window(p->cpu);
+  gpu = window_metrics(p->gpu);
+  cpu = window_metrics(p->cpu);
   check_value("fp32 validation: loss", gpu.val_loss_sum, cpu.val_loss_sum, 1e-5);
   check_value("fp32 validation: weighted RMSE", gpu.val_rmse_sum, cpu.val_rmse_sum, 1e-5);
   check_count++;
@@ -92,7 +82,7 @@ static double loss_with(model *m, const float *weights, float *staging, const fl
   }
   memset(staging, 0xff, bytes);
   evaluate(m, inp, tgt);
-  return window(m).val_loss_sum;
+  return window_metrics(m).val_loss_sum;
 }
 
 static void check_write_ordering(model *m, const float *inp, const float *tgt)

@@ -45,11 +45,6 @@ all_finite() {
   awk -v want="${2:-}" 'NF < 2 || $2 !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ { bad = 1 }
                         END { exit bad || NR == 0 || (want != "" && NR != want) }' <<<"$1"
 }
-# max_rel TEXT_A TEXT_B: the largest relative difference of matching second fields
-max_rel() {
-  join <(sort -k1,1 <<<"$1") <(sort -k1,1 <<<"$2") |
-    awk '{ d = ($2 - $3) / $3; d = d < 0 ? -d : d; if (d > m) m = d; n++ } END { printf "%.3g %d\n", m, n }'
-}
 # expect_below WHAT "VALUE COUNT" BOUND COUNT
 expect_below() {
   TEST_CHECKS=$((TEST_CHECKS + 1))

@@ -129,11 +129,15 @@ data_args() {
 # step_losses FILE: "step loss" per line from a metrics.jsonl
 step_losses() { sed -n 's/^{"step": \([0-9]*\), "loss": \([^,]*\),.*/\1 \2/p' "$1"; }
 
-# max_rel_diff FILE_A FILE_B: the largest |a - b| / |b| over matching steps
-max_rel_diff() {
-  join <(step_losses "$1" | sort -k1,1) <(step_losses "$2" | sort -k1,1) |
+# max_rel TEXT_A TEXT_B ("key value" lines): "LARGEST COUNT", the largest
+# |a - b| / |b| over the keys both have, and how many they share
+max_rel() {
+  join <(sort -k1,1 <<<"$1") <(sort -k1,1 <<<"$2") |
     awk '{ d = ($2 - $3) / $3; d = d < 0 ? -d : d; if (d > m) m = d; n++ } END { printf "%.3g %d\n", m, n }'
 }
+
+# max_rel_diff FILE_A FILE_B: max_rel over the steps' losses of two metrics.jsonl
+max_rel_diff() { max_rel "$(step_losses "$1")" "$(step_losses "$2")"; }
 
 # Debian 13's torch 2.6 was built without libuv yet asks TCPStore for it by
 # default, so env:// fails there under any launcher (torchrun too): torch's
