@@ -8,7 +8,7 @@
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
 hello=$B/tools/dlpar-hello
-export DLPAR_CHECK_STRAGGLER=0.2 DLPAR_CHECK_MIN_BUSBW=0.001 # a busy test machine is no straggler
+export $CHECK_ANY_SPEED
 
 # batch_job NAME CHECK-LINE STEP-OPTIONS: sbatch -W a 2x2 job; its output in $TEST_TMP/NAME.out
 batch_job() {

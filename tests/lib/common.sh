@@ -107,6 +107,11 @@ dp_members() {
 # elapsed_since START (from `date +%s.%N`) in whole seconds, rounded up
 elapsed_since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { d = e - s; printf "%d", (d == int(d)) ? d : int(d) + 1 }'; }
 
+# For pre-flight runs that must pass: they assert the table and the flow,
+# not speed. Four ranks on a 2-core machine beside make -j check can make a
+# healthy rank's GEMM 5x slower than the median (CI saw it under 0.2 x).
+CHECK_ANY_SPEED="DLPAR_CHECK_STRAGGLER=0.000001 DLPAR_CHECK_MIN_BUSBW=0.000001"
+
 # The major version of the Open MPI libdlpar runs with (0: none found).
 ompi_major() { ompi_info --parsable 2>/dev/null | sed -n 's/^ompi:version:full://p' | cut -d. -f1 | grep . || echo 0; }
 
