@@ -142,6 +142,12 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   setenv("OMPI_MCA_ess", "pmi", 0);
   setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
   setenv("OMPI_MCA_pml", "ob1", 0);
+  /* Open MPI 4's session directory under the run's own directory: two runs
+   * sharing /tmp/ompi.HOST.UID race when one removes it as the other
+   * starts (open-mpi/ompi#8510; seen as a rank's segfault after "shared
+   * memory initialization: open(2) ENOENT"). Open MPI 5 has no such
+   * variable. */
+  setenv("OMPI_MCA_orte_tmpdir_base", dlpar_run_server_tmpdir(l->server), 0);
   /* Open MPI 5's modex as a fence, not on demand (libdlpar asks for on
    * demand unless set): PMIx's server holds a Get for a rank of its node
    * that has not committed for 2 s only when every rank is local

@@ -37,6 +37,8 @@ typedef struct dlpar_run_server dlpar_run_server;
 int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **server, char *err, size_t errlen);
 /* The PMIx variables a rank's environment needs (NULL-terminated "K=V"). */
 int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env, char *err, size_t errlen);
+/* The run's own directory (PMIx's server files; removed by _stop). */
+const char *dlpar_run_server_tmpdir(const dlpar_run_server *server);
 void dlpar_run_server_stop(dlpar_run_server *server);
 
 #endif

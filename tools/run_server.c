@@ -294,6 +294,11 @@ int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env,
   return DLPAR_OK;
 }
 
+const char *dlpar_run_server_tmpdir(const dlpar_run_server *server)
+{
+  return server->tmpdir;
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
   (void)st;

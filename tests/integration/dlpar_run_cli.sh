@@ -4,7 +4,8 @@
 # control: bad input gets one line and exit 2 (the grid messages are the
 # plugin's); the first failing rank's exit code is returned; output lines
 # can be tagged with the rank; each rank gets the same DLPAR_* contract as
-# under srun; the program's missing binary is named.
+# under srun; the program's missing binary is named; two runs at once keep
+# Open MPI 4's session directories apart, each in its own run directory.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 run=$B/tools/dlpar-run
 
@@ -44,5 +45,17 @@ expect_contains "--tag-output rank 1" "$out" "[1] hello from 1"
 out=$("$run" -n 4 --dl-parallel=2x2 -- bash -c 'echo "$PMIX_RANK|$DLPAR_VERSION|$DLPAR_TP_SIZE|$DLPAR_DP_SIZE|$DLPAR_TP_RANK|$DLPAR_DP_RANK|$DLPAR_RANK|$DLPAR_LOCAL_RANK|$DLPAR_LOCAL_SIZE|$RANK|$LOCAL_RANK|$WORLD_SIZE|$LOCAL_WORLD_SIZE|$DLPAR_PROFILE"' 2>&1)
 for r in 0 1 2 3; do
   expect_eq "contract rank $r" "$(grep "^$r|" <<<"$out")" "$r|1|2|2|$(( r % 2 ))|$(( r / 2 ))|$r|$r|4|$r|$r|4|4|off"
+done
+
+session='test -d "$OMPI_MCA_orte_tmpdir_base" && echo "$OMPI_MCA_orte_tmpdir_base"; sleep 1'
+"$run" -n 2 -- bash -c "$session" >"$TEST_TMP/run1.out" 2>&1 &
+"$run" -n 2 -- bash -c "$session" >"$TEST_TMP/run2.out" 2>&1
+wait $!
+dirs=$(cat "$TEST_TMP/run1.out" "$TEST_TMP/run2.out" | sort -u)
+expect_eq "two runs at once: a session directory each, shared by its ranks" "$(grep -c '/dlpar-run\.' <<<"$dirs")" 2
+expect_eq "their ranks' lines" "$(cat "$TEST_TMP/run1.out" "$TEST_TMP/run2.out" | grep -c '/dlpar-run\.')" 4
+for dir in $dirs; do
+  [ ! -e "$dir" ] || fail "$dir: left behind after its run"
+  TEST_CHECKS=$((TEST_CHECKS + 1))
 done
 finish
