@@ -13,6 +13,7 @@ EXTRA_DIST += kernels/README.md
 if HAVE_CUDA
 noinst_LIBRARIES = kernels/libdlpar_kernels_cuda.a trainer/libdlpar_model_cuda.a
 kernels_libdlpar_kernels_cuda_a_SOURCES = kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/reduce.cuh \
+	kernels/cuda/attention_tiles.cuh \
 	kernels/cuda/gemm.cu kernels/cuda/elementwise.cu kernels/cuda/layernorm.cu \
 	kernels/cuda/attention.cu kernels/cuda/loss.cu kernels/cuda/adam.cu
 # cuDNN's fused attention, where configure found cuDNN (HAVE_CUDNN)
@@ -21,9 +22,16 @@ kernels_libdlpar_kernels_cuda_a_SOURCES += kernels/cuda/attention_cudnn.cu
 endif
 endif
 SUFFIXES += .cu
-NVCC_FLAGS = $(NVCC_ARCHFLAGS) -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-Wall,-Wextra \
+# --enable-werror: nvcc's own warnings and the host compiler's are errors too
+NVCC_FLAGS = $(NVCC_ARCHFLAGS) -O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-Wall,-Wextra $(NVCC_WERROR) \
 	-I$(top_srcdir) -I$(top_builddir) $(CUDA_CPPFLAGS) $(HDF5_CFLAGS)
 .cu.o:
 	@$(MKDIR_P) $(@D)
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -c -o $@ $<
-EXTRA_DIST += kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/reduce.cuh kernels/cuda/attention_cudnn.cu
+# nvcc's objects get no automatic dependencies: the headers they include
+NVCC_INCLUDED = $(srcdir)/kernels/cuda/common.cuh $(srcdir)/kernels/cuda/ops.h $(srcdir)/kernels/cuda/reduce.cuh
+kernels/cuda/gemm.o kernels/cuda/elementwise.o kernels/cuda/layernorm.o kernels/cuda/loss.o \
+	kernels/cuda/adam.o kernels/cuda/attention_cudnn.o: $(NVCC_INCLUDED)
+kernels/cuda/attention.o tests/unit/attention_emulator.o: $(NVCC_INCLUDED) \
+	$(srcdir)/kernels/cuda/attention_tiles.cuh
+EXTRA_DIST += kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/reduce.cuh kernels/cuda/attention_tiles.cuh kernels/cuda/attention_cudnn.cu

@@ -90,6 +90,14 @@ tests_gpu_test_fp32_gpu_LDADD = $(GPU_MODEL_LDADD)
 tests_gpu_test_graph_gpu_SOURCES = tests/gpu/test_graph_gpu.c tests/gpu/gpu_check.h tests/gpu/model_check.h
 tests_gpu_test_graph_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_test_graph_gpu_LDADD = $(GPU_MODEL_LDADD)
+# The attention kernels' block code on the CPU (a stand-in for the GPU):
+# runs in every make check.
+check_PROGRAMS += tests/unit/test_attention_tiles
+TESTS += tests/unit/test_attention_tiles
+tests_unit_test_attention_tiles_SOURCES = tests/unit/test_attention_tiles.c tests/unit/attention_emulator.cu \
+	tests/unit/attention_emulator.h tests/gpu/gpu_check.h
+tests_unit_test_attention_tiles_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_unit_test_attention_tiles_LDADD = $(tests_gpu_test_kernels_gpu_LDADD) -lpthread
 if HAVE_CUDNN
 GPU_TESTS += tests/gpu/test_attention_gpu
 tests_gpu_test_attention_gpu_SOURCES = tests/gpu/test_attention_gpu.c tests/gpu/gpu_check.h

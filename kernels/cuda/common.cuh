@@ -27,14 +27,18 @@
 /* After a kernel launch: the launch's own error (bad configuration). */
 #define DL_TRY_LAUNCH() DL_TRY_CUDA(cudaGetLastError())
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+/* (host too: attention_tiles.cuh's block code also runs on the CPU in a test) */
+__host__ __device__ __forceinline__ float to_float(float x) { return x; }
+__host__ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__host__ __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 
-template <typename T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half(x); }
+template <typename T> __host__ __device__ __forceinline__ T from_float(float x);
+template <> __host__ __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <> __host__ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x)
+{
+  return __float2bfloat16(x);
+}
+template <> __host__ __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half(x); }
 
 static inline unsigned dl_blocks(size_t n, unsigned threads)
 {
