@@ -458,9 +458,10 @@ static void test_gemms(dl_blas *blas, int refused, dl_dtype t)
   test_mlp_gelu(blas, refused, t, 4050, 384, 1536, 384); /* base: one sample's tokens */
 }
 
-/* The attention kernels' local memory per thread (rows of q and of its
- * gradient), which the stack reserved before capture covers: asked of the
- * runtime, and within what a thread may have. */
+/* The attention kernels' local memory per thread (frames, spills; their
+ * tiles live in registers and shared memory), which the stack reserved
+ * before capture covers: asked of the runtime, and within what a thread
+ * may have. */
 static void test_attention_stack(void)
 {
   size_t bytes = (size_t)-1;
