@@ -9,7 +9,11 @@ noinst_PROGRAMS += bench/dlpar-gemm-peak
 bench_dlpar_gemm_peak_SOURCES = bench/gemm_peak.c
 bench_dlpar_gemm_peak_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 bench_dlpar_gemm_peak_LDADD = $(CUDA_LDFLAGS) -lcublas -lcudart
+noinst_PROGRAMS += bench/dlpar-attention-rate
+bench_dlpar_attention_rate_SOURCES = bench/attention_rate.c
+bench_dlpar_attention_rate_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+bench_dlpar_attention_rate_LDADD = kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
 endif
 EXTRA_DIST += bench/README.md bench/RESULTS.md bench/rendezvous bench/torch-startup bench/torch_rendezvous.py \
-	bench/cpu-vs-torch bench/gpu-vs-torch bench/gpu-round bench/torch_train.py bench/plugin-overhead bench/nccl-groups \
+	bench/cpu-vs-torch bench/gpu-vs-torch bench/attention-vs-torch bench/gpu-round bench/torch_train.py bench/torch_attention.py bench/plugin-overhead bench/nccl-groups \
 	bench/startup-scaling

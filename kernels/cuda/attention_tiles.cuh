@@ -252,6 +252,7 @@ __host__ __device__ void at_forward_block(const Ctx &c, float *smem, int i0, int
   const at_head hd = at_head_of(bh, a);
   float *qd = smem, *kd = qd + S::DMAJOR, *vr = kd + S::DMAJOR, *pk = vr + S::ROWMAJOR;
   float acc[4][S::DPT] = {}, row_max[4], row_sum[4] = {0, 0, 0, 0}, inv_sum[4];
+  AT_UNROLL
   for (int m = 0; m < 4; m++)
     row_max[m] = -INFINITY;
   at_stage_dmajor<HDP>(c, qd, q, hd, i0, a.scale, a);
@@ -267,6 +268,7 @@ __host__ __device__ void at_forward_block(const Ctx &c, float *smem, int i0, int
     c.sync();
     at_rows<HDP>(acc, pk, vr, tx, ty);
   }
+  AT_UNROLL
   for (int m = 0; m < 4; m++) {
     const int i = i0 + ty * 4 + m;
     inv_sum[m] = 1.0f / row_sum[m];
@@ -303,7 +305,9 @@ __host__ __device__ void at_dkdv_block(const Ctx &c, float *smem, int j0, int bh
     c.sync();
     at_scores<HDP>(st, kd, qbuf, tx, ty);  /* s_ij, rows j, columns i */
     at_scores<HDP>(dpt, vd, dobuf, tx, ty); /* do_i.v_j */
+    AT_UNROLL
     for (int m = 0; m < 4; m++)
+      AT_UNROLL
       for (int n = 0; n < 4; n++) {
         const int i = tx * 4 + n;
         const float p = i0 + i < a.N ? expf(st[m][n] * a.scale - lse_s[i]) : 0.0f;
@@ -335,6 +339,7 @@ __host__ __device__ void at_dq_block(const Ctx &c, float *smem, int i0, int bh, 
   float *qd = smem, *dod = qd + S::DMAJOR, *kd = dod + S::DMAJOR, *vbuf = kd + S::DMAJOR, *dsk = vbuf + S::EITHER;
   float dq_acc[4][S::DPT] = {}, lse_r[4], delta_r[4];
   const float dq_scale[4] = {a.scale, a.scale, a.scale, a.scale};
+  AT_UNROLL
   for (int m = 0; m < 4; m++) {
     const int i = i0 + ty * 4 + m;
     lse_r[m] = i < a.N ? lse[(size_t)bh * a.N + i] : 0.0f;
@@ -350,7 +355,9 @@ __host__ __device__ void at_dq_block(const Ctx &c, float *smem, int i0, int bh, 
     c.sync();
     at_scores<HDP>(s, qd, kd, tx, ty);    /* s_ij, rows i, columns j */
     at_scores<HDP>(dp, dod, vbuf, tx, ty); /* do_i.v_j */
+    AT_UNROLL
     for (int m = 0; m < 4; m++)
+      AT_UNROLL
       for (int n = 0; n < 4; n++) {
         const float p = j0 + tx * 4 + n < a.N ? expf(s[m][n] * a.scale - lse_r[m]) : 0.0f;
         dp[m][n] = p * (dp[m][n] - delta_r[m]);

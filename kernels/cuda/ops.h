@@ -128,7 +128,7 @@ int dl_layernorm_bwd(float *dinp, void *dinp_act, float *dw, float *db, const vo
                      dl_dtype act, cudaStream_t s);
 
 /* ---- attention: flash (online softmax, O(N) memory); q,k,v,o (B,N,NH,HD) act, lse (B,NH,N) fp32;
- * HD <= 128 and a multiple of 8 */
+ * HD from 1 to 128 */
 int dl_attention_fwd(void *o, float *lse, const void *q, const void *k, const void *v, int B, int N, int NH, int HD,
                      float scale, dl_dtype act, cudaStream_t s);
 /* The per-thread local memory (bytes) the attention kernels need at most,
