@@ -122,6 +122,15 @@ __host__ __device__ void at_stage_rowmajor(const Ctx &c, float *dst, const T *sr
   }
 }
 
+/* The two d-major tiles of a pair of score products, rows r0.. of x and y. */
+template <int HDP, typename T, typename Ctx>
+__host__ __device__ void at_stage_pair(const Ctx &c, float *x_tile, const T *x, float *y_tile, const T *y, at_head hd,
+                                       int r0, const attn_shape &a)
+{
+  at_stage_dmajor<HDP>(c, x_tile, x, hd, r0, 1.0f, a);
+  at_stage_dmajor<HDP>(c, y_tile, y, hd, r0, 1.0f, a);
+}
+
 /* acc[m][n] += sum_d A[d][ty*4+m] B[d][tx*4+n] (two d-major tiles) */
 template <int HDP>
 __host__ __device__ void at_scores(float (&acc)[4][4], const float *A, const float *B, int tx, int ty)
@@ -291,13 +300,11 @@ __host__ __device__ void at_dkdv_block(const Ctx &c, float *smem, int j0, int bh
   float *pk = dobuf + S::EITHER, *dsk = pk + S::SCORES, *lse_s = dsk + S::SCORES, *delta_s = lse_s + AT_ROWS;
   float dk_acc[4][S::DPT] = {}, dv_acc[4][S::DPT] = {};
   const float dk_scale[4] = {a.scale, a.scale, a.scale, a.scale}, one[4] = {1, 1, 1, 1};
-  at_stage_dmajor<HDP>(c, kd, k, hd, j0, 1.0f, a);
-  at_stage_dmajor<HDP>(c, vd, v, hd, j0, 1.0f, a);
+  at_stage_pair<HDP>(c, kd, k, vd, v, hd, j0, a);
   for (int i0 = 0; i0 < a.N; i0 += AT_ROWS) {
     float st[4][4] = {}, dpt[4][4] = {};
     c.sync(); /* the previous tile's readers are done */
-    at_stage_dmajor<HDP>(c, qbuf, q, hd, i0, 1.0f, a);
-    at_stage_dmajor<HDP>(c, dobuf, dout, hd, i0, 1.0f, a);
+    at_stage_pair<HDP>(c, qbuf, q, dobuf, dout, hd, i0, a);
     for (int e = c.tid; e < AT_ROWS; e += AT_THREADS) {
       lse_s[e] = i0 + e < a.N ? lse[(size_t)bh * a.N + i0 + e] : 0.0f;
       delta_s[e] = i0 + e < a.N ? delta[(size_t)bh * a.N + i0 + e] : 0.0f;
@@ -345,13 +352,11 @@ __host__ __device__ void at_dq_block(const Ctx &c, float *smem, int i0, int bh, 
     lse_r[m] = i < a.N ? lse[(size_t)bh * a.N + i] : 0.0f;
     delta_r[m] = i < a.N ? delta[(size_t)bh * a.N + i] : 0.0f;
   }
-  at_stage_dmajor<HDP>(c, qd, q, hd, i0, 1.0f, a);
-  at_stage_dmajor<HDP>(c, dod, dout, hd, i0, 1.0f, a);
+  at_stage_pair<HDP>(c, qd, q, dod, dout, hd, i0, a);
   for (int j0 = 0; j0 < a.N; j0 += AT_ROWS) {
     float s[4][4] = {}, dp[4][4] = {};
     c.sync(); /* the previous tile's readers are done */
-    at_stage_dmajor<HDP>(c, kd, k, hd, j0, 1.0f, a);
-    at_stage_dmajor<HDP>(c, vbuf, v, hd, j0, 1.0f, a);
+    at_stage_pair<HDP>(c, kd, k, vbuf, v, hd, j0, a);
     c.sync();
     at_scores<HDP>(s, qd, kd, tx, ty);    /* s_ij, rows i, columns j */
     at_scores<HDP>(dp, dod, vbuf, tx, ty); /* do_i.v_j */

@@ -123,4 +123,28 @@ static inline double bound_for(dl_dtype t)
     }                                                                                                      \
   } while (0)
 
+/* An attention's outputs, fp32 on the host: o, dq, dk, dv of n values, lse of rows. */
+typedef struct {
+  float *o, *lse, *dq, *dk, *dv;
+} attn_result;
+
+/* Each output of got against ref, named "LABEL FIELD". */
+static inline void check_attention_close(const char *label, dl_dtype t, const attn_result *got,
+                                         const attn_result *ref, size_t n, size_t rows)
+{
+  const float *const got_fields[5] = {got->o, got->lse, got->dq, got->dk, got->dv};
+  const float *const ref_fields[5] = {ref->o, ref->lse, ref->dq, ref->dk, ref->dv};
+  const char *const names[5] = {"o", "lse", "dq", "dk", "dv"};
+  char what[128];
+  for (int i = 0; i < 5; i++) {
+    snprintf(what, sizeof what, "%s %s", label, names[i]);
+    CHECK_CLOSE(what, t, got_fields[i], ref_fields[i], i == 1 ? rows : n);
+  }
+}
+
+static inline void free_attn_result(attn_result *r)
+{
+  free(r->o), free(r->lse), free(r->dq), free(r->dk), free(r->dv);
+}
+
 #endif

@@ -16,10 +16,6 @@
 #include "kernels/cpu/ops.h"
 #include "tests/gpu/gpu_check.h"
 
-typedef struct {
-  float *o, *lse, *dq, *dk, *dv;
-} attn_result;
-
 /* the device results of one implementation, as fp32 host copies */
 static attn_result fetch(void *o, float *lse, void *dq, void *dk, void *dv, size_t n, size_t rows, dl_dtype t)
 {
@@ -31,21 +27,9 @@ static attn_result fetch(void *o, float *lse, void *dq, void *dk, void *dv, size
 static void compare(const char *who, const char *against, dl_dtype t, int N, int HD, const attn_result *got,
                     const attn_result *ref, size_t n, size_t rows)
 {
-  char what[96];
-#define COMPARE(field, count)                                                                                 \
-  snprintf(what, sizeof what, "%s %s vs %s N=%d HD=%d", who, #field, against, N, HD);                         \
-  CHECK_CLOSE(what, t, got->field, ref->field, count)
-  COMPARE(o, n);
-  COMPARE(lse, rows);
-  COMPARE(dq, n);
-  COMPARE(dk, n);
-  COMPARE(dv, n);
-#undef COMPARE
-}
-
-static void free_result(attn_result *r)
-{
-  free(r->o), free(r->lse), free(r->dq), free(r->dk), free(r->dv);
+  char label[96];
+  snprintf(label, sizeof label, "%s vs %s N=%d HD=%d:", who, against, N, HD);
+  check_attention_close(label, t, got, ref, n, rows);
 }
 
 static void test_shape(dl_sdpa *sdpa, int N, int HD)
@@ -88,11 +72,11 @@ static void test_shape(dl_sdpa *sdpa, int N, int HD)
     compare("reference", "cpu", t, N, HD, &reference, &cpu, n, rows);
     compare("cudnn", "cpu", t, N, HD, &cudnn, &cpu, n, rows);
     compare("cudnn", "reference", t, N, HD, &cudnn, &reference, n, rows);
-    free_result(&reference), free_result(&cudnn);
+    free_attn_result(&reference), free_attn_result(&cudnn);
     cudaFree(d_q), cudaFree(d_k), cudaFree(d_v), cudaFree(d_dout), cudaFree(d_o), cudaFree(d_dq), cudaFree(d_dk);
     cudaFree(d_dv), cudaFree(d_lse), cudaFree(d_delta), cudaFree(workspace);
   }
-  free_result(&cpu);
+  free_attn_result(&cpu);
   free(q), free(k), free(v), free(dout);
 }
 

@@ -24,26 +24,18 @@ static void check_shape(int B, int N, int NH, int HD, bool bf16)
   const size_t n = (size_t)B * N * NH * HD, rows = (size_t)B * NH * N;
   const dl_dtype t = bf16 ? DL_BF16 : DL_F32;
   float *q = host_random(n, 1), *k = host_random(n, 1), *v = host_random(n, 1), *dout = host_random(n, 1);
-  float *o_ref = host_zeros(n), *lse_ref = host_zeros(rows), *dq_ref = host_zeros(n), *dk_ref = host_zeros(n),
-        *dv_ref = host_zeros(n);
-  float *o = host_zeros(n), *lse = host_zeros(rows), *dq = host_zeros(n), *dk = host_zeros(n), *dv = host_zeros(n);
+  attn_result cpu = {host_zeros(n), host_zeros(rows), host_zeros(n), host_zeros(n), host_zeros(n)};
+  attn_result tiles = {host_zeros(n), host_zeros(rows), host_zeros(n), host_zeros(n), host_zeros(n)};
   const float scale = 1.0f / sqrtf((float)HD);
-  const at_emulation e = {q, k, v, dout, o, lse, dq, dk, dv, B, N, NH, HD, scale, bf16};
-  char what[96];
-  attention_fwd_f32(o_ref, lse_ref, q, k, v, B, N, NH, HD, scale);
-  attention_bwd_f32(dq_ref, dk_ref, dv_ref, dout, q, k, v, o_ref, lse_ref, B, N, NH, HD, scale);
+  const at_emulation e = {q, k, v, dout, tiles.o, tiles.lse, tiles.dq, tiles.dk, tiles.dv, B, N, NH, HD, scale, bf16};
+  char label[96];
+  attention_fwd_f32(cpu.o, cpu.lse, q, k, v, B, N, NH, HD, scale);
+  attention_bwd_f32(cpu.dq, cpu.dk, cpu.dv, dout, q, k, v, cpu.o, cpu.lse, B, N, NH, HD, scale);
   CHECK_INT(at_emulate(&e), 0);
-#define COMPARE(field, count)                                                                     \
-  snprintf(what, sizeof what, "tiles %s B=%d N=%d NH=%d HD=%d", #field, B, N, NH, HD);            \
-  CHECK_CLOSE(what, t, field, field##_ref, count)
-  COMPARE(o, n);
-  COMPARE(lse, rows);
-  COMPARE(dq, n);
-  COMPARE(dk, n);
-  COMPARE(dv, n);
-#undef COMPARE
-  free(q), free(k), free(v), free(dout), free(o_ref), free(lse_ref), free(dq_ref), free(dk_ref), free(dv_ref);
-  free(o), free(lse), free(dq), free(dk), free(dv);
+  snprintf(label, sizeof label, "tiles vs cpu B=%d N=%d NH=%d HD=%d:", B, N, NH, HD);
+  check_attention_close(label, t, &tiles, &cpu, n, rows);
+  free(q), free(k), free(v), free(dout);
+  free_attn_result(&cpu), free_attn_result(&tiles);
 }
 
 int main(void)
