@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """bench/torch_attention.py: the anchor of bench/attention-vs-torch:
-PyTorch's scaled_dot_product_attention (the backend it picks itself) at one
-shape, q, k, v made as the tutorial's model makes them ((B, N, NH, HD)
-viewed as (B, NH, N, HD)), exact fp32 (TF32 off, PyTorch's default). Mean
-of the timed calls after warm-up, CUDA events; FLOPs counted as
-bench/attention_rate.c counts them. Prints one line in its format.
+PyTorch's scaled_dot_product_attention (the backend it picks itself: in
+fp32 on sm_80 and later its memory-efficient kernel, 3xTF32 on tensor
+cores, fp32-accurate) at one shape, q, k, v made as the tutorial's model
+makes them ((B, N, NH, HD) viewed as (B, NH, N, HD)). Mean of the timed
+calls after warm-up, CUDA events; FLOPs counted as bench/attention_rate.c
+counts them. Prints one line in its format.
   python3 bench/torch_attention.py fp32|bf16|fp16 B N NH HD [repeats]"""
 import sys
 
@@ -29,8 +30,6 @@ def main():
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
     B, N, NH, HD = (int(x) for x in sys.argv[2:6])
     repeats = int(sys.argv[6]) if len(sys.argv) > 6 else 10
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
     q, k, v = (torch.empty(B, N, NH, HD, device="cuda", dtype=dtype).uniform_(-1, 1).requires_grad_()
                for _ in range(3))
     dout = torch.empty(B, NH, N, HD, device="cuda", dtype=dtype).uniform_(-1, 1)

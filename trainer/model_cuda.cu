@@ -239,6 +239,24 @@ static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_in
   return DLPAR_OK;
 }
 
+/* dlpar's attention kernels (fp32, attention: reference) hold their tiles
+ * in shared memory: refused at start-up, by name, on a GPU with too little. */
+static int check_attention_fits(model_cuda *m, const dlpar_info *info)
+{
+  const vit_dims *d = &m->base.dims;
+  size_t needed = 0;
+  int allowed = 0;
+  if (m->sdpa)
+    return DLPAR_OK;
+  MODEL_TRY(m, dl_attention_shared_bytes(d->HD, &needed));
+  MODEL_TRY(m, cudaDeviceGetAttribute(&allowed, cudaDevAttrMaxSharedMemoryPerBlockOptin, info->device));
+  if (needed > (size_t)allowed)
+    return model_fail(&m->base, DLPAR_ERR_INPUT, "attention: dlpar's kernels need %zu KB of shared memory per block "
+                      "for heads of %d dims; this GPU allows %d KB (use amp_mode bf16 for cuDNN's attention, or "
+                      "smaller heads: more num_heads)", needed / 1024, d->HD, allowed / 1024);
+  return DLPAR_OK;
+}
+
 /* The MLP's GELU in cuBLASLt's epilogues where it can (16-bit
  * activations; dl_gelu_epilogue), else the exact kernels with one notice. */
 static int plan_gelu(model_cuda *m, const dlpar_info *info)
@@ -848,6 +866,7 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   DLPAR_TRY(reserve_kernel_stack(m));
   MODEL_TRY(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
   DLPAR_TRY(plan_attention(m, cfg, info));
+  DLPAR_TRY(check_attention_fits(m, info));
   DLPAR_TRY(plan_gelu(m, info));
   DLPAR_TRY(report_choices(m, cfg, info));
   layout(m); /* measure */

@@ -7,7 +7,8 @@
  * fp16) and of attention: reference; 16-bit runs use cuDNN's
  * (attention_cudnn.cu). Heads up to 128 dims, padded to 16, 32, 48, 64 or
  * 128 (the padding's dims are zeros). Shared memory is dynamic, up to
- * 175 KB a block (dk/dv at 128 dims; the H100 allows 227 KB). */
+ * 175 KB a block (dk/dv at 128 dims; the H100 allows 227 KB, an A100 163,
+ * sm_86/89 99: dl_attention_shared_bytes says what a head size needs). */
 #include "config.h"
 
 #include "kernels/cuda/attention_tiles.cuh"
@@ -162,6 +163,21 @@ extern "C" int dl_attention_bwd(void *dq, void *dk, void *dv, const void *dout, 
   if (!at_padded_head(HD))
     return (int)cudaErrorInvalidValue;
   return DL_DISPATCH(act, attention_bwd, dq, dk, dv, dout, q, k, v, o, lse, delta, B, a, s);
+}
+
+extern "C" int dl_attention_shared_bytes(int HD, size_t *bytes)
+{
+  int floats = 0;
+  switch (at_padded_head(HD)) {
+  case 16: floats = at_sizes<16>::DKDV; break;
+  case 32: floats = at_sizes<32>::DKDV; break;
+  case 48: floats = at_sizes<48>::DKDV; break;
+  case 64: floats = at_sizes<64>::DKDV; break;
+  case 128: floats = at_sizes<128>::DKDV; break;
+  default: return (int)cudaErrorInvalidValue;
+  }
+  *bytes = (size_t)floats * sizeof(float); /* dk/dv's block holds the most */
+  return 0;
 }
 
 /* The largest per-thread local memory (frames, spills) of the kernels. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/attention_tiles.cuh: the flash attention's block code, one
  * 64-row tile per block of 256 threads, fp32 in shared memory and in
- * registers, fp32 FMAs (exact fp32, no TF32), never an N x N matrix:
+ * registers, fp32 FMAs (no TF32), never an N x N matrix:
  *  forward (a block of query rows i, over key tiles j):
  *    s_ij = q_i.k_j scale, online softmax (running max and sum per row),
  *    o_i = sum_j softmax_j(s_ij) v_j,  lse_i = log sum_j exp(s_ij)
@@ -12,12 +12,13 @@
  *  (no atomics: deterministic).
  * Each tile product is a register-blocked SIMT GEMM: thread (tx, ty) of the
  * 16 x 16 grid holds a 4 x 4 piece (rows ty*4.., columns tx*4..) of a
- * 64 x 64 score tile, and rows ty*4.. x dims tx*DPT.. of a 64 x HD output.
+ * 64 x 64 score tile, and rows ty*4.. x DPT dims (at_dim) of a 64 x HD output.
  * Operands of a score tile are staged d-major ([d][row]: float4 loads along
  * rows); those of an output product row-major ([row][d]).
  * The code is __host__ __device__ over a context giving the thread's index,
  * the block barrier and the half-warp shuffle, so a test runs these very
- * functions on the CPU, a thread per CUDA thread (tests/unit/test_attention_tiles.cu);
+ * functions on the CPU, a thread per CUDA thread (tests/unit/attention_emulator.cu,
+ * for tests/unit/test_attention_tiles.c);
  * attention.cu's kernels run them with threadIdx, __syncthreads and
  * __shfl_xor_sync. Every thread reaches every barrier and shuffle. */
 #ifndef DLPAR_KERNELS_CUDA_ATTENTION_TILES_CUH
@@ -66,7 +67,22 @@ template <int HDP> struct at_sizes {
   static constexpr int FWD = 2 * DMAJOR + ROWMAJOR + SCORES;
   static constexpr int DKDV = 2 * DMAJOR + 2 * EITHER + 2 * SCORES + 2 * AT_ROWS;
   static constexpr int DQ = 3 * DMAJOR + EITHER + SCORES;
+  /* float4 accesses: every row and every buffer starts on 16 bytes */
+  static_assert(AT_LD % 4 == 0 && LDR % 4 == 0 && DMAJOR % 4 == 0 && ROWMAJOR % 4 == 0 && SCORES % 4 == 0,
+                "tile rows and buffers must keep float4 alignment");
+  static_assert(HDP % 16 == 0 && HDP <= 128, "heads are padded to a multiple of 16, at most 128");
+  /* sm_90's opt-in limit of dynamic shared memory per block, 227 KB */
+  static_assert(4 * FWD <= 232448 && 4 * DKDV <= 232448 && 4 * DQ <= 232448,
+                "a block's tiles exceed sm_90's shared memory");
 };
+
+/* The e-th of a thread's DPT output dims: runs of 4 (float4 loads) 64 dims
+ * apart when DPT is a multiple of 4, so 16 threads read 16 consecutive
+ * float4s (no bank conflict); else DPT consecutive dims. */
+template <int DPT> __host__ __device__ constexpr int at_dim(int tx, int e)
+{
+  return DPT % 4 == 0 ? (e / 4) * 64 + tx * 4 + e % 4 : tx * DPT + e;
+}
 
 __host__ __device__ inline float4 at_load4(const float *p)
 {
@@ -103,8 +119,11 @@ template <int HDP, typename T, typename Ctx>
 __host__ __device__ void at_stage_dmajor(const Ctx &c, float *dst, const T *src, at_head hd, int r0, float scale,
                                          const attn_shape &a)
 {
+  /* a warp's 32 elements are 4 rows x 8 dims: its global reads stay whole
+   * sectors, its stores (bank 4d + r) hit 32 banks */
   for (int e = c.tid; e < AT_ROWS * HDP; e += AT_THREADS) {
-    const int r = e / HDP, d = e % HDP;
+    const int group = e / 32, lane = e % 32, dim_groups = HDP / 8;
+    const int r = group / dim_groups * 4 + lane % 4, d = group % dim_groups * 8 + lane / 4;
     const bool inside = r0 + r < a.N && d < a.HD;
     dst[d * AT_LD + r] = inside ? to_float(src[hd.base + (size_t)(r0 + r) * hd.ld + d]) * scale : 0.0f;
   }
@@ -135,44 +154,44 @@ __host__ __device__ void at_stage_pair(const Ctx &c, float *x_tile, const T *x, 
 template <int HDP>
 __host__ __device__ void at_scores(float (&acc)[4][4], const float *A, const float *B, int tx, int ty)
 {
-AT_UNROLL_4
+  AT_UNROLL_4
   for (int d = 0; d < HDP; d++) {
     const float4 a4 = at_load4(A + d * AT_LD + ty * 4), b4 = at_load4(B + d * AT_LD + tx * 4);
     const float av[4] = {a4.x, a4.y, a4.z, a4.w}, bv[4] = {b4.x, b4.y, b4.z, b4.w};
-AT_UNROLL
+    AT_UNROLL
     for (int m = 0; m < 4; m++)
-AT_UNROLL
+      AT_UNROLL
       for (int n = 0; n < 4; n++)
         acc[m][n] = fmaf(av[m], bv[n], acc[m][n]);
   }
 }
 
-/* acc[m][e] += sum_k X[k][ty*4+m] Y[k][tx*DPT+e] (X a k-major score tile,
- * Y a row-major tile) */
+/* acc[m][e] += sum_k X[k][ty*4+m] Y[k][at_dim(tx, e)] (X a k-major score
+ * tile, Y a row-major tile) */
 template <int HDP>
 __host__ __device__ void at_rows(float (&acc)[4][at_sizes<HDP>::DPT], const float *X, const float *Y, int tx, int ty)
 {
   constexpr int DPT = at_sizes<HDP>::DPT, LDR = at_sizes<HDP>::LDR;
-AT_UNROLL_4
+  AT_UNROLL_4
   for (int k = 0; k < AT_ROWS; k++) {
     const float4 x4 = at_load4(X + k * AT_LD + ty * 4);
     const float xv[4] = {x4.x, x4.y, x4.z, x4.w};
     float yv[DPT];
-    const float *y = Y + k * LDR + tx * DPT;
+    const float *y = Y + k * LDR;
     if constexpr (DPT % 4 == 0) {
-AT_UNROLL
+      AT_UNROLL
       for (int e = 0; e < DPT; e += 4) {
-        const float4 y4 = at_load4(y + e);
+        const float4 y4 = at_load4(y + at_dim<DPT>(tx, e));
         yv[e] = y4.x, yv[e + 1] = y4.y, yv[e + 2] = y4.z, yv[e + 3] = y4.w;
       }
     } else {
-AT_UNROLL
+      AT_UNROLL
       for (int e = 0; e < DPT; e++)
-        yv[e] = y[e];
+        yv[e] = y[at_dim<DPT>(tx, e)];
     }
-AT_UNROLL
+    AT_UNROLL
     for (int m = 0; m < 4; m++)
-AT_UNROLL
+      AT_UNROLL
       for (int e = 0; e < DPT; e++)
         acc[m][e] = fmaf(xv[m], yv[e], acc[m][e]);
   }
@@ -182,23 +201,23 @@ AT_UNROLL
  * (the column index becomes the reduction index of at_rows). */
 __host__ __device__ inline void at_store_scores(float *X, const float (&v)[4][4], int tx, int ty)
 {
-AT_UNROLL
+  AT_UNROLL
   for (int n = 0; n < 4; n++)
     at_store4(X + (tx * 4 + n) * AT_LD + ty * 4, v[0][n], v[1][n], v[2][n], v[3][n]);
 }
 
-/* Rows ty*4+m, dims tx*DPT+e of one head's 64-row block: out = acc * factor[m]. */
+/* Rows ty*4+m, dims at_dim(tx, e) of one head's 64-row block: out = acc * factor[m]. */
 template <int HDP, typename T>
 __host__ __device__ void at_write_rows(T *out, const float (&acc)[4][at_sizes<HDP>::DPT], const float (&factor)[4],
                                        at_head hd, int r0, int tx, int ty, const attn_shape &a)
 {
   constexpr int DPT = at_sizes<HDP>::DPT;
-AT_UNROLL
+  AT_UNROLL
   for (int m = 0; m < 4; m++) {
     const int r = r0 + ty * 4 + m;
-AT_UNROLL
+    AT_UNROLL
     for (int e = 0; e < DPT; e++) {
-      const int d = tx * DPT + e;
+      const int d = at_dim<DPT>(tx, e);
       if (r < a.N && d < a.HD)
         out[hd.base + (size_t)r * hd.ld + d] = from_float<T>(acc[m][e] * factor[m]);
     }
@@ -227,10 +246,10 @@ template <int DPT, typename Ctx>
 __host__ __device__ void at_online_softmax(const Ctx &c, float (&s)[4][4], float (&acc)[4][DPT], float (&row_max)[4],
                                            float (&row_sum)[4], int count, int tx)
 {
-AT_UNROLL
+  AT_UNROLL
   for (int m = 0; m < 4; m++) {
     float tile_max = -INFINITY;
-AT_UNROLL
+    AT_UNROLL
     for (int n = 0; n < 4; n++) {
       if (tx * 4 + n >= count)
         s[m][n] = -INFINITY;
@@ -238,14 +257,14 @@ AT_UNROLL
     }
     const float new_max = fmaxf(row_max[m], at_row_max(c, tile_max)), correction = expf(row_max[m] - new_max);
     float tile_sum = 0;
-AT_UNROLL
+    AT_UNROLL
     for (int n = 0; n < 4; n++) {
       s[m][n] = expf(s[m][n] - new_max);
       tile_sum += s[m][n];
     }
     row_sum[m] = row_sum[m] * correction + at_row_sum(c, tile_sum);
     row_max[m] = new_max;
-AT_UNROLL
+    AT_UNROLL
     for (int e = 0; e < DPT; e++)
       acc[m][e] *= correction;
   }

@@ -135,6 +135,10 @@ int dl_attention_fwd(void *o, float *lse, const void *q, const void *k, const vo
  * over every dtype (cudaFuncGetAttributes): the stack to reserve before a
  * CUDA graph capture, where the runtime may not grow it. */
 int dl_attention_stack_bytes(size_t *bytes);
+/* The dynamic shared memory (bytes) a block of the attention kernels needs
+ * at most for heads of HD dims (to compare with the device's
+ * cudaDevAttrMaxSharedMemoryPerBlockOptin). */
+int dl_attention_shared_bytes(int HD, size_t *bytes);
 /* dq, dk, dv (act, overwritten); delta: B*NH*N fp32 scratch */
 int dl_attention_bwd(void *dq, void *dk, void *dv, const void *dout, const void *q, const void *k, const void *v,
                      const void *o, const float *lse, float *delta, int B, int N, int NH, int HD, float scale,
