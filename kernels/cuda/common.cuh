@@ -9,6 +9,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "kernels/cuda/ops.h"
 
@@ -56,6 +58,48 @@ __device__ __forceinline__ float warp_sum(float v)
   for (int offset = 16; offset > 0; offset >>= 1)
     v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
+}
+
+/* V consecutive values at p as fp32, and back. V = 4: one load or store of
+ * 16 bytes (fp32) or 8 (bf16, fp16), p aligned to that; V = 1: one value. */
+template <int V, typename T> __device__ __forceinline__ void load_vec(float (&out)[V], const T *p)
+{
+  if constexpr (V == 4 && sizeof(T) == 4) {
+    const float4 v = *(const float4 *)p;
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+  } else if constexpr (V == 4) {
+    const uint2 raw = *(const uint2 *)p;
+    T h[4];
+    memcpy(h, &raw, sizeof(raw));
+    for (int i = 0; i < 4; i++)
+      out[i] = to_float(h[i]);
+  } else {
+    for (int i = 0; i < V; i++)
+      out[i] = to_float(p[i]);
+  }
+}
+
+template <int V, typename T> __device__ __forceinline__ void store_vec(T *p, const float (&in)[V])
+{
+  if constexpr (V == 4 && sizeof(T) == 4) {
+    *(float4 *)p = make_float4(in[0], in[1], in[2], in[3]);
+  } else if constexpr (V == 4) {
+    T h[4];
+    uint2 raw;
+    for (int i = 0; i < 4; i++)
+      h[i] = from_float<T>(in[i]);
+    memcpy(&raw, h, sizeof(raw));
+    *(uint2 *)p = raw;
+  } else {
+    for (int i = 0; i < V; i++)
+      p[i] = from_float<T>(in[i]);
+  }
+}
+
+/* Whether p may be read V values at a time by load_vec (NULL: yes). */
+template <int V, typename T> static inline bool vec_aligned(const T *p)
+{
+  return (uintptr_t)p % (V * sizeof(T)) == 0;
 }
 
 /* Sum over a block whose size is a multiple of 32 (at most 1024); every thread gets it. */

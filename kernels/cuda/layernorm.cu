@@ -3,15 +3,19 @@
  * row, over the fp32 residual stream; the residual add that ends a branch
  * fused with the next norm; the backward as llm.c's (row terms per warp),
  * accumulating the stream's fp32 gradient, the weight and bias gradients
- * as deterministic two-stage column sums over the whole GPU (reduce.cuh). */
+ * as deterministic two-stage column sums over the whole GPU (reduce.cuh).
+ * Rows are read 16 (fp32) or 8 (16-bit) bytes a lane at a time where the
+ * width and the pointers allow (common.cuh's load_vec). */
 #include "config.h"
 
 #include "kernels/cuda/reduce.cuh"
 
 /* x_out = x + y + bias (when y), out = LN(x_out or x). The residual stream
  * (x, x_out) is fp32 in every precision, as PyTorch's autocast keeps it;
- * the branch's output y and the normalised out have the activations' type. */
-template <typename T>
+ * the branch's output y and the normalised out have the activations' type.
+ * A lane takes V consecutive columns at a time (V = 4: 16-byte loads of
+ * fp32, 8-byte of 16-bit values; V = 1 where C or a pointer does not allow). */
+template <typename T, int V>
 __global__ void layernorm_fwd_kernel(float *x_out, T *out, float *mean, float *rstd, const float *x, const T *y,
                                      const float *bias, const float *w, const float *b, int BT, int C, float eps)
 {
@@ -21,22 +25,37 @@ __global__ void layernorm_fwd_kernel(float *x_out, T *out, float *mean, float *r
   const size_t base = (size_t)row * C;
   const float *normed = y ? x_out + base : x + base; /* the row the norm reads */
   float sum = 0, sum2 = 0, m, s;
-  for (int c = lane; c < C; c += 32) {
-    float v = x[base + c];
+  for (int c = lane * V; c < C; c += 32 * V) {
+    float v[V], add[V], bias_v[V] = {};
+    load_vec<V>(v, x + base + c);
     if (y) {
-      v += to_float(y[base + c]) + (bias ? bias[c] : 0.0f);
-      x_out[base + c] = v;
+      load_vec<V>(add, y + base + c);
+      if (bias)
+        load_vec<V>(bias_v, bias + c);
+      for (int i = 0; i < V; i++)
+        v[i] += add[i] + bias_v[i];
+      store_vec<V>(x_out + base + c, v);
     }
-    sum += v;
+    for (int i = 0; i < V; i++)
+      sum += v[i];
   }
   m = warp_sum(sum) / C;
-  for (int c = lane; c < C; c += 32) {
-    const float v = normed[c] - m;
-    sum2 += v * v;
+  for (int c = lane * V; c < C; c += 32 * V) {
+    float v[V];
+    load_vec<V>(v, normed + c);
+    for (int i = 0; i < V; i++)
+      sum2 += (v[i] - m) * (v[i] - m);
   }
   s = rsqrtf(warp_sum(sum2) / C + eps);
-  for (int c = lane; c < C; c += 32)
-    out[base + c] = from_float<T>((normed[c] - m) * s * w[c] + b[c]);
+  for (int c = lane * V; c < C; c += 32 * V) {
+    float v[V], w_v[V], b_v[V];
+    load_vec<V>(v, normed + c);
+    load_vec<V>(w_v, w + c);
+    load_vec<V>(b_v, b + c);
+    for (int i = 0; i < V; i++)
+      v[i] = (v[i] - m) * s * w_v[i] + b_v[i];
+    store_vec<V>(out + base + c, v);
+  }
   if (lane == 0) {
     mean[row] = m;
     rstd[row] = s;
@@ -47,8 +66,14 @@ template <typename T>
 static int layernorm_fwd(float *x_out, void *out, float *mean, float *rstd, const float *x, const void *y,
                          const float *bias, const float *w, const float *b, int BT, int C, float eps, cudaStream_t s)
 {
-  layernorm_fwd_kernel<T><<<(BT + 7) / 8, 256, 0, s>>>(x_out, (T *)out, mean, rstd, x, (const T *)y, bias, w, b, BT,
-                                                        C, eps);
+  const bool by4 = C % 4 == 0 && vec_aligned<4>(x_out) && vec_aligned<4>((const T *)out) && vec_aligned<4>(x) &&
+                   vec_aligned<4>((const T *)y) && vec_aligned<4>(bias) && vec_aligned<4>(w) && vec_aligned<4>(b);
+  if (by4)
+    layernorm_fwd_kernel<T, 4><<<(BT + 7) / 8, 256, 0, s>>>(x_out, (T *)out, mean, rstd, x, (const T *)y, bias, w, b,
+                                                             BT, C, eps);
+  else
+    layernorm_fwd_kernel<T, 1><<<(BT + 7) / 8, 256, 0, s>>>(x_out, (T *)out, mean, rstd, x, (const T *)y, bias, w, b,
+                                                             BT, C, eps);
   DL_TRY_LAUNCH();
   return 0;
 }
@@ -69,8 +94,8 @@ extern "C" int dl_residual_layernorm_fwd(float *x_out, void *out, float *mean, f
 
 /* dinp += the norm's input gradient, in fp32 (the residual stream's
  * gradient); dinp_act (when not NULL) gets the sum in the activations' type,
- * for the GEMMs that read it. */
-template <typename T>
+ * for the GEMMs that read it. V as in the forward. */
+template <typename T, int V>
 __global__ void layernorm_bwd_rows_kernel(float *dinp, T *dinp_act, const T *dout, const float *inp, const float *w,
                                           const float *mean, const float *rstd, int BT, int C)
 {
@@ -78,22 +103,34 @@ __global__ void layernorm_bwd_rows_kernel(float *dinp, T *dinp_act, const T *dou
   if (row >= BT)
     return;
   const size_t base = (size_t)row * C;
+  const float row_mean = mean[row], row_rstd = rstd[row];
   float dnorm_mean = 0, dnorm_norm_mean = 0;
-  for (int c = lane; c < C; c += 32) {
-    const float norm = (inp[base + c] - mean[row]) * rstd[row];
-    const float dnorm = to_float(dout[base + c]) * w[c];
-    dnorm_mean += dnorm;
-    dnorm_norm_mean += dnorm * norm;
+  for (int c = lane * V; c < C; c += 32 * V) {
+    float x_v[V], d_v[V], w_v[V];
+    load_vec<V>(x_v, inp + base + c);
+    load_vec<V>(d_v, dout + base + c);
+    load_vec<V>(w_v, w + c);
+    for (int i = 0; i < V; i++) {
+      const float dnorm = d_v[i] * w_v[i];
+      dnorm_mean += dnorm;
+      dnorm_norm_mean += dnorm * (x_v[i] - row_mean) * row_rstd;
+    }
   }
   dnorm_mean = warp_sum(dnorm_mean) / C;
   dnorm_norm_mean = warp_sum(dnorm_norm_mean) / C;
-  for (int c = lane; c < C; c += 32) {
-    const float norm = (inp[base + c] - mean[row]) * rstd[row];
-    const float dnorm = to_float(dout[base + c]) * w[c];
-    const float sum = dinp[base + c] + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rstd[row];
-    dinp[base + c] = sum;
+  for (int c = lane * V; c < C; c += 32 * V) {
+    float x_v[V], d_v[V], w_v[V], sum[V];
+    load_vec<V>(x_v, inp + base + c);
+    load_vec<V>(d_v, dout + base + c);
+    load_vec<V>(w_v, w + c);
+    load_vec<V>(sum, dinp + base + c);
+    for (int i = 0; i < V; i++) {
+      const float norm = (x_v[i] - row_mean) * row_rstd, dnorm = d_v[i] * w_v[i];
+      sum[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * row_rstd;
+    }
+    store_vec<V>(dinp + base + c, sum);
     if (dinp_act)
-      dinp_act[base + c] = from_float<T>(sum);
+      store_vec<V>(dinp_act + base + c, sum);
   }
 }
 
@@ -119,8 +156,14 @@ static int layernorm_bwd(float *dinp, void *dinp_act, float *dw, float *db, cons
 {
   const ln_param_term<T> term = {(const T *)dout, inp, mean, rstd, C};
   float *const grads[2] = {dw, db};
-  layernorm_bwd_rows_kernel<T><<<(BT + 7) / 8, 256, 0, s>>>(dinp, (T *)dinp_act, (const T *)dout, inp, w, mean, rstd,
-                                                             BT, C);
+  const bool by4 = C % 4 == 0 && vec_aligned<4>(dinp) && vec_aligned<4>((const T *)dinp_act) &&
+                   vec_aligned<4>((const T *)dout) && vec_aligned<4>(inp) && vec_aligned<4>(w);
+  if (by4)
+    layernorm_bwd_rows_kernel<T, 4><<<(BT + 7) / 8, 256, 0, s>>>(dinp, (T *)dinp_act, (const T *)dout, inp, w, mean,
+                                                                  rstd, BT, C);
+  else
+    layernorm_bwd_rows_kernel<T, 1><<<(BT + 7) / 8, 256, 0, s>>>(dinp, (T *)dinp_act, (const T *)dout, inp, w, mean,
+                                                                  rstd, BT, C);
   DL_TRY_LAUNCH();
   return column_reduce<2>(grads, 1, term, BT, C, partials, s);
 }

@@ -106,9 +106,10 @@ static void test_mlp_gelu(dl_blas *blas, int refused, dl_dtype t, int BT, int C,
   }
 }
 
-static void test_layernorm(dl_dtype t)
+/* C = 96: rows read 4 values a lane at a time; C = 98: one at a time. */
+static void test_layernorm(dl_dtype t, int C)
 {
-  const int BT = 37, C = 96;
+  const int BT = 37;
   const size_t n = (size_t)BT * C;
   float *x = host_random(n, 2), *y = host_random(n, 1), *w = host_random(C, 1), *b = host_random(C, 1);
   float *bias = host_random(C, 1), *dout = host_random(n, 1), *sum = malloc(n * sizeof(float));
@@ -123,6 +124,7 @@ static void test_layernorm(dl_dtype t)
   float *d_mean = device_from(NULL, BT, DL_F32), *d_rstd = device_from(NULL, BT, DL_F32);
   float *d_dw = device_from(dw, C, DL_F32), *d_db = device_from(db, C, DL_F32);
   float *d_partials = device_from(NULL, dl_column_partials_bytes(BT, 2 * C) / sizeof(float), DL_F32);
+  printf("layernorm, C=%d:\n", C);
   for (size_t i = 0; i < n; i++)
     sum[i] = x[i] + y[i] + bias[i % C];
   layernorm_fwd_f32(out, mean, rstd, sum, w, b, BT, C, 1e-6f);
@@ -148,7 +150,7 @@ static void test_layernorm(dl_dtype t)
 
 static void test_pointwise(dl_dtype t)
 {
-  const size_t n = 5000;
+  const size_t n = 5003; /* not a multiple of 4: the vector loads and the tail */
   float *x = host_random(n, 3), *dout = host_random(n, 1), *out = malloc(n * 4), *dinp = malloc(n * 4);
   void *d_x = device_from(x, n, t), *d_dout = device_from(dout, n, t), *d_out = device_from(NULL, n, t);
   void *d_dinp = device_from(NULL, n, t);
@@ -351,7 +353,8 @@ static void test_column_sum_large(dl_dtype t, int cols)
 
 /* LayerNorm's weight and bias gradients (and its dinp, not checked here:
  * test_layernorm does) from given statistics; the time is the whole
- * backward's, its bytes those the gradients read (dout, inp). */
+ * backward's, its bytes those the gradients read (dout, inp); then the
+ * forward's time, its bytes the fp32 stream it reads. */
 static void test_layernorm_params_large(dl_dtype t, int C)
 {
   const int BT = BIG_ROWS;
@@ -360,7 +363,7 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   float *rstd = malloc(sizeof(float) * BT), *want_w = malloc(sizeof(float) * C), *want_b = malloc(sizeof(float) * C);
   double *sum_w = calloc((size_t)C, sizeof(double)), *sum_b = calloc((size_t)C, sizeof(double));
   float *d_inp = device_from(inp, n, DL_F32), *d_dinp = device_from(NULL, n, DL_F32);
-  void *d_dout = device_from(dout, n, t);
+  void *d_dout = device_from(dout, n, t), *d_out = device_from(NULL, n, t);
   float *d_w = device_from(w, C, DL_F32), *d_dw = device_from(NULL, C, DL_F32), *d_db = device_from(NULL, C, DL_F32);
   float *d_partials = device_from(NULL, dl_column_partials_bytes(BT, 2 * C) / sizeof(float), DL_F32);
   float *inp_act = host_from(d_inp, n, DL_F32), *dout_act = host_from(d_dout, n, t), *d_mean, *d_rstd;
@@ -408,8 +411,14 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   GPU_OR_EXIT(cudaEventRecord(stop, 0));
   snprintf(what[0], sizeof(what[0]), "layernorm backward %d x %d (rows and parameters)", BT, C);
   report_bandwidth(what[0], t, n * (dl_dtype_bytes(t) + sizeof(float)), start, stop);
+  GPU_OR_EXIT(cudaEventRecord(start, 0));
+  for (int i = 0; i < TIMED_CALLS; i++) /* (overwrites the statistics: last) */
+    GPU_OR_EXIT(dl_layernorm_fwd(d_out, d_mean, d_rstd, d_inp, d_w, d_w, BT, C, 1e-6f, t, 0));
+  GPU_OR_EXIT(cudaEventRecord(stop, 0));
+  snprintf(what[0], sizeof(what[0]), "layernorm forward %d x %d (the fp32 stream read)", BT, C);
+  report_bandwidth(what[0], t, n * sizeof(float), start, stop);
   cudaEventDestroy(start), cudaEventDestroy(stop);
-  cudaFree(d_inp), cudaFree(d_dout), cudaFree(d_dinp), cudaFree(d_w), cudaFree(d_dw), cudaFree(d_db);
+  cudaFree(d_out), cudaFree(d_inp), cudaFree(d_dout), cudaFree(d_dinp), cudaFree(d_w), cudaFree(d_dw), cudaFree(d_db);
   cudaFree(d_partials), cudaFree(d_mean), cudaFree(d_rstd);
   free(inp), free(dout), free(w), free(mean), free(rstd), free(want_w), free(want_b), free(sum_w), free(sum_b);
   free(inp_act), free(dout_act);
@@ -481,7 +490,8 @@ int main(void)
   for (int i = 0; i < 3; i++) {
     test_gemms(blas, 0, types[i]);
     test_gemms(plain, 1, types[i]);
-    test_layernorm(types[i]);
+    test_layernorm(types[i], 96);
+    test_layernorm(types[i], 98);
     test_pointwise(types[i]);
     test_attention(types[i], 150, 48);  /* the base config's head size; partial tiles */
     test_attention(types[i], 70, 128);  /* the mp config's head size */
