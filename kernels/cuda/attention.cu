@@ -2,7 +2,7 @@
 /* kernels/cuda/attention.cu: flash attention, forward and backward, never
  * an N x N matrix in memory (the base config has N = 4050 tokens): the
  * kernels and their launches around attention_tiles.cuh's block code
- * (register-blocked fp32 SIMT tiles, exact fp32, deterministic). It is
+ * (register-blocked tiles of fp32 FMAs, deterministic). It is
  * the attention of fp32 runs (cuDNN's fused attention takes only bf16 and
  * fp16) and of attention: reference; 16-bit runs use cuDNN's
  * (attention_cudnn.cu). Heads up to 128 dims, padded to 16, 32, 48, 64 or
@@ -116,10 +116,7 @@ template <typename T> __global__ void delta_kernel(float *delta, const T *dout, 
   for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
     const size_t i = r % a.N, bh = r / a.N, b = bh / a.NH, h = bh % a.NH;
     const size_t at = b * a.N * ld + i * ld + h * a.HD;
-    float sum = 0;
-    for (int d = 0; d < a.HD; d++)
-      sum += to_float(dout[at + d]) * to_float(o[at + d]);
-    delta[r] = sum;
+    delta[r] = at_delta_row(dout + at, o + at, a.HD);
   }
 }
 
@@ -167,16 +164,9 @@ extern "C" int dl_attention_bwd(void *dq, void *dk, void *dv, const void *dout, 
 
 extern "C" int dl_attention_shared_bytes(int HD, size_t *bytes)
 {
-  int floats = 0;
-  switch (at_padded_head(HD)) {
-  case 16: floats = at_sizes<16>::DKDV; break;
-  case 32: floats = at_sizes<32>::DKDV; break;
-  case 48: floats = at_sizes<48>::DKDV; break;
-  case 64: floats = at_sizes<64>::DKDV; break;
-  case 128: floats = at_sizes<128>::DKDV; break;
-  default: return (int)cudaErrorInvalidValue;
-  }
-  *bytes = (size_t)floats * sizeof(float); /* dk/dv's block holds the most */
+  if (!at_padded_head(HD))
+    return (int)cudaErrorInvalidValue;
+  *bytes = (size_t)at_dkdv_floats(at_padded_head(HD)) * sizeof(float); /* dk/dv's block holds the most */
   return 0;
 }
 

@@ -56,6 +56,14 @@ __host__ __device__ constexpr int at_padded_head(int HD)
 }
 
 /* HDP: the head dimension padded to a multiple of 16 (dims >= HD are 0). */
+/* The shared memory (floats) of a dk/dv block, the largest of the three
+ * kinds, for heads padded to hdp (at_sizes' DKDV; dl_attention_shared_bytes). */
+__host__ __device__ constexpr int at_dkdv_floats(int hdp)
+{
+  return 2 * hdp * AT_LD + 2 * (hdp * AT_LD > AT_ROWS * (hdp + 4) ? hdp * AT_LD : AT_ROWS * (hdp + 4)) +
+         2 * AT_ROWS * AT_LD + 2 * AT_ROWS;
+}
+
 template <int HDP> struct at_sizes {
   static constexpr int DPT = HDP / 16;           /* output dims per thread */
   static constexpr int LDR = HDP + 4;            /* a row-major tile's row */
@@ -66,6 +74,7 @@ template <int HDP> struct at_sizes {
   /* shared memory (floats) of each block kind */
   static constexpr int FWD = 2 * DMAJOR + ROWMAJOR + SCORES;
   static constexpr int DKDV = 2 * DMAJOR + 2 * EITHER + 2 * SCORES + 2 * AT_ROWS;
+  static_assert(DKDV == at_dkdv_floats(HDP), "at_dkdv_floats follows this layout");
   static constexpr int DQ = 3 * DMAJOR + EITHER + SCORES;
   /* float4 accesses: every row and every buffer starts on 16 bytes */
   static_assert(AT_LD % 4 == 0 && LDR % 4 == 0 && DMAJOR % 4 == 0 && ROWMAJOR % 4 == 0 && SCORES % 4 == 0,
@@ -270,6 +279,24 @@ __host__ __device__ void at_online_softmax(const Ctx &c, float (&s)[4][4], float
   }
 }
 
+/* The backward's recomputed probability and its score gradient for one
+ * score s (unscaled) and do.v: p = exp(s scale - lse), 0 for a position
+ * past N; s becomes p, dp becomes ds = p (dp - delta). */
+__host__ __device__ inline void at_prob_grad(float &s, float &dp, float lse, float delta, bool inside, float scale)
+{
+  s = inside ? expf(s * scale - lse) : 0.0f;
+  dp = s * (dp - delta);
+}
+
+/* delta = do.o over one row of HD values: the backward's per-row term. */
+template <typename T> __host__ __device__ float at_delta_row(const T *dout, const T *o, int HD)
+{
+  float sum = 0;
+  for (int d = 0; d < HD; d++)
+    sum += to_float(dout[d]) * to_float(o[d]);
+  return sum;
+}
+
 /* Forward for the query rows [i0, i0 + 64) of head bh. */
 template <int HDP, typename T, typename Ctx>
 __host__ __device__ void at_forward_block(const Ctx &c, float *smem, int i0, int bh, T *o, float *lse, const T *q,
@@ -334,12 +361,8 @@ __host__ __device__ void at_dkdv_block(const Ctx &c, float *smem, int j0, int bh
     AT_UNROLL
     for (int m = 0; m < 4; m++)
       AT_UNROLL
-      for (int n = 0; n < 4; n++) {
-        const int i = tx * 4 + n;
-        const float p = i0 + i < a.N ? expf(st[m][n] * a.scale - lse_s[i]) : 0.0f;
-        dpt[m][n] = p * (dpt[m][n] - delta_s[i]);
-        st[m][n] = p;
-      }
+      for (int n = 0; n < 4; n++) /* rows j, columns i */
+        at_prob_grad(st[m][n], dpt[m][n], lse_s[tx * 4 + n], delta_s[tx * 4 + n], i0 + tx * 4 + n < a.N, a.scale);
     at_store_scores(pk, st, tx, ty);
     at_store_scores(dsk, dpt, tx, ty);
     c.sync(); /* the d-major q and do are read: restage them row-major */
@@ -382,10 +405,8 @@ __host__ __device__ void at_dq_block(const Ctx &c, float *smem, int i0, int bh, 
     AT_UNROLL
     for (int m = 0; m < 4; m++)
       AT_UNROLL
-      for (int n = 0; n < 4; n++) {
-        const float p = j0 + tx * 4 + n < a.N ? expf(s[m][n] * a.scale - lse_r[m]) : 0.0f;
-        dp[m][n] = p * (dp[m][n] - delta_r[m]);
-      }
+      for (int n = 0; n < 4; n++) /* rows i, columns j */
+        at_prob_grad(s[m][n], dp[m][n], lse_r[m], delta_r[m], j0 + tx * 4 + n < a.N, a.scale);
     at_store_scores(dsk, dp, tx, ty);
     c.sync(); /* v is read: the buffer takes k row-major */
     at_stage_rowmajor<HDP>(c, vbuf, k, hd, j0, a);

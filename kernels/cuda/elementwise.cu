@@ -47,10 +47,9 @@ template <int V, typename D, typename S> __global__ void cast_kernel(D *dst, con
 
 template <typename D, typename S> static int cast_as(D *dst, const S *src, size_t n, cudaStream_t s)
 {
-  if (map_width(dst, src, src) == 4)
-    cast_kernel<4, D, S><<<dl_blocks(n / 4, 256), 256, 0, s>>>(dst, src, n);
-  else
-    cast_kernel<1, D, S><<<dl_blocks(n, 256), 256, 0, s>>>(dst, src, n);
+  const int width = map_width(dst, src, src);
+  const auto kernel = width == 4 ? cast_kernel<4, D, S> : cast_kernel<1, D, S>;
+  kernel<<<dl_blocks(n / width, 256), 256, 0, s>>>(dst, src, n);
   DL_TRY_LAUNCH();
   return 0;
 }
@@ -174,10 +173,9 @@ template <int V, typename T, typename F> __global__ void gelu_kernel(T *out, con
 
 template <typename T, typename F> static int gelu_map(T *out, const T *inp, const T *dout, size_t n, cudaStream_t s)
 {
-  if (map_width(out, inp, dout) == 4)
-    gelu_kernel<4, T, F><<<dl_blocks(n / 4, 256), 256, 0, s>>>(out, inp, dout, n);
-  else
-    gelu_kernel<1, T, F><<<dl_blocks(n, 256), 256, 0, s>>>(out, inp, dout, n);
+  const int width = map_width(out, inp, dout);
+  const auto kernel = width == 4 ? gelu_kernel<4, T, F> : gelu_kernel<1, T, F>;
+  kernel<<<dl_blocks(n / width, 256), 256, 0, s>>>(out, inp, dout, n);
   DL_TRY_LAUNCH();
   return 0;
 }

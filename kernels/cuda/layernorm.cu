@@ -68,12 +68,8 @@ static int layernorm_fwd(float *x_out, void *out, float *mean, float *rstd, cons
 {
   const bool by4 = C % 4 == 0 && vec_aligned<4>(x_out) && vec_aligned<4>((const T *)out) && vec_aligned<4>(x) &&
                    vec_aligned<4>((const T *)y) && vec_aligned<4>(bias) && vec_aligned<4>(w) && vec_aligned<4>(b);
-  if (by4)
-    layernorm_fwd_kernel<T, 4><<<(BT + 7) / 8, 256, 0, s>>>(x_out, (T *)out, mean, rstd, x, (const T *)y, bias, w, b,
-                                                             BT, C, eps);
-  else
-    layernorm_fwd_kernel<T, 1><<<(BT + 7) / 8, 256, 0, s>>>(x_out, (T *)out, mean, rstd, x, (const T *)y, bias, w, b,
-                                                             BT, C, eps);
+  const auto kernel = by4 ? layernorm_fwd_kernel<T, 4> : layernorm_fwd_kernel<T, 1>;
+  kernel<<<(BT + 7) / 8, 256, 0, s>>>(x_out, (T *)out, mean, rstd, x, (const T *)y, bias, w, b, BT, C, eps);
   DL_TRY_LAUNCH();
   return 0;
 }
@@ -158,12 +154,8 @@ static int layernorm_bwd(float *dinp, void *dinp_act, float *dw, float *db, cons
   float *const grads[2] = {dw, db};
   const bool by4 = C % 4 == 0 && vec_aligned<4>(dinp) && vec_aligned<4>((const T *)dinp_act) &&
                    vec_aligned<4>((const T *)dout) && vec_aligned<4>(inp) && vec_aligned<4>(w);
-  if (by4)
-    layernorm_bwd_rows_kernel<T, 4><<<(BT + 7) / 8, 256, 0, s>>>(dinp, (T *)dinp_act, (const T *)dout, inp, w, mean,
-                                                                  rstd, BT, C);
-  else
-    layernorm_bwd_rows_kernel<T, 1><<<(BT + 7) / 8, 256, 0, s>>>(dinp, (T *)dinp_act, (const T *)dout, inp, w, mean,
-                                                                  rstd, BT, C);
+  const auto kernel = by4 ? layernorm_bwd_rows_kernel<T, 4> : layernorm_bwd_rows_kernel<T, 1>;
+  kernel<<<(BT + 7) / 8, 256, 0, s>>>(dinp, (T *)dinp_act, (const T *)dout, inp, w, mean, rstd, BT, C);
   DL_TRY_LAUNCH();
   return column_reduce<2>(grads, 1, term, BT, C, partials, s);
 }

@@ -123,13 +123,10 @@ static int emulate_at(const at_emulation *e, const attn_shape &a)
         at_forward_block<HDP>(c, smem, r0, bh, o_, lse, q_, k_, v_, a);
       }) != 0)
     return -1;
-  for (size_t r = 0; r < delta.size(); r++) { /* delta_kernel's sum, in its order */
+  for (size_t r = 0; r < delta.size(); r++) { /* delta_kernel's rows */
     const at_head hd = at_head_of((int)(r / a.N), a);
     const size_t at = hd.base + (r % a.N) * hd.ld;
-    float sum = 0;
-    for (int d = 0; d < a.HD; d++)
-      sum += to_float(dout[at + d]) * to_float(o[at + d]);
-    delta[r] = sum;
+    delta[r] = at_delta_row(dout.data() + at, o.data() + at, a.HD);
   }
   if (run_grid(at_sizes<HDP>::DKDV, e->B, a, [&](const at_host_ctx &c, float *smem, int r0, int bh) {
         at_dkdv_block<HDP>(c, smem, r0, bh, dk_, dv_, q_, k_, v_, do_, lse, delta_, a);
