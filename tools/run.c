@@ -144,9 +144,9 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   setenv("OMPI_MCA_pml", "ob1", 0);
   /* Open MPI 4's session directory under the run's own directory: two runs
    * sharing /tmp/ompi.HOST.UID race when one removes it as the other
-   * starts (open-mpi/ompi#8510; seen as a rank's segfault after "shared
-   * memory initialization: open(2) ENOENT"). Open MPI 5 has no such
-   * variable. */
+   * starts (open-mpi/ompi#8510: a rank then fails in MPI_Init or
+   * segfaults after "shared memory initialization: open(2) ENOENT").
+   * Open MPI 5 has no such variable. */
   setenv("OMPI_MCA_orte_tmpdir_base", dlpar_run_server_tmpdir(l->server), 0);
   /* Open MPI 5's modex as a fence, not on demand (libdlpar asks for on
    * demand unless set): PMIx's server holds a Get for a rank of its node
