@@ -107,7 +107,8 @@ static void test_quoting(void)
  * [3 D/tp x D] matrix and one [3 D/tp] vector: the GPU's fused GEMM), the
  * flat buffer in table order (the gradient buckets take ranges of it), and
  * every tensor's initial values from its stream in the PyTorch state_dict's
- * order (norm1, q.weight, q.bias, k.weight, ...), as before the fusion. */
+ * order (norm1, q.weight, q.bias, k.weight, ...): the same values a
+ * separate q, k and v would draw. */
 static void test_fused_qkv(void)
 {
   static const int order[6] = {2, 4, 6, 3, 5, 7}; /* q.w, k.w, v.w, q.b, k.b, v.b: state_dict places in a block */
