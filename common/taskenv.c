@@ -128,6 +128,24 @@ static int import_profile(dlpar_task_env *env, char *err, size_t errlen)
   return DLPAR_OK;
 }
 
+/* No contract, yet srun accepted --dl-* options for this very step: the
+ * node ran no plugin (its plugstack.conf has no dlpar line, srun's has). */
+static int srun_without_plugin(char *err, size_t errlen)
+{
+  const char *mark = getenv(DLPAR_SRUN_STEP), *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+  const char *node = getenv("SLURMD_NODENAME");
+  char this_step[64];
+  if (!mark || !job || !step)
+    return DLPAR_OK;
+  snprintf(this_step, sizeof(this_step), "%s.%s", job, step);
+  if (strcmp(mark, this_step) != 0)
+    return DLPAR_OK;
+  snprintf(err, errlen, "srun accepted --dl-* options for step %s, but dlpar's plugin did not run on %s: its "
+           "plugstack.conf has no spank_dlpar.so line, and Slurm needs the same plugstack.conf on every node (ask "
+           "the admin)", dlpar_show(this_step).text, node ? dlpar_show(node).text : "this node");
+  return DLPAR_ERR_INPUT;
+}
+
 int dlpar_task_env_import(dlpar_task_env *env, bool *present, char *err, size_t errlen)
 {
   const char *span = getenv("DLPAR_TP_SPAN"), *verbose = getenv("DLPAR_VERBOSE");
@@ -135,7 +153,7 @@ int dlpar_task_env_import(dlpar_task_env *env, bool *present, char *err, size_t 
   memset(env, 0, sizeof(*env));
   *present = getenv("DLPAR_VERSION") != NULL;
   if (!*present)
-    return DLPAR_OK;
+    return srun_without_plugin(err, errlen);
   if (get_int("DLPAR_VERSION", 1, 1000000, &version, err, errlen) != DLPAR_OK)
     return DLPAR_ERR_INPUT;
   if (version != DLPAR_ENV_VERSION) {

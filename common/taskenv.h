@@ -16,6 +16,12 @@
 
 #define DLPAR_ENV_VERSION 1
 
+/* Set by srun's plugin once it accepted a step's --dl-* options: JOB.STEP.
+ * The nodes' side tells by it that srun read another plugstack.conf: a
+ * node's plugin with a bad line there (spank/stepd.c), libdlpar where no
+ * plugin ran (dlpar_task_env_import). */
+#define DLPAR_SRUN_STEP "DLPAR_SRUN_STEP"
+
 /* --dl-check (srun) / --check (dlpar-run): the pre-flight checks before the
  * program's own work; ONLY stops after them. */
 typedef enum { DLPAR_CHECK_OFF = 0, DLPAR_CHECK_ON, DLPAR_CHECK_ONLY } dlpar_check_mode;
@@ -37,8 +43,10 @@ typedef struct {
   dlpar_check_mode check;
   /* the PyTorch env:// contract (common/torchenv.h); torch_env false
    * (--dl-env=none): none of its names is exported. master_addr, world
-   * rank 0's node's address, is exported as DLPAR_MASTER_ADDR either way
-   * (dlpar's Python module publishes its store there). */
+   * rank 0's node's address (its own on rank 0's node, the step's first
+   * node's elsewhere: the same but under -m arbitrary), is exported as
+   * DLPAR_MASTER_ADDR either way (dlpar's Python module's rank 0 publishes
+   * its store there). */
   bool torch_env;
   int node_rank;
   char master_addr[256];
@@ -61,7 +69,9 @@ typedef struct {
 void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list);
 
 /* From the process environment. *present is false when no launcher exported
- * a grid (a plain run): env is then left zeroed and DLPAR_OK returned. */
+ * a grid (a plain run): env is then left zeroed and DLPAR_OK returned,
+ * unless srun accepted --dl-* options for this step (DLPAR_SRUN_STEP): then
+ * its node ran no plugin, and DLPAR_ERR_INPUT says so. */
 int dlpar_task_env_import(dlpar_task_env *env, bool *present, char *err, size_t errlen);
 
 /* One line for --dl-verbose: rank, node, local rank, coordinates, GPU, CPUs, NIC. */

@@ -159,10 +159,23 @@ const char *dlpar_quote(const char *text, char *buf, size_t buflen)
 
 char *dlpar_one_line(char *text)
 {
-  for (unsigned char *p = (unsigned char *)text; *p; p++) {
-    if (is_control(*p))
-      *p = ' ';
+  const unsigned char *in = (const unsigned char *)text;
+  unsigned char *out = (unsigned char *)text;
+  while (*in) {
+    unsigned long code;
+    const size_t keep = *in >= 0x80 ? printable_utf8(in) : !is_control(*in);
+    /* what is replaced: a whole character, or one byte not part of one */
+    const size_t whole = keep || *in < 0x80 ? 0 : dlpar_utf8_decode((const char *)in, &code);
+    if (keep) {
+      memmove(out, in, keep);
+      out += keep;
+      in += keep;
+      continue;
+    }
+    in += whole ? whole : 1; /* before out, which may be in, is written */
+    *out++ = ' ';
   }
+  *out = '\0';
   return text;
 }
 

@@ -49,10 +49,12 @@ typedef struct {
 
 dlpar_shown dlpar_show(const char *text);
 
-/* A formatted message made one line in place: every control byte left in
- * it (a library's own error text, NCCL's last error, may hold newlines)
- * becomes a space. The last guard where a message is recorded; input text
- * is still quoted with dlpar_show where the message names it. Returns text. */
+/* A formatted message made one line in place: every character dlpar_quote
+ * would escape (control bytes, C1 controls, line and paragraph separators,
+ * bidirectional overrides, invalid UTF-8 bytes) becomes one space (a
+ * library's own error text, NCCL's last error, may hold newlines). The
+ * last guard where a message is recorded; input text is still quoted with
+ * dlpar_show where the message names it. Returns text. */
 char *dlpar_one_line(char *text);
 
 /* Whether text holds no control byte (a name that becomes a path). */

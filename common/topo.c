@@ -174,11 +174,6 @@ static int by_locality(const void *a, const void *b, void *topology)
   return 0;
 }
 
-static int by_value(const void *a, const void *b)
-{
-  return *(const int *)a - *(const int *)b;
-}
-
 static void join_ids(const int *ids, int n, char *out, size_t len)
 {
   size_t used = 0;
@@ -190,7 +185,7 @@ static void join_ids(const int *ids, int n, char *out, size_t len)
 int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_gpus,
                    int local_rank, int local_size, dlpar_binding *out, char *err, size_t errlen)
 {
-  int visible[DLPAR_MAX_GPUS], ordered[DLPAR_MAX_GPUS], n = 0;
+  int ordered[DLPAR_MAX_GPUS], n = 0;
   memset(out, 0, sizeof(*out));
   out->gpu = out->device = -1;
   snprintf(out->node_nics, sizeof(out->node_nics), "%s", topo->all_nics);
@@ -203,23 +198,21 @@ int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_g
                  step_gpus[i], topo->ngpus, dlpar_plural(topo->ngpus, "GPU", "GPUs"));
         return DLPAR_ERR_INPUT;
       }
-      visible[n++] = step_gpus[i];
+      ordered[n++] = step_gpus[i];
     }
   } else {
     for (; n < topo->ngpus; n++)
-      visible[n] = n;
+      ordered[n] = n;
   }
   if (n == 0) /* a CPU-only node: no GPU, no binding */
     return DLPAR_OK;
-  qsort(visible, (size_t)n, sizeof(int), by_value);
-  memcpy(ordered, visible, sizeof(int) * (size_t)n);
+  /* CUDA_VISIBLE_DEVICES in the order the binding assumes: cuda:LOCAL_RANK
+   * is the GPU whose CPUs and NIC the task gets (bus order would make it
+   * another GPU's where the two orders differ) */
   qsort_r(ordered, (size_t)n, sizeof(int), by_locality, (void *)topo);
-  out->gpu = ordered[local_rank % n];
-  for (int i = 0; i < n; i++) {
-    if (visible[i] == out->gpu)
-      out->device = i;
-  }
-  join_ids(visible, n, out->visible, sizeof(out->visible));
+  out->device = local_rank % n;
+  out->gpu = ordered[out->device];
+  join_ids(ordered, n, out->visible, sizeof(out->visible));
   snprintf(out->cpus, sizeof(out->cpus), "%s", topo->gpu[out->gpu].cpus);
   snprintf(out->nic, sizeof(out->nic), "%s", topo->gpu[out->gpu].nic);
   if (local_size > n) {

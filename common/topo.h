@@ -37,8 +37,9 @@ int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, char *err, s
 
 typedef struct {
   int gpu;                        /* the chosen GPU (index into topo->gpu, = gres index), -1 none */
-  int device;                     /* its index in `visible`, -1 none */
-  char visible[DLPAR_LIST_LEN];   /* CUDA_VISIBLE_DEVICES: all of the step's GPUs on the node */
+  int device;                     /* its index in `visible` (local rank mod the GPUs), -1 none */
+  char visible[DLPAR_LIST_LEN];   /* CUDA_VISIBLE_DEVICES: all of the step's GPUs on the node, in
+                                   * locality order, so that cuda:LOCAL_RANK is the task's GPU */
   char cpus[DLPAR_LIST_LEN];      /* CPUs to bind to, "" for no binding */
   char nic[64];                   /* the HCA nearest the GPU (UCX_NET_DEVICES), "" for none */
   char node_nics[DLPAR_LIST_LEN]; /* NCCL_IB_HCA: the node's HCAs, the same for every rank of the
@@ -48,7 +49,10 @@ typedef struct {
 /* step_gpus: the step's GPUs on this node (gres indices, any order), or
  * NULL/0 for every GPU of the topology. Local ranks take GPUs in locality
  * order (package, NUMA node, PCI switch, bus), so the M consecutive local
- * ranks of a tensor-parallel group get GPUs that are close together. */
+ * ranks of a tensor-parallel group get GPUs that are close together;
+ * `visible` lists them in that order (with CUDA_DEVICE_ORDER=PCI_BUS_ID,
+ * whose numbering the gres indices are), so local rank i's GPU is CUDA
+ * device i, the device an unchanged script's cuda:LOCAL_RANK opens. */
 int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_gpus,
                    int local_rank, int local_size, dlpar_binding *out, char *err, size_t errlen);
 

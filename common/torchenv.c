@@ -6,6 +6,7 @@
 #include "torchenv.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -48,16 +49,21 @@ bool dlpar_env_is_torch_name(const char *name)
 
 size_t dlpar_torch_names_set(char *out, size_t len)
 {
+  char all[16 * (DLPAR_SHOWN_LEN + 32)]; /* every name with its shown value */
   size_t used = 0;
-  if (len)
-    out[0] = '\0';
-  for (int i = 0; dlpar_torch_names[i] && used < len; i++) {
+  for (int i = 0; dlpar_torch_names[i] && used < sizeof(all); i++) {
     const char *value = getenv(dlpar_torch_names[i]);
     if (value)
-      used += (size_t)snprintf(out + used, len - used, "%s%s=%s", used ? ", " : "", dlpar_torch_names[i],
+      used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s=%s", used ? ", " : "", dlpar_torch_names[i],
                                dlpar_show(value).text);
   }
-  return used;
+  if (!used) {
+    if (len)
+      out[0] = '\0';
+    return 0;
+  }
+  dlpar_quote(all, out, len); /* cut where out is full, at a character, with "..." */
+  return strlen(out);
 }
 
 int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, char *err, size_t errlen)
@@ -75,6 +81,26 @@ int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, 
   return DLPAR_OK;
 }
 
+int dlpar_ephemeral_ports(int *lo, int *hi)
+{
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+  const int rc = f && fscanf(f, "%d %d", lo, hi) == 2 ? DLPAR_OK : DLPAR_ERR_SYSTEM;
+  if (f)
+    fclose(f);
+  return rc;
+}
+
+int dlpar_port_range_outside(const char *key, int lo, int hi, int ephemeral_lo, int ephemeral_hi, bool given,
+                             char *err, size_t errlen)
+{
+  if (hi < ephemeral_lo || lo > ephemeral_hi)
+    return DLPAR_OK;
+  snprintf(err, errlen, "plugstack.conf: %s=%d-%d%s overlaps the kernel's ephemeral ports %d-%d "
+           "(net.ipv4.ip_local_port_range), which any outgoing connection may take: set %s=LO-HI outside them "
+           "(LO at least 1024)", key, lo, hi, given ? "" : " (the default)", ephemeral_lo, ephemeral_hi, key);
+  return DLPAR_ERR_INPUT;
+}
+
 int dlpar_resv_ports_first(const char *text)
 {
   long port;
@@ -85,52 +111,96 @@ int dlpar_resv_ports_first(const char *text)
   return (int)port;
 }
 
+/* splitmix64's finalizer: every bit of the job id moves every bit of the
+ * result, so consecutive job ids land anywhere in the range. */
+static uint64_t mix64(uint64_t x)
+{
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 int dlpar_torch_port_derive(uint32_t job, uint32_t step, int lo, int hi)
 {
   const uint64_t span = (uint64_t)(hi - lo + 1);
-  return lo + (int)(((uint64_t)job * 64 + step) % span);
+  return lo + (int)((mix64(job) % span + step) % span);
 }
 
-/* A TCP listener on port on every IPv4 address, with SO_REUSEADDR as a
- * server such as torch's TCPStore binds (a dual-stack [::] listener on the
- * port conflicts with it too), or -1. */
-static int listen_any(int port)
+/* A TCP listener on port on every address of the family, with SO_REUSEADDR
+ * as torch's TCPStore binds: IPv4's 0.0.0.0, or IPv6's [::] with
+ * IPV6_V6ONLY off, which takes every IPv4 address too (so a listener of
+ * either family on the port, on any address, conflicts with it); -1 and
+ * errno when it cannot (EAFNOSUPPORT: no IPv6 on this host). */
+static int listen_any(int family, int port)
 {
-  struct sockaddr_in where = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  const int one = 1;
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  where.sin_addr.s_addr = htonl(INADDR_ANY);
+  union {
+    struct sockaddr any;
+    struct sockaddr_in v4;
+    struct sockaddr_in6 v6;
+  } where;
+  const socklen_t len = family == AF_INET ? sizeof(where.v4) : sizeof(where.v6);
+  const int one = 1, off = 0, fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int saved;
+  memset(&where, 0, sizeof(where));
+  if (family == AF_INET) {
+    where.v4.sin_family = AF_INET;
+    where.v4.sin_port = htons((uint16_t)port);
+    where.v4.sin_addr.s_addr = htonl(INADDR_ANY);
+  } else {
+    where.v6.sin6_family = AF_INET6;
+    where.v6.sin6_port = htons((uint16_t)port);
+    where.v6.sin6_addr = in6addr_any;
+  }
   if (fd < 0)
     return -1;
-  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-      bind(fd, (struct sockaddr *)&where, sizeof(where)) != 0 || listen(fd, 1) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+      (family == AF_INET || setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) == 0) &&
+      bind(fd, &where.any, len) == 0 && listen(fd, 1) == 0)
+    return fd;
+  saved = errno;
+  close(fd);
+  errno = saved;
+  return -1;
 }
 
 bool dlpar_port_free(int port)
 {
-  const int fd = listen_any(port);
+  int fd = listen_any(AF_INET, port);
   if (fd < 0)
     return false;
+  close(fd);
+  if ((fd = listen_any(AF_INET6, port)) < 0)
+    return errno == EAFNOSUPPORT; /* no IPv6 here: IPv4's answer stands */
   close(fd);
   return true;
 }
 
 int dlpar_port_pick(void)
 {
-  struct sockaddr_in bound;
+  struct sockaddr_storage bound;
   socklen_t len = sizeof(bound);
-  const int fd = listen_any(0);
-  int port = 0;
+  int fd = listen_any(AF_INET6, 0), port = 0; /* dual-stack: free for both families */
+  if (fd < 0 && errno == EAFNOSUPPORT)
+    fd = listen_any(AF_INET, 0);
   if (fd < 0)
     return 0;
   if (getsockname(fd, (struct sockaddr *)&bound, &len) == 0)
-    port = ntohs(bound.sin_port);
+    port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                             : ((struct sockaddr_in *)&bound)->sin_port);
   close(fd);
   return port;
+}
+
+bool dlpar_is_loopback(const char *addr)
+{
+  struct in_addr v4;
+  struct in6_addr v6;
+  if (inet_pton(AF_INET, addr, &v4) == 1)
+    return ntohl(v4.s_addr) >> 24 == 127;
+  return inet_pton(AF_INET6, addr, &v6) == 1 &&
+         (IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127));
 }
 
 /* The local address the kernel would use to reach addr (a UDP "connect"
@@ -166,11 +236,12 @@ int dlpar_route_ifname(const char *addr, char *ifname, size_t len)
 {
   struct sockaddr_storage local;
   struct ifaddrs *all = NULL;
+  const bool loopback_wanted = dlpar_is_loopback(addr);
   int rc = DLPAR_ERR_SYSTEM;
   if (source_address(addr, &local) != DLPAR_OK || getifaddrs(&all) != 0)
     return DLPAR_ERR_SYSTEM;
   for (const struct ifaddrs *ifa = all; ifa; ifa = ifa->ifa_next) {
-    if (same_address(ifa->ifa_addr, &local)) {
+    if (same_address(ifa->ifa_addr, &local) && (loopback_wanted || !(ifa->ifa_flags & IFF_LOOPBACK))) {
       snprintf(ifname, len, "%s", ifa->ifa_name);
       rc = DLPAR_OK;
       break;

@@ -30,29 +30,51 @@ bool dlpar_env_is_torch_name(const char *name);
 extern const char *const dlpar_torch_names[];
 
 /* The torch names set in this process's environment, "NAME=value, ..."
- * (values quoted for a message) into out; returns its length, 0: none. */
+ * (values quoted for a message; cut with "..." where out is full, never
+ * inside a character) into out; returns its length, 0: none. */
 size_t dlpar_torch_names_set(char *out, size_t len);
 
 /* "LO-HI" with 1024 <= LO <= HI <= 65535; else DLPAR_ERR_INPUT naming key. */
 int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, char *err, size_t errlen);
 
+/* This node's ephemeral ports (net.ipv4.ip_local_port_range): DLPAR_OK, or
+ * DLPAR_ERR_SYSTEM when unreadable. */
+int dlpar_ephemeral_ports(int *lo, int *hi);
+
+/* DLPAR_OK when LO-HI and the ephemeral ports do not overlap (a port in
+ * both may be taken by any outgoing connection); else DLPAR_ERR_INPUT
+ * naming key (given: the admin set it; else it is the default). */
+int dlpar_port_range_outside(const char *key, int lo, int hi, int ephemeral_lo, int ephemeral_hi, bool given,
+                             char *err, size_t errlen);
+
 /* The first port of SLURM_STEP_RESV_PORTS ("12000-12003", "12000,12005"),
  * or 0 when text is NULL, empty or not a port list. */
 int dlpar_resv_ports_first(const char *text);
 
-/* lo + (job * 64 + step) mod (hi - lo + 1): the same on every node of a
- * step, different for up to hi - lo + 1 consecutive steps of a job. */
+/* lo + (mix(job) + step) mod (hi - lo + 1), mix a 64-bit mixing function
+ * of the job id: the same on every node of a step; different for up to
+ * hi - lo + 1 consecutive steps of a job; two jobs' steps meet with
+ * probability 1 / (hi - lo + 1), whatever their ids. */
 int dlpar_torch_port_derive(uint32_t job, uint32_t step, int lo, int hi);
 
-/* Whether a TCP listener could bind port on this node now (any address). */
+/* Whether a TCP listener could bind port on this node now, on every
+ * address: IPv4's 0.0.0.0, and IPv6's [::] dual-stack (a listener of either
+ * family on any address of the port makes it busy). */
 bool dlpar_port_free(int port);
 
-/* A port the kernel picks as free now (bind to port 0), or 0 (dlpar-run). */
+/* A port the kernel picks as free now for both families (bind to port 0),
+ * or 0 (dlpar-run). */
 int dlpar_port_pick(void);
+
+/* Whether addr (numeric) is a loopback address: 127.0.0.0/8, ::1, or
+ * ::ffff:127.x.y.z. Another node cannot reach it. */
+bool dlpar_is_loopback(const char *addr);
 
 /* The local interface whose address the kernel would send from to reach
  * addr (a numeric IPv4 or IPv6 address): DLPAR_OK and its name, or
- * DLPAR_ERR_SYSTEM. */
+ * DLPAR_ERR_SYSTEM. A loopback interface (IFF_LOOPBACK) is the answer only
+ * for a loopback addr: a node's own address held on lo is no interface
+ * towards it for the other nodes. */
 int dlpar_route_ifname(const char *addr, char *ifname, size_t len);
 
 /* host's address as text (numeric already: itself; else the first IPv4,

@@ -10,14 +10,11 @@
 #include "common/status.h"
 #include "common/text.h"
 
+/* yes or no, as the docs and the error say: nothing else (true, 1, on...) */
 static int parse_bool(const char *key, const char *value, bool *out, char *err, size_t errlen)
 {
-  if (strcmp(value, "yes") == 0 || strcmp(value, "1") == 0 || strcmp(value, "true") == 0) {
-    *out = true;
-    return DLPAR_OK;
-  }
-  if (strcmp(value, "no") == 0 || strcmp(value, "0") == 0 || strcmp(value, "false") == 0) {
-    *out = false;
+  if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0) {
+    *out = strcmp(value, "yes") == 0;
     return DLPAR_OK;
   }
   snprintf(err, errlen, "plugstack.conf: %s=%s: expected yes or no", key, dlpar_show(value).text);
@@ -59,9 +56,25 @@ static int parse_pair(const char *key, const char *value, dlpar_admin_config *co
   return DLPAR_ERR_INPUT;
 }
 
+/* A key given twice is refused: which one the admin meant is not ours to guess. */
+static bool given_before(const char *key, int i, char **argv, char *err, size_t errlen)
+{
+  const size_t len = strlen(key);
+  for (int j = 0; j < i; j++) {
+    if (strncmp(argv[j], key, len) == 0 && argv[j][len] == '=') {
+      snprintf(err, errlen, "plugstack.conf: %s given twice (%s, then %s): keep one", dlpar_show(key).text,
+               dlpar_show(argv[j]).text, dlpar_show(argv[i]).text);
+      return true;
+    }
+  }
+  return false;
+}
+
 int dlpar_admin_config_parse(int argc, char **argv, dlpar_admin_config *config, char *err,
                              size_t errlen)
 {
+  bool ports_given = false;
+  int ephemeral_lo, ephemeral_hi;
   memset(config, 0, sizeof(*config));
   config->tp_span = DLPAR_SPAN_ERROR;
   config->bind_cpus = true;
@@ -76,8 +89,14 @@ int dlpar_admin_config_parse(int argc, char **argv, dlpar_admin_config *config, 
       return DLPAR_ERR_INPUT;
     }
     snprintf(key, sizeof(key), "%.*s", (int)(eq - argv[i]), argv[i]);
-    if (parse_pair(key, eq + 1, config, err, errlen) != DLPAR_OK)
+    if (given_before(key, i, argv, err, errlen) || parse_pair(key, eq + 1, config, err, errlen) != DLPAR_OK)
       return DLPAR_ERR_INPUT;
+    ports_given |= strcmp(key, "torch_ports") == 0;
   }
-  return DLPAR_OK;
+  /* derived ports where outgoing connections take theirs would be busy at
+   * random (a node that does not say its range is not checked) */
+  if (dlpar_ephemeral_ports(&ephemeral_lo, &ephemeral_hi) != DLPAR_OK)
+    return DLPAR_OK;
+  return dlpar_port_range_outside("torch_ports", config->torch_port_lo, config->torch_port_hi, ephemeral_lo,
+                                  ephemeral_hi, ports_given, err, errlen);
 }

@@ -16,11 +16,13 @@ typedef struct {
   char profile_dir[4096];    /* profile_dir=DIR: where profiles go (default: the task's cwd) */
   bool bind_cpus;            /* bind_cpus=yes|no (default yes) */
   bool bind_nic;             /* bind_nic=yes|no (default yes) */
-  int torch_port_lo, torch_port_hi; /* torch_ports=LO-HI: MASTER_PORT's range without reserved ports */
+  int torch_port_lo, torch_port_hi; /* torch_ports=LO-HI: MASTER_PORT's range without reserved ports,
+                                     * from 1024 up, outside the node's ephemeral ports */
 } dlpar_admin_config;
 
-/* Parses argv (the plugstack.conf arguments). Unknown keys and bad values
- * are errors naming the key. */
+/* Parses argv (the plugstack.conf arguments). Unknown keys, a key given
+ * twice and bad values are errors naming the key; so is a torch_ports range (the default too)
+ * that overlaps this node's ephemeral ports (ip_local_port_range). */
 int dlpar_admin_config_parse(int argc, char **argv, dlpar_admin_config *config, char *err,
                              size_t errlen);
 

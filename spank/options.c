@@ -74,7 +74,8 @@ int dlpar_spank_register_options(spank_t sp)
 int dlpar_spank_parse_request(void)
 {
   char err[DLPAR_ERRLEN];
-  if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
+  if (dlpar_spank_config_refusal(DLPAR_READER_CLIENT, NULL, err, sizeof(err)) ||
+      dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
                           &dlpar_spank.torch_env,
                           err, sizeof(err)) != DLPAR_OK) {
     dlpar_spank_error(err);

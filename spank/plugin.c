@@ -3,20 +3,20 @@
  * whether the user asked for dlpar at all (no --dl-* option: do nothing,
  * cost nothing) and hands over to the file of its context: srun.c (srun),
  * stepd.c (slurmstepd); sbatch/salloc only check the syntax (options.c).
- * The state they share lives in state.c. */
+ * Under a bad plugstack.conf line every one of them refuses --dl-* options
+ * and the node's part never runs (state.c). The state they share lives in
+ * state.c. */
 #include "config.h"
 
 #include <slurm/spank.h>
 
-#include "common/status.h"
 #include "spank/plugin.h"
 
 SPANK_PLUGIN(dlpar, 1)
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
-  if (dlpar_spank_state_init(ac, av) != DLPAR_OK)
-    return -1;
+  dlpar_spank_state_init(ac, av); /* a bad plugstack.conf line: refused with --dl-* options only */
   return dlpar_spank_register_options(sp);
 }
 
@@ -54,6 +54,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac UNUSED, char **av UNUSED
 
 int slurm_spank_task_init(spank_t sp, int ac UNUSED, char **av UNUSED)
 {
+  if (dlpar_spank_refuse_bad_config(sp) != 0)
+    return -1;
   if (!dlpar_spank_requested_in_stepd())
     return 0;
   return dlpar_stepd_task_init(sp);

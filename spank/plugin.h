@@ -14,8 +14,9 @@
 /* Registers the --dl-* options (spank/options.c). */
 int dlpar_spank_register_options(spank_t sp);
 
-/* Parses the options' syntax into dlpar_spank.grid_request/.profile
- * (spank/options.c). All that sbatch and salloc check: the values reach the
+/* Refuses the options under a bad plugstack.conf line, else parses their
+ * syntax into dlpar_spank.grid_request/.profile (spank/options.c). All that
+ * sbatch and salloc check: the values reach the
  * job's steps through Slurm's SPANK option environment, and srun and
  * slurmstepd check them again against the step. */
 int dlpar_spank_parse_request(void);
@@ -26,6 +27,9 @@ int dlpar_srun_local_user_init(spank_t sp);
 /* slurmstepd: the step's torch rendezvous point, once per node
  * (spank/master.c); the rest (spank/stepd.c) */
 int dlpar_master_prepare(spank_t sp, bool torch_env);
+/* From task_init of rank 0's node when dlpar_master_prepare failed: ends
+ * the whole step, every node's tasks; DLPAR_OK, or the error in err. */
+int dlpar_master_end_step(spank_t sp, char *err, size_t errlen);
 int dlpar_stepd_user_init(spank_t sp);
 int dlpar_stepd_task_init_privileged(spank_t sp);
 int dlpar_stepd_task_init(spank_t sp);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* spank/request.c: the user's --dl-* options and their parsing (see request.h). */
+/* spank/request.c: the user's --dl-* options and their parsing, and the
+ * step's refusals as plain rules (see request.h). */
 #include "config.h"
 
 #include "spank/request.h"
@@ -90,8 +91,8 @@ int dlpar_parse_tasks_per_node(const char *text, int *counts, int max_nodes)
 
 void dlpar_pmix_refusal(const char *mpi, char *err, size_t errlen)
 {
-  snprintf(err, errlen, "--dl-parallel needs PMIx but the step uses --mpi=%.32s (use --mpi=pmix, or ask the admin "
-           "for MpiDefault=pmix)", mpi);
+  snprintf(err, errlen, "--dl-parallel needs PMIx but the step uses --mpi=%s (use --mpi=pmix, or ask the admin "
+           "for MpiDefault=pmix)", dlpar_show(mpi).text);
 }
 
 int dlpar_het_refusal(const char *components, const char *step_tasks, long spank_tasks, char *err, size_t errlen)
@@ -101,7 +102,50 @@ int dlpar_het_refusal(const char *components, const char *step_tasks, long spank
       all_tasks == spank_tasks)
     return DLPAR_OK;
   snprintf(err, errlen, "--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here %ld "
-           "tasks in %.8s components): run the parallel program as a step of one component (srun --het-group=N)",
-           all_tasks, components);
+           "tasks in %s components): run the parallel program as a step of one component (srun --het-group=N)",
+           all_tasks, dlpar_show(components).text);
   return DLPAR_ERR_INPUT;
+}
+
+int dlpar_distribution_refusal(const char *distribution, bool torch_env, char *err, size_t errlen)
+{
+  if (!torch_env || !distribution || strncmp(distribution, "arbitrary", 9) != 0)
+    return DLPAR_OK;
+  snprintf(err, errlen, "-m arbitrary may put rank 0 off the step's first node, whose address MASTER_ADDR is "
+           "(--dl-env=torch, the default): use a block, cyclic or plane distribution, or --dl-env=none and your own "
+           "MASTER_ADDR");
+  return DLPAR_ERR_INPUT;
+}
+
+int dlpar_master_addr_warning(const char *node, const char *addr, uint32_t nnodes, char *err, size_t errlen)
+{
+  if (nnodes < 2 || !dlpar_is_loopback(addr))
+    return DLPAR_OK;
+  snprintf(err, errlen, "MASTER_ADDR: node %s's address %s is loopback, which the other nodes cannot reach (its "
+           "NodeAddr, or its name where NodeAddr is unset, resolves so, e.g. in /etc/hosts): set NodeAddr=ADDRESS for "
+           "%s in slurm.conf, or export your own MASTER_ADDR", dlpar_show(node).text, dlpar_show(addr).text,
+           dlpar_show(node).text);
+  return DLPAR_WARN;
+}
+
+int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, const char *node, char *err, size_t errlen)
+{
+  const dlpar_shown where = dlpar_show(node);
+  if (reserved) {
+    snprintf(err, errlen, "MASTER_PORT %d, the port Slurm reserved for this step, is in use on %s, where rank 0 "
+             "runs: ending the step (another process took it; run the step again, which gets other ports, or export "
+             "MASTER_PORT)", port, where.text);
+    return DLPAR_ERR_INPUT;
+  }
+  if (torch_explicit) {
+    snprintf(err, errlen, "MASTER_PORT %d (derived from job and step) is in use on %s, where rank 0 runs: ending the "
+             "step (run srun with --resv-ports=1 so Slurm reserves a port per step, which needs MpiParams=ports in "
+             "slurm.conf, or export MASTER_PORT)", port, where.text);
+    return DLPAR_ERR_INPUT;
+  }
+  snprintf(err, errlen, "MASTER_PORT %d (derived from job and step) is in use on %s, where rank 0 runs: env:// "
+           "cannot open its store there, programs that do not use it run on (for env://: srun --resv-ports=1, which "
+           "needs MpiParams=ports in slurm.conf, or export MASTER_PORT; without env://: --dl-env=none)",
+           port, where.text);
+  return DLPAR_WARN;
 }

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/request.h: what the user asked for with the --dl-* options, as raw
- * text, and its parsing into a grid and a profiling request; also Slurm's
- * tasks-per-node text ("2(x3),1"). Plain C, unit-tested without Slurm. */
+ * text, and its parsing into a grid and a profiling request; the step's
+ * refusals of what Slurm gave it (no PMIx, a heterogeneous step, -m
+ * arbitrary under env://, a busy MASTER_PORT, a loopback MASTER_ADDR), as
+ * plain rules and one-line messages; also Slurm's tasks-per-node text
+ * ("2(x3),1"). Plain C, unit-tested without Slurm. */
 #ifndef DLPAR_SPANK_REQUEST_H
 #define DLPAR_SPANK_REQUEST_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/grid.h"
 #include "common/profile.h"
@@ -49,6 +53,26 @@ void dlpar_pmix_refusal(const char *mpi, char *err, size_t errlen);
  * heterogeneous job inherits SLURM_HET_SIZE but its counts agree.
  * DLPAR_ERR_INPUT with the message when they differ. */
 int dlpar_het_refusal(const char *components, const char *step_tasks, long spank_tasks, char *err, size_t errlen);
+
+/* srun's SLURM_DISTRIBUTION under the env:// contract (torch_env): an
+ * arbitrary distribution may put rank 0 off the step's first node, whose
+ * address MASTER_ADDR is, so it is refused (DLPAR_ERR_INPUT and the message). */
+int dlpar_distribution_refusal(const char *distribution, bool torch_env, char *err, size_t errlen);
+
+/* addr, the address of world rank 0's node (node), on a step of nnodes
+ * nodes: DLPAR_OK, or DLPAR_WARN and the message where it is a loopback
+ * address (127.0.0.0/8, ::1) on a step of several nodes, which they cannot
+ * reach: it is then no MASTER_ADDR. */
+int dlpar_master_addr_warning(const char *node, const char *addr, uint32_t nnodes, char *err, size_t errlen);
+
+/* MASTER_PORT is busy on rank 0's node (node): a port Slurm reserved for
+ * the step (reserved), or one derived from job and step that the user
+ * asked for with an explicit --dl-env=torch, ends the step
+ * (DLPAR_ERR_INPUT); a derived one under the default --dl-env is a
+ * warning (DLPAR_WARN), so programs that never open env://'s store (and a
+ * user holding ports in the range) cannot fail a step. err: one line
+ * naming the port, the node and the fix. */
+int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, const char *node, char *err, size_t errlen);
 
 /* Slurm's compressed tasks-per-node list, e.g. "2(x3),1" -> 2,2,2,1.
  * Returns the node count, or -1. */

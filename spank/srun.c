@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* spank/srun.c: srun (local context). After the allocation and before the
- * launch, the step's shape is known: refuse a grid that does not fit it,
- * with one line naming the problem and the fix. (A refusal only stops the
+ * launch, the step's shape is known: refuse a grid that does not fit it
+ * (or, under --dl-env=torch, a distribution that may put rank 0 off the
+ * first node), with one line naming the problem and the fix. (A refusal only stops the
  * launch when the plugin is `required` in plugstack.conf.) */
 #include "config.h"
 
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "common/status.h"
+#include "common/taskenv.h"
 #include "common/text.h"
 #include "common/torchenv.h"
 #include "spank/plugin.h"
@@ -99,6 +101,20 @@ static void report_kept_torch_names(void)
                "exports none)", DLPAR_PLUGIN, line);
 }
 
+/* DLPAR_SRUN_STEP=JOB.STEP in the tasks' environment (common/taskenv.h): a
+ * node that read another plugstack.conf then says so. Set in srun's own
+ * environment, which becomes the step's (spank_setenv here does not reach
+ * the tasks); --export=NONE drops it, and with it only that message. */
+static void mark_step(spank_t sp)
+{
+  uint32_t job, step;
+  char text[32];
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+    return;
+  snprintf(text, sizeof(text), "%u.%u", job, step);
+  setenv(DLPAR_SRUN_STEP, text, 1);
+}
+
 int dlpar_srun_local_user_init(spank_t sp)
 {
   char err[DLPAR_ERRLEN];
@@ -114,12 +130,16 @@ int dlpar_srun_local_user_init(spank_t sp)
    * be refused instead of the heterogeneous step). */
   if (dlpar_het_refusal(getenv("SLURM_HET_SIZE"), getenv("SLURM_NTASKS"), (long)ntasks, err, sizeof(err)) != DLPAR_OK ||
       dlpar_grid_resolve(&dlpar_spank.grid_request, (int)ntasks, &grid, err, sizeof(err)) != DLPAR_OK ||
-      dlpar_profile_check(&dlpar_spank.profile, (int)ntasks, err, sizeof(err)) != DLPAR_OK) {
+      dlpar_profile_check(&dlpar_spank.profile, (int)ntasks, err, sizeof(err)) != DLPAR_OK ||
+      dlpar_distribution_refusal(getenv("SLURM_DISTRIBUTION"), dlpar_spank.torch_env, err, sizeof(err)) != DLPAR_OK) {
     dlpar_spank_error(err);
     return -1;
   }
   if (check_mpi() != 0 || check_nsys() != 0)
     return -1;
   report_kept_torch_names();
-  return check_span(&grid, (int)ntasks, (int)nnodes);
+  if (check_span(&grid, (int)ntasks, (int)nnodes) != 0)
+    return -1;
+  mark_step(sp);
+  return 0;
 }

@@ -6,6 +6,7 @@
 #ifndef DLPAR_SPANK_STATE_H
 #define DLPAR_SPANK_STATE_H
 
+#include <slurm/spank.h>
 #include <stdbool.h>
 
 #include "common/grid.h"
@@ -13,12 +14,15 @@
 #include "common/profile.h"
 #include "common/topo.h"
 #include "spank/admin.h"
+#include "spank/plugstack.h"
 #include "spank/request.h"
 
 #define DLPAR_PLUGIN "dlpar"
 
 typedef struct {
   dlpar_admin_config admin;
+  char config_error[DLPAR_ERRLEN]; /* a bad plugstack.conf line: the parser's error ("" for a good one) */
+  char config_where[DLPAR_ERRLEN]; /* ... and where it is (dlpar_plugstack_where) */
   dlpar_user_options options;
   dlpar_grid_request grid_request;
   dlpar_profile_request profile;
@@ -34,23 +38,34 @@ typedef struct {
   char topology_error[DLPAR_ERRLEN];
   /* slurmstepd, user_init: the step's torch rendezvous (spank/master.c) */
   char master_addr[256];
-  char master_node[256]; /* the step's first node: rank 0's */
+  char master_node[256]; /* world rank 0's node (elsewhere than on it: the step's first node) */
   int master_port;
   char gloo_ifname[32];
   int master_status; /* DLPAR_OK, or the error task_init raises */
   char master_error[DLPAR_ERRLEN];
   char master_warning[DLPAR_ERRLEN]; /* why there is no MASTER_ADDR, said by rank 0's task */
+  char port_warning[DLPAR_ERRLEN];   /* a busy derived MASTER_PORT under the default --dl-env, said by rank 0's task */
 } dlpar_spank_state;
 
 extern dlpar_spank_state dlpar_spank;
 
-/* A fresh state with the plugstack.conf arguments parsed: DLPAR_OK, or the
- * error printed. */
-int dlpar_spank_state_init(int ac, char **av);
+/* A fresh state with the plugstack.conf arguments parsed. A bad line takes
+ * no daemon down: it is kept, slurmd says so when it starts, and every
+ * --dl-* option is refused with it (dlpar_spank_config_refusal). */
+void dlpar_spank_state_init(int ac, char **av);
+/* Under a bad plugstack.conf line: true, and the refusal where reader reads
+ * it in out (node: this node's name, for the remote readers). */
+bool dlpar_spank_config_refusal(dlpar_config_reader reader, const char *node, char *out, size_t len);
 /* The user gave a --dl-* option (nothing happens otherwise). */
 bool dlpar_spank_requested(void);
-/* ... and this is slurmstepd (the remote context). */
+/* ... and this is slurmstepd (the remote context), under a good
+ * plugstack.conf line. */
 bool dlpar_spank_requested_in_stepd(void);
+/* slurmstepd's task_init under a bad line: -1 for every task of a --dl-*
+ * step (the batch step's too), the node's first task saying why and, where
+ * srun accepted the step (DLPAR_SRUN_STEP), that srun reads the line otherwise;
+ * else 0. */
+int dlpar_spank_refuse_bad_config(spank_t sp);
 
 /* Prints "dlpar: <message>" through Slurm's log (srun shows it). */
 void dlpar_spank_error(const char *message);

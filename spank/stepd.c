@@ -42,13 +42,22 @@ static int read_task_facts(spank_t sp, task_facts *facts)
   return 0;
 }
 
-/* PMIx must be the step's MPI plugin: libdlpar bootstraps from it. */
+/* Whether the task's environment has name; its value, cut to len - 1
+ * bytes where longer, in value. */
+static bool task_env(spank_t sp, const char *name, char *value, int len)
+{
+  const spank_err_t rc = spank_getenv(sp, name, value, len);
+  return rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE;
+}
+
+/* PMIx must be the step's MPI plugin: libdlpar bootstraps from it. (A
+ * value cut to the buffer is longer than dlpar_show shows: it ends "...".) */
 static int check_pmix(spank_t sp, char *err, size_t errlen)
 {
-  char mpi[64];
-  if (spank_getenv(sp, "PMIX_RANK", mpi, sizeof(mpi)) == ESPANK_SUCCESS)
+  char mpi[DLPAR_TEXT_MAX + 2];
+  if (task_env(sp, "PMIX_RANK", mpi, sizeof(mpi)))
     return DLPAR_OK;
-  if (spank_getenv(sp, "SLURM_MPI_TYPE", mpi, sizeof(mpi)) != ESPANK_SUCCESS)
+  if (!task_env(sp, "SLURM_MPI_TYPE", mpi, sizeof(mpi)))
     snprintf(mpi, sizeof(mpi), "none");
   dlpar_pmix_refusal(mpi, err, errlen);
   return DLPAR_ERR_INPUT;
@@ -60,8 +69,8 @@ static int check_pmix(spank_t sp, char *err, size_t errlen)
  * once. */
 static int check_not_heterogeneous(spank_t sp, const task_facts *facts, char *err, size_t errlen)
 {
-  char components[16], step_tasks[16];
-  if (spank_getenv(sp, "SLURM_HET_SIZE", components, sizeof(components)) != ESPANK_SUCCESS ||
+  char components[DLPAR_TEXT_MAX + 2], step_tasks[16];
+  if (!task_env(sp, "SLURM_HET_SIZE", components, sizeof(components)) ||
       spank_getenv(sp, "SLURM_STEP_NUM_TASKS", step_tasks, sizeof(step_tasks)) != ESPANK_SUCCESS)
     return DLPAR_OK;
   return dlpar_het_refusal(components, step_tasks, (long)facts->ntasks, err, errlen);
@@ -236,8 +245,13 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
     return dlpar_spank.topology_status;
   }
   if (dlpar_spank.torch_env && dlpar_spank.master_status != DLPAR_OK) {
-    /* the node's problem, said by its first task only */
-    snprintf(err, errlen, "%s", facts.local_rank == 0 ? dlpar_spank.master_error : "");
+    /* the node's problem (only rank 0's node has it), said by its first
+     * task, which then ends the step on every node */
+    err[0] = '\0';
+    if (facts.local_rank == 0) {
+      dlpar_spank_error(dlpar_spank.master_error);
+      (void)dlpar_master_end_step(sp, err, errlen); /* its failure is said in err */
+    }
     return dlpar_spank.master_status;
   }
   rc = dlpar_map_task(&dlpar_spank.topology, dlpar_spank.step_gpus, dlpar_spank.nstep_gpus, facts.local_rank,
@@ -258,6 +272,8 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
   set_torch_env(sp, &env);
   if (env.torch_env && !env.master_addr[0] && facts.rank == 0)
     dlpar_spank_error(dlpar_spank.master_warning);
+  if (env.torch_env && dlpar_spank.port_warning[0] && facts.rank == 0)
+    dlpar_spank_error(dlpar_spank.port_warning);
   rc = prepare_profile(sp, &facts, &env, err, errlen);
   if (rc != DLPAR_OK)
     return rc;

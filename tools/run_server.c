@@ -307,14 +307,26 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
   return remove(path);
 }
 
+/* The directory first: whatever PMIx's teardown does, none is left behind.
+ * Then the namespace, with its clients, deregistered before the server
+ * finalizes: OpenPMIx 4.2.2's PMIx_server_finalize, left to tear down a
+ * namespace whose ranks aborted or were killed, crashed (SIGSEGV) in about
+ * 5 of 30 runs, making dlpar-run exit 139 instead of the ranks' status. */
 void dlpar_run_server_stop(dlpar_run_server *server)
 {
+  op_wait w = OP_WAIT_INIT;
+  pmix_status_t rc;
   if (!server)
     return;
-  if (server->initialized)
+  if (server->tmpdir[0] && strstr(server->tmpdir, "/dlpar-run.") &&
+      nftw(server->tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+    fprintf(stderr, "dlpar-run: cannot remove %s: %s (remove it by hand)\n", server->tmpdir, strerror(errno));
+  if (server->initialized) {
+    PMIx_server_deregister_nspace(server->nspace, op_done, &w);
+    if ((rc = op_finish(&w, PMIX_SUCCESS)) != PMIX_SUCCESS)
+      fprintf(stderr, "dlpar-run: PMIx_server_deregister_nspace: %s\n", PMIx_Error_string(rc));
     PMIx_server_finalize();
-  if (server->tmpdir[0] && strstr(server->tmpdir, "/dlpar-run."))
-    nftw(server->tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
   free(server->connected);
   free(server);
 }

@@ -10,9 +10,20 @@ rank 0's text handed to every rank through PMIx, from libdlpar by ctypes.
 dlpar.torch.init_process_group() builds PyTorch's process groups on it.
 Pure Python over libdlpar.so (ctypes): nothing to compile per Python
 version, and the PMIx work stays in the one C implementation.
+
+share_from_root pairs its calls across ranks by their order, not by key:
+every rank makes its calls in the same order. Calls from several threads
+run one at a time, in the order they arrive. A rank missing past the
+rendezvous timeout raises DlparError (naming it, rank and host), so
+`finally` blocks and `with` exits run; the context is then spent, and the
+step ends when it is closed (close(), garbage collection, or at the
+interpreter's exit): exit status 1.
 """
+import atexit
 import ctypes
 import os
+import sys
+import weakref
 
 from . import _library
 
@@ -41,7 +52,8 @@ class Info(ctypes.Structure):
 
 class _Options(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("rendezvous_timeout_s", ctypes.c_double),
-                ("collective_timeout_s", ctypes.c_double), ("exchange_nccl_ids", ctypes.c_int)]
+                ("collective_timeout_s", ctypes.c_double), ("exchange_nccl_ids", ctypes.c_int),
+                ("keep_signals", ctypes.c_int)]
 
 
 def _load():
@@ -64,14 +76,32 @@ def _load():
     return lib
 
 
+_open_contexts = weakref.WeakSet()
+
+
+def _close_at_exit():
+    """At the interpreter's exit, after the program's finally blocks: every
+    context still open is closed. One whose rendezvous timed out ends the
+    step and the process there, so Python's buffered output goes first."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and not stream.closed:
+            stream.flush()
+    for context in list(_open_contexts):
+        context.close()
+
+
+atexit.register(_close_at_exit)
+
+
 class Context:
     """A bootstrap-only libdlpar context (dlpar_init_bootstrap): PMIx, no
-    collectives. Finalized by close() or at garbage collection."""
+    collectives. Finalized by close(), at garbage collection, or at exit."""
 
     def __init__(self, rendezvous_timeout=None):
         self._ctx = None
         self._lib = _load()
         self._ctx = ctypes.c_void_p()
+        _open_contexts.add(self)
         options = _Options(rendezvous_timeout_s=float(rendezvous_timeout or 0))
         if self._lib.dlpar_init_bootstrap(ctypes.byref(options), ctypes.byref(self._ctx)) != 0:
             raise DlparError(self._error())
@@ -82,11 +112,14 @@ class Context:
         return text.decode(errors="replace") if text else "libdlpar failed without a message"
 
     def share_from_root(self, key, text=None, maxlen=4096):
-        """Rank 0's text (rank 0 passes it; the others None) on every rank."""
+        """Rank 0's text (rank 0 passes it; the others None) on every rank.
+        Every rank makes these calls in the same order (see the module's
+        help); DlparError when a rank never arrives (the context is then
+        spent: the step ends when it is closed)."""
         out = ctypes.create_string_buffer(maxlen)
         raw = text.encode() if text is not None else None
         if self._lib.dlpar_share_from_root(self._ctx, key.encode(), raw, out, maxlen) != 0:
-            raise DlparError(self._error())
+            raise DlparError(out.value.decode(errors="replace") or self._error())
         return out.value.decode()
 
     def route_interface(self, addr):

@@ -3,7 +3,7 @@
 (or dlpar-run), without a port to choose and without MASTER_ADDR:
 
     import dlpar.torch
-    grid = dlpar.torch.init_process_group()      # gloo on CPUs, nccl on GPUs
+    grid = dlpar.torch.init_process_group()      # gloo on CPUs; on GPUs nccl for CUDA tensors, gloo for CPU ones
     dist.all_reduce(t, group=grid.tp_group)      # tensor-parallel: M consecutive ranks, one node
     dist.all_reduce(g, group=grid.dp_group)      # data-parallel: ranks M apart
     ...
@@ -19,8 +19,12 @@ missing ranks are all on other nodes), and the step ends. The groups are libdlpa
 consecutive ranks (kept inside a node by the plugin), dp = the ranks M
 apart; on torch versions with a DeviceMesh, grid.mesh is the (dp, tp) mesh
 over them. The CUDA device is the one the launcher bound the rank to.
+On a job of several nodes, a rank 0 address that is loopback (a host name
+that /etc/hosts maps to 127.0.1.1, say) is refused on every rank
+(DlparError) instead of hanging the other nodes.
 """
 import datetime
+import ipaddress
 import itertools
 import os
 import socket
@@ -36,16 +40,38 @@ __all__ = ["Grid", "init_process_group"]
 Grid = namedtuple("Grid", "rank world_size tp_rank tp_size dp_rank dp_size tp_group dp_group device mesh context")
 
 STORE_KEY = "dlpar.torch.store"  # and the call's number: every rank calls in the same order
+REFUSED = "refused:"  # rank 0's text in place of its store's address
 _store_calls = itertools.count(1)
 
 
 def _rank0_address():
-    """How the other ranks reach rank 0: the launcher's DLPAR_MASTER_ADDR
-    (rank 0's node's address, never a name that may resolve to loopback;
-    exported under --dl-env=none too), else MASTER_ADDR, else this host's
-    address."""
-    addr = os.environ.get("DLPAR_MASTER_ADDR") or os.environ.get("MASTER_ADDR")
-    return addr if addr else socket.gethostbyname(socket.gethostname())
+    """How the other ranks reach rank 0, and where that came from: the
+    launcher's DLPAR_MASTER_ADDR (rank 0's node's address, never a name
+    that may resolve to loopback; exported under --dl-env=none too), else
+    MASTER_ADDR, else this host's address."""
+    for name in ("DLPAR_MASTER_ADDR", "MASTER_ADDR"):
+        if os.environ.get(name):
+            return os.environ[name], name
+    host = socket.gethostname()
+    return socket.gethostbyname(host), f"the host name {host}"
+
+
+def _loopback_refusal(addr, source, nnodes):
+    """Why the other nodes cannot reach rank 0 at addr (it resolves to a
+    loopback address, as a host name in /etc/hosts' 127.0.1.1 line does),
+    or None: on one node loopback is fine."""
+    if nnodes < 2:
+        return None
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(addr, None)}
+    except socket.gaierror:
+        return None  # torch's store names an address that does not resolve
+    loopback = sorted(a for a in found if ipaddress.ip_address(a.split("%")[0]).is_loopback)
+    if not loopback:
+        return None
+    return (f"rank 0's address {addr} ({source}) is loopback ({', '.join(loopback)}), which the job's other nodes "
+            f"cannot reach: ask the admin to give the nodes a NodeAddr in slurm.conf (srun --dl-parallel then "
+            f"exports DLPAR_MASTER_ADDR), or export MASTER_ADDR as an address of rank 0's node that they reach")
 
 
 def _tcp_store(*args, **kwargs):
@@ -60,14 +86,22 @@ def _tcp_store(*args, **kwargs):
 
 
 def _open_store(ctx, size, timeout):
-    """Rank 0's store and its address: (store, address)."""
+    """Rank 0's store and its address: (store, address). Rank 0's refusal
+    reaches every rank in its place (REFUSED and the line): all raise it."""
     key = f"{STORE_KEY}.{next(_store_calls)}"
     if ctx.info.rank == 0:
-        addr = _rank0_address()
+        addr, source = _rank0_address()
+        refusal = _loopback_refusal(addr, source, ctx.info.nnodes)
+        if refusal:
+            ctx.share_from_root(key, f"{REFUSED} {refusal}")
+            raise dlpar.DlparError(refusal)
         store = _tcp_store(addr, 0, size, True, timeout=timeout, wait_for_workers=False)
         ctx.share_from_root(key, f"{addr} {store.port}")
         return store, addr
-    addr, port = ctx.share_from_root(key).split()
+    shared = ctx.share_from_root(key)
+    if shared.startswith(REFUSED):
+        raise dlpar.DlparError(shared[len(REFUSED) + 1:])
+    addr, port = shared.split()
     return _tcp_store(addr, int(port), size, False, timeout=timeout), addr
 
 
@@ -106,9 +140,20 @@ def _mesh(info, tp_group, dp_group, device_type):
     return DeviceMesh.from_group([dp_group, tp_group], device_type, mesh=layout, mesh_dim_names=("dp", "tp"))
 
 
+def _default_backend(on_gpu):
+    """gloo without a GPU; with one, nccl for CUDA tensors and gloo for CPU
+    tensors where torch maps backends by device (2.0 and later: what its
+    own default is), else nccl alone."""
+    if not on_gpu:
+        return "gloo"
+    return "cpu:gloo,cuda:nccl" if int(torch.__version__.split(".")[0]) >= 2 else "nccl"
+
+
 def init_process_group(backend=None, timeout=None):
     """Joins the step's ranks into torch.distributed and returns the Grid.
-    backend: None picks nccl when the rank has a GPU, else gloo. timeout
+    backend: None picks gloo on CPUs and, when the rank has a GPU, nccl for
+    CUDA tensors and gloo for CPU tensors (torch 2.0 and later; before:
+    nccl alone), as torch's own default does. timeout
     (seconds or a timedelta): the rendezvous's and torch's (default:
     libdlpar's rendezvous timeout, 120 s + 2 ms per rank)."""
     seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
@@ -117,10 +162,10 @@ def init_process_group(backend=None, timeout=None):
     on_gpu = info.device >= 0 and torch.cuda.is_available()
     if on_gpu:
         torch.cuda.set_device(info.device)
-    backend = backend or ("nccl" if on_gpu else "gloo")
+    backend = backend or _default_backend(on_gpu)
     delta = datetime.timedelta(seconds=seconds or 120 + 0.002 * info.size)
     store, addr = _open_store(ctx, info.size, delta)
-    if backend == "gloo":
+    if "gloo" in backend:
         _gloo_interface(ctx, addr)
     dist.init_process_group(backend, store=store, rank=info.rank, world_size=info.size, timeout=delta)
     tp_group, dp_group = _groups(info)

@@ -5,7 +5,9 @@
 # plugin's); the first failing rank's exit code is returned; output lines
 # can be tagged with the rank; each rank gets the same DLPAR_* contract as
 # under srun; the program's missing binary is named; two runs at once keep
-# Open MPI 4's session directories apart, each in its own run directory.
+# Open MPI 4's session directories apart, each in its own run directory; a
+# rank that never arrives ends the run with exit 1, 30 times over, and no
+# run directory is left behind.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 run=$B/tools/dlpar-run
 
@@ -58,4 +60,24 @@ for dir in $dirs; do
   [ ! -e "$dir" ] || fail "$dir: left behind after its run"
   TEST_CHECKS=$((TEST_CHECKS + 1))
 done
+
+# A rank that never arrives, 30 times (5 runs at a time): the others time
+# out and abort, dlpar-run ends the job with their status 1 (not 139: its
+# PMIx server's teardown crashed in about 5 of 30 such runs) and leaves no
+# run directory behind (TMPDIR: a directory of this test's own).
+mkdir -p "$TEST_TMP/runs"
+for batch in 1 2 3 4 5 6; do
+  for i in 1 2 3 4 5; do
+    TMPDIR=$TEST_TMP/runs DLPAR_RENDEZVOUS_TIMEOUT=1 "$run" -n 4 -- "$B/tests/integration/rank_probe" \
+      --sleep-rank=3 --sleep=30 >"$TEST_TMP/timeout.$batch.$i" 2>&1 &
+  done
+  for i in 1 2 3 4 5; do
+    wait -n
+    echo "exit $?" >>"$TEST_TMP/timeout.codes"
+  done
+done
+expect_eq "a rank timed out, 30 runs: each exit 1" "$(sort "$TEST_TMP/timeout.codes" | uniq -c | sed 's/^ *//')" "30 exit 1"
+expect_eq "a rank timed out, 30 runs: each named it" \
+  "$(cat "$TEST_TMP"/timeout.* | grep -c 'rendezvous timed out after 1 s: rank 3 (.*) did not arrive')" 30
+expect_eq "a rank timed out, 30 runs: no run directory left" "$(ls "$TEST_TMP/runs")" ""
 finish

@@ -9,6 +9,7 @@
  *                              the roots (ids) per group, and the bytes this rank moved through PMIx
  *   --world-ids                then exchange the world's ids too, as the first world collective on NCCL does
  *   --wait-stop                loop until dlpar_stop_requested (SIGTERM from Slurm/dlpar-run)
+ *   --keep-signals             dlpar_options.keep_signals: the stop signals keep their dispositions
  * Prints "rank_probe: rank R ..." lines the shell tests check. */
 #include "config.h"
 
@@ -24,7 +25,7 @@
 typedef struct {
   int sleep_rank, kill_rank, stall_rank, exit_rank;
   double sleep_seconds;
-  int nccl_ids, world_ids, wait_stop;
+  int nccl_ids, world_ids, wait_stop, keep_signals;
 } probe_args;
 
 static uint32_t digest(const unsigned char *bytes, size_t len)
@@ -60,7 +61,7 @@ static void print_ids(const dlpar_ctx *ctx)
 
 static int parse(int argc, char **argv, probe_args *a)
 {
-  *a = (probe_args){-1, -1, -1, -1, 0, 0, 0, 0};
+  *a = (probe_args){-1, -1, -1, -1, 0, 0, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     if (sscanf(argv[i], "--sleep-rank=%d", &a->sleep_rank) == 1 || sscanf(argv[i], "--sleep=%lf", &a->sleep_seconds) == 1 ||
         sscanf(argv[i], "--kill-rank=%d", &a->kill_rank) == 1 || sscanf(argv[i], "--stall-rank=%d", &a->stall_rank) == 1 ||
@@ -72,6 +73,8 @@ static int parse(int argc, char **argv, probe_args *a)
       a->world_ids = 1;
     else if (strcmp(argv[i], "--wait-stop") == 0)
       a->wait_stop = 1;
+    else if (strcmp(argv[i], "--keep-signals") == 0)
+      a->keep_signals = 1;
     else
       return -1;
   }
@@ -108,7 +111,7 @@ int main(int argc, char **argv)
   int32_t value = 1;
   if (parse(argc, argv, &a) != 0) {
     fprintf(stderr, "usage: rank_probe [--sleep-rank=R --sleep=S] [--kill-rank=R] [--stall-rank=R] [--exit-rank=R] [--nccl-ids] "
-                    "[--world-ids] [--wait-stop]\n");
+                    "[--world-ids] [--wait-stop] [--keep-signals]\n");
     return 2;
   }
   if (rank_text && atoi(rank_text) == a.sleep_rank)
@@ -116,6 +119,7 @@ int main(int argc, char **argv)
   if (rank_text && atoi(rank_text) == a.exit_rank)
     return 0;
   options.exchange_nccl_ids = a.nccl_ids;
+  options.keep_signals = a.keep_signals;
   if (dlpar_init(argc, argv, &options, &ctx) != DLPAR_OK) {
     fprintf(stderr, "rank_probe: %s\n", dlpar_last_error(ctx));
     return 1;

@@ -75,9 +75,11 @@ for r in 0 1 2 3; do
 done
 
 # srun cannot predict an arbitrary layout; slurmstepd refuses it per node.
-# The host file gives the nodes (srun 24.11 refuses --nodes with it).
+# The host file gives the nodes (srun 24.11 refuses --nodes with it);
+# --dl-env=none, as srun refuses -m arbitrary under --dl-env=torch
+# (torch_env.sh).
 printf 'n1\nn2\nn1\nn2\n' >"$TEST_TMP/hosts"
-out=$(SLURM_HOSTFILE=$TEST_TMP/hosts srun -n4 -m arbitrary --dl-parallel=2x2 true 2>&1)
+out=$(SLURM_HOSTFILE=$TEST_TMP/hosts srun -n4 -m arbitrary --dl-parallel=2x2 --dl-env=none true 2>&1)
 expect_rc "arbitrary layout" $? 1
 expect_contains "arbitrary layout" "$out" "slurmstepd-n1: error: dlpar: --dl-parallel=2x2: tensor-parallel group 0 (ranks 0-1) spans n1 and another node"
 finish

@@ -7,12 +7,18 @@
 # and hand-written data-parallel step, values checked, on 1x4 and 2x2 over 2
 # nodes x 2 tasks and 4x1 inside a node; the contract's values exactly
 # (MASTER_ADDR: n1's NodeAddr; MASTER_PORT: the step's reserved port, else
-# the derived one; GROUP_RANK/NODE_RANK; GLOO_SOCKET_IFNAME); two steps of
-# one job at once; MASTER_PORT set by the user; --dl-env=none; no
-# --dl-parallel: nothing; a busy port: one line naming --resv-ports; the
-# same programs under dlpar-run. And dlpar's Python module
-# (python/dlpar/torch.py): its groups value by value on the same grids, a
-# rank that never joins named within the timeout, its installed form.
+# the derived one, by the plugin's mixing function; GROUP_RANK/NODE_RANK;
+# GLOO_SOCKET_IFNAME); --resv-ports=1; two steps of one job at once;
+# MASTER_PORT set by the user; --dl-env=none; no --dl-parallel: nothing; a
+# busy derived port (a stand-in for another job's store holds it): under
+# --dl-env=torch the whole step ends, no task gets to run the program and
+# nobody connects to it, under the default one warning and the program
+# runs; -m arbitrary refused by srun; the same programs under dlpar-run.
+# And dlpar's Python module (python/dlpar/torch.py): its groups value by
+# value on the same grids, a rank that never joins named within the
+# timeout (a DlparError: finally blocks run), share_from_root from four
+# threads, a loopback rank 0 address refused on two nodes (fine on one),
+# rank 0 off the first node under --dl-env=none, its installed form.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
   skip "no PyTorch for /usr/bin/python3 (apt-get install python3-torch)"
@@ -55,12 +61,33 @@ for r in 0 1 2 3; do
   [ -n "$ifname" ] && [ "$ifname" != - ] && [ "$ifname" != lo ] || fail "2x2 rank $r: GLOO_SOCKET_IFNAME '$ifname', expected the node's interface"
 done
 
-# No reserved ports: the port derived from job and step, inside the admin's range
+# --resv-ports=1 (what the busy-port line advises; the bed has MpiParams=ports): the step's first reserved port
+out=$(srun -N2 --ntasks-per-node=2 --resv-ports=1 --dl-parallel=2x2 bash -c 'echo "$SLURM_PROCID|$SLURM_STEP_RESV_PORTS|$MASTER_PORT"' 2>&1)
+expect_rc "--resv-ports=1" $? 0
+line=$(grep '^0|' <<<"$out")
+reserved=$(cut -d'|' -f2 <<<"$line")
+expect_eq "--resv-ports=1: MASTER_PORT is the first reserved port" "$(cut -d'|' -f3 <<<"$line")" "${reserved%%[-,]*}"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ -n "$reserved" ] || fail "--resv-ports=1: no reserved port: $out"
+
+# No reserved ports: the port derived from job and step, inside the admin's
+# range: the plugin's mixing function, restated (torch_ports' default range)
+cat >"$TEST_TMP/derived_port" <<'EOF2'
+#!/usr/bin/python3
+import sys
+job, step = int(sys.argv[1]), int(sys.argv[2])
+x, mask = job, (1 << 64) - 1
+x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & mask
+x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & mask
+x ^= x >> 31
+print(20000 + (x % 9400 + step) % 9400)
+EOF2
+chmod +x "$TEST_TMP/derived_port"
 out=$(srun -N2 --ntasks-per-node=2 --resv-ports=0 --dl-parallel=2x2 $prog env 2>&1)
 line=$(grep "^task 0: env" <<<"$out")
 job=$(sed -n 's/.*SLURM_JOB_ID=\([0-9]*\).*/\1/p' <<<"$line")
 step=$(sed -n 's/.*SLURM_STEP_ID=\([0-9]*\).*/\1/p' <<<"$line")
-expect_contains "derived port" "$line" "MASTER_PORT=$(( 20000 + (job * 64 + step) % 9400 ))"
+expect_contains "derived port" "$line" "MASTER_PORT=$("$TEST_TMP/derived_port" "$job" "$step")"
 
 # Two steps of one job at once on the same nodes: different ports, both right
 with_port="echo \"\$SLURM_PROCID port \$MASTER_PORT\"; exec $prog tutorial 2"
@@ -95,20 +122,56 @@ out=$(srun -n2 --dl-parallel=1x2 --dl-env=torchrun true 2>&1)
 expect_rc "--dl-env=torchrun" $? 1
 expect_contains "--dl-env=torchrun" "$out" "dlpar: --dl-env=torchrun: expected torch (export MASTER_ADDR"
 
-# A busy port on rank 0's node: the step fails at once with one line naming --resv-ports.
-# Step 0 holds the port step 1 would derive; step 1 is the --dl-parallel one.
-out=$(salloc -N2 --ntasks-per-node=2 bash -c "
-  port=\$(( 20000 + (SLURM_JOB_ID * 64 + 1) % 9400 ))
-  srun --overlap -w n1 -N1 -n1 /usr/bin/python3 -c \"
-import socket, time
-s = socket.socket(); s.bind(('', \$port)); s.listen(1); open('$TEST_TMP/held', 'w').write('\$port'); time.sleep(60)\" &
-  for i in \$(seq 100); do [ -s $TEST_TMP/held ] && break; sleep 0.2; done
-  srun --overlap -N2 --ntasks-per-node=2 --resv-ports=0 --dl-parallel=2x2 $prog env
-  echo step \$?; kill %1" 2>&1)
-held=$(cat "$TEST_TMP/held" 2>/dev/null)
-expect_contains "a busy port" "$out" "dlpar: MASTER_PORT $held is in use on n1, where rank 0 runs (run srun with --resv-ports so Slurm reserves a port per step, or export MASTER_PORT)"
+# A busy derived port on rank 0's node (n1), held by a stand-in for another
+# job's TCPStore that logs who connects. Step 0 of a job holds the port its
+# step 1 derives; step 1 is the --dl-parallel one.
+cat >"$TEST_TMP/foreign_store.py" <<'EOF2'
+import socket, sys, time
+port, held, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = socket.socket()
+s.bind(("", port))
+s.listen(16)
+s.settimeout(0.2)
+open(held, "w").write(str(port))
+end = time.time() + 60
+while time.time() < end:
+    try:
+        conn, peer = s.accept()
+    except socket.timeout:
+        continue
+    open(log, "a").write(f"connection from {peer[0]}\n")
+    conn.close()
+EOF2
+busy_step() { # NAME, then step 1's srun arguments: its output in $TEST_TMP/NAME.out, the step's status on its last line
+  local name=$1
+  shift
+  timeout 120 salloc -N2 --ntasks-per-node=2 bash -c "
+    port=\$($TEST_TMP/derived_port \$SLURM_JOB_ID 1)
+    srun --overlap -w n1 -N1 -n1 /usr/bin/python3 $TEST_TMP/foreign_store.py \$port $TEST_TMP/$name.held $TEST_TMP/$name.connections &
+    for i in \$(seq 100); do [ -s $TEST_TMP/$name.held ] && break; sleep 0.2; done
+    srun --overlap -N2 --ntasks-per-node=2 --resv-ports=0 $*
+    echo step \$?; kill %1" >"$TEST_TMP/$name.out" 2>&1
+}
+# Under an explicit --dl-env=torch: the whole step ends, n2's tasks killed
+# as they start, before the program gets anywhere (before, the step ended on
+# n1 alone and n2's ranks joined the foreign store; a kill sent before n2's
+# tasks existed was dropped by Slurm and they joined it too).
+busy_step explicit --dl-parallel=2x2 --dl-env=torch "$prog" tutorial 2
+out=$(cat "$TEST_TMP/explicit.out")
+held=$(cat "$TEST_TMP/explicit.held" 2>/dev/null)
+expect_eq "a busy port, --dl-env=torch: the refusal, once" "$(grep -c "dlpar: MASTER_PORT $held (derived from job and step) is in use on n1, where rank 0 runs: ending the step (run srun with --resv-ports=1 so Slurm reserves a port per step, which needs MpiParams=ports in slurm.conf, or export MASTER_PORT)" <<<"$out")" 1
 TEST_CHECKS=$((TEST_CHECKS + 1))
-grep -q "^step [1-9]" <<<"$out" || fail "a busy port: the step did not fail: $out"
+grep -q "^step [1-9]" <<<"$out" || fail "a busy port, --dl-env=torch: the step did not fail: $out"
+expect_eq "a busy port, --dl-env=torch: no task got to run the program" "$(grep -c '^rank [0-3]:' <<<"$out")" 0
+expect_eq "a busy port, --dl-env=torch: nobody connected to the foreign store" \
+  "$(cat "$TEST_TMP/explicit.connections" 2>/dev/null)" "" || echo "$out" >&2
+# Under the default --dl-env: one warning, and a program that does not use env:// runs
+busy_step default --dl-parallel=2x2 "$prog" env
+out=$(cat "$TEST_TMP/default.out")
+held=$(cat "$TEST_TMP/default.held" 2>/dev/null)
+expect_eq "a busy port, default --dl-env: one warning" "$(grep -c "dlpar: MASTER_PORT $held (derived from job and step) is in use on n1, where rank 0 runs: env:// cannot open its store there, programs that do not use it run on" <<<"$out")" 1
+expect_contains "a busy port, default --dl-env: the step runs" "$out" "step 0"
+expect_eq "a busy port, default --dl-env: every task ran" "$(grep -c "^task [0-3]: env .*MASTER_PORT=$held " <<<"$out")" 4
 
 # The dlpar module: dlpar.torch.init_process_group() with no port and no
 # MASTER_ADDR (rank 0's TCPStore address travels over PMIx), its world, tp
@@ -128,10 +191,35 @@ out=$("$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- $module 2>&1)
 expect_rc "dlpar module under dlpar-run" $? 0
 expect_ok "dlpar module under dlpar-run" "$out" 4 $module_checks
 # A rank that leaves before it joins: named with its host on a rank that waited, within the timeout
-# (the others would wait for ever: a step still running after 100 s hangs)
+# (the others would wait for ever: a step still running after 100 s hangs); the timeout raises
+# DlparError, so the program's finally blocks run (on the rank that then ends the step at least)
 out=$(DLPAR_TEST_LEAVE=3 DLPAR_RENDEZVOUS_TIMEOUT=5 timeout 100 srun -N2 --ntasks-per-node=2 --dl-parallel=2x2 $module 2>&1)
 expect_rc "dlpar module, rank 3 leaves" $? 1
 expect_contains "dlpar module, rank 3 leaves" "$out" "rendezvous timed out after 5 s: rank 3 (n2) did not arrive"
+expect_contains "dlpar module, rank 3 leaves: DlparError" "$out" "dlpar.DlparError: rank 2 on n2: rendezvous timed out after 5 s: rank 3 (n2) did not arrive"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+grep -q '^rank [0-2]: cleanup ran$' <<<"$out" || fail "dlpar module, rank 3 leaves: no finally block ran: $out"
+# share_from_root from four threads of each rank at once: one at a time, in the order they came
+for launcher in "srun -N2 --ntasks-per-node=2 --dl-parallel=2x2" "$B/tools/dlpar-run -n 4 --dl-parallel=2x2 --"; do
+  out=$(DLPAR_TEST_THREADS=1 timeout 100 $launcher $module 2>&1)
+  expect_rc "dlpar module, share_from_root from 4 threads, ${launcher%% *}" $? 0
+  expect_eq "dlpar module, share_from_root from 4 threads, ${launcher%% *}: every key's own text" \
+    "$(grep -c "^rank [0-3]: threads ok {0: 'value 0', 1: 'value 1', 2: 'value 2', 3: 'value 3'}" <<<"$out")" 4
+done
+# A loopback address for rank 0 on a job of two nodes (as a host name that /etc/hosts maps to
+# 127.0.1.1 gives): refused on every rank at once, instead of the other node hanging; on one node, fine
+loopback="unset DLPAR_MASTER_ADDR; MASTER_ADDR=127.0.1.1 exec $module"
+out=$(timeout 100 srun -N2 --ntasks-per-node=2 --dl-parallel=2x2 --dl-env=none bash -c "$loopback" 2>&1)
+expect_rc "dlpar module, loopback rank 0 on 2 nodes" $? 1
+expect_eq "dlpar module, loopback rank 0 on 2 nodes: every rank refuses" "$(grep -c "dlpar.DlparError: rank 0's address 127.0.1.1 (MASTER_ADDR) is loopback (127.0.1.1), which the job's other nodes cannot reach: ask the admin to give the nodes a NodeAddr in slurm.conf" <<<"$out")" 4
+out=$(timeout 100 srun -N1 -n2 --dl-parallel=1x2 --dl-env=none bash -c "$loopback" 2>&1)
+expect_rc "dlpar module, loopback rank 0 on 1 node" $? 0
+expect_eq "dlpar module, loopback rank 0 on 1 node" "$(grep -c '^rank [01]: .* ok' <<<"$out")" $((2 * module_checks))
+if /usr/bin/python3 -c 'import ipaddress, socket, sys; sys.exit(not ipaddress.ip_address(socket.gethostbyname(socket.gethostname())).is_loopback)'; then
+  # this machine's name resolves to loopback (as on the bed's nodes): the module's last fallback is refused too
+  out=$(timeout 100 srun -N2 --ntasks-per-node=2 --dl-parallel=2x2 --dl-env=none bash -c "unset DLPAR_MASTER_ADDR MASTER_ADDR; exec $module" 2>&1)
+  expect_contains "dlpar module, rank 0's host name resolves to loopback" "$out" "(the host name $(hostname)) is loopback"
+fi
 # make install: the module for the system python3, pointing at the installed libdlpar
 stage=$TEST_TMP/stage
 make -s -C "$B" install-dlparpyDATA install-dlpar-python-library DESTDIR="$stage" >/dev/null 2>&1
@@ -141,13 +229,18 @@ installed=$(cd / && PYTHONPATH=$(dirname "$pydir") /usr/bin/python3 -c 'import d
 TEST_CHECKS=$((TEST_CHECKS + 1))
 case $installed in /*/lib*/libdlpar.so.0) ;; *) fail "the installed module's libdlpar: '$installed', expected LIBDIR/libdlpar.so.0" ;; esac
 
-# Rank 0 placed off the step's first node (an arbitrary distribution): refused, not a wrong MASTER_ADDR
+# An arbitrary distribution may put rank 0 off the step's first node: srun refuses it before launch
+# under --dl-env=torch, instead of a wrong MASTER_ADDR; under --dl-env=none rank 0's node gives the
+# module its own address, so the module works with rank 0 on n2
 printf 'n2\nn1\nn1\nn2\n' >"$TEST_TMP/hosts"
 # no -N: Slurm 24.11 refuses --nodes with the arbitrary distribution (the host file decides)
-out=$(SLURM_HOSTFILE=$TEST_TMP/hosts srun -n4 -m arbitrary --dl-parallel=1x4 $prog env 2>&1)
-expect_rc "rank 0 off the first node" $? 1
-expect_contains "rank 0 off the first node" "$out" \
-  "dlpar: rank 0 is not on the step's first node n1 (an arbitrary distribution?), so MASTER_ADDR would be wrong"
+out=$(SLURM_HOSTFILE=$TEST_TMP/hosts srun -n4 -m arbitrary --dl-parallel=1x4 bash -c 'echo started' 2>&1)
+expect_rc "-m arbitrary" $? 1
+expect_contains "-m arbitrary: refused by srun" "$out" "srun: error: dlpar: -m arbitrary may put rank 0 off the step's first node, whose address MASTER_ADDR is (--dl-env=torch, the default): use a block, cyclic or plane distribution, or --dl-env=none and your own MASTER_ADDR"
+expect_eq "-m arbitrary: nothing launched" "$(grep -c '^started' <<<"$out")" 0
+out=$(SLURM_HOSTFILE=$TEST_TMP/hosts timeout 100 srun -n4 -m arbitrary --dl-parallel=1x4 --dl-env=none $module 2>&1)
+expect_rc "-m arbitrary --dl-env=none: dlpar module, rank 0 on n2" $? 0
+expect_ok "-m arbitrary --dl-env=none: dlpar module, rank 0 on n2" "$out" 4 $module_checks
 
 # dlpar-run: the same contract on one machine (127.0.0.1, a port the kernel picks, lo)
 out=$("$B/tools/dlpar-run" -n 4 --dl-parallel=2x2 -- $prog tutorial 2 2>&1)

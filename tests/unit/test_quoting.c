@@ -3,7 +3,13 @@
  * escaped, so a refusal is one line whatever the input holds. Each site
  * below (a flag, a plugstack.conf key, a YAML key or value, a path, an
  * environment variable, a file header) gets text holding a newline and an
- * escape byte and must refuse with one line that shows them as \n and \x1b. */
+ * escape byte and must refuse with one line that shows them as \n and \x1b;
+ * dlpar_one_line turns what would break a line or a terminal (C1 controls,
+ * U+2028, bidirectional overrides, bytes of a cut character) into spaces;
+ * a list of quoted values is cut at a character. The plugin's refusals of
+ * what Slurm's environment holds (SLURM_MPI_TYPE, SLURM_HET_SIZE, a node
+ * name) are tests/unit/test_spank_parsing.c's, which a plugin-only build
+ * runs too. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -16,6 +22,7 @@
 #include "common/taskenv.h"
 #include "common/text.h"
 #include "common/topo.h"
+#include "common/torchenv.h"
 #include "spank/admin.h"
 #include "tests/unit/check.h"
 #include "tools/run.h"
@@ -178,10 +185,48 @@ static void test_files(void)
   EXPECT_QUOTED(checkpoint_check_position(&pos, 10, 5, "/run/" HOSTILE "/checkpoint.h5", err, sizeof(err)));
 }
 
+/* Whether text is one line of valid, printable UTF-8: nothing dlpar_quote
+ * would escape (no byte of a character cut in two). */
+static int printable_line(const char *text)
+{
+  char shown[4 * DLPAR_ERRLEN];
+  return strcmp(dlpar_quote(text, shown, sizeof(shown)), text) == 0;
+}
+
 static void test_one_line(void)
 {
   char text[] = "NCCL said:\nline two\r\x1b";
+  /* U+0085 (NEL), U+2028 (line separator), U+202E (right-to-left override), a lone 0xC3; é stays */
+  char unicode[] = "a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xae" "d\xc3" "e\xc3\xa9";
   CHECK_STR(dlpar_one_line(text), "NCCL said: line two  ");
+  CHECK_STR(dlpar_one_line(unicode), "a b c d e\xc3\xa9");
+}
+
+/* srun's "keeping your exported NAME=value, ..." line: cut where its buffer
+ * is full, at a character, with "...", whatever the values' lengths (cut at
+ * 511 bytes it split a character in 21 of 40 layouts). */
+static void test_kept_torch_names(void)
+{
+  char line[DLPAR_ERRLEN], value[200];
+  int cut = 0;
+  for (int layout = 0; layout < 40; layout++) {
+    /* layout ASCII bytes, then 2-, 3- and 4-byte characters: the cut falls at every offset */
+    int used = snprintf(value, sizeof(value), "%.*s", layout, "0123456789012345678901234567890123456789");
+    while (used + 4 < (int)sizeof(value))
+      used += snprintf(value + used, sizeof(value) - (size_t)used, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+    for (const char *const *name = dlpar_torch_names; *name; name++)
+      setenv(*name, value, 1);
+    CHECK_INT(dlpar_torch_names_set(line, sizeof(line)), strlen(line));
+    CHECK(strlen(line) < sizeof(line) && printable_line(line));
+    cut += strlen(line) > 3 && strcmp(line + strlen(line) - 3, "...") == 0;
+  }
+  CHECK_INT(cut, 40);
+  for (const char *const *name = dlpar_torch_names; *name; name++)
+    unsetenv(*name);
+  setenv("MASTER_PORT", HOSTILE, 1);
+  CHECK(dlpar_torch_names_set(line, sizeof(line)) > 0);
+  CHECK_STR(line, "MASTER_PORT=" SHOWN);
+  unsetenv("MASTER_PORT");
 }
 
 int main(void)
@@ -199,6 +244,7 @@ int main(void)
   test_yaml();
   test_files();
   test_one_line();
+  test_kept_torch_names();
   {
     char path[128];
     snprintf(path, sizeof(path), "%s/c.yaml", dir);

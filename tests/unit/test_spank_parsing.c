@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_spank_parsing.c: the plugin's plain modules without Slurm:
  * admin keys from plugstack.conf (spank/admin.c), the user's --dl-* options
- * (spank/request.c, common/profile.c) and Slurm's tasks-per-node text. */
+ * (spank/request.c, common/profile.c), the env:// contract's rules and
+ * refusals (a busy MASTER_PORT, -m arbitrary, a loopback NodeAddr), the
+ * quoting of what Slurm's environment holds, Slurm's tasks-per-node text,
+ * and plugstack.conf as Slurm reads it (spank/plugstack.c: dlpar-check-config,
+ * where a bad line is, what it does in each context) with srun's step mark. */
 #include "config.h"
 
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "common/status.h"
+#include "common/taskenv.h"
 #include "spank/admin.h"
+#include "spank/plugstack.h"
 #include "spank/request.h"
 #include "tests/unit/check.h"
 
@@ -36,6 +46,10 @@ static void test_admin(void)
   expect_admin_error("colour=blue", "plugstack.conf: unknown key 'colour' (known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic, torch_ports)");
   expect_admin_error("tp_span=maybe", "plugstack.conf: tp_span=maybe: expected error, warn or allow");
   expect_admin_error("bind_nic=perhaps", "plugstack.conf: bind_nic=perhaps: expected yes or no");
+  /* yes or no only, as the docs and the error say */
+  expect_admin_error("bind_cpus=true", "plugstack.conf: bind_cpus=true: expected yes or no");
+  expect_admin_error("bind_cpus=1", "plugstack.conf: bind_cpus=1: expected yes or no");
+  expect_admin_error("bind_nic=0", "plugstack.conf: bind_nic=0: expected yes or no");
   expect_admin_error("topology_xml=relative.xml", "plugstack.conf: topology_xml=relative.xml: expected an absolute path");
   expect_admin_error("tp_span", "plugstack.conf: 'tp_span' is not key=value (e.g. tp_span=warn)");
 }
@@ -134,9 +148,276 @@ static void test_check(void)
   CHECK(present && back.check == DLPAR_CHECK_ONLY);
 }
 
+/* torch_ports inside this node's ephemeral ports (ip_local_port_range):
+ * refused on every srun, as any bad admin value is. */
+static void test_torch_ports_ephemeral(void)
+{
+  dlpar_admin_config config;
+  char err[DLPAR_ERRLEN] = "", arg[64], want[DLPAR_ERRLEN];
+  char *argv[1] = {arg};
+  int lo, hi;
+  CHECK_INT(dlpar_ephemeral_ports(&lo, &hi), DLPAR_OK);
+  snprintf(arg, sizeof(arg), "torch_ports=%d-%d", lo, lo < 65535 ? lo + 1 : lo);
+  CHECK_INT(dlpar_admin_config_parse(1, argv, &config, err, sizeof(err)), DLPAR_ERR_INPUT);
+  snprintf(want, sizeof(want), "plugstack.conf: %s overlaps the kernel's ephemeral ports %d-%d", arg, lo, hi);
+  CHECK(strncmp(err, want, strlen(want)) == 0);
+}
+
+/* The env:// contract's rules in slurmstepd (spank/master.c) and srun. */
+static void test_master_rules(void)
+{
+  char err[DLPAR_ERRLEN] = "";
+  CHECK_INT(dlpar_busy_port_verdict(12000, true, false, "n1", err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "MASTER_PORT 12000, the port Slurm reserved for this step, is in use on n1, where rank 0 runs: ending "
+                 "the step (another process took it; run the step again, which gets other ports, or export "
+                 "MASTER_PORT)");
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, true, "n1", err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "MASTER_PORT 21234 (derived from job and step) is in use on n1, where rank 0 runs: ending the step "
+                 "(run srun with --resv-ports=1 so Slurm reserves a port per step, which needs MpiParams=ports in "
+                 "slurm.conf, or export MASTER_PORT)");
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, "n1", err, sizeof(err)), DLPAR_WARN);
+  CHECK_STR(err, "MASTER_PORT 21234 (derived from job and step) is in use on n1, where rank 0 runs: env:// cannot "
+                 "open its store there, programs that do not use it run on (for env://: srun --resv-ports=1, which "
+                 "needs MpiParams=ports in slurm.conf, or export MASTER_PORT; without env://: --dl-env=none)");
+  CHECK_INT(dlpar_distribution_refusal("arbitrary", true, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "-m arbitrary may put rank 0 off the step's first node, whose address MASTER_ADDR is "
+                 "(--dl-env=torch, the default): use a block, cyclic or plane distribution, or --dl-env=none and your "
+                 "own MASTER_ADDR");
+  CHECK_INT(dlpar_distribution_refusal("arbitrary", false, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_distribution_refusal("block", true, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_distribution_refusal("plane=2", true, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_distribution_refusal(NULL, true, err, sizeof(err)), DLPAR_OK);
+  /* a loopback NodeAddr is no MASTER_ADDR for a step of several nodes; on one node it is */
+  CHECK_INT(dlpar_master_addr_warning("n1", "127.0.1.1", 2, err, sizeof(err)), DLPAR_WARN);
+  CHECK_STR(err, "MASTER_ADDR: node n1's address 127.0.1.1 is loopback, which the other nodes cannot reach (its "
+                 "NodeAddr, or its name where NodeAddr is unset, resolves so, e.g. in /etc/hosts): set NodeAddr=ADDRESS "
+                 "for n1 in slurm.conf, or export your own MASTER_ADDR");
+  CHECK_INT(dlpar_master_addr_warning("n1", "::1", 4, err, sizeof(err)), DLPAR_WARN);
+  CHECK_INT(dlpar_master_addr_warning("n1", "127.0.1.1", 1, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_master_addr_warning("n1", "10.77.0.11", 2, err, sizeof(err)), DLPAR_OK);
+}
+
+/* Whether text is one line of valid, printable UTF-8 (no byte left of a
+ * character cut in two, nothing dlpar_quote would escape). */
+static int valid_one_line(const char *text)
+{
+  char shown[2 * DLPAR_ERRLEN];
+  return strcmp(dlpar_quote(text, shown, sizeof(shown)), text) == 0;
+}
+
+/* The plugin's refusals that name what Slurm's environment holds
+ * (SLURM_MPI_TYPE, SLURM_HET_SIZE) quote it with dlpar_show: one line,
+ * escaped, cut at a character with "..." (they were "%.32s" and "%.8s",
+ * which passed a newline through and cut "1234567\xc3\xa9" to a lone
+ * 0xC3). The rest of the quoting test is tests/unit/test_quoting.c, which
+ * is built with the trainer; these run in a plugin-only build too. */
+static void test_refusals_quoted(void)
+{
+  char err[DLPAR_ERRLEN], long_mpi[300];
+  dlpar_pmix_refusal("pmi2\nlevel=error \xe2\x80\xa8 \xe2\x80\xae\xc2\x85", err, sizeof(err));
+  CHECK_STR(err, "--dl-parallel needs PMIx but the step uses --mpi=pmi2\\nlevel=error \\xe2\\x80\\xa8 "
+                 "\\xe2\\x80\\xae\\xc2\\x85 (use --mpi=pmix, or ask the admin for MpiDefault=pmix)");
+  memset(long_mpi, 'x', sizeof(long_mpi) - 1);
+  long_mpi[sizeof(long_mpi) - 1] = '\0';
+  dlpar_pmix_refusal(long_mpi, err, sizeof(err));
+  CHECK(strstr(err, "xxx... (use --mpi=pmix") != NULL && valid_one_line(err));
+  CHECK_INT(dlpar_het_refusal("1234567\xc3\xa9", "9", 4, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here 9 tasks in "
+                 "1234567\xc3\xa9 components): run the parallel program as a step of one component (srun --het-group=N)");
+  CHECK(valid_one_line(err));
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, "n1\n\xe2\x80\xa8", err, sizeof(err)), DLPAR_WARN);
+  CHECK(strstr(err, "in use on n1\\n\\xe2\\x80\\xa8, where") != NULL && valid_one_line(err));
+}
+
+/* A key given twice is refused, naming both; two different keys are not. */
+static void test_admin_twice(void)
+{
+  dlpar_admin_config config;
+  char err[DLPAR_ERRLEN] = "";
+  char *twice[3] = {"tp_span=warn", "bind_nic=no", "tp_span=allow"}, *same[2] = {"bind_cpus=no", "bind_cpus=no"};
+  char *prefix[2] = {"bind_cpus=no", "bind_cpus_x=1"};
+  CHECK_INT(dlpar_admin_config_parse(3, twice, &config, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "plugstack.conf: tp_span given twice (tp_span=warn, then tp_span=allow): keep one");
+  CHECK_INT(dlpar_admin_config_parse(2, same, &config, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "plugstack.conf: bind_cpus given twice (bind_cpus=no, then bind_cpus=no): keep one");
+  CHECK_INT(dlpar_admin_config_parse(2, prefix, &config, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK(strstr(err, "unknown key 'bind_cpus_x'") != NULL);
+  CHECK_INT(dlpar_admin_config_parse(2, twice, &config, err, sizeof(err)), DLPAR_OK);
+}
+
+static char plugstack_dir[] = "/tmp/dlpar-plugstack.XXXXXX";
+
+/* dir/name with text; its path in path (PATH_LEN). */
+#define PATH_LEN 4200
+static void write_file(const char *name, const char *text, char *path)
+{
+  FILE *file;
+  snprintf(path, PATH_LEN, "%s/%s", plugstack_dir, name);
+  file = fopen(path, "w");
+  CHECK(file != NULL);
+  if (file) {
+    fputs(text, file);
+    fclose(file);
+  }
+}
+
+/* conf.d/dlpar.conf holds text: dlpar-check-config on stack refuses it with want. */
+static void expect_check_refusal(const char *stack, const char *text, const char *want)
+{
+  char path[PATH_LEN], msg[8192];
+  write_file("conf.d/dlpar.conf", text, path);
+  CHECK_INT(dlpar_plugstack_check(stack, msg, sizeof(msg)), DLPAR_ERR_INPUT);
+  CHECK_STR(msg, want);
+}
+
+/* plugstack.conf as Slurm reads it: PlugStackConfig (or the file beside
+ * slurm.conf), includes relative to the including file, comments, a
+ * missing include; dlpar's line checked as dlpar-check-config does, and
+ * the place the plugin's refusal names. */
+static void test_plugstack_files(void)
+{
+  char slurm_conf[PATH_LEN], stack[PATH_LEN], snippet[PATH_LEN], plugin[PATH_LEN], other[PATH_LEN], text[PATH_LEN];
+  char out[PATH_LEN], err[DLPAR_ERRLEN], msg[8192], want[8192];
+  char *args[2] = {"tp_span=warn", "bind_nic=no"}, *fewer[1] = {"tp_span=warn"};
+  dlpar_plugstack_entry entry;
+  CHECK(mkdtemp(plugstack_dir) != NULL);
+  snprintf(text, sizeof(text), "%s/conf.d", plugstack_dir);
+  CHECK_INT(mkdir(text, 0755), 0);
+  write_file(DLPAR_PLUGIN_FILE, "", plugin);
+  /* slurm.conf: the key in any case, a comment after it; else plugstack.conf beside it */
+  write_file("slurm.conf", "ClusterName=x\n  plugstackconfig = /etc/other/stack.conf # moved\n", slurm_conf);
+  CHECK_INT(dlpar_plugstack_path(slurm_conf, out, sizeof(out), err, sizeof(err)), DLPAR_OK);
+  CHECK_STR(out, "/etc/other/stack.conf");
+  write_file("slurm.conf", "ClusterName=x\n#PlugStackConfig=/nowhere\nPlugStackConfigX=/nowhere\n", slurm_conf);
+  CHECK_INT(dlpar_plugstack_path(slurm_conf, out, sizeof(out), err, sizeof(err)), DLPAR_OK);
+  snprintf(want, sizeof(want), "%s/plugstack.conf", plugstack_dir);
+  CHECK_STR(out, want);
+  CHECK_INT(dlpar_plugstack_path("/nonexistent/slurm.conf", out, sizeof(out), err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_STR(err, "/nonexistent/slurm.conf: cannot read it (No such file or directory): name slurm.conf in "
+                 "SLURM_CONF, or give the file to check");
+  /* Debian's layout: plugstack.conf includes conf.d/ *.conf, a relative glob */
+  write_file("plugstack.conf", "# Slurm's\ninclude conf.d/*.conf\ninclude missing/*.conf\n", stack);
+  write_file("conf.d/other.conf", "required /usr/lib/spank_other.so a=1\n", other);
+  snprintf(text, sizeof(text), "# dlpar\n\n  required\t%s tp_span=warn   bind_nic=no # the admin's\n", plugin);
+  write_file("conf.d/dlpar.conf", text, snippet);
+  CHECK_INT(dlpar_plugstack_read(stack, &entry, err, sizeof(err)), DLPAR_OK);
+  CHECK(entry.count == 1 && entry.line == 3 && entry.required && entry.argc == 2);
+  CHECK_STR(entry.file, snippet);
+  CHECK_STR(entry.plugin, plugin);
+  CHECK_STR(entry.argv[1], "bind_nic=no");
+  CHECK_INT(dlpar_plugstack_check(stack, msg, sizeof(msg)), DLPAR_OK);
+  snprintf(want, sizeof(want), "%s:3: ok: required %s tp_span=warn bind_nic=no", snippet, plugin);
+  CHECK_STR(msg, want);
+  dlpar_plugstack_where(slurm_conf, 2, args, out, sizeof(out));
+  snprintf(want, sizeof(want), "line 3 of %s", snippet);
+  CHECK_STR(out, want);
+  /* other arguments than the line's: this process read another file */
+  dlpar_plugstack_where(slurm_conf, 1, fewer, out, sizeof(out));
+  CHECK_STR(out, "the spank_dlpar.so line of plugstack.conf");
+  dlpar_plugstack_where("/nonexistent/slurm.conf", 2, args, out, sizeof(out));
+  CHECK_STR(out, "the spank_dlpar.so line of plugstack.conf");
+  /* what dlpar-check-config refuses, in one line each */
+  snprintf(text, sizeof(text), "required %s torch_port=20000-20999\n", plugin);
+  snprintf(want, sizeof(want), "%s:1: plugstack.conf: unknown key 'torch_port' (known: tp_span, topology_xml, "
+           "profile_dir, bind_cpus, bind_nic, torch_ports)", snippet);
+  expect_check_refusal(stack, text, want);
+  snprintf(text, sizeof(text), "optional %s\n", plugin);
+  snprintf(want, sizeof(want), "%s:1: optional: Slurm ignores an optional plugin's refusals and launches the steps "
+           "dlpar refused; write required", snippet);
+  expect_check_refusal(stack, text, want);
+  snprintf(want, sizeof(want), "%s:1: /nonexistent/spank_dlpar.so: No such file or directory (install dlpar's "
+           "plugin there, or correct the path): Slurm would fail every srun and sbatch, and slurmd would not start",
+           snippet);
+  expect_check_refusal(stack, "required /nonexistent/spank_dlpar.so\n", want);
+  snprintf(text, sizeof(text), "required %s\nrequired %s\n", plugin, plugin);
+  snprintf(want, sizeof(want), "%s:2: a second spank_dlpar.so line (the first is %s:1): Slurm loads the first "
+           "only; keep one", snippet, snippet);
+  expect_check_refusal(stack, text, want);
+  snprintf(text, sizeof(text), "# required %s\n", plugin);
+  snprintf(want, sizeof(want), "%s: no spank_dlpar.so line, nor in the files it includes: dlpar is not enabled "
+           "there", stack);
+  expect_check_refusal(stack, text, want);
+  /* a file that includes itself is a loop, not a hang */
+  snprintf(want, sizeof(want), "%s: includes nested deeper than 8 (does a file include itself?)", snippet);
+  expect_check_refusal(stack, "include dlpar.conf\n", want);
+  CHECK_INT(dlpar_plugstack_check("/nonexistent/plugstack.conf", msg, sizeof(msg)), DLPAR_ERR_INPUT);
+  CHECK_STR(msg, "/nonexistent/plugstack.conf: cannot read it (No such file or directory)");
+  unlink(snippet);
+  unlink(other);
+  unlink(stack);
+  unlink(slurm_conf);
+  unlink(plugin);
+  snprintf(text, sizeof(text), "%s/conf.d", plugstack_dir);
+  CHECK_INT(rmdir(text), 0);
+  CHECK_INT(rmdir(plugstack_dir), 0);
+}
+
+/* What a bad line does in each context, in the words each one prints. */
+static void test_config_refusal(void)
+{
+  const char *error = "plugstack.conf: unknown key 'torch_port' (known: tp_span, topology_xml, profile_dir, "
+                      "bind_cpus, bind_nic, torch_ports)";
+  const char *where = "line 1 of /etc/slurm/plugstack.conf.d/dlpar.conf";
+  char out[DLPAR_ERRLEN];
+  char want[DLPAR_ERRLEN];
+  dlpar_config_refusal(DLPAR_READER_SLURMD, error, where, NULL, out, sizeof(out));
+  snprintf(want, sizeof(want), "warning: %s (%s): slurmd runs on, and srun, sbatch, salloc and slurmstepd refuse "
+           "every --dl-* option until the admin corrects it (dlpar-check-config checks the file)", error, where);
+  CHECK_STR(out, want);
+  dlpar_config_refusal(DLPAR_READER_CLIENT, error, where, NULL, out, sizeof(out));
+  snprintf(want, sizeof(want), "%s (%s): every --dl-* option is refused until the admin corrects it "
+           "(dlpar-check-config checks the file); steps without them run", error, where);
+  CHECK_STR(out, want);
+  dlpar_config_refusal(DLPAR_READER_NODE, error, where, "n1", out, sizeof(out));
+  snprintf(want, sizeof(want), "%s (%s on n1): n1 refuses every --dl-* step until the admin corrects it "
+           "(dlpar-check-config checks the file)", error, where);
+  CHECK_STR(out, want);
+  dlpar_config_refusal(DLPAR_READER_NODE_BEHIND, error, where, "n1", out, sizeof(out));
+  snprintf(want, sizeof(want), "%s (%s on n1): srun accepted the step where it runs, so n1 reads the line "
+           "otherwise (Slurm needs the same plugstack.conf on every node): n1 refuses every --dl-* step until the "
+           "admin corrects it", error, where);
+  CHECK_STR(out, want);
+}
+
+/* A task without the DLPAR_* contract whose srun accepted --dl-* options
+ * for this very step (DLPAR_SRUN_STEP): its node ran no plugin. */
+static void test_srun_mark(void)
+{
+  dlpar_task_env env;
+  char err[DLPAR_ERRLEN] = "";
+  bool present = true;
+  unsetenv("DLPAR_VERSION");
+  setenv("SLURM_JOB_ID", "12", 1);
+  setenv("SLURM_STEP_ID", "3", 1);
+  setenv("SLURMD_NODENAME", "n2", 1);
+  setenv(DLPAR_SRUN_STEP, "12.3", 1);
+  CHECK_INT(dlpar_task_env_import(&env, &present, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK(!present);
+  CHECK_STR(err, "srun accepted --dl-* options for step 12.3, but dlpar's plugin did not run on n2: its "
+                 "plugstack.conf has no spank_dlpar.so line, and Slurm needs the same plugstack.conf on every node "
+                 "(ask the admin)");
+  /* another step's mark (a nested srun inherits it): a plain run */
+  setenv("SLURM_STEP_ID", "4", 1);
+  CHECK_INT(dlpar_task_env_import(&env, &present, err, sizeof(err)), DLPAR_OK);
+  CHECK(!present);
+  unsetenv(DLPAR_SRUN_STEP);
+  setenv("SLURM_STEP_ID", "3", 1);
+  CHECK_INT(dlpar_task_env_import(&env, &present, err, sizeof(err)), DLPAR_OK);
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("SLURM_STEP_ID");
+  unsetenv("SLURMD_NODENAME");
+}
+
 int main(void)
 {
   test_admin();
+  test_admin_twice();
+  test_plugstack_files();
+  test_config_refusal();
+  test_srun_mark();
+  test_torch_ports_ephemeral();
+  test_master_rules();
+  test_refusals_quoted();
   test_request();
   test_check();
   test_tasks_per_node();

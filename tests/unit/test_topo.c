@@ -5,8 +5,12 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -82,15 +86,25 @@ static void test_one_socket(void)
 }
 
 /* Bus order alternates sockets: consecutive local ranks (a tensor-parallel
- * group) must still get GPUs of the same socket. */
+ * group) must still get GPUs of the same socket, and CUDA_VISIBLE_DEVICES
+ * lists them in that order, so that cuda:LOCAL_RANK (device = local rank)
+ * is the GPU whose CPUs and NIC the rank is bound to, not the GPU at that
+ * place in bus order. */
 static void test_interleaved(void)
 {
   dlpar_topology topo;
   static const expected_binding want[4] = {
-      {0, 0, "0-3", ""}, {2, 2, "0-3", ""}, {1, 1, "4-7", ""}, {3, 3, "4-7", ""}};
+      {0, 0, "0-3", ""}, {2, 1, "0-3", ""}, {1, 2, "4-7", ""}, {3, 3, "4-7", ""}};
+  static const expected_binding want_bed[4] = {
+      {0, 0, "0", "mlx5_0"}, {2, 1, "0", "mlx5_0"}, {1, 2, "1", "mlx5_1"}, {3, 3, "1", "mlx5_1"}};
   load("4gpu-interleaved.xml", &topo);
   CHECK_STR(topo.all_nics, "");
-  expect_map(&topo, NULL, 0, 4, want, "0,1,2,3");
+  expect_map(&topo, NULL, 0, 4, want, "0,2,1,3");
+  for (int i = 0; i < 4; i++) /* the GPU at each visible place is on the rank's socket */
+    CHECK_INT(topo.gpu[want[i].gpu].package, i / 2);
+  load("bed-interleaved.xml", &topo); /* the same on the bed's node (tests/integration/spank_admin.sh) */
+  CHECK_STR(topo.all_nics, "mlx5_0,mlx5_1");
+  expect_map(&topo, NULL, 0, 4, want_bed, "0,2,1,3");
 }
 
 static void test_sharing_and_errors(void)
@@ -187,6 +201,69 @@ static void test_env_roundtrip(void)
   CHECK(!present);
 }
 
+/* A listener of family on addr:port (IPv6: IPV6_V6ONLY as v6only), as
+ * another process might hold it: dlpar_port_free must say busy. */
+static void expect_busy(int port, int family, const char *addr, bool v6only)
+{
+  struct sockaddr_storage where;
+  socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+  const int only = v6only, fd = socket(family, SOCK_STREAM, 0);
+  memset(&where, 0, sizeof(where));
+  where.ss_family = (sa_family_t)family;
+  if (family == AF_INET) {
+    ((struct sockaddr_in *)&where)->sin_port = htons((uint16_t)port);
+    CHECK(inet_pton(AF_INET, addr, &((struct sockaddr_in *)&where)->sin_addr) == 1);
+  } else {
+    ((struct sockaddr_in6 *)&where)->sin6_port = htons((uint16_t)port);
+    CHECK(inet_pton(AF_INET6, addr, &((struct sockaddr_in6 *)&where)->sin6_addr) == 1);
+  }
+  CHECK(fd >= 0 && (family == AF_INET || setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &only, sizeof(only)) == 0) &&
+        bind(fd, (struct sockaddr *)&where, len) == 0 && listen(fd, 1) == 0);
+  if (dlpar_port_free(port))
+    fprintf(stderr, "test_topo: port %d held on %s (v6only %d) was said free\n", port, addr, v6only);
+  CHECK(!dlpar_port_free(port));
+  if (fd >= 0)
+    close(fd);
+}
+
+static bool ipv6_here(void)
+{
+  const int fd = socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0)
+    return false;
+  close(fd);
+  return true;
+}
+
+/* Derived ports collide as rarely as the range allows, whatever the job
+ * ids: two jobs' step 0 meet with probability near 1/span (LO + (job x 64 +
+ * step) mod span met at 8/span: gcd(64, 9400) = 8), and a job's later steps
+ * meet the next job's step 0 no more often (there, job J's step 64 was
+ * always job J+1's step 0). Consecutive ids, as slurmctld hands them out. */
+static void test_port_collisions(void)
+{
+  enum { JOBS = 200000, SPAN = 9400, NEIGHBOURS = 20000, STEPS = 128 };
+  static long count[SPAN];
+  double same = 0, rate;
+  long meets = 0;
+  const double expected_meets = (double)NEIGHBOURS * STEPS / SPAN;
+  for (uint32_t job = 1000; job < 1000 + JOBS; job++)
+    count[dlpar_torch_port_derive(job, 0, 20000, 20000 + SPAN - 1) - 20000]++;
+  for (int p = 0; p < SPAN; p++)
+    same += (double)count[p] * (double)(count[p] - 1) / 2;
+  rate = same / ((double)JOBS * (JOBS - 1) / 2);
+  for (uint32_t job = 1000; job < 1000 + NEIGHBOURS; job++) {
+    const int next = dlpar_torch_port_derive(job + 1, 0, 20000, 20000 + SPAN - 1);
+    for (uint32_t step = 1; step <= STEPS; step++)
+      meets += dlpar_torch_port_derive(job, step, 20000, 20000 + SPAN - 1) == next;
+  }
+  printf("test_topo: derived ports: step 0 of two jobs meet at %.3g (1/span %.3g); a job's steps 1-%d meet the "
+         "next job's step 0 %ld times in %d jobs (expected about %.0f)\n", rate, 1.0 / SPAN, STEPS, meets,
+         NEIGHBOURS, expected_meets);
+  CHECK(rate > 0.9 / SPAN && rate < 1.1 / SPAN);
+  CHECK(meets > expected_meets / 2 && meets < expected_meets * 2);
+}
+
 /* The env:// contract's ports and interfaces (common/torchenv.h). */
 static void test_torch_env(void)
 {
@@ -201,34 +278,86 @@ static void test_torch_env(void)
   CHECK_INT(dlpar_resv_ports_first("x12"), 0);
   CHECK_INT(dlpar_resv_ports_first("99999"), 0);
   /* the same on every node; consecutive steps of a job apart, wrapping inside the range */
-  CHECK_INT(dlpar_torch_port_derive(7, 0, 20000, 29399), 20000 + 7 * 64);
-  CHECK_INT(dlpar_torch_port_derive(7, 1, 20000, 29399), 20000 + 7 * 64 + 1);
-  CHECK_INT(dlpar_torch_port_derive(4000000000u, 3, 20000, 20009), 20000 + (int)((4000000000ull * 64 + 3) % 10));
+  CHECK_INT(dlpar_torch_port_derive(7, 1, 20000, 29399) - 20000,
+            (dlpar_torch_port_derive(7, 0, 20000, 29399) - 20000 + 1) % 9400);
+  CHECK_INT(dlpar_torch_port_derive(7, 9400, 20000, 29399), dlpar_torch_port_derive(7, 0, 20000, 29399));
+  CHECK_INT(dlpar_torch_port_derive(7, 3, 20000, 29399), dlpar_torch_port_derive(7, 3, 20000, 29399));
   for (uint32_t step = 0; step < 100; step++) {
-    port = dlpar_torch_port_derive(123456, step, 20000, 29399);
-    CHECK(port >= 20000 && port <= 29399);
+    port = dlpar_torch_port_derive(4000000000u, step, 20000, 20009);
+    CHECK(port >= 20000 && port <= 20009);
   }
   CHECK_INT(dlpar_port_range_parse("torch_ports", "21000-21010", &lo, &hi, err, sizeof(err)), DLPAR_OK);
   CHECK(lo == 21000 && hi == 21010);
   CHECK_INT(dlpar_port_range_parse("torch_ports", "21000", &lo, &hi, err, sizeof(err)), DLPAR_ERR_INPUT);
-  /* a port the kernel picks is free; held by a listener, it is not */
+  CHECK_INT(dlpar_port_range_parse("torch_ports", "1000-2000", &lo, &hi, err, sizeof(err)), DLPAR_ERR_INPUT);
+  /* a range inside the kernel's ephemeral ports, or across their edge, is refused; beside them, not */
+  CHECK_INT(dlpar_port_range_outside("torch_ports", 20000, 29399, 32768, 60999, false, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_port_range_outside("torch_ports", 61000, 62000, 32768, 60999, true, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_port_range_outside("torch_ports", 30000, 32768, 32768, 60999, true, err, sizeof(err)),
+            DLPAR_ERR_INPUT);
+  CHECK_STR(err, "plugstack.conf: torch_ports=30000-32768 overlaps the kernel's ephemeral ports 32768-60999 "
+                 "(net.ipv4.ip_local_port_range), which any outgoing connection may take: set torch_ports=LO-HI "
+                 "outside them (LO at least 1024)");
+  CHECK_INT(dlpar_port_range_outside("torch_ports", 20000, 29399, 1024, 65535, false, err, sizeof(err)),
+            DLPAR_ERR_INPUT);
+  CHECK(strstr(err, "torch_ports=20000-29399 (the default) overlaps") != NULL);
+  CHECK_INT(dlpar_ephemeral_ports(&lo, &hi), DLPAR_OK); /* Linux has the file */
+  CHECK(lo >= 1 && lo <= hi && hi <= 65535);
+  /* a port the kernel picks is free; held by a listener of either family, on
+   * any address, it is not (torch's store binds [::] dual-stack) */
   port = dlpar_port_pick();
   CHECK(port > 0 && dlpar_port_free(port));
-  {
-    struct sockaddr_in where = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    where.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&where, sizeof(where)) == 0 && listen(fd, 1) == 0);
-    CHECK(!dlpar_port_free(port));
-    close(fd);
+  expect_busy(port, AF_INET, "127.0.0.1", false);
+  expect_busy(port, AF_INET, "0.0.0.0", false);
+  if (ipv6_here()) {
+    expect_busy(port, AF_INET6, "::", true); /* an IPv6-only listener passed an IPv4-only check */
+    expect_busy(port, AF_INET6, "::1", true);
+  } else {
+    printf("test_topo: no IPv6 on this host: the IPv6 listeners are not tried\n");
   }
+  CHECK(dlpar_port_free(port));
   CHECK_INT(dlpar_route_ifname("127.0.0.1", ifname, sizeof(ifname)), DLPAR_OK);
   CHECK_STR(ifname, "lo");
+  CHECK(dlpar_is_loopback("127.0.0.1") && dlpar_is_loopback("127.0.1.1") && dlpar_is_loopback("127.255.255.254"));
+  CHECK(dlpar_is_loopback("::1") && dlpar_is_loopback("::ffff:127.0.1.1"));
+  CHECK(!dlpar_is_loopback("128.0.0.1") && !dlpar_is_loopback("10.77.0.11") && !dlpar_is_loopback("::2") &&
+        !dlpar_is_loopback("::ffff:10.0.0.1") && !dlpar_is_loopback("localhost") && !dlpar_is_loopback(""));
   CHECK_INT(dlpar_route_ifname("not-an-address", ifname, sizeof(ifname)), DLPAR_ERR_SYSTEM);
   CHECK_INT(dlpar_numeric_address("127.0.0.1", addr, sizeof(addr)), DLPAR_OK);
   CHECK_STR(addr, "127.0.0.1");
   CHECK_INT(dlpar_numeric_address("localhost", addr, sizeof(addr)), DLPAR_OK);
   CHECK(strcmp(addr, "127.0.0.1") == 0 || strcmp(addr, "::1") == 0);
+}
+
+/* The interface towards an address the node holds on its loopback
+ * interface (a routed /32 on lo, as unnumbered fabrics do) is no
+ * interface for gloo: dlpar_route_ifname skips IFF_LOOPBACK interfaces,
+ * except for a loopback address. Needs a network namespace of its own
+ * (root): there, lo up and 10.254.0.1/32 on it as lo:0. */
+static void test_route_skips_loopback(void)
+{
+  struct ifreq ifr;
+  struct sockaddr_in *in = (struct sockaddr_in *)&ifr.ifr_addr;
+  char ifname[32];
+  const int fd = unshare(CLONE_NEWNET) == 0 ? socket(AF_INET, SOCK_DGRAM, 0) : -1;
+  if (fd < 0) {
+    printf("test_topo: no network namespace of its own here (not root?): the loopback route is not tried\n");
+    return;
+  }
+  memset(&ifr, 0, sizeof(ifr));
+  snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+  CHECK(ioctl(fd, SIOCGIFFLAGS, &ifr) == 0);
+  ifr.ifr_flags |= IFF_UP;
+  CHECK(ioctl(fd, SIOCSIFFLAGS, &ifr) == 0);
+  memset(&ifr, 0, sizeof(ifr));
+  snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo:0");
+  in->sin_family = AF_INET;
+  CHECK(inet_pton(AF_INET, "10.254.0.1", &in->sin_addr) == 1);
+  CHECK(ioctl(fd, SIOCSIFADDR, &ifr) == 0);
+  close(fd);
+  CHECK_INT(dlpar_route_ifname("10.254.0.1", ifname, sizeof(ifname)), DLPAR_ERR_SYSTEM);
+  CHECK_INT(dlpar_route_ifname("127.0.0.1", ifname, sizeof(ifname)), DLPAR_OK);
+  CHECK_STR(ifname, "lo");
 }
 
 int main(void)
@@ -240,5 +369,7 @@ int main(void)
   test_cpu_list();
   test_env_roundtrip();
   test_torch_env();
+  test_port_collisions();
+  test_route_skips_loopback(); /* last: it leaves this process in a network namespace of its own */
   return check_report("test_topo");
 }

@@ -7,9 +7,16 @@ the sum over the members libdlpar's grid gives: tp = M consecutive ranks,
 dp = the ranks M apart); where torch has DeviceMesh.from_group (2.4+), the
 grid's (dp, tp) mesh: its shape, names and the same allreduces over its
 groups. One line per check: "rank R: NAME ok ..." or "... FAILED ...".
-DLPAR_TEST_LEAVE=R: rank R exits before it joins."""
+DLPAR_TEST_LEAVE=R: rank R exits before it joins; the others' cleanup
+(a finally block) says "rank R: cleanup ran" after the rendezvous fails.
+DLPAR_TEST_THREADS=1: instead, four threads of each rank call
+share_from_root at once, 0.3 s apart (the other ranks 1 s late, so rank
+0's calls queue behind its first), each for its own key: every thread must
+get rank 0's text for its key."""
 import os
 import sys
+import threading
+import time
 
 import torch
 import torch.distributed as dist
@@ -22,10 +29,41 @@ def say_line(text):
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
+
+def threads_share():
+    """share_from_root from four threads at once: one call at a time, in
+    the order they came, so the keys stay apart."""
+    ctx = dlpar.bootstrap()
+    rank, got = ctx.info.rank, {}
+    if rank != 0:
+        time.sleep(1)
+
+    def share(i):
+        got[i] = ctx.share_from_root(f"test.thread.{i}", f"value {i}" if rank == 0 else None)
+
+    threads = []
+    for i in range(4):
+        threads.append(threading.Thread(target=share, args=(i,)))
+        threads[-1].start()
+        time.sleep(0.3)
+    for t in threads:
+        t.join()
+    ok = got == {i: f"value {i}" for i in range(4)}
+    say_line(f"rank {rank}: threads {'ok' if ok else 'FAILED'} {got}")
+    ctx.close()
+    sys.exit(0 if ok else 1)
+
+
+if os.environ.get("DLPAR_TEST_THREADS"):
+    threads_share()
 leave = os.environ.get("DLPAR_TEST_LEAVE")
 if leave is not None and os.environ.get("DLPAR_RANK") == leave:
     sys.exit(3)
-grid = dlpar.torch.init_process_group()
+try:
+    grid = dlpar.torch.init_process_group()
+finally:
+    if leave is not None:
+        say_line(f"rank {os.environ.get('DLPAR_RANK')}: cleanup ran")
 rank, m, d = grid.rank, grid.tp_size, grid.dp_size
 members = {
     "world": list(range(m * d)),
