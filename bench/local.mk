@@ -14,6 +14,13 @@ bench_dlpar_attention_rate_SOURCES = bench/attention_rate.c
 bench_dlpar_attention_rate_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 bench_dlpar_attention_rate_LDADD = kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++ -lm
 endif
+if BUILD_TRAINER
+# dlpar's loader alone, for bench/loader-vs-torch
+noinst_PROGRAMS += bench/dlpar-loader-rate
+bench_dlpar_loader_rate_SOURCES = bench/loader_rate.c
+bench_dlpar_loader_rate_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS) $(PTHREAD_CFLAGS)
+bench_dlpar_loader_rate_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS)
+endif
 EXTRA_DIST += bench/README.md bench/RESULTS.md bench/rendezvous bench/torch-startup bench/torch_rendezvous.py \
 	bench/cpu-vs-torch bench/gpu-vs-torch bench/attention-vs-torch bench/gpu-round bench/torch_train.py bench/torch_attention.py bench/plugin-overhead bench/nccl-groups \
-	bench/startup-scaling
+	bench/startup-scaling bench/loader-vs-torch bench/torch_loader.py

@@ -5,16 +5,38 @@
  * `fields` [T, C, H', W'] cropped to [:, :C, :H, :W]; sample idx is year
  * idx / T, l = (idx % T) % (T - dt), l += dt if l < dt; input fields[l],
  * target fields[l + dt]; both normalised by the global means and stds.
- * Samples are read one at a time (never a whole file): where a file's
- * `fields` is native floats, unfiltered, and each time step lies whole in
- * one place (contiguous layout, or one chunk per step as dlpar-gen-data
- * writes), the byte offset of every step is resolved once at open and
- * samples are read with pread(), from any thread at once; other files
- * (compressed, other chunkings) go through serialised HDF5 hyperslab reads.
+ * Samples are read one time step at a time (never a whole file), outside
+ * HDF5's lock wherever the layout allows, each file's places resolved once
+ * at open (under the lock):
+ *  - where `fields` is native floats, unfiltered, and each time step lies
+ *    whole in one place (contiguous layout, or chunks of whole steps as
+ *    dlpar-gen-data writes by default), the byte offset of every step: a
+ *    step is read in pieces of whole rows of one channel (about 1 MiB,
+ *    era5_data.stage_floats) with pread(), each into the caller's staging
+ *    buffer, which stays in the CPU's cache, and normalised from there into
+ *    the batch ((x - mean) / std, the tutorial's numpy arithmetic, bit for
+ *    bit), so a batch is written once (one read a piece; one a row where
+ *    the width is cropped);
+ *  - other chunkings (h5py's chunks=True: parts of several steps a chunk),
+ *    unfiltered or with HDF5's byte shuffle and/or deflate (h5py's
+ *    shuffle=True, compression="gzip"), every chunk written: each chunk's
+ *    offset and stored size (H5Dget_num_chunks, H5Dget_chunk_info_by_coord);
+ *    a step is read chunk by chunk with pread() (only its slice where the
+ *    chunk is unfiltered), inflated (zlib) and unshuffled here, and the
+ *    cropped part normalised into the batch;
+ *  - anything else (other types or filters, external, compact or virtual
+ *    storage, unwritten chunks, chunks over 64 MiB) through serialised HDF5
+ *    hyperslab reads of a whole step, normalised piece by piece.
+ * Files are opened once: one removed or replaced during a run is read as it
+ * was; one truncated or rewritten in place stops the run with a line naming
+ * the file and the sample.
  *
- * The loader: a thread that prefetches whole local batches into a ring of
- * slots, each batch read by `workers` threads in parallel (sample j by
- * reader j % workers). Data-parallel rank k of D takes, at step s, the samples at
+ * The loader: persistent reader threads (DLPAR_DATA_READERS, else half the
+ * CPUs this process may run on, 2 to 8) fill a ring of batch slots, up to
+ * `depth` batches ahead of the consumer (num_data_workers, at least 2); a
+ * reader takes the next time step (a sample's input or target) of the
+ * earliest batch not yet taken, so all readers work on one batch and start
+ * the next as the first runs out. Data-parallel rank k of D takes, at step s, the samples at
  * positions (s*B + j)*D + k of the epoch's order (a permutation seeded by
  * (seed, epoch), or the identity for validation), as PyTorch's
  * DistributedSampler; all tensor-parallel ranks of a group read the same. */
@@ -26,6 +48,8 @@
 #include <stddef.h>
 
 #include "trainer/train_config.h"
+
+typedef struct era5_chunks era5_chunks; /* a chunked file's chunks (data.c) */
 
 typedef struct {
   char **files;
@@ -39,15 +63,31 @@ typedef struct {
   pthread_mutex_t *hdf5_lock; /* libhdf5 is not thread-safe: one lock for all readers */
   long *fields_dset; /* per file: hid_t of its `fields` dataset, or -1 (hid_t kept out of this header) */
   long *file_handle; /* per file: hid_t of the open file, or -1 */
-  long long **step_offset; /* per file: byte offset of each time step for pread, or NULL (HDF5 reads) */
+  long long **step_offset; /* per file: byte offset of each time step for pread, or NULL */
+  era5_chunks **chunks;    /* per file: its chunks for pread, or NULL (neither: HDF5 reads it) */
   int *fds;                /* per file: descriptor for pread, or -1 */
+  long long *file_bytes;   /* per file: its size at open */
+  size_t stage_floats;     /* a piece: whole rows of one channel, about 1 MiB */
+  size_t scratch_floats;   /* era5_read's staging buffer: a piece, or a chunk's slice, the chunk and it stored */
 } era5_data;
+
+/* Seconds era5_read spent, added to: reading (pread or HDF5, the lock's
+ * wait included; inflating and unshuffling chunks) and normalising into the
+ * output. */
+typedef struct {
+  double read, normalise;
+} era5_seconds;
 
 int era5_open(era5_data *data, const char *dir, const train_config *cfg, long limit, const float *means,
               const float *stds, pthread_mutex_t *hdf5_lock, char *err, size_t errlen);
-/* inp: in_channels x height x width floats, tgt: out_channels x height x
- * width, normalised; NaN/inf are errors. */
-int era5_read(era5_data *data, long idx, float *inp, float *tgt, char *err, size_t errlen);
+/* One time step of sample idx, normalised into out: part 0 its input
+ * (in_channels x height x width floats), part 1 its target (out_channels x
+ * height x width). NaN/inf are errors naming the file and the element; a
+ * file that cannot be read, one naming it and the sample. stage:
+ * scratch_floats floats of the caller's, one per thread; seconds:
+ * added to. Thread-safe. */
+int era5_read(era5_data *data, long idx, int part, float *stage, float *out, era5_seconds *seconds, char *err,
+              size_t errlen);
 void era5_close(era5_data *data);
 
 /* Loads the per-channel means and stds (.npy, or HDF5 with a dataset of that
@@ -61,12 +101,12 @@ typedef struct {
 
 typedef struct loader loader;
 
-/* workers: reader threads per batch (num_data_workers; < 1: 1); the ring
- * holds max(workers, 2) batches. A batch is what the model takes as it is:
- * local_batch inputs of in_channels, then local_batch targets of
- * out_channels (era5_read's layout). */
+/* depth: batches read ahead of the consumer (num_data_workers; < 2: 2);
+ * the reader threads are the node's (see above) whatever depth says. A
+ * batch is what the model takes as it is: local_batch inputs of
+ * in_channels, then local_batch targets of out_channels. */
 int loader_create(loader **l, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
-                  int workers, const loader_memory *memory, char *err, size_t errlen);
+                  int depth, const loader_memory *memory, char *err, size_t errlen);
 long loader_steps_per_epoch(const loader *l);
 /* The one definition of an epoch's end, for the loader and the trainer's
  * saved position alike: step steps_per_epoch of an epoch (all its steps
@@ -81,6 +121,15 @@ int loader_next(loader *l, const float **inp, const float **tgt, char *err, size
 void loader_release(loader *l);
 /* Seconds the consumer spent waiting in loader_next (I/O not hidden). */
 double loader_wait_seconds(const loader *l);
+
+/* Where the readers' time went since loader_create (--benchy's breakdown). */
+typedef struct {
+  int readers, depth;
+  double bytes;             /* normalised into batch slots */
+  era5_seconds seconds;     /* summed over the readers */
+  double idle_seconds;      /* readers waiting for a free slot (the consumer is behind) or a start */
+} loader_stats;
+void loader_get_stats(loader *l, loader_stats *stats);
 void loader_destroy(loader *l);
 
 #endif

@@ -5,7 +5,12 @@
  *   DIR/stats/global_means.npy, global_stds.npy (1, C, 1, 1), time_means.npy (1, C, H, W)
  * Each channel is a sum of smooth waves travelling east at their own speed
  * (plus a channel-specific offset and scale), so the next time step is a
- * learnable function of the current one. Files are written atomically. */
+ * learnable function of the current one. Files are written atomically.
+ * --layout picks how `fields` is stored, as the tutorial's users have it:
+ * one chunk per time step (the default), contiguous, or h5py's chunks=True
+ * (its guess_chunk, e.g. [3, 3, 45, 90] for [48, 20, 360, 720]: chunks that
+ * hold parts of several steps), plain, gzip'ed or shuffled and gzip'ed (h5py's
+ * compression="gzip", level 4, shuffle=True). */
 #include "config.h"
 
 #include <errno.h>
@@ -23,9 +28,12 @@
 #include "trainer/npy.h"
 #include "trainer/rng.h"
 
+enum { LAYOUT_STEPS, LAYOUT_CONTIGUOUS, LAYOUT_CHUNKED, LAYOUT_GZIP, LAYOUT_SHUFFLE_GZIP, LAYOUTS };
+static const char *const layout_names[LAYOUTS] = {"steps", "contiguous", "chunked", "gzip", "shuffle-gzip"};
+
 typedef struct {
   char dir[PATH_MAX];
-  int years, steps, channels, height, width, first_year;
+  int years, steps, channels, height, width, first_year, layout;
   long seed;
 } gen_args;
 
@@ -49,11 +57,35 @@ static int parse_int(const char *arg, const char *name, int lo, int hi, int *out
   return 1;
 }
 
+static const char usage[] =
+    "usage: dlpar-gen-data [--dir=./data] [--years=2] [--steps=64] [--channels=4] [--height=32]\n"
+    "                      [--width=64] [--seed=0] [--layout=steps|contiguous|chunked|gzip|shuffle-gzip]\n"
+    "  --layout: how fields[T, C, H, W] is stored: steps, one chunk per time step (the default); contiguous;\n"
+    "            chunked, h5py's chunks=True; gzip, the same with compression=\"gzip\"; shuffle-gzip, with\n"
+    "            shuffle=True too\n";
+
+/* --layout=NAME: 1 if arg is it (exits on an unknown name), else 0. */
+static int parse_layout(const char *arg, int *layout)
+{
+  if (strncmp(arg, "--layout=", 9) != 0)
+    return 0;
+  for (*layout = 0; *layout < LAYOUTS; (*layout)++)
+    if (strcmp(arg + 9, layout_names[*layout]) == 0)
+      return 1;
+  fprintf(stderr, "dlpar-gen-data: %s: expected steps, contiguous, chunked, gzip or shuffle-gzip\n",
+          dlpar_show(arg).text);
+  exit(2);
+}
+
 static void parse_args(int argc, char **argv, gen_args *a)
 {
   int seed = 0;
-  *a = (gen_args){"./data", 2, 64, 4, 32, 64, 2016, 0};
+  *a = (gen_args){"./data", 2, 64, 4, 32, 64, 2016, LAYOUT_STEPS, 0};
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--help") == 0) {
+      fputs(usage, stdout);
+      exit(0);
+    }
     if (strncmp(argv[i], "--dir=", 6) == 0 && argv[i][6]) {
       snprintf(a->dir, sizeof(a->dir), "%s", argv[i] + 6);
       continue;
@@ -61,13 +93,59 @@ static void parse_args(int argc, char **argv, gen_args *a)
     if (parse_int(argv[i], "--years", 1, 100, &a->years) || parse_int(argv[i], "--steps", 4, 100000, &a->steps) ||
         parse_int(argv[i], "--channels", 1, 1024, &a->channels) ||
         parse_int(argv[i], "--height", 2, 100000, &a->height) || parse_int(argv[i], "--width", 1, 100000, &a->width) ||
-        parse_int(argv[i], "--seed", 0, 1 << 30, &seed))
+        parse_int(argv[i], "--seed", 0, 1 << 30, &seed) || parse_layout(argv[i], &a->layout))
       continue;
-    fprintf(stderr, "usage: dlpar-gen-data [--dir=./data] [--years=2] [--steps=64] [--channels=4] [--height=32]\n"
-                    "                      [--width=64] [--seed=0]   (unknown: %s)\n", dlpar_show(argv[i]).text);
+    fprintf(stderr, "%s(unknown: %s)\n", usage, dlpar_show(argv[i]).text);
     exit(2);
   }
   a->seed = seed;
+}
+
+/* h5py's chunks=True for float32 dims (h5py/_hl/filters.py, guess_chunk):
+ * halve the axes in turn until a chunk is below, or within half of, 16 KiB
+ * x 2^log10(the dataset's MiB) (kept within 8 KiB .. 1 MiB), and below 1 MiB. */
+static void guess_chunk(const hsize_t dims[4], hsize_t chunk[4])
+{
+  double c[4], target, elements = 1;
+  for (int i = 0; i < 4; i++) {
+    c[i] = (double)dims[i];
+    elements *= c[i];
+  }
+  target = 16384.0 * pow(2.0, log10(4.0 * elements / (1024.0 * 1024.0)));
+  target = target > 1048576.0 ? 1048576.0 : target < 8192.0 ? 8192.0 : target;
+  for (int idx = 0;; idx++) {
+    const double bytes = 4.0 * c[0] * c[1] * c[2] * c[3];
+    if ((bytes < target || fabs(bytes - target) / target < 0.5) && bytes < 1048576.0)
+      break;
+    if (bytes == 4.0)
+      break;
+    c[idx % 4] = ceil(c[idx % 4] / 2.0);
+  }
+  for (int i = 0; i < 4; i++)
+    chunk[i] = (hsize_t)c[i];
+}
+
+/* The dataset creation properties of the layout; *slab: the [t, c, H, W]
+ * block written at once (whole chunks along t and c). */
+static int layout_props(const gen_args *a, const hsize_t dims[4], hid_t props, hsize_t slab[4], char *err,
+                        size_t errlen)
+{
+  hsize_t chunk[4] = {1, dims[1], dims[2], dims[3]};
+  int rc = DLPAR_OK;
+  if (a->layout >= LAYOUT_CHUNKED)
+    guess_chunk(dims, chunk);
+  slab[0] = chunk[0];
+  slab[1] = a->layout == LAYOUT_CONTIGUOUS ? dims[1] : chunk[1];
+  slab[2] = dims[2];
+  slab[3] = dims[3];
+  if (a->layout != LAYOUT_CONTIGUOUS)
+    H5_TRY_GOTO(H5Pset_chunk(props, 4, chunk), "the chunk shape");
+  if (a->layout == LAYOUT_SHUFFLE_GZIP)
+    H5_TRY_GOTO(H5Pset_shuffle(props), "the shuffle filter");
+  if (a->layout >= LAYOUT_GZIP)
+    H5_TRY_GOTO(H5Pset_deflate(props, 4), "the gzip filter");
+out:
+  return rc;
 }
 
 static void waves_of(const gen_args *a, int year, int c, channel_waves *w)
@@ -106,45 +184,55 @@ static int make_dir(const char *path)
   return 0;
 }
 
-/* One year's file; accumulates the statistics of training years. */
+/* One year's file, a slab (whole chunks along t and c) at a time;
+ * accumulates the statistics of training years. */
 static int write_year(const gen_args *a, const char *path, int year, double *sum, double *sum2, double *time_sum,
                       char *err, size_t errlen)
 {
   const size_t plane = (size_t)a->height * a->width;
   const hsize_t dims[4] = {(hsize_t)a->steps, (hsize_t)a->channels, (hsize_t)a->height, (hsize_t)a->width};
-  const hsize_t chunk[4] = {1, (hsize_t)a->channels, (hsize_t)a->height, (hsize_t)a->width};
-  float *step = malloc(sizeof(float) * plane * (size_t)a->channels);
+  hsize_t slab[4];
+  float *block = NULL;
   channel_waves *waves = malloc(sizeof(channel_waves) * (size_t)a->channels);
   hid_t file = -1, space = -1, props = -1, dset = -1, mem = -1;
   atomic_file af;
   int rc = DLPAR_OK;
-  if (!step || !waves) {
+  atomic_file_prepare(&af, path);
+  H5_TRY_GOTO(props = H5Pcreate(H5P_DATASET_CREATE), path);
+  if ((rc = layout_props(a, dims, props, slab, err, errlen)) != DLPAR_OK)
+    goto out;
+  if (!waves || !(block = malloc(sizeof(float) * plane * (size_t)(slab[0] * slab[1])))) {
     snprintf(err, errlen, "out of memory");
     rc = DLPAR_ERR_SYSTEM;
     goto out;
   }
   for (int c = 0; c < a->channels; c++)
     waves_of(a, year, c, &waves[c]);
-  atomic_file_prepare(&af, path);
   H5_TRY_GOTO(file = H5Fcreate(af.temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), af.temp);
   H5_TRY_GOTO(space = H5Screate_simple(4, dims, NULL), path);
-  H5_TRY_GOTO(props = H5Pcreate(H5P_DATASET_CREATE), path);
-  H5_TRY_GOTO(H5Pset_chunk(props, 4, chunk), path);
   H5_TRY_GOTO(dset = H5Dcreate2(file, "fields", H5T_IEEE_F32LE, space, H5P_DEFAULT, props, H5P_DEFAULT), path);
-  H5_TRY_GOTO(mem = H5Screate_simple(4, chunk, NULL), path);
-  for (int t = 0; t < a->steps; t++) {
-    const hsize_t start[4] = {(hsize_t)t, 0, 0, 0};
-    for (int c = 0; c < a->channels; c++) {
-      float *plane_c = step + (size_t)c * plane;
-      field(a, &waves[c], c, t, plane_c);
-      for (size_t i = 0; sum && i < plane; i++) {
-        sum[c] += plane_c[i];
-        sum2[c] += (double)plane_c[i] * plane_c[i];
-        time_sum[(size_t)c * plane + i] += plane_c[i];
+  for (hsize_t t0 = 0; t0 < dims[0]; t0 += slab[0]) {
+    for (hsize_t c0 = 0; c0 < dims[1]; c0 += slab[1]) {
+      const hsize_t start[4] = {t0, c0, 0, 0};
+      const hsize_t count[4] = {dims[0] - t0 < slab[0] ? dims[0] - t0 : slab[0],
+                                dims[1] - c0 < slab[1] ? dims[1] - c0 : slab[1], dims[2], dims[3]};
+      for (hsize_t t = 0; t < count[0]; t++) {
+        for (hsize_t c = 0; c < count[1]; c++) {
+          const int ch = (int)(c0 + c);
+          float *plane_c = block + (size_t)(t * count[1] + c) * plane;
+          field(a, &waves[ch], ch, (int)(t0 + t), plane_c);
+          for (size_t i = 0; sum && i < plane; i++) {
+            sum[ch] += plane_c[i];
+            sum2[ch] += (double)plane_c[i] * plane_c[i];
+            time_sum[(size_t)ch * plane + i] += plane_c[i];
+          }
+        }
       }
+      h5_close(mem);
+      H5_TRY_GOTO(mem = H5Screate_simple(4, count, NULL), path);
+      H5_TRY_GOTO(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL), path);
+      H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, block), path);
     }
-    H5_TRY_GOTO(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, chunk, NULL), path);
-    H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, step), path);
   }
 out:
   h5_close(mem);
@@ -157,7 +245,7 @@ out:
     rc = atomic_file_commit(&af, err, errlen);
   else if (file >= 0)
     atomic_file_abandon(&af);
-  free(step);
+  free(block);
   free(waves);
   return rc;
 }
@@ -227,9 +315,9 @@ int main(int argc, char **argv)
     fprintf(stderr, "dlpar-gen-data: %s\n", err);
     return 1;
   }
-  printf("dlpar-gen-data: %s: %d training %s, 1 validation and 1 test year of fields[%d, %d, %d, %d], stats\n",
-         dlpar_show(a.dir).text, a.years, dlpar_plural(a.years, "year", "years"), a.steps, a.channels, a.height,
-         a.width);
+  printf("dlpar-gen-data: %s: %d training %s, 1 validation and 1 test year of fields[%d, %d, %d, %d] (%s), "
+         "stats\n", dlpar_show(a.dir).text, a.years, dlpar_plural(a.years, "year", "years"), a.steps, a.channels,
+         a.height, a.width, layout_names[a.layout]);
   free(sum);
   free(sum2);
   free(time_sum);

@@ -72,6 +72,8 @@ done <<EOF2
 --config=test $yaml $ok --img_size=[30,32]|1|command line: img_size=[30, 32] is not a multiple of patch_size=4 (crop it to a multiple)
 --config=test $yaml $ok --dropout=0.1|1|command line: dropout=0.1: dlpar-train has no dropout (set dropout: 0.0)
 --config=test $yaml $ok --attention=flash|1|command line: attention=flash: expected cudnn or reference
+--config=test $yaml $ok --recompute=all|1|command line: recompute=all: expected gelu (GELU's output recomputed in the backward: less memory) or none (kept from the forward)
+--config=test $yaml $ok --deterministic=maybe|1|command line: deterministic: expected true or false, got 'maybe'
 --config=test $yaml $ok --train_data_path=/nonexistent|1|/nonexistent: no such directory (fix the data path in the config, or generate data with dlpar-gen-data)
 --config=test $yaml $ok --train_data_path=$TEST_TMP/empty|1|$TEST_TMP/empty: no *.h5 files (the ERA5 layout has one file per year, e.g. 2016.h5)
 --config=test $yaml $ok --train_data_path=$TEST_TMP/wrongname|1|$TEST_TMP/wrongname/2016.h5: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])
