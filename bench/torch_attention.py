@@ -5,7 +5,9 @@ fp32 on sm_80 and later its memory-efficient kernel, 3xTF32 on tensor
 cores, fp32-accurate) at one shape, q, k, v made as the tutorial's model
 makes them ((B, N, NH, HD) viewed as (B, NH, N, HD)). Mean of the timed
 calls after warm-up, CUDA events; FLOPs counted as bench/attention_rate.c
-counts them. Prints one line in its format.
+counts them. Prints its lines in its format: in fp32 first the output's
+and dq's relative error against the same attention in float64 on the GPU
+(every row), then the times.
   python3 bench/torch_attention.py fp32|bf16|fp16 B N NH HD [repeats]"""
 import sys
 
@@ -25,6 +27,18 @@ def mean_ms(call, repeats):
     return start.elapsed_time(stop) / repeats
 
 
+def rel_error(got, ref):
+    return ((got.double() - ref).norm() / ref.norm()).item()
+
+
+def error_vs_float64(q, k, v, dout, out, dq):
+    """o's and dq's relative error against float64 (PyTorch's math backend)."""
+    q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
+    out64 = F.scaled_dot_product_attention(q64.transpose(1, 2), k64.transpose(1, 2), v64.transpose(1, 2))
+    (dq64,) = torch.autograd.grad(out64, (q64,), dout.double())
+    return rel_error(out, out64), rel_error(dq, dq64)
+
+
 def main():
     name = sys.argv[1]
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
@@ -38,6 +52,10 @@ def main():
         return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
 
     out = forward()
+    if name == "fp32":
+        (dq,) = torch.autograd.grad(out, (q,), dout, retain_graph=True)
+        o_error, dq_error = error_vs_float64(q, k, v, dout, out, dq)
+        print(f"torch {name} {B} {N} {NH} {HD}: error against float64 (every row): o {o_error:.2e}, dq {dq_error:.2e}")
     fwd = mean_ms(forward, repeats)
     bwd = mean_ms(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True), repeats)
     flops = 3.5 * 4.0 * B * NH * N * N * HD

@@ -8,7 +8,8 @@ Adam(betas=(0.9, 0.95), eps=1e-8; fused on CUDA). Prints samples/s after
 warm-up steps and the peak memory (RSS on CPU, allocated on CUDA).
   torch_train.py --img H W --patch P --embed D --depth L --heads NH
                  --channels C --batch B [--steps S] [--threads T]
-                 [--device cpu|cuda] [--amp none|bf16] [--compile] [--fused-attn]
+                 [--device cpu|cuda] [--amp none|bf16|fp16] [--compile] [--fused-attn]
+fp16: autocast to float16 with the GradScaler, as PyTorch's AMP recipe has it.
 --fused-attn uses F.scaled_dot_product_attention (PyTorch >= 2.0), the
 strongest attention PyTorch has, for the GPU comparison."""
 import argparse
@@ -47,14 +48,21 @@ def main():
     step_model = torch.compile(model) if a.compile else model
     inp = torch.randn(a.batch, a.channels, *a.img, device=device)
     tgt = torch.randn(a.batch, a.channels, *a.img, device=device)
-    amp = a.amp == "bf16"
+    amp = a.amp in ("bf16", "fp16")
+    amp_type = torch.float16 if a.amp == "fp16" else torch.bfloat16
+    scaler = torch.amp.GradScaler(a.device, enabled=a.amp == "fp16") if a.amp == "fp16" else None
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=a.device, dtype=torch.bfloat16, enabled=amp):
+        with torch.autocast(device_type=a.device, dtype=amp_type, enabled=amp):
             loss = l2_loss(step_model(inp), tgt)
-        loss.backward()
-        optimizer.step()
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
 
     for _ in range(a.warmup):
         step()

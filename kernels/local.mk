@@ -13,9 +13,10 @@ EXTRA_DIST += kernels/README.md
 if HAVE_CUDA
 noinst_LIBRARIES = kernels/libdlpar_kernels_cuda.a trainer/libdlpar_model_cuda.a
 kernels_libdlpar_kernels_cuda_a_SOURCES = kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/reduce.cuh \
-	kernels/cuda/attention_tiles.cuh \
+	kernels/cuda/layernorm_rows.cuh \
+	kernels/cuda/attention_tiles.cuh kernels/cuda/attention_mma_tiles.cuh \
 	kernels/cuda/gemm.cu kernels/cuda/elementwise.cu kernels/cuda/layernorm.cu \
-	kernels/cuda/attention.cu kernels/cuda/loss.cu kernels/cuda/adam.cu
+	kernels/cuda/attention.cu kernels/cuda/attention_mma.cu kernels/cuda/loss.cu kernels/cuda/adam.cu
 # cuDNN's fused attention, where configure found cuDNN (HAVE_CUDNN)
 if HAVE_CUDNN
 kernels_libdlpar_kernels_cuda_a_SOURCES += kernels/cuda/attention_cudnn.cu
@@ -34,4 +35,25 @@ kernels/cuda/gemm.o kernels/cuda/elementwise.o kernels/cuda/layernorm.o kernels/
 	kernels/cuda/adam.o kernels/cuda/attention_cudnn.o: $(NVCC_INCLUDED)
 kernels/cuda/attention.o tests/unit/attention_emulator.o: $(NVCC_INCLUDED) \
 	$(srcdir)/kernels/cuda/attention_tiles.cuh
-EXTRA_DIST += kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/reduce.cuh kernels/cuda/attention_tiles.cuh kernels/cuda/attention_cudnn.cu
+kernels/cuda/attention_mma.o tests/unit/attention_mma_emulator.o: $(NVCC_INCLUDED) \
+	$(srcdir)/kernels/cuda/attention_tiles.cuh $(srcdir)/kernels/cuda/attention_mma_tiles.cuh
+tests/unit/attention_mma_emulator.o: $(srcdir)/tests/unit/attention_mma_emulator.h $(srcdir)/tests/unit/fibers.h
+# The tensor-core attention keeps ptxas's report (registers and spills of
+# each kernel) beside its object: tests/unit/attention_mma_build.sh reads it.
+kernels/cuda/attention_mma.o: kernels/cuda/attention_mma.cu
+	@$(MKDIR_P) $(@D)
+	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -Xptxas -v -c -o $@ $< 2>$(@:.o=.ptxas) || { cat $(@:.o=.ptxas) >&2; exit 1; }
+	@grep -v -e '^ptxas info' -e ' bytes stack frame, ' $(@:.o=.ptxas) >&2 || true
+CLEANFILES += kernels/cuda/attention_mma.ptxas
+# LayerNorm's backward block code (the kernels and the CPU stand-in);
+# layernorm.o keeps ptxas's report too: tests/unit/layernorm_build.sh.
+kernels/cuda/layernorm.o tests/unit/layernorm_emulator.o: $(srcdir)/kernels/cuda/layernorm_rows.cuh
+tests/unit/layernorm_emulator.o: $(NVCC_INCLUDED) $(srcdir)/tests/unit/layernorm_emulator.h \
+	$(srcdir)/tests/unit/fibers.h
+kernels/cuda/layernorm.o: kernels/cuda/layernorm.cu
+	@$(MKDIR_P) $(@D)
+	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -Xptxas -v -c -o $@ $< 2>$(@:.o=.ptxas) || { cat $(@:.o=.ptxas) >&2; exit 1; }
+	@grep -v -e '^ptxas info' -e ' bytes stack frame, ' $(@:.o=.ptxas) >&2 || true
+CLEANFILES += kernels/cuda/layernorm.ptxas
+EXTRA_DIST += kernels/cuda/ops.h kernels/cuda/common.cuh kernels/cuda/reduce.cuh kernels/cuda/attention_tiles.cuh \
+	kernels/cuda/attention_mma_tiles.cuh kernels/cuda/attention_cudnn.cu kernels/cuda/layernorm_rows.cuh

@@ -22,7 +22,10 @@
  * each group: an error or a collective that does not complete within the
  * timeout aborts the communicators and ends the step with a message naming
  * the group. A group of one rank has no communicator: its allreduce and
- * broadcast are no-ops, its allgather and reduce-scatter a copy.
+ * broadcast are no-ops, its allgather and reduce-scatter a copy; with
+ * DLPAR_NCCL_ONE_RANK=comm it has one (of one rank, from an id it made
+ * itself), so that one GPU runs every path of this file: the non-blocking
+ * set-up, each collective, graph capture, the watchdog's abort.
  *
  * Collectives captured in a CUDA graph: their watchdog events are recorded
  * as graph nodes (cudaEventRecordExternal), so every replay records them
@@ -194,7 +197,8 @@ static int setup_timed_out(dlpar_ctx *ctx, dlpar_group group, ncclComm_t comm, c
                     ctx->info.rank, ctx->info.host, how, name, ctx->rendezvous_timeout, suspects, nic_hint().text);
 }
 
-/* The group's communicator (none for a group of one rank). */
+/* The group's communicator (none for a group of one rank, unless
+ * DLPAR_NCCL_ONE_RANK=comm). */
 static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
 {
   nccl_state *st = state_of(ctx);
@@ -202,7 +206,7 @@ static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
   const char *how = "ncclCommInitRankConfig";
   char name[128];
   ncclResult_t rc;
-  if (dlpar_group_size(ctx, group) == 1)
+  if (dlpar_group_size(ctx, group) == 1 && !ctx->one_rank_comms)
     return DLPAR_OK;
   rc = make_comm(ctx, group, rank, color, &comm, &how);
   if (comm && (rc == ncclSuccess || rc == ncclInProgress))

@@ -11,7 +11,10 @@
  * communicator is built at the first device collective on the world group
  * (DLPAR_NCCL_WORLD=eager: at init); libdlpar's own world collectives and
  * the host ones compose the tp and dp groups' instead; see
- * doc/scaling.md. A plain run
+ * doc/scaling.md. A group of one rank has no communicator (its collectives
+ * are copies or nothing) unless DLPAR_NCCL_ONE_RANK=comm (default local)
+ * gives it an NCCL communicator of one rank, each group its own, so that
+ * one GPU runs every NCCL path (tests/gpu/test_nccl_gpu). A plain run
  * outside PMIx is one rank, grid 1x1.
  *
  * It fails fast: a rank missing at the rendezvous, a collective that does
@@ -53,6 +56,10 @@ typedef struct {
   double rendezvous_timeout_s; /* 0: env DLPAR_RENDEZVOUS_TIMEOUT, else 120 s + 2 ms per rank */
   double collective_timeout_s; /* 0: env DLPAR_COLLECTIVE_TIMEOUT, else 300 s + 2 ms per rank */
   int exchange_nccl_ids;       /* exchange NCCL ids even on the MPI backend (tests) */
+  int keep_signals;            /* 1 (or env DLPAR_SIGNALS=keep): SIGTERM, SIGINT and SIGUSR1 keep the
+                                  program's dispositions and mask (by default they end it) instead of
+                                  becoming stop requests; for tests under `timeout` and programs that
+                                  handle them themselves (see dlpar_stop_requested) */
 } dlpar_options;
 
 typedef struct {
@@ -83,7 +90,9 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
  * the manual pages promise: 0 when every check passed, else 1. */
 int dlpar_check_ended(int status, dlpar_ctx *ctx);
 /* Waits for a posted stop agreement, then tears everything down; returns
- * DLPAR_OK, or the error (already printed) of that last wait. */
+ * DLPAR_OK, or the error (already printed) of that last wait. On a context
+ * whose rendezvous timed out (dlpar_share_from_root) it ends the step and
+ * the process instead. */
 int dlpar_finalize(dlpar_ctx *ctx);
 
 /* PMIx alone: ranks, hosts and the grid, read and cross-checked as
@@ -95,9 +104,19 @@ int dlpar_finalize(dlpar_ctx *ctx);
 int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **ctx);
 /* Rank 0's text reaches every rank through PMIx (put, commit, fence, get),
  * without a port or a communicator: e.g. the address of a server rank 0
- * opened. key names the exchange (a new one per call). A rank that does not
- * arrive within the rendezvous timeout is named (rank, host) on every other
- * rank, and the job ends (PMIx_Abort), as at dlpar_init. out: len bytes. */
+ * opened. key names the exchange (a new one per call). out: len bytes; on
+ * failure it holds the error line (as dlpar_last_error, which another
+ * thread's next call may replace).
+ * Order: the exchanges pair across ranks by the order of the calls, not by
+ * key, so every rank makes its calls in the same order. Calls from several
+ * threads run one at a time, in the order they arrive; threads that race
+ * to call must agree on an order themselves (or one thread calls).
+ * A rank that does not arrive within the rendezvous timeout is named (rank,
+ * host) by the lowest arrived rank of its node; on a dlpar_init context the
+ * step then ends (PMIx_Abort), as at dlpar_init; on a dlpar_init_bootstrap
+ * context the call fails (DLPAR_ERR_TIMEOUT), so the program's cleanup can
+ * run, and the context is spent: its later calls fail, and dlpar_finalize
+ * ends the step (PMIx_Abort) and the process (exit status 1). */
 int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len);
 
 /* The network interface this host would send from to reach addr (a
@@ -186,7 +205,10 @@ double dlpar_wait_seconds(const dlpar_ctx *ctx);
  * all return 1 in the same call, one call after the first rank got the
  * signal: write a checkpoint, then dlpar_finalize and exit. Called after the
  * step's work is queued, it waits on a GPU only for the previous step.
- * A second signal ends the process at once. */
+ * A second signal ends the process at once. With keep_signals (or
+ * DLPAR_SIGNALS=keep) libdlpar leaves the signals alone, so this rank never
+ * asks for a stop: it still takes part in the agreement (*stop is 1 when a
+ * peer that does take them got one) and reports 0 otherwise. */
 int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
 
 /* Ends the whole step (every rank), printing "dlpar: message" unless message

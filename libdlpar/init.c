@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/init.c: dlpar_init and dlpar_finalize, the order of things:
- * nsys re-exec (before any CUDA call) -> signals -> the launcher's grid ->
+ * nsys re-exec (before any CUDA call) -> signals (unless the program keeps
+ * them) -> the launcher's grid ->
  * MPI where it must precede PMIx (Open MPI 5) -> PMIx (ranks, hosts) ->
  * grid cross-check and tensor-parallel locality ->
  * GPU device -> one PMIx rendezvous (hosts, NCCL ids) -> communicators ->
@@ -163,6 +164,18 @@ static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const
   return DLPAR_OK;
 }
 
+/* The stop signals become stop requests (the watchdog reads them), unless
+ * the program keeps them: options->keep_signals, or DLPAR_SIGNALS keep
+ * (stop, the default, takes them). Read before anything starts a thread. */
+static int take_signals(dlpar_ctx *ctx, const dlpar_options *options)
+{
+  bool keep = false;
+  DLPAR_TRY(env_switch(ctx, "DLPAR_SIGNALS", "stop", "keep", &keep));
+  if (keep || (options && options->keep_signals))
+    return DLPAR_OK;
+  return dlpar_watchdog_block_signals(ctx);
+}
+
 /* How the start-up exchanges and builds things (doc/scaling.md):
  * DLPAR_NCCL_GROUPS initrank (default: tp and dp from ids exchanged over
  * PMIx) or split (ncclCommSplit of an eager world communicator);
@@ -172,12 +185,16 @@ static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const
  * DLPAR_NCCL_RANKS_PER_ROOT, the ranks per NCCL bootstrap root;
  * DLPAR_WORLD_VIA_GROUPS 1: host world collectives composed from tp and dp
  * on every backend (on NCCL they are so anyway without a world
- * communicator; on MPI this tests the composition). */
+ * communicator; on MPI this tests the composition); DLPAR_NCCL_ONE_RANK
+ * local (default: a group of one rank has no communicator, its collectives
+ * are copies or nothing) or comm (an NCCL communicator of one rank, so one
+ * GPU runs every NCCL path: tests/gpu/test_nccl_gpu). */
 static int choose_startup(dlpar_ctx *ctx)
 {
   long value = DLPAR_NCCL_RANKS_PER_ROOT;
   DLPAR_TRY(env_switch(ctx, "DLPAR_NCCL_GROUPS", "initrank", "split", &ctx->nccl_split));
   DLPAR_TRY(env_switch(ctx, "DLPAR_NCCL_WORLD", "lazy", "eager", &ctx->eager_world));
+  DLPAR_TRY(env_switch(ctx, "DLPAR_NCCL_ONE_RANK", "local", "comm", &ctx->one_rank_comms));
   DLPAR_TRY(env_switch(ctx, "DLPAR_MODEX", "direct", "collect", &ctx->collect_modex));
   DLPAR_TRY(env_switch(ctx, "DLPAR_WORLD_VIA_GROUPS", "0", "1", &ctx->world_via_groups));
   DLPAR_TRY(dlpar_env_count(ctx, "DLPAR_NCCL_RANKS_PER_ROOT", 1, 1000000, DLPAR_NCCL_RANKS_PER_ROOT, &value));
@@ -238,7 +255,7 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
   const bool want_ids = options && options->exchange_nccl_ids;
   dlpar_backend requested = DLPAR_BACKEND_AUTO;
   DLPAR_TRY(dlpar_profiling_reexec(ctx, argc, argv));
-  DLPAR_TRY(dlpar_watchdog_block_signals(ctx));
+  DLPAR_TRY(take_signals(ctx, options));
   DLPAR_TRY(import_launcher_env(ctx));
   DLPAR_TRY(requested_backend(ctx, options, &requested));
   DLPAR_TRY(choose_startup(ctx));
@@ -269,6 +286,10 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
 static dlpar_ctx *new_context(dlpar_ctx **out, bool bootstrap_only)
 {
   dlpar_ctx *ctx = calloc(1, sizeof(*ctx));
+  if (ctx && (pthread_mutex_init(&ctx->share_lock, NULL) != 0 || pthread_cond_init(&ctx->share_turn, NULL) != 0)) {
+    free(ctx); /* neither needs destroying: only ENOMEM makes them fail */
+    ctx = NULL;
+  }
   *out = ctx;
   if (ctx) {
     ctx->signal_fd = -1;
@@ -328,15 +349,42 @@ int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out)
   return DLPAR_OK;
 }
 
+/* One exchange, in its turn: calls from several threads would interleave
+ * their puts, commits and fences, which PMIx pairs across ranks by order. */
+static int share_in_turn(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len)
+{
+  unsigned long ticket;
+  int rc;
+  pthread_mutex_lock(&ctx->share_lock);
+  ticket = ctx->share_next++;
+  while (ticket != ctx->share_serving)
+    pthread_cond_wait(&ctx->share_turn, &ctx->share_lock);
+  pthread_mutex_unlock(&ctx->share_lock);
+  rc = ctx->failed_rendezvous[0]
+           ? dlpar_fail(ctx, DLPAR_ERR_STATE, "dlpar_share_from_root(%s): an earlier rendezvous of this context "
+                        "timed out (%s); dlpar_finalize ends the step", dlpar_show(key).text, ctx->failed_rendezvous)
+           : dlpar_pmix_share(ctx, key, text, out, len);
+  if (rc != DLPAR_OK)
+    snprintf(out, len, "%s", ctx->error); /* this call's, whatever another thread's call writes next */
+  pthread_mutex_lock(&ctx->share_lock);
+  ctx->share_serving++;
+  pthread_cond_broadcast(&ctx->share_turn);
+  pthread_mutex_unlock(&ctx->share_lock);
+  return rc;
+}
+
 int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len)
 {
   if (!ctx || !key || !out || len == 0)
     return ctx ? dlpar_fail(ctx, DLPAR_ERR_INPUT, "dlpar_share_from_root: a key and an output buffer, please")
                : DLPAR_ERR_STATE;
-  if (ctx->info.rank == 0 && (!text || strlen(text) >= len))
-    return dlpar_fail(ctx, DLPAR_ERR_INPUT, "dlpar_share_from_root: rank 0's text for %s is missing or longer "
-                      "than %zu bytes", dlpar_show(key).text, len - 1);
-  return dlpar_pmix_share(ctx, key, text, out, len);
+  if (ctx->info.rank == 0 && (!text || strlen(text) >= len)) {
+    dlpar_fail(ctx, DLPAR_ERR_INPUT, "dlpar_share_from_root: rank 0's text for %s is missing or longer than %zu "
+               "bytes", dlpar_show(key).text, len - 1);
+    snprintf(out, len, "%s", ctx->error);
+    return DLPAR_ERR_INPUT;
+  }
+  return share_in_turn(ctx, key, text, out, len);
 }
 
 int dlpar_finalize(dlpar_ctx *ctx)
@@ -344,6 +392,8 @@ int dlpar_finalize(dlpar_ctx *ctx)
   int rc;
   if (!ctx)
     return DLPAR_OK;
+  if (ctx->failed_rendezvous[0]) /* a bootstrap context whose program ran its cleanup: now the step ends */
+    dlpar_pmix_abort(ctx, 1, ctx->failed_rendezvous);
   dlpar_profiling_finish(ctx);
   if ((rc = dlpar_stop_drain(ctx)) != DLPAR_OK || (rc = dlpar_times_drain(ctx)) != DLPAR_OK)
     dlpar_eprintf("dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error);
@@ -354,6 +404,8 @@ int dlpar_finalize(dlpar_ctx *ctx)
   dlpar_nccl_ids_free(&ctx->nccl_ids);
   free(ctx->hosts);
   free(ctx->rank_node);
+  pthread_cond_destroy(&ctx->share_turn);
+  pthread_mutex_destroy(&ctx->share_lock);
   free(ctx);
   return rc;
 }

@@ -92,11 +92,12 @@ struct dlpar_ctx {
   double stopped_timeout;      /* a rank of this node stopped this long ends the step */
   long *peer_pid;              /* pid of every world rank on this node (0: elsewhere, or this rank) */
   int *peer_stopped_polls;     /* consecutive watchdog polls that found that rank stopped */
-  dlpar_nccl_ids nccl_ids;     /* tp and dp ids (world's: split mode, eager world, or lazily) */
+  dlpar_nccl_ids nccl_ids;     /* tp and dp ids (world's: split mode, eager world, one rank, or lazily) */
   bool nccl_split;             /* DLPAR_NCCL_GROUPS=split: tp, dp = ncclCommSplit(world) */
   bool eager_world;            /* DLPAR_NCCL_WORLD=eager: the world communicator at init */
   bool collect_modex;          /* DLPAR_MODEX=collect: the fence hands every rank's keys to every node */
   bool world_via_groups;       /* DLPAR_WORLD_VIA_GROUPS=1: host world collectives from tp and dp, whatever the backend */
+  bool one_rank_comms;         /* DLPAR_NCCL_ONE_RANK=comm: a group of one rank gets an NCCL communicator too */
   int ranks_per_root;          /* NCCL bootstrap roots: one per this many ranks of a group */
   dlpar_pmix_traffic traffic;
   const dlpar_backend_ops *backend;
@@ -120,6 +121,13 @@ struct dlpar_ctx {
   bool startup_reported;
   double wait_seconds;         /* blocked in collectives (MPI; the host's waits) */
   bool skew_posted;            /* a step-time gather is posted, not yet waited for */
+  /* dlpar_share_from_root: one call at a time, in the order they came (a
+   * ticket each); a bootstrap rendezvous that timed out ("": none), whose
+   * context ends the step at dlpar_finalize */
+  pthread_mutex_t share_lock;
+  pthread_cond_t share_turn;
+  unsigned long share_next, share_serving;
+  char failed_rendezvous[DLPAR_ERRLEN];
   char error[DLPAR_ERRLEN];
 };
 
@@ -275,6 +283,9 @@ int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES]);
 int dlpar_nccl_roots(const dlpar_ctx *ctx, int size);
 /* The group rank of root `index` of `roots` (NCCL's recommended spread). */
 int dlpar_nccl_root_rank(int size, int roots, int index);
+/* The one id of a group of one rank (DLPAR_NCCL_ONE_RANK=comm): its member
+ * is its root and exchanges it with nobody. */
+int dlpar_nccl_own_id(dlpar_ctx *ctx, dlpar_group_ids *ids);
 void dlpar_nccl_ids_free(dlpar_nccl_ids *ids);
 
 #endif

@@ -2,7 +2,9 @@
 /* libdlpar/ncclid.c: making an NCCL unique id, the only NCCL call that
  * works without a GPU (it opens a bootstrap socket), so the PMIx exchange of
  * real ids is tested on machines without GPUs too; and how many bootstrap
- * roots (ids) a group gets, and which of its ranks hold them. */
+ * roots (ids) a group gets, and which of its ranks hold them; a group of
+ * one rank makes its own (each group its own id: an id's bootstrap root
+ * serves one communicator). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -56,6 +58,15 @@ int dlpar_nccl_root_rank(int size, int roots, int index)
 {
   const int per_root = size / roots, longer = size % roots;
   return index < longer ? index * (per_root + 1) : longer * (per_root + 1) + (index - longer) * per_root;
+}
+
+int dlpar_nccl_own_id(dlpar_ctx *ctx, dlpar_group_ids *ids)
+{
+  ids->ids = calloc(1, sizeof(dlpar_nccl_id));
+  if (!ids->ids)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory for an NCCL id");
+  ids->count = 1;
+  return dlpar_nccl_make_id(ctx, ids->ids[0]);
 }
 
 void dlpar_nccl_ids_free(dlpar_nccl_ids *ids)

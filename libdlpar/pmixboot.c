@@ -243,61 +243,73 @@ static bool probe_arrived(pmix_status_t status)
   return status == PMIX_SUCCESS;
 }
 
-__attribute__((noreturn)) static void diagnose_and_abort(dlpar_ctx *ctx, double waited, bool in_mpi_init)
+static void diagnose(dlpar_ctx *ctx, double waited, bool in_mpi_init, char *message, size_t len)
 {
   const int size = ctx->info.size, me = ctx->info.rank;
-  waiter w;
+  /* the probes' callbacks may come after their window: what they touch
+   * stays allocated (a timed-out rendezvous ends the process) */
+  waiter *w = malloc(sizeof(*w));
   probe *probes = calloc((size_t)size, sizeof(probe));
-  char message[DLPAR_ERRLEN];
   size_t used = 0;
   int missing = 0, local = 0;
   bool reporter = true;
   const double abort_at = dlpar_now() + PROBE_SECONDS + 0.5;
   for (int rank = 0; rank < size; rank++)
     local += rank != me && ctx->rank_node[rank] == ctx->info.node;
-  waiter_init(&w, local);
-  w.per_rank = calloc((size_t)size, sizeof(pmix_status_t));
-  if (!probes || !w.per_rank) {
-    dlpar_eprintf("dlpar: rendezvous timed out (and no memory to say which ranks are missing)\n");
-    dlpar_pmix_abort(ctx, 1, "rendezvous timed out");
+  if (w) {
+    waiter_init(w, local);
+    w->per_rank = calloc((size_t)size, sizeof(pmix_status_t));
+  }
+  if (!probes || !w || !w->per_rank) {
+    snprintf(message, len, "rank %d on %s: rendezvous timed out after %.0f s (and no memory to say which ranks are "
+             "missing)", me, ctx->info.host, waited);
+    dlpar_eprintf("dlpar: %s\n", message);
+    return;
   }
   for (int rank = 0; rank < size; rank++) {
     int timeout = 2;
     pmix_info_t info;
     pmix_proc_t proc = proc_of(ctx, (pmix_rank_t)rank);
-    w.per_rank[rank] = PMIX_ERR_TIMEOUT;
+    w->per_rank[rank] = PMIX_ERR_TIMEOUT;
     if (rank == me || ctx->rank_node[rank] != ctx->info.node)
       continue;
-    probes[rank] = (probe){&w, rank};
+    probes[rank] = (probe){w, rank};
     PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
     if (PMIx_Get_nb(&proc, probe_key(in_mpi_init), &info, 1, probe_done, &probes[rank]) != PMIX_SUCCESS)
       probe_done(PMIX_ERR_NOT_FOUND, NULL, &probes[rank]);
   }
-  waiter_wait(&w, PROBE_SECONDS);
-  used = (size_t)snprintf(message, sizeof(message), "rank %d on %s: rendezvous timed out after %.0f s: ", me,
-                          ctx->info.host, waited);
-  pthread_mutex_lock(&w.lock);
-  for (int rank = 0; rank < size && used < sizeof(message) - 64; rank++) {
-    if (rank == me || ctx->rank_node[rank] != ctx->info.node || probe_arrived(w.per_rank[rank]))
+  waiter_wait(w, PROBE_SECONDS);
+  used = (size_t)snprintf(message, len, "rank %d on %s: rendezvous timed out after %.0f s: ", me, ctx->info.host,
+                          waited);
+  pthread_mutex_lock(&w->lock);
+  for (int rank = 0; rank < size && used + 64 < len; rank++) {
+    if (rank == me || ctx->rank_node[rank] != ctx->info.node || probe_arrived(w->per_rank[rank]))
       continue;
-    used += (size_t)snprintf(message + used, sizeof(message) - used, "%s%d (%s)", missing ? ", " : "rank ",
-                             rank, ctx->hosts[rank]);
+    used += (size_t)snprintf(message + used, len - used, "%s%d (%s)", missing ? ", " : "rank ", rank,
+                             ctx->hosts[rank]);
     missing++;
   }
   for (int rank = 0; rank < me; rank++) /* a lower arrived rank of this node reports */
-    reporter &= ctx->rank_node[rank] != ctx->info.node || !probe_arrived(w.per_rank[rank]);
-  pthread_mutex_unlock(&w.lock);
-  snprintf(message + used, sizeof(message) - used, "%s",
-           missing ? " did not arrive (crashed, stuck before dlpar_init, or slow to start: see their "
-                     "output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)"
-                   : "every rank of this node arrived: the missing ranks are on other nodes, named by those "
-                     "nodes' ranks (a node none of whose ranks arrived: see the launcher's output)");
+    reporter &= ctx->rank_node[rank] != ctx->info.node || !probe_arrived(w->per_rank[rank]);
+  pthread_mutex_unlock(&w->lock);
+  if (used < len)
+    snprintf(message + used, len - used, "%s",
+             missing ? " did not arrive (crashed, stuck before dlpar_init, or slow to start: see their "
+                       "output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)"
+                     : "every rank of this node arrived: the missing ranks are on other nodes, named by those "
+                       "nodes' ranks (a node none of whose ranks arrived: see the launcher's output)");
   if (reporter && (missing || me == 0)) {
     dlpar_eprintf("dlpar: %s\n", message);
     fflush(stderr);
   }
   while (dlpar_now() < abort_at)
     usleep(100000);
+}
+
+__attribute__((noreturn)) static void diagnose_and_abort(dlpar_ctx *ctx, double waited, bool in_mpi_init)
+{
+  char message[DLPAR_ERRLEN];
+  diagnose(ctx, waited, in_mpi_init, message, sizeof(message));
   dlpar_pmix_abort(ctx, 1, message);
 }
 
@@ -462,14 +474,19 @@ static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, siz
  * hands every rank's keys to every node at the fence): each PMIx_Get
  * afterwards fetches one key from its rank's node (direct modex). Past the
  * rendezvous timeout the ranks that never arrived are named and the step
- * ends. */
+ * ends: at once, or, in a bootstrap context (dlpar_init_bootstrap: the
+ * Python module's, whose program can run its cleanup), at dlpar_finalize:
+ * the fence fails with DLPAR_ERR_TIMEOUT and the context keeps the line. */
 static int rendezvous_fence(dlpar_ctx *ctx)
 {
-  waiter w;
+  waiter *w = malloc(sizeof(*w)); /* must outlive its callback: left allocated on a timeout */
   pmix_info_t info;
+  pmix_status_t status;
   bool yes = true;
   size_t ninfo = 0;
   const double start = dlpar_now();
+  if (!w)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
   if (ctx->collect_modex) {
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
     ninfo = 1;
@@ -479,27 +496,36 @@ static int rendezvous_fence(dlpar_ctx *ctx)
     ninfo = 1;
 #endif
   }
-  waiter_init(&w, 1);
-  PMIX_TRY(ctx, PMIx_Fence_nb(NULL, 0, ninfo ? &info : NULL, ninfo, fence_done, &w));
-  if (!waiter_wait(&w, ctx->rendezvous_timeout)) /* w must outlive its callback: no return */
-    diagnose_and_abort(ctx, dlpar_now() - start, false);
-  if (w.status != PMIX_SUCCESS)
+  waiter_init(w, 1);
+  if ((status = PMIx_Fence_nb(NULL, 0, ninfo ? &info : NULL, ninfo, fence_done, w)) == PMIX_SUCCESS &&
+      !waiter_wait(w, ctx->rendezvous_timeout)) {
+    if (!ctx->bootstrap_only)
+      diagnose_and_abort(ctx, dlpar_now() - start, false);
+    diagnose(ctx, dlpar_now() - start, false, ctx->failed_rendezvous, sizeof(ctx->failed_rendezvous));
+    return dlpar_fail(ctx, DLPAR_ERR_TIMEOUT, "%s", ctx->failed_rendezvous);
+  }
+  status = status == PMIX_SUCCESS ? w->status : status;
+  free(w);
+  if (status != PMIX_SUCCESS)
     return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence: %s (a rank failed during the rendezvous)",
-                      PMIx_Error_string(w.status));
+                      PMIx_Error_string(status));
   return DLPAR_OK;
 }
 
 /* The groups that get NCCL ids at the rendezvous: those of more than one
  * rank (a 1-rank group has no communicator: its collectives are no-ops or
- * copies); tp and dp unless they are split from the world's; the world only
- * when asked for at init (split mode, DLPAR_NCCL_WORLD=eager), else at its
- * first device collective (dlpar_pmix_world_ids). Every group gets its own ids:
- * an id's bootstrap root serves one communicator. */
+ * copies), and those of one rank too with DLPAR_NCCL_ONE_RANK=comm (each
+ * makes its own: dlpar_nccl_own_id); tp and dp unless they are split from
+ * the world's; the world only when asked for at init (split mode,
+ * DLPAR_NCCL_WORLD=eager, or a world of one rank, which is never built
+ * later), else at its first device collective (dlpar_pmix_world_ids).
+ * Every group gets its own ids: an id's bootstrap root serves one
+ * communicator. */
 bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group)
 {
-  if (dlpar_group_size(ctx, group) == 1)
+  if (dlpar_group_size(ctx, group) == 1 && !ctx->one_rank_comms)
     return false;
-  return group == DLPAR_GROUP_WORLD ? ctx->nccl_split || ctx->eager_world : !ctx->nccl_split;
+  return group == DLPAR_GROUP_WORLD ? ctx->nccl_split || ctx->eager_world || ctx->info.size == 1 : !ctx->nccl_split;
 }
 
 static const char *id_key(dlpar_group group)
@@ -584,13 +610,19 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
 {
   unsigned put = 0, get = 0;
   dlpar_nccl_ids_free(&ctx->nccl_ids);
+  for (int g = 0; g < 3 && exchange_nccl_ids; g++) {
+    if (!dlpar_group_ids_at_init(ctx, (dlpar_group)g))
+      continue;
+    if (dlpar_group_size(ctx, (dlpar_group)g) > 1)
+      get |= 1u << g;
+    else
+      DLPAR_TRY(dlpar_nccl_own_id(ctx, &ctx->nccl_ids.group[g]));
+  }
   if (ctx->pmix) {
-    for (int g = 0; g < 3 && exchange_nccl_ids; g++)
-      get |= dlpar_group_ids_at_init(ctx, (dlpar_group)g) ? 1u << g : 0;
     put = get | (exchange_nccl_ids && ctx->info.size > 1 ? 1u << DLPAR_GROUP_WORLD : 0);
     DLPAR_TRY(put_host_pid(ctx));
     DLPAR_TRY(exchange_ids(ctx, put, get));
-  } /* else one rank: every group has one rank, so no ids */
+  } /* else one rank: every group has one rank, so no exchange */
   ctx->nccl_ids.valid = exchange_nccl_ids;
   return DLPAR_OK;
 }

@@ -10,6 +10,8 @@
  * which the watchdog reads too: the one global in libdlpar, because a
  * signal handler can only talk through one. The first signal asks the
  * program to stop (dlpar_stop_requested); a second one ends it at once.
+ * A program that keeps its signals (dlpar_options.keep_signals,
+ * DLPAR_SIGNALS=keep) has none of this: no mask, no handler, no signalfd.
  * A rank that is ending the step (dlpar_abort, dlpar_abort_shared) exits
  * at the first, silently. Once a second it also looks at the other ranks of
  * its node (/proc): one that stays stopped ends the step, by name. */
@@ -84,7 +86,7 @@ static void read_signals(dlpar_ctx *ctx)
 {
   struct signalfd_siginfo info;
   const int stray = stray_signal;
-  while (read(ctx->signal_fd, &info, sizeof(info)) == (ssize_t)sizeof(info))
+  while (ctx->signal_fd >= 0 && read(ctx->signal_fd, &info, sizeof(info)) == (ssize_t)sizeof(info))
     on_stop_signal(ctx, (int)info.ssi_signo);
   if (stray) {
     stray_signal = 0;

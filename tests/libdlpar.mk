@@ -24,3 +24,8 @@ tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
 tests_integration_rank_probe_LDADD = libdlpar/libdlpar_core.la
 tests_integration_host_collectives_SOURCES = tests/integration/host_collectives.c
 tests_integration_host_collectives_LDADD = libdlpar/libdlpar_core.la
+# dlpar_init's stop signals (kept or turned into stop requests) and
+# DLPAR_NCCL_ONE_RANK, through rank_probe run plain (one rank) and under
+# dlpar-run (no bed).
+dist_check_SCRIPTS += tests/unit/stop_signals.sh tests/unit/nccl_one_rank.sh
+TESTS += tests/unit/stop_signals.sh tests/unit/nccl_one_rank.sh

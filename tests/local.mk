@@ -14,7 +14,7 @@ tests_unit_test_grid_LDADD = common/libdlpar_common.la
 tests_unit_test_topo_SOURCES = tests/unit/test_topo.c tests/unit/check.h
 tests_unit_test_topo_LDADD = common/libdlpar_common.la
 tests_unit_test_spank_parsing_SOURCES = tests/unit/test_spank_parsing.c tests/unit/check.h \
-	spank/admin.c spank/request.c
+	spank/admin.c spank/request.c spank/plugstack.c
 tests_unit_test_spank_parsing_LDADD = common/libdlpar_common.la
 TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing
 # The C unit tests (no bed): make check-unit runs them alone (CI: under the sanitizers).
@@ -32,14 +32,17 @@ EXTRA_DIST += tests/unit/check.h
 
 EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topologies \
 	tests/topo/8gpu-2socket.xml tests/topo/4gpu-1socket.xml \
-	tests/topo/4gpu-interleaved.xml tests/topo/bed-node.xml
+	tests/topo/4gpu-interleaved.xml tests/topo/bed-node.xml tests/topo/bed-interleaved.xml
 
 # Integration tests on the Slurm test bed.
 TEST_EXTENSIONS = .sh
-SH_LOG_COMPILER = bash
+# LOG_COMPILER (tests/trainer.mk) bounds the GPU tests in time, each its
+# own bound, and runs every other test as it is; scripts go through it too.
+SH_LOG_COMPILER = $(LOG_COMPILER) bash
 # The plugin's own; libdlpar's and the trainer's are in tests/libdlpar.mk
 # and tests/trainer.mk.
-INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_env.sh tests/integration/slurm_steps.sh
+INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_env.sh tests/integration/slurm_steps.sh \
+	tests/integration/spank_config.sh tests/integration/plugin_install.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/lib/common.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary

@@ -7,6 +7,13 @@ tests_unit_test_kernels_SOURCES = tests/unit/test_kernels.c tests/unit/check.h
 tests_unit_test_kernels_LDADD = kernels/libdlpar_kernels_cpu.la -lm
 TESTS += tests/unit/test_kernels
 UNIT_TESTS += tests/unit/test_kernels tests/unit/test_checkpoint $(TRAINER_UNIT_TESTS)
+# The CPU ops' threads: OpenBLAS on one inside OpenMP's, whoever calls them.
+check_PROGRAMS += tests/unit/test_blas_threads
+tests_unit_test_blas_threads_SOURCES = tests/unit/test_blas_threads.c tests/unit/check.h
+tests_unit_test_blas_threads_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(BLAS_CFLAGS)
+tests_unit_test_blas_threads_LDADD = kernels/libdlpar_kernels_cpu.la $(BLAS_LIBS) $(OPENMP_CFLAGS) -lm
+TESTS += tests/unit/test_blas_threads
+UNIT_TESTS += tests/unit/test_blas_threads
 
 # The cuDNN attention's plans for an H100, compiled without a GPU (the
 # script sets the libcuda stub up; it SKIPs in builds without cuDNN).
@@ -18,6 +25,9 @@ tests_unit_test_sdpa_plan_LDADD = kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS
 endif
 dist_check_SCRIPTS += tests/unit/sdpa_plan.sh
 TESTS += tests/unit/sdpa_plan.sh
+# bench/gpu-round's steps and time plan, without a GPU
+dist_check_SCRIPTS += tests/unit/gpu_round_plan.sh
+TESTS += tests/unit/gpu_round_plan.sh
 
 # The trainer's modules, one program each (tests/unit/NAME.c, automake's
 # default source) against libdlpar_trainer (test_checkpoint, with HDF5, below).
@@ -45,6 +55,8 @@ INTEGRATION_TESTS += \
 	tests/integration/train_metrics.sh \
 	tests/integration/train_skew.sh \
 	tests/integration/train_progress.sh \
+	tests/integration/train_loader_faults.sh \
+	tests/integration/train_layouts.sh \
 	tests/integration/tutorial_commands.sh \
 	tests/integration/contrib_sbatch.sh \
 	tests/integration/demo.sh \
@@ -71,7 +83,15 @@ check_LTLIBRARIES += tests/lib/libnvtx_record.la
 tests_lib_libnvtx_record_la_SOURCES = tests/lib/nvtx_record.c
 tests_lib_libnvtx_record_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_lib_libnvtx_record_la_LDFLAGS = -module -avoid-version -rpath /nowhere
-GPU_TESTS = tests/gpu/test_kernels_gpu tests/gpu/test_step_gpu tests/gpu/test_fp32_gpu tests/gpu/test_graph_gpu
+GPU_TESTS = tests/gpu/test_kernels_gpu tests/gpu/test_step_gpu tests/gpu/test_fp32_gpu tests/gpu/test_graph_gpu \
+	tests/gpu/test_nccl_gpu
+# Each GPU test's time bound in seconds (tests/gpu/bounded, below), beside it:
+# about 2x what it took on an H200 run 4 at a time beside compute-sanitizer
+# (test_kernels_gpu over 35 s, attention 13 s, nccl 13 s, fp32 7 s;
+# train_gpu.sh 88 s with its runs failing early), so that `make -j4
+# check-gpu` ends within 4 minutes: 4 jobs at a time end within sum / 4 +
+# 3/4 x the longest bound (tests/unit/gpu_bound.sh).
+GPU_TEST_BOUNDS = test_kernels_gpu=60 test_step_gpu=15 test_fp32_gpu=30 test_graph_gpu=30 test_nccl_gpu=30
 check_PROGRAMS += $(GPU_TESTS)
 TESTS += $(GPU_TESTS)
 GPU_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS) -DDLPAR_TEST_SRCDIR='"$(abs_top_srcdir)"'
@@ -90,6 +110,21 @@ tests_gpu_test_fp32_gpu_LDADD = $(GPU_MODEL_LDADD)
 tests_gpu_test_graph_gpu_SOURCES = tests/gpu/test_graph_gpu.c tests/gpu/gpu_check.h tests/gpu/model_check.h
 tests_gpu_test_graph_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_test_graph_gpu_LDADD = $(GPU_MODEL_LDADD)
+# The CUDA model's device memory against its budgets, computed on the host:
+# runs in every make check.
+check_PROGRAMS += tests/unit/test_arena
+TESTS += tests/unit/test_arena
+tests_unit_test_arena_SOURCES = tests/unit/test_arena.c tests/unit/check.h
+tests_unit_test_arena_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_unit_test_arena_LDADD = $(GPU_MODEL_LDADD)
+# libdlpar's NCCL backend on one GPU, every group with a communicator of
+# one rank (white-box: libdlpar_core); a kernel that holds its stream for
+# the stuck collective (nvcc: tests/gpu/spin_kernel.cu).
+tests_gpu_test_nccl_gpu_SOURCES = tests/gpu/test_nccl_gpu.c tests/gpu/gpu_check.h tests/gpu/spin_kernel.cu \
+	tests/gpu/spin_kernel.h
+tests_gpu_test_nccl_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_gpu_test_nccl_gpu_LDADD = libdlpar/libdlpar_core.la kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) \
+	$(CUDA_LIBS) -lstdc++ -lm
 # The attention kernels' block code on the CPU (a stand-in for the GPU):
 # runs in every make check.
 check_PROGRAMS += tests/unit/test_attention_tiles
@@ -98,8 +133,21 @@ tests_unit_test_attention_tiles_SOURCES = tests/unit/test_attention_tiles.c test
 	tests/unit/attention_emulator.h tests/gpu/gpu_check.h
 tests_unit_test_attention_tiles_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_unit_test_attention_tiles_LDADD = $(tests_gpu_test_kernels_gpu_LDADD) -lpthread
+# The tensor-core attention's block code on the CPU (its stand-in for the
+# GPU runs a fiber per CUDA thread), beside the FMA kernels' emulation; and
+# its kernels as nvcc compiled them (no spills; the TF32 MMA in the PTX):
+# both in every make check.
+check_PROGRAMS += tests/unit/test_attention_mma
+TESTS += tests/unit/test_attention_mma tests/unit/attention_mma_build.sh
+tests_unit_test_attention_mma_SOURCES = tests/unit/test_attention_mma.c tests/unit/attention_mma_emulator.cu \
+	tests/unit/attention_mma_emulator.h tests/unit/fibers.c tests/unit/fibers.h tests/unit/attention_emulator.cu \
+	tests/unit/attention_emulator.h tests/gpu/gpu_check.h
+tests_unit_test_attention_mma_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_unit_test_attention_mma_LDADD = $(tests_gpu_test_kernels_gpu_LDADD) -lpthread
+dist_check_SCRIPTS += tests/unit/attention_mma_build.sh
 if HAVE_CUDNN
 GPU_TESTS += tests/gpu/test_attention_gpu
+GPU_TEST_BOUNDS += test_attention_gpu=30
 tests_gpu_test_attention_gpu_SOURCES = tests/gpu/test_attention_gpu.c tests/gpu/gpu_check.h
 tests_gpu_test_attention_gpu_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_test_attention_gpu_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
@@ -107,13 +155,24 @@ endif
 # Whole dlpar-train --device=cuda runs (loader, checkpoints, shapes);
 # gpu_usable: whether the CUDA runtime sees a GPU (exit 0, else 77)
 GPU_RUN_TESTS = tests/gpu/train_gpu.sh
+GPU_TEST_BOUNDS += train_gpu.sh=170
 TESTS += $(GPU_RUN_TESTS)
 check_PROGRAMS += tests/gpu/gpu_usable
 tests_gpu_gpu_usable_SOURCES = tests/gpu/gpu_usable.c tests/gpu/gpu_check.h
 tests_gpu_gpu_usable_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_gpu_usable_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
 endif
-EXTRA_DIST += tests/gpu/train_gpu.sh
+EXTRA_DIST += tests/gpu/train_gpu.sh tests/gpu/bounded
+# Each GPU test runs under its own time bound (GPU_TEST_BOUNDS, through
+# tests/gpu/bounded: the harness's LOG_COMPILER, and SH_LOG_COMPILER's in
+# tests/local.mk), chosen so that make check-gpu as a whole ends within 4
+# minutes even if every test ran to its bound (tests/unit/gpu_bound.sh adds
+# them up); a test past it FAILs with a line naming it and the bound. Other
+# tests run as they are.
+LOG_COMPILER = bash $(srcdir)/tests/gpu/bounded $(GPU_TEST_BOUNDS) --
+# The wrapper itself, and this build's bounds against its GPU tests.
+dist_check_SCRIPTS += tests/unit/gpu_bound.sh
+TESTS += tests/unit/gpu_bound.sh
 # Only the GPU tests, from this build directory (wherever it is); each SKIPs
 # without a GPU.
 check-gpu:
@@ -132,3 +191,25 @@ tests_unit_test_checkpoint_SOURCES = tests/unit/test_checkpoint.c tests/fuzz/che
 tests_unit_test_checkpoint_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 tests_unit_test_checkpoint_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lm
 TESTS += tests/unit/test_checkpoint
+
+# The loader against the fields it was given, bit for bit: layouts (zlib:
+# chunks written with a filter skipped), crops, reader threads, batches
+# ahead, restarts; NaN/inf, truncated files and damaged chunks named.
+check_PROGRAMS += tests/unit/test_loader
+tests_unit_test_loader_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS) $(PTHREAD_CFLAGS)
+tests_unit_test_loader_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lz -lm
+TESTS += tests/unit/test_loader
+UNIT_TESTS += tests/unit/test_loader
+
+# LayerNorm's backward and the column sums' block code on the CPU (a
+# stand-in for the GPU, a fiber per CUDA thread): every make check; and
+# layernorm.o as nvcc compiled it (ptxas's report: no spills).
+if HAVE_CUDA
+check_PROGRAMS += tests/unit/test_layernorm_rows
+TESTS += tests/unit/test_layernorm_rows tests/unit/layernorm_build.sh
+tests_unit_test_layernorm_rows_SOURCES = tests/unit/test_layernorm_rows.c tests/unit/layernorm_emulator.cu \
+	tests/unit/layernorm_emulator.h tests/unit/fibers.c tests/unit/fibers.h tests/gpu/gpu_check.h
+tests_unit_test_layernorm_rows_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
+tests_unit_test_layernorm_rows_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
+endif
+dist_check_SCRIPTS += tests/unit/layernorm_build.sh

@@ -10,14 +10,16 @@ trainer_libdlpar_trainer_la_SOURCES = \
 	trainer/model.h trainer/model_common.c trainer/model_cpu.c trainer/checkpoint.c trainer/checkpoint.h \
 	trainer/metrics.c trainer/metrics.h trainer/progress.c trainer/progress.h \
 	trainer/args.c trainer/args.h
-trainer_libdlpar_trainer_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(YAML_CFLAGS) $(PTHREAD_CFLAGS) -O3
-trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la libdlpar/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lm
+trainer_libdlpar_trainer_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(YAML_CFLAGS) $(PTHREAD_CFLAGS)
+trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la libdlpar/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lz -lm
 # What links the trainer's code: common/ too, which libdlpar.so keeps to itself.
 TRAINER_LIBS = trainer/libdlpar_trainer.la common/libdlpar_common.la
 
 bin_PROGRAMS += trainer/dlpar-train trainer/dlpar-gen-data
 trainer_dlpar_train_SOURCES = trainer/train.c trainer/train.h trainer/step.c trainer/benchy.c trainer/benchy.h
-trainer_dlpar_train_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(BLAS_CFLAGS) $(PTHREAD_CFLAGS)
+trainer_dlpar_train_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(PTHREAD_CFLAGS)
+# CUDA's headers: benchy.c times host-to-device copies
+trainer_dlpar_train_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 trainer_dlpar_train_LDADD =
 trainer_dlpar_gen_data_SOURCES = trainer/gen_data.c trainer/rng.c trainer/npy.c trainer/atomic_file.c trainer/h5util.c \
 	common/text.c trainer/input_file.c
@@ -27,7 +29,7 @@ if HAVE_CUDA
 trainer_libdlpar_model_cuda_a_SOURCES = trainer/model_cuda.cu
 trainer_dlpar_train_LDADD += trainer/libdlpar_model_cuda.a
 endif
-trainer_dlpar_train_LDADD += $(TRAINER_LIBS) $(BLAS_LIBS) $(OPENMP_CFLAGS)
+trainer_dlpar_train_LDADD += $(TRAINER_LIBS) $(OPENMP_CFLAGS)
 if HAVE_CUDA
 trainer_dlpar_train_LDADD += kernels/libdlpar_kernels_cuda.a $(CUDA_LDFLAGS) $(CUDA_LIBS) -lstdc++
 endif

@@ -12,6 +12,7 @@
 #ifndef DLPAR_MODEL_H
 #define DLPAR_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "libdlpar/dlpar.h"
@@ -81,6 +82,26 @@ struct model {
  * size fits the kernels' int dimensions and divides as it must. */
 void vit_dims_fill(vit_dims *dims, const train_config *cfg, int tp, int local_batch);
 
+/* The GPU attention a config asks for (the CPU model has one, fp32):
+ * attention: reference: dlpar's FMA kernels in every precision;
+ * attention: cudnn: cuDNN's fused attention in 16 bits (its deterministic
+ * plans with deterministic: true; where cuDNN has none, the FMA kernels:
+ * attention_without_cudnn), dlpar's tensor-core kernels in fp32 (3xTF32,
+ * fp32-accurate; one TF32 pass with tf32: true). Every choice but
+ * cuDNN's non-deterministic plans is bit-reproducible run to run. */
+typedef enum { ATTENTION_CUDNN, ATTENTION_TENSOR_CORES, ATTENTION_FMA } attention_kernels;
+typedef struct {
+  attention_kernels kernels;
+  int passes;         /* tensor cores: 3 (3xTF32) or 1 (TF32) */
+  bool deterministic; /* cuDNN: its deterministic plans only */
+} attention_choice;
+attention_choice attention_resolve(const train_config *cfg);
+/* deterministic: true where cuDNN has no deterministic plan for the shape */
+attention_choice attention_without_cudnn(void);
+/* "cuDNN (deterministic plans)", "dlpar's tensor-core kernels (3xTF32)",
+ * "reference kernels" ... (cudnn_version: cuDNN's, or NULL) */
+void attention_describe(const attention_choice *c, const char *cudnn_version, char *out, size_t len);
+
 /* Records a one-line error in m->error and returns status. */
 int model_fail(model *m, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -88,6 +109,14 @@ int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int 
 #ifdef HAVE_CUDA
 int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, char *err,
                       size_t errlen);
+/* The bytes of the CUDA model's arena (its own device memory: weights,
+ * optimizer state, activations, the batch, scratch) for cfg on one of tp
+ * ranks with local_batch samples, computed on the host (no GPU needed);
+ * attention_workspace: cuDNN's attention workspace (known once its plans
+ * are built on a GPU; 0 for dlpar's kernels). The CUDA context, cuBLASLt's
+ * workspace and NCCL's buffers come on top (model_ops.device_memory). */
+int model_cuda_arena_bytes(const train_config *cfg, int tp, int local_batch, size_t attention_workspace,
+                           size_t *bytes);
 /* Pinned host memory for the loader's batches (fast, asynchronous copies). */
 void *model_cuda_host_alloc(size_t bytes);
 void model_cuda_host_free(void *ptr);

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "trainer/model.h"
 #include "common/text.h"
@@ -29,6 +30,31 @@ void vit_dims_fill(vit_dims *d, const train_config *cfg, int tp, int local_batch
   d->Dl = d->D / tp;
   d->heads = cfg->num_heads / tp;
   d->Fl = (int)(4L * d->D / tp);
+}
+
+attention_choice attention_resolve(const train_config *cfg)
+{
+  const attention_choice fma = {ATTENTION_FMA, 0, false};
+  if (strcmp(cfg->attention, "reference") == 0)
+    return fma;
+  if (cfg->amp == AMP_NONE)
+    return (attention_choice){ATTENTION_TENSOR_CORES, cfg->tf32 ? 1 : 3, false};
+  return (attention_choice){ATTENTION_CUDNN, 0, cfg->deterministic};
+}
+
+attention_choice attention_without_cudnn(void)
+{
+  return (attention_choice){ATTENTION_FMA, 0, false};
+}
+
+void attention_describe(const attention_choice *c, const char *cudnn_version, char *out, size_t len)
+{
+  if (c->kernels == ATTENTION_CUDNN)
+    snprintf(out, len, "cuDNN %s%s", cudnn_version ? cudnn_version : "", c->deterministic ? " (deterministic plans)" : "");
+  else if (c->kernels == ATTENTION_TENSOR_CORES)
+    snprintf(out, len, "dlpar's tensor-core kernels (%s)", c->passes == 3 ? "3xTF32, fp32-accurate" : "TF32");
+  else
+    snprintf(out, len, "reference kernels");
 }
 
 int model_fail(model *m, int status, const char *fmt, ...)

@@ -10,10 +10,19 @@
  *    over its three GEMMs; fp16 with
  *    dynamic loss scaling (2^16, x2 after 2000 clean steps, /2 and skip on
  *    inf/NaN);
- *  - memory: one arena allocated at creation; nothing is allocated in a step;
+ *  - memory: one arena allocated at creation; nothing is allocated in a step
+ *    (model_cuda_arena_bytes gives its size for a config, without a GPU).
+ *    One batch slot, refilled once read (the input after the patch
+ *    embedding, the target after the loss's backward); block l's backward
+ *    scratch lives in block l's own activations that are dead by then
+ *    (dfc1 in GELU's output, datt in ln2, dq/dk/dv in fc1, the q/k/v input
+ *    gradient's fp32 sum in x_mid); the head's gradient in the head's
+ *    output, the prediction's in the prediction; with recompute: gelu (the
+ *    default) GELU's output is one buffer for all blocks, recomputed from
+ *    fc1 before fc2's backward;
  *  - streams: compute (forward, backward, tensor-parallel allreduces, Adam),
- *    copy (host->device batches, double-buffered from pinned memory, and
- *    Adam's lr and step once the previous Adam is done), and dp
+ *    copy (host->device batches from pinned memory, and Adam's lr and step
+ *    once the previous Adam is done), and dp
  *    (data-parallel gradient buckets, each started by an event recorded
  *    when backward finishes its tensors, overlapping the rest of backward);
  *    no host synchronisation inside a step;
@@ -29,9 +38,10 @@
  *  - optionally each step's forward/backward and Adam captured as CUDA
  *    graphs and replayed (cuda_graph: true): each runs eagerly once first
  *    (warm-up: algorithm choice, lazy loading, the kernels' stack), then is
- *    captured; events the host waits on (consumed, Adam done) are recorded
- *    outside the graphs, and libdlpar times the captured collectives from
- *    each launch (dlpar_graph_launched).
+ *    captured; the events the copy stream waits on inside a step (input
+ *    read, target read) are external event nodes, recorded by every replay;
+ *    the others (Adam done) are recorded outside the graphs; libdlpar times
+ *    the captured collectives from each launch (dlpar_graph_launched).
  * Every CUDA/cuBLAS/NCCL failure names the call, file:line and the
  * library's own error string. */
 #include "config.h"
@@ -64,11 +74,16 @@ extern "C" {
   } while (0)
 
 /* x_in, x_mid: the residual stream, fp32 in every precision (as PyTorch's
- * autocast keeps it); the rest in the activations' type */
+ * autocast keeps it); the rest in the activations' type. gelu: the block's
+ * own, or (recompute: gelu) the buffer all blocks share. The backward's
+ * scratch of the block, in its buffers that are dead by then: dfc1 in
+ * gelu, datt in ln2, dq/dk/dv in fc1, dqkv_sum in x_mid. */
 typedef struct {
   float *x_in, *x_mid;
   void *ln1, *q, *k, *v, *att, *ln2, *fc1, *gelu;
   float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse;
+  void *dfc1, *datt, *dq, *dk, *dv;
+  float *dqkv_sum;
 } block_acts;
 
 typedef struct {
@@ -83,9 +98,12 @@ typedef struct {
   cudaStream_t compute, copy, dp;
   dl_blas *blas;
   int gelu_fused; /* the MLP's GELU in the GEMMs' epilogues (dl_gelu_epilogue) */
-  dl_sdpa *sdpa; /* cuDNN's attention (attention: cudnn); NULL: the reference kernels */
+  bool recompute_gelu; /* recompute: gelu */
+  attention_choice attention; /* which attention kernels (attention_resolve) */
+  dl_sdpa *sdpa; /* cuDNN's attention (ATTENTION_CUDNN); NULL: dlpar's kernels */
   void *sdpa_ws;
   size_t sdpa_ws_bytes;
+  void *tc_scratch; /* the tensor-core attention's backward scratch (ATTENTION_TENSOR_CORES) */
   char *arena;
   size_t arena_bytes, arena_used;
   /* parameters, gradients, Adam (fp32 flat) and the act copy of the weights */
@@ -102,19 +120,20 @@ typedef struct {
   cudaEvent_t metrics_posted;
   bool metrics_pending;
   long posted_train_steps, posted_val_samples;
-  /* batches: two device slots, filled on the copy stream */
-  float *inp[2], *tgt[2];
-  cudaEvent_t copied[2], consumed[2], scalars_copied, adam_done;
-  int slot;
+  /* the batch: one device slot, filled on the copy stream once the step
+   * before has read it (inp_read, tgt_read: external events of the graphs) */
+  float *inp, *tgt;
+  cudaEvent_t copied, inp_read, tgt_read, scalars_copied, adam_done;
   /* activations */
   void *patches, *lnf, *head;
   float *x_final, *lnf_mean, *lnf_rstd, *pred, *lat_w;
   block_acts *blocks;
   /* backward: dx, the residual stream's gradient, fp32; dx_act its copy in
-   * the activations' type for the GEMMs (dx itself in fp32); dqkv_sum, fp32
-   * scratch summing the q, k, v input gradients (16 bits only) */
-  float *dx, *dqkv_sum;
-  void *dx_act, *dln, *datt, *dq, *dk, *dv, *dfc1, *dhead;
+   * the activations' type for the GEMMs (dx itself in fp32); dln: a GEMM's
+   * [BT, D] output (also the forward's); dhead in head, dpred in pred
+   * (each dead once read); the blocks' scratch in block_acts */
+  float *dx;
+  void *dx_act, *dln, *dhead;
   float *dpred, *delta;
   float *reduce_ws; /* the LayerNorm gradients' column-sum partials */
   cudaEvent_t *grads_ready; /* per block, and the head */
@@ -122,8 +141,8 @@ typedef struct {
   bool dp_unordered;        /* dp buckets were enqueued since the last tp allreduce */
   grad_buckets buckets;
   long train_steps, val_samples;
-  /* CUDA graphs: forward/backward per batch slot, and Adam */
-  captured_work graph_step[2], graph_adam;
+  /* CUDA graphs: forward/backward, and Adam */
+  captured_work graph_step, graph_adam;
 } model_cuda;
 
 enum { SUM_TRAIN_LOSS = 0, SUM_VAL_LOSS, SUM_VAL_RMSE, SUM_SKIPPED, SUM_OVERFLOW, N_SUMS };
@@ -183,6 +202,10 @@ static int attention_fwd(model_cuda *m, block_acts *a)
     return dl_sdpa_fwd(m->sdpa, m->sdpa_ws, a->att, a->lse, a->q, a->k, a->v, d->B, d->N, d->heads, d->HD, scale,
                        m->act, m->compute);
 #endif
+  if (m->attention.kernels == ATTENTION_TENSOR_CORES)
+    return dl_attention_tc_fwd((float *)a->att, a->lse, (const float *)a->q, (const float *)a->k,
+                               (const float *)a->v, d->B, d->N, d->heads, d->HD, scale, m->attention.passes,
+                               m->compute);
   return dl_attention_fwd(a->att, a->lse, a->q, a->k, a->v, d->B, d->N, d->heads, d->HD, scale, m->act, m->compute);
 }
 
@@ -192,48 +215,57 @@ static int attention_bwd(model_cuda *m, block_acts *a)
   const float scale = 1.0f / sqrtf((float)d->HD);
 #ifdef HAVE_CUDNN
   if (m->sdpa)
-    return dl_sdpa_bwd(m->sdpa, m->sdpa_ws, m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, d->B, d->N,
+    return dl_sdpa_bwd(m->sdpa, m->sdpa_ws, a->dq, a->dk, a->dv, a->datt, a->q, a->k, a->v, a->att, a->lse, d->B, d->N,
                        d->heads, d->HD, scale, m->act, m->compute);
 #endif
-  return dl_attention_bwd(m->dq, m->dk, m->dv, m->datt, a->q, a->k, a->v, a->att, a->lse, m->delta, d->B, d->N,
+  if (m->attention.kernels == ATTENTION_TENSOR_CORES)
+    return dl_attention_tc_bwd((float *)a->dq, (float *)a->dk, (float *)a->dv, (const float *)a->datt,
+                               (const float *)a->q, (const float *)a->k, (const float *)a->v, (const float *)a->att,
+                               a->lse, m->delta, m->tc_scratch, d->B, d->N, d->heads, d->HD, scale,
+                               m->attention.passes, m->compute);
+  return dl_attention_bwd(a->dq, a->dk, a->dv, a->datt, a->q, a->k, a->v, a->att, a->lse, m->delta, d->B, d->N,
                           d->heads, d->HD, scale, m->act, m->compute);
 }
 
-/* attention: cudnn: cuDNN's plans for this shape, built once here (their
- * workspace goes into the arena). cuDNN's attention is 16-bit: in fp32 the
- * reference kernels run, with one notice. In 16 bits, a shape cuDNN has no
- * plan for is an error naming `attention: reference` (the reference
- * kernels are far slower: never taken silently), and any other cuDNN
- * failure (driver, runtime, libraries) an error in cuDNN's words. */
-static int plan_attention(model_cuda *m, const train_config *cfg, const dlpar_info *info)
+/* The attention attention_resolve chose. cuDNN's: its plans for this
+ * shape, built once here (their workspace goes into the arena). A shape
+ * cuDNN has no plan for is an error naming `attention: reference` (the
+ * reference kernels are far slower: never taken silently), but with
+ * deterministic: true, where the reference kernels are the deterministic
+ * choice left: taken, and said. Any other cuDNN failure (driver, runtime,
+ * libraries) is an error in cuDNN's words. */
+static int plan_attention(model_cuda *m, const dlpar_info *info)
 {
   const vit_dims *d = &m->base.dims;
 #ifdef HAVE_CUDNN
   int rc;
-  if (strcmp(cfg->attention, "cudnn") != 0)
+  if (m->attention.kernels != ATTENTION_CUDNN)
     return DLPAR_OK;
-  if (m->act != DL_F32) {
-    MODEL_TRY(m, dl_sdpa_create(&m->sdpa));
-    rc = dl_sdpa_plan(m->sdpa, d->B, d->N, d->heads, d->HD, m->act, &m->sdpa_ws_bytes);
-    if (rc == 0)
-      return DLPAR_OK;
-    if (!dl_sdpa_unsupported(rc))
-      return model_fail(&m->base, DLPAR_ERR_CUDA, "%s:%d: dl_sdpa_plan: %s (the line above has cuDNN's words: "
-                        "check the driver and that libcudnn, libnvrtc and libcuda.so.1 load)", __FILE__, __LINE__,
-                        dl_status_string(rc));
+  MODEL_TRY(m, dl_sdpa_create(&m->sdpa));
+  dl_sdpa_set_deterministic(m->sdpa, m->attention.deterministic);
+  rc = dl_sdpa_plan(m->sdpa, d->B, d->N, d->heads, d->HD, m->act, &m->sdpa_ws_bytes);
+  if (rc == 0)
+    return DLPAR_OK;
+  if (!dl_sdpa_unsupported(rc))
+    return model_fail(&m->base, DLPAR_ERR_CUDA, "%s:%d: dl_sdpa_plan: %s (the line above has cuDNN's words: "
+                      "check the driver and that libcudnn, libnvrtc and libcuda.so.1 load)", __FILE__, __LINE__,
+                      dl_status_string(rc));
+  if (!m->attention.deterministic)
     return model_fail(&m->base, DLPAR_ERR_INPUT, "attention: cudnn: no cuDNN plan for %d heads of size %d over %d "
                       "tokens in %s (%s): set attention: reference to run the reference kernels (much slower), or "
                       "change num_heads or embed_dim", d->heads, d->HD, d->N, m->act == DL_BF16 ? "bf16" : "fp16",
                       dl_status_string(rc));
-  }
+  dl_sdpa_destroy(m->sdpa);
+  m->sdpa = NULL;
+  m->sdpa_ws_bytes = 0;
+  m->attention = attention_without_cudnn();
   if (info->rank == 0)
-    printf("dlpar-train: attention: no cuDNN plan for %d heads of size %d over %d tokens (%s): using the reference "
-           "kernels (attention: reference)\n", d->heads, d->HD, d->N,
-           "cuDNN's attention takes bf16 or fp16 (amp_mode), not fp32");
+    printf("dlpar-train: deterministic: true: cuDNN has no deterministic attention plan for %d heads of size %d over "
+           "%d tokens (%s): using the reference kernels (deterministic, slower)\n", d->heads, d->HD, d->N,
+           dl_status_string(rc));
   fflush(stdout);
 #else
-  (void)m;
-  (void)cfg;
+  (void)d;
   (void)info;
 #endif
   return DLPAR_OK;
@@ -248,7 +280,10 @@ static int check_attention_fits(model_cuda *m, const dlpar_info *info)
   int allowed = 0;
   if (m->sdpa)
     return DLPAR_OK;
-  MODEL_TRY(m, dl_attention_shared_bytes(d->HD, &needed));
+  if (m->attention.kernels == ATTENTION_TENSOR_CORES)
+    MODEL_TRY(m, dl_attention_tc_shared_bytes(d->HD, &needed));
+  else
+    MODEL_TRY(m, dl_attention_shared_bytes(d->HD, &needed));
   MODEL_TRY(m, cudaDeviceGetAttribute(&allowed, cudaDevAttrMaxSharedMemoryPerBlockOptin, info->device));
   if (needed > (size_t)allowed)
     return model_fail(&m->base, DLPAR_ERR_INPUT, "attention: dlpar's kernels need %zu KB of shared memory per block "
@@ -272,6 +307,20 @@ static int plan_gelu(model_cuda *m, const dlpar_info *info)
 }
 
 /* ------------------------------------------------------------ forward */
+
+/* Records ev on the compute stream for the copy stream to wait on: while
+ * a CUDA graph is captured, as an external event node (every replay
+ * records it again; cudaEventRecordExternal is refused outside a capture),
+ * else as a plain record. */
+static int record_for_copy(model_cuda *m, cudaEvent_t ev)
+{
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  MODEL_TRY(m, cudaStreamIsCapturing(m->compute, &capture));
+  MODEL_TRY(m, cudaEventRecordWithFlags(ev, m->compute,
+                                        capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal
+                                                                                 : cudaEventRecordDefault));
+  return DLPAR_OK;
+}
 
 /* One block: its input's norm ln1 was made by the previous block's last
  * fused residual-add + norm (block 0: by the embedding). The block ends
@@ -317,6 +366,7 @@ static int forward(model_cuda *m, const float *inp)
   block_acts *first = &m->blocks[0];
   int rc;
   MODEL_TRY(m, dl_patchify(m->patches, inp, d->B, d->Cin, d->H, d->W, d->P, m->act, m->compute));
+  DLPAR_TRY(record_for_copy(m, m->inp_read)); /* the slot's input may be refilled */
   /* the tokens (act, in dln) + the position embedding: the fp32 residual stream */
   MODEL_TRY(m, dl_matmul_fwd(m->blas, m->dln, m->patches, weight(m, t->patch_w), weight(m, t->patch_b), (int)d->BT,
                             d->Cin * d->P * d->P, d->D, m->act, m->compute));
@@ -362,10 +412,12 @@ static int block_backward(model_cuda *m, int l)
   const size_t nD = (size_t)BT * d->D;
   int rc;
   /* MLP branch; dx holds the gradient of the block's output */
-  MODEL_TRY(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, m->dfc1, a->fc1, grad(m, p->fc2_w),
+  if (m->recompute_gelu)
+    MODEL_TRY(m, dl_gelu_recompute(m->gelu_fused, a->gelu, a->fc1, (size_t)BT * d->Fl, m->act, m->compute));
+  MODEL_TRY(m, dl_matmul_bwd_gelu(m->blas, m->gelu_fused, a->dfc1, a->fc1, grad(m, p->fc2_w),
                                  grad(m, p->fc2_b), m->dx_act, a->gelu, weight(m, p->fc2_w), BT, d->Fl, d->D, m->act,
                                  m->compute));
-  MODEL_TRY(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, weight(m, p->fc1_w),
+  MODEL_TRY(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, p->fc1_w), grad(m, p->fc1_b), a->dfc1, a->ln2, weight(m, p->fc1_w),
                             BT, d->D, d->Fl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
@@ -373,10 +425,10 @@ static int block_backward(model_cuda *m, int l)
                                param(m, p->norm2_w), a->ln2_mean, a->ln2_rstd, BT, d->D, m->reduce_ws, m->act,
                                m->compute));
   /* attention branch */
-  MODEL_TRY(m, dl_matmul_bwd(m->blas, m->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx_act, a->att,
+  MODEL_TRY(m, dl_matmul_bwd(m->blas, a->datt, 0, grad(m, p->proj_w), grad(m, p->proj_b), m->dx_act, a->att,
                             weight(m, p->proj_w), BT, d->Dl, d->D, m->act, m->compute));
   MODEL_TRY(m, attention_bwd(m, a));
-  MODEL_TRY(m, dl_matmul_bwd_planes(m->blas, m->dln, m->dqkv_sum, 0, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1,
+  MODEL_TRY(m, dl_matmul_bwd_planes(m->blas, m->dln, a->dqkv_sum, 0, grad(m, p->q_w), grad(m, p->q_b), a->dq, a->ln1,
                                    weight(m, p->q_w), 3, BT, d->D, d->Dl, m->act, m->compute));
   if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
     return rc;
@@ -394,6 +446,7 @@ static int backward(model_cuda *m, const float *tgt)
   int rc;
   /* dloss is the loss scale (1 but in fp16): gradients come out scaled, Adam unscales */
   MODEL_TRY(m, dl_l2_loss_bwd(m->dpred, m->loss_sums, m->pred, tgt, d->B, img, m->loss_scale, m->compute));
+  DLPAR_TRY(record_for_copy(m, m->tgt_read)); /* the slot's target may be refilled */
   MODEL_TRY(m, dl_unpatchify_bwd(m->dhead, m->dpred, d->B, d->Cout, d->H, d->W, d->P, m->act, m->compute));
   MODEL_TRY(m, dl_matmul_bwd(m->blas, m->dln, 0, grad(m, t->head_w), NULL, m->dhead, m->lnf, weight(m, t->head_w),
                             (int)d->BT, d->D, d->P * d->P * d->Cout, m->act, m->compute));
@@ -421,36 +474,37 @@ static int backward(model_cuda *m, const float *tgt)
 
 /* ------------------------------------------------------------ steps */
 
-/* Copies a batch into the next device slot (copy stream, after the compute
- * stream is done with that slot) and makes the compute stream wait for it.
- * Returns once the host memory may be reused. */
-static int stage_batch(model_cuda *m, const float *inp, const float *tgt, int *slot)
+/* Copies a batch into the device slot on the copy stream, the input once
+ * the step before has read its input (the patch embedding), the target
+ * once it has read its target (the loss's backward, or validation's
+ * metrics), and makes the compute stream wait for both. Returns once the
+ * host memory may be reused. */
+static int stage_batch(model_cuda *m, const float *inp, const float *tgt)
 {
   const vit_dims *d = &m->base.dims;
   const size_t in_bytes = sizeof(float) * (size_t)d->B * d->Cin * d->H * d->W;
   const size_t out_bytes = sizeof(float) * (size_t)d->B * d->Cout * d->H * d->W;
-  const int s = m->slot;
-  m->slot ^= 1;
-  *slot = s;
-  MODEL_TRY(m, cudaStreamWaitEvent(m->copy, m->consumed[s], 0));
-  MODEL_TRY(m, cudaMemcpyAsync(m->inp[s], inp, in_bytes, cudaMemcpyHostToDevice, m->copy));
-  MODEL_TRY(m, cudaMemcpyAsync(m->tgt[s], tgt, out_bytes, cudaMemcpyHostToDevice, m->copy));
-  MODEL_TRY(m, cudaEventRecord(m->copied[s], m->copy));
-  MODEL_TRY(m, cudaStreamWaitEvent(m->compute, m->copied[s], 0));
-  MODEL_TRY(m, cudaEventSynchronize(m->copied[s])); /* the loader may refill the host buffer now */
+  MODEL_TRY(m, cudaStreamWaitEvent(m->copy, m->inp_read, 0));
+  MODEL_TRY(m, cudaMemcpyAsync(m->inp, inp, in_bytes, cudaMemcpyHostToDevice, m->copy));
+  MODEL_TRY(m, cudaStreamWaitEvent(m->copy, m->tgt_read, 0));
+  MODEL_TRY(m, cudaMemcpyAsync(m->tgt, tgt, out_bytes, cudaMemcpyHostToDevice, m->copy));
+  MODEL_TRY(m, cudaEventRecord(m->copied, m->copy));
+  MODEL_TRY(m, cudaStreamWaitEvent(m->compute, m->copied, 0));
+  MODEL_TRY(m, cudaEventSynchronize(m->copied)); /* the loader may refill the host buffer now */
   return DLPAR_OK;
 }
 
-static int step_body(model_cuda *m, int s)
+static int step_body(model_cuda *m, int unused)
 {
   const vit_dims *d = &m->base.dims;
   int rc;
+  (void)unused;
   MODEL_TRY(m, cudaMemsetAsync(m->grads, 0, sizeof(float) * m->base.table.total, m->compute));
-  if ((rc = forward(m, m->inp[s])) != DLPAR_OK)
+  if ((rc = forward(m, m->inp)) != DLPAR_OK)
     return rc;
-  MODEL_TRY(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
+  MODEL_TRY(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt, d->B,
                              (size_t)d->Cout * d->H * d->W, m->compute));
-  return backward(m, m->tgt[s]);
+  return backward(m, m->tgt);
 }
 
 /* Runs body eagerly (always without cuda_graph; else the first time, as a
@@ -483,15 +537,12 @@ static int run_captured(model_cuda *m, captured_work *work, int (*body)(model_cu
 static int cuda_forward_backward(model *base, const float *inp, const float *tgt)
 {
   model_cuda *m = (model_cuda *)base;
-  int s = m->slot ^ 1, rc; /* no batch given: the last one staged, still on the device */
+  int rc;
   grad_buckets_reset(&m->buckets);
-  if (inp && (rc = stage_batch(m, inp, tgt, &s)) != DLPAR_OK)
+  if (inp && (rc = stage_batch(m, inp, tgt)) != DLPAR_OK) /* no batch given: the last one, still on the device */
     return rc;
   m->train_steps++;
-  if ((rc = run_captured(m, &m->graph_step[s], step_body, s)) != DLPAR_OK)
-    return rc;
-  MODEL_TRY(m, cudaEventRecord(m->consumed[s], m->compute)); /* the slot may be refilled */
-  return DLPAR_OK;
+  return run_captured(m, &m->graph_step, step_body, 0);
 }
 
 static int adam_body(model_cuda *m, int unused)
@@ -538,14 +589,13 @@ static int cuda_evaluate(model *base, const float *inp, const float *tgt)
 {
   model_cuda *m = (model_cuda *)base;
   const vit_dims *d = &m->base.dims;
-  int s;
-  DLPAR_TRY(stage_batch(m, inp, tgt, &s));
-  DLPAR_TRY(forward(m, m->inp[s]));
-  MODEL_TRY(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt[s], d->B,
+  DLPAR_TRY(stage_batch(m, inp, tgt));
+  DLPAR_TRY(forward(m, m->inp));
+  MODEL_TRY(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt, d->B,
                              (size_t)d->Cout * d->H * d->W, m->compute));
-  MODEL_TRY(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->rmse_per_sample, m->pred, m->tgt[s], m->lat_w, d->B,
+  MODEL_TRY(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->rmse_per_sample, m->pred, m->tgt, m->lat_w, d->B,
                                d->Cout, d->H, d->W, 0, m->compute));
-  MODEL_TRY(m, cudaEventRecord(m->consumed[s], m->compute));
+  MODEL_TRY(m, cudaEventRecord(m->tgt_read, m->compute));
   m->val_samples += d->B;
   return DLPAR_OK;
 }
@@ -660,7 +710,8 @@ static void layout(model_cuda *m)
   const size_t BT = (size_t)d->BT, D = (size_t)d->D, Dl = (size_t)d->Dl, Fl = (size_t)d->Fl, a = m->act_bytes;
   const size_t total = m->base.table.total, img_in = (size_t)d->B * d->Cin * d->H * d->W;
   const size_t img_out = (size_t)d->B * d->Cout * d->H * d->W, head = BT * d->P * d->P * d->Cout;
-  const size_t rows = (size_t)d->B * d->heads * d->N, widest = BT * (Fl > D ? Fl : D);
+  const size_t rows = (size_t)d->B * d->heads * d->N;
+  void *shared_gelu;
   m->arena_used = 0;
   m->params = (float *)take(m, 4 * total);
   m->grads = (float *)take(m, 4 * total);
@@ -674,8 +725,8 @@ static void layout(model_cuda *m)
   m->loss_sums = (float *)take(m, sizeof(float) * dl_l2_loss_scratch_floats((int)d->B));
   m->found_inf = (int *)take(m, 4);
   m->clean_steps = (int *)take(m, 4);
-  for (int s = 0; s < 2; s++)
-    m->inp[s] = (float *)take(m, 4 * img_in), m->tgt[s] = (float *)take(m, 4 * img_out);
+  m->inp = (float *)take(m, 4 * img_in);
+  m->tgt = (float *)take(m, 4 * img_out);
   m->patches = take(m, a * BT * d->Cin * d->P * d->P);
   m->x_final = (float *)take(m, 4 * BT * D);
   m->lnf = take(m, a * BT * D);
@@ -684,6 +735,7 @@ static void layout(model_cuda *m)
   m->lnf_rstd = (float *)take(m, 4 * BT);
   m->pred = (float *)take(m, 4 * img_out);
   m->lat_w = (float *)take(m, 4 * (size_t)d->H);
+  shared_gelu = m->recompute_gelu ? take(m, a * BT * Fl) : NULL;
   for (int l = 0; l < d->depth; l++) {
     block_acts *b = &m->blocks[l];
     b->x_in = (float *)take(m, 4 * BT * D);
@@ -695,26 +747,33 @@ static void layout(model_cuda *m)
     b->x_mid = (float *)take(m, 4 * BT * D);
     b->ln2 = take(m, a * BT * D);
     b->fc1 = take(m, a * BT * Fl);
-    b->gelu = take(m, a * BT * Fl);
+    b->gelu = m->recompute_gelu ? shared_gelu : take(m, a * BT * Fl);
     b->ln1_mean = (float *)take(m, 4 * BT);
     b->ln1_rstd = (float *)take(m, 4 * BT);
     b->ln2_mean = (float *)take(m, 4 * BT);
     b->ln2_rstd = (float *)take(m, 4 * BT);
     b->lse = (float *)take(m, 4 * rows);
+    /* the backward's scratch in the block's dead buffers: fc1 (Fl = 4 Dl
+     * wide) holds dq, dk, dv; ln2 (D >= Dl) datt; x_mid (fp32, D) the
+     * fp32 sum of the q/k/v input gradients (16 bits only); gelu dfc1
+     * (dl_matmul_bwd_gelu reads GELU's output before writing dfc1) */
+    b->dfc1 = b->gelu;
+    b->datt = b->ln2;
+    b->dq = b->fc1;
+    b->dk = plane(b->dq, 1, a * BT * Dl);
+    b->dv = plane(b->dq, 2, a * BT * Dl);
+    b->dqkv_sum = m->act == DL_F32 ? NULL : b->x_mid;
   }
   m->dx = (float *)take(m, 4 * BT * D);
   m->dx_act = m->act == DL_F32 ? m->dx : take(m, a * BT * D);
-  m->dqkv_sum = m->act == DL_F32 ? NULL : (float *)take(m, 4 * BT * D);
-  m->dln = take(m, a * widest);
-  m->datt = take(m, a * BT * Dl);
-  m->dq = take(m, 3 * a * BT * Dl);
-  m->dk = plane(m->dq, 1, a * BT * Dl);
-  m->dv = plane(m->dq, 2, a * BT * Dl);
-  m->dfc1 = take(m, a * BT * Fl);
-  m->dhead = take(m, a * head);
-  m->dpred = (float *)take(m, 4 * img_out);
+  m->dln = take(m, a * BT * D);
+  m->dhead = m->head;   /* the head's output is dead once unpatchified */
+  m->dpred = m->pred;   /* dl_l2_loss_bwd reads and writes one element per thread */
   m->delta = (float *)take(m, 4 * rows);
   m->sdpa_ws = m->sdpa_ws_bytes ? take(m, m->sdpa_ws_bytes) : NULL;
+  m->tc_scratch = m->attention.kernels == ATTENTION_TENSOR_CORES
+                      ? take(m, dl_attention_tc_scratch_bytes((int)d->B, d->N, d->heads, d->HD))
+                      : NULL;
   m->reduce_ws = (float *)take(m, dl_column_partials_bytes((int)BT, 2 * d->D));
 }
 
@@ -747,11 +806,11 @@ static int create_streams(model_cuda *m)
   MODEL_TRY(m, cudaStreamCreateWithFlags(&m->compute, cudaStreamNonBlocking));
   MODEL_TRY(m, cudaStreamCreateWithFlags(&m->copy, cudaStreamNonBlocking));
   MODEL_TRY(m, cudaStreamCreateWithFlags(&m->dp, cudaStreamNonBlocking));
-  for (int s = 0; s < 2; s++) {
-    MODEL_TRY(m, cudaEventCreateWithFlags(&m->copied[s], cudaEventDisableTiming));
-    MODEL_TRY(m, cudaEventCreateWithFlags(&m->consumed[s], cudaEventDisableTiming));
-    MODEL_TRY(m, cudaEventRecord(m->consumed[s], m->compute));
-  }
+  MODEL_TRY(m, cudaEventCreateWithFlags(&m->copied, cudaEventDisableTiming));
+  MODEL_TRY(m, cudaEventCreateWithFlags(&m->inp_read, cudaEventDisableTiming));
+  MODEL_TRY(m, cudaEventCreateWithFlags(&m->tgt_read, cudaEventDisableTiming));
+  MODEL_TRY(m, cudaEventRecord(m->inp_read, m->compute));
+  MODEL_TRY(m, cudaEventRecord(m->tgt_read, m->compute));
   for (int e = 0; e < d->depth + 2; e++)
     MODEL_TRY(m, cudaEventCreateWithFlags(&m->grads_ready[e], cudaEventDisableTiming));
   MODEL_TRY(m, cudaEventCreateWithFlags(&m->dp_done, cudaEventDisableTiming));
@@ -774,12 +833,11 @@ static void cuda_destroy(model *base)
     return;
   if (m->compute)
     cudaStreamSynchronize(m->compute);
-  for (int s = 0; s < 2; s++) {
-    if (m->graph_step[s].exec)
-      cudaGraphExecDestroy(m->graph_step[s].exec);
-    cudaEventDestroy(m->copied[s]);
-    cudaEventDestroy(m->consumed[s]);
-  }
+  if (m->graph_step.exec)
+    cudaGraphExecDestroy(m->graph_step.exec);
+  cudaEventDestroy(m->copied);
+  cudaEventDestroy(m->inp_read);
+  cudaEventDestroy(m->tgt_read);
   if (m->graph_adam.exec)
     cudaGraphExecDestroy(m->graph_adam.exec);
   for (int e = 0; m->grads_ready && e < d->depth + 2; e++)
@@ -831,33 +889,45 @@ static int reserve_kernel_stack(model_cuda *m)
 static int report_choices(model_cuda *m, const train_config *cfg, const dlpar_info *info)
 {
   cudaDeviceProp prop;
-  char attention[64] = "reference kernels";
+  char attention[96], version[32] = "";
   if (info->rank != 0)
     return DLPAR_OK;
   MODEL_TRY(m, cudaGetDeviceProperties(&prop, info->device));
 #ifdef HAVE_CUDNN
-  if (m->sdpa) {
-    char version[32];
-    dl_sdpa_version(version, sizeof version);
-    snprintf(attention, sizeof attention, "cuDNN %s", version);
-  }
+  dl_sdpa_version(version, sizeof version);
 #endif
-  printf("dlpar-train: cuda: %s, %s activations, attention: %s, GELU: %s, CUDA graphs: %s\n", prop.name,
+  attention_describe(&m->attention, version, attention, sizeof attention);
+  printf("dlpar-train: cuda: %s, %s activations, attention: %s, GELU: %s%s, CUDA graphs: %s%s\n", prop.name,
          m->act == DL_BF16 ? "bf16" : m->act == DL_F16 ? "fp16" : cfg->tf32 ? "fp32 (TF32 GEMMs)" : "fp32",
-         attention, m->gelu_fused ? "cuBLASLt epilogues" : "exact kernels", cfg->cuda_graph ? "on" : "off");
+         attention, m->gelu_fused ? "cuBLASLt epilogues" : "exact kernels",
+         m->recompute_gelu ? " (recomputed in the backward)" : "", cfg->cuda_graph ? "on" : "off",
+         cfg->deterministic ? ", deterministic" : "");
   fflush(stdout);
+  return DLPAR_OK;
+}
+
+/* What the arena's layout depends on, all from the config (no GPU): the
+ * activations' type, the attention asked for, GELU's recomputation, the
+ * blocks, the parameters. */
+static int prepare_layout(model_cuda *m, const train_config *cfg, int tp_rank)
+{
+  const vit_dims *d = &m->base.dims;
+  m->attention = attention_resolve(cfg);
+  m->act = cfg->amp == AMP_BF16 ? DL_BF16 : cfg->amp == AMP_FP16 ? DL_F16 : DL_F32;
+  m->act_bytes = dl_dtype_bytes(m->act);
+  m->recompute_gelu = strcmp(cfg->recompute, "gelu") == 0;
+  m->blocks = (block_acts *)calloc((size_t)d->depth, sizeof(block_acts));
+  if (!m->blocks || params_build(&m->base.table, d, tp_rank) != DLPAR_OK)
+    return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
   return DLPAR_OK;
 }
 
 static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info)
 {
   const vit_dims *d = &m->base.dims;
-  m->act = cfg->amp == AMP_BF16 ? DL_BF16 : cfg->amp == AMP_FP16 ? DL_F16 : DL_F32;
-  m->act_bytes = dl_dtype_bytes(m->act);
-  m->blocks = (block_acts *)calloc((size_t)d->depth, sizeof(block_acts));
+  DLPAR_TRY(prepare_layout(m, cfg, info->tp_rank));
   m->grads_ready = (cudaEvent_t *)calloc((size_t)d->depth + 2, sizeof(cudaEvent_t));
-  if (!m->blocks || !m->grads_ready || params_build(&m->base.table, d, info->tp_rank) != DLPAR_OK ||
-      grad_buckets_plan(&m->buckets, &m->base.table, cfg->bucket_mb) != DLPAR_OK)
+  if (!m->grads_ready || grad_buckets_plan(&m->buckets, &m->base.table, cfg->bucket_mb) != DLPAR_OK)
     return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
   if (d->HD > 128)
     return model_fail(&m->base, DLPAR_ERR_INPUT, "head size %d: the CUDA attention takes at most 128 (raise num_heads)",
@@ -865,7 +935,7 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   DLPAR_TRY(create_streams(m));
   DLPAR_TRY(reserve_kernel_stack(m));
   MODEL_TRY(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
-  DLPAR_TRY(plan_attention(m, cfg, info));
+  DLPAR_TRY(plan_attention(m, info));
   DLPAR_TRY(check_attention_fits(m, info));
   DLPAR_TRY(plan_gelu(m, info));
   DLPAR_TRY(report_choices(m, cfg, info));
@@ -877,6 +947,26 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   MODEL_TRY(m, cudaMemset(m->arena, 0, m->arena_bytes));
   layout(m); /* place */
   return create_device_state(m);
+}
+
+extern "C" int model_cuda_arena_bytes(const train_config *cfg, int tp, int local_batch, size_t attention_workspace,
+                                      size_t *bytes)
+{
+  model_cuda *m = (model_cuda *)calloc(1, sizeof(model_cuda));
+  int rc;
+  if (!m)
+    return DLPAR_ERR_SYSTEM;
+  vit_dims_fill(&m->base.dims, cfg, tp, local_batch);
+  rc = prepare_layout(m, cfg, 0);
+  if (rc == DLPAR_OK) {
+    m->sdpa_ws_bytes = attention_workspace;
+    layout(m); /* measure: no arena */
+    *bytes = m->arena_used;
+  }
+  free(m->blocks);
+  params_free(&m->base.table);
+  free(m);
+  return rc;
 }
 
 extern "C" void *model_cuda_host_alloc(size_t bytes)

@@ -9,7 +9,6 @@
  * too. */
 #include "config.h"
 
-#include <cblas.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -36,9 +35,9 @@
 #include "trainer/train.h"
 #include "trainer/train_config.h"
 
-/* OpenMP and OpenBLAS threads: OMP_NUM_THREADS (a whole number: the
- * kernels' one level of threads), or this rank's CPUs shared with the other
- * ranks of the node. */
+/* OpenMP threads: OMP_NUM_THREADS (a whole number: the kernels' one level
+ * of threads; OpenBLAS runs one thread inside them, kernels/cpu sees to
+ * it), or this rank's CPUs shared with the other ranks of the node. */
 static int choose_threads(trainer *t)
 {
   const dlpar_info *info = t->info;
@@ -315,6 +314,7 @@ static void banner(const trainer *t)
 {
   const train_config *c = &t->config.cfg;
   const int N = t->net->dims.N;
+  loader_stats data;
   train_say(t, "dlpar-train: config '%s' of %s: %dx%d images, patch %d (%d %s), embed %d, depth %d, %d %s\n",
             dlpar_show(c->name).text, dlpar_show(c->file).text, c->img_size[0], c->img_size[1], c->patch_size, N,
             dlpar_plural(N, "token", "tokens"), c->embed_dim, c->depth, c->num_heads,
@@ -326,6 +326,10 @@ static void banner(const trainer *t)
       dlpar_plural(loader_steps_per_epoch(t->train), "step", "steps"), t->total_steps,
       dlpar_plural(t->total_steps, "step", "steps"), omp_get_max_threads(),
       dlpar_plural(omp_get_max_threads(), "thread", "threads"));
+  loader_get_stats(t->train, &data);
+  train_say(t, "dlpar-train: loader: %d reader %s (DLPAR_DATA_READERS), %d %s ahead (num_data_workers)\n",
+            data.readers, dlpar_plural(data.readers, "thread", "threads"), data.depth,
+            dlpar_plural(data.depth, "batch", "batches"));
   train_say(t, "dlpar-train: writing to %s\n", dlpar_show(t->run_dir).text);
 }
 
@@ -378,7 +382,6 @@ int main(int argc, char **argv)
 #endif
   threads = choose_threads(&t);
   omp_set_num_threads(threads);
-  openblas_set_num_threads(1); /* the kernels run BLAS inside their own OpenMP threads */
   setup_config(&t, &args);
   setup_data(&t);
   setup_model(&t);

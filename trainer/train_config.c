@@ -43,7 +43,7 @@ static const key_spec keys[] = {
     KEY(limit_nsamples_val, K_LIMIT, 1), KEY(wireup_info, K_STRING, 0), KEY(wireup_store, K_STRING, 0),
     KEY(seed, K_INT, 0), KEY(bucket_mb, K_FLOAT, 0), KEY(checkpoint_every, K_INT, 0),
     KEY(stop_after_iters, K_INT, 0), KEY(log_every, K_INT, 1), KEY(tf32, K_BOOL, 0), KEY(cuda_graph, K_BOOL, 0),
-    KEY(attention, K_STRING, 0),
+    KEY(attention, K_STRING, 0), KEY(deterministic, K_BOOL, 0), KEY(recompute, K_STRING, 0),
     KEY(max_skipped_steps, K_INT, 0), KEY(skew_every, K_INT, 1), KEY(straggler_threshold, K_FLOAT, 0),
 };
 #ifdef HAVE_CUDNN
@@ -57,7 +57,7 @@ static const key_spec keys[] = {
 /* Other names the tutorials give a key (train.py's flags). */
 static const struct {
   const char *alias, *key;
-} aliases[] = {{"bucket_cap_mb", "bucket_mb"}, {"tensor_parallel", "row_parallel_size"}};
+} aliases[] = {{"bucket_cap_mb", "bucket_mb"}, {"tensor_parallel", "row_parallel_size"}, {"allow_tf32", "tf32"}};
 _Static_assert(NKEYS <= CONFIG_MAX_KEYS, "CONFIG_MAX_KEYS too small");
 
 /* The tutorial's base config, and dlpar's defaults for its own keys. */
@@ -95,6 +95,7 @@ static void set_defaults(train_config *c)
   c->skew_every = 50;
   c->straggler_threshold = 1.5;
   snprintf(c->attention, sizeof(c->attention), "%s", HAVE_CUDNN_ATTENTION ? "cudnn" : "reference");
+  snprintf(c->recompute, sizeof(c->recompute), "gelu");
 }
 
 static const char *type_name(key_type type)
@@ -421,6 +422,9 @@ int config_check(config_set *set, int tp, int dp, char *err, size_t errlen)
   else if (!HAVE_CUDNN_ATTENTION && !strcmp(c->attention, "cudnn"))
     snprintf(err, errlen, "%s: attention=cudnn: this dlpar-train was built without cuDNN (set attention: reference, "
              "or rebuild where configure finds cuDNN 9.13.1 or later)", source_of(set, "attention"));
+  else if (strcmp(c->recompute, "gelu") && strcmp(c->recompute, "none"))
+    snprintf(err, errlen, "%s: recompute=%s: expected gelu (GELU's output recomputed in the backward: less memory) "
+             "or none (kept from the forward)", source_of(set, "recompute"), dlpar_show(c->recompute).text);
   else
     return DLPAR_OK;
   return DLPAR_ERR_INPUT;

@@ -52,8 +52,11 @@ typedef struct {
   int skew_every;            /* the ranks' step-time skew every N steps (default 50) */
   double straggler_threshold; /* a rank's step time over this x the median is named (default 1.5) */
   int max_skipped_steps;     /* steps with a non-finite loss or gradients skipped before the run stops; 0: stop at the first */
-  bool tf32, cuda_graph;
-  char attention[16];        /* cudnn (cuDNN's fused attention) | reference (dlpar's kernels) */
+  bool tf32, cuda_graph;     /* tf32: TF32 GEMMs and attention in fp32 runs (alias allow_tf32, PyTorch's name) */
+  char attention[16];        /* cudnn (cuDNN's fused attention in 16 bits, dlpar's tensor-core kernels in fp32) |
+                                reference (dlpar's FMA kernels) */
+  bool deterministic;        /* run-to-run bit-reproducible kernels only (torch.use_deterministic_algorithms) */
+  char recompute[8];         /* gelu: GELU's output recomputed in the backward, not kept (less memory) | none */
 } train_config;
 
 #define CONFIG_MAX_KEYS 64

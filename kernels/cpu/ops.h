@@ -35,6 +35,10 @@ void layernorm_bwd_f64(double *dinp, double *dw, double *db, const double *dout,
 void gelu_fwd_f32(float *out, const float *inp, size_t n);
 void gelu_fwd_f64(double *out, const double *inp, size_t n);
 
+/* GELU's tanh approximation: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+void gelu_tanh_fwd_f32(float *out, const float *inp, size_t n);
+void gelu_tanh_fwd_f64(double *out, const double *inp, size_t n);
+
 /* dinp = dout * gelu'(inp) */
 void gelu_bwd_f32(float *dinp, const float *inp, const float *dout, size_t n);
 void gelu_bwd_f64(double *dinp, const double *inp, const double *dout, size_t n);

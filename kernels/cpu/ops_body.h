@@ -12,16 +12,41 @@
  * Threads: OpenMP only. BLAS runs single-threaded inside our parallel
  * regions (GEMMs split by rows of the output), so one pool of threads does
  * all the work instead of OpenMP's and OpenBLAS's spinning against each
- * other; the caller sets OpenBLAS to one thread (dlpar-train does). */
+ * other (60-120x slower at the ViT's attention): every op that calls BLAS
+ * sets that itself at its first call (blas_one_thread), so every caller
+ * gets it (dlpar-train, the GPU tests' CPU references, the unit tests, the
+ * benches). */
 #include <cblas.h>
 #include <math.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { ATTN_BLOCK_Q = 64, ATTN_BLOCK_K = 128 };
+
+/* ------------------------------------------------------------ threads */
+
+static pthread_once_t blas_threads_set = PTHREAD_ONCE_INIT;
+
+/* OpenBLAS's own thread pool to one thread. An OpenMP build of OpenBLAS
+ * already runs one thread inside a parallel region, and its
+ * openblas_set_num_threads would set OpenMP's threads, the ops' own: it
+ * is left alone. */
+static void blas_threads_now(void)
+{
+  if (openblas_get_parallel() == OPENBLAS_THREAD)
+    openblas_set_num_threads(1);
+}
+
+/* Once per process (per precision's file), before the first GEMM,
+ * outside any parallel region. */
+static void blas_one_thread(void)
+{
+  (void)pthread_once(&blas_threads_set, blas_threads_now); /* fails only for a bad argument */
+}
 
 /* ------------------------------------------------------------ matmul */
 
@@ -39,6 +64,7 @@ static void thread_share(int n, int *lo, int *hi)
 
 static void matmul_fwd_real(real *out, const real *inp, const real *w, const real *bias, int BT, int C, int OC)
 {
+  blas_one_thread();
 #pragma omp parallel
   {
     int lo, hi;
@@ -55,6 +81,7 @@ static void matmul_fwd_real(real *out, const real *inp, const real *w, const rea
 static void matmul_bwd_real(real *dinp, real *dw, real *dbias, const real *dout, const real *inp, const real *w,
                             int BT, int C, int OC)
 {
+  blas_one_thread();
 #pragma omp parallel
   {
     int lo, hi;
@@ -144,6 +171,16 @@ static void gelu_fwd_real(real *out, const real *inp, size_t n)
     out[i] = (real)0.5 * inp[i] * ((real)1 + ERF(inp[i] * (real)M_SQRT1_2));
 }
 
+static void gelu_tanh_fwd_real(real *out, const real *inp, size_t n)
+{
+  const real k = (real)(M_2_SQRTPI * M_SQRT1_2); /* sqrt(2/pi) */
+#pragma omp parallel for
+  for (size_t i = 0; i < n; i++) {
+    const real x = inp[i];
+    out[i] = (real)0.5 * x * ((real)1 + TANH(k * (x + (real)0.044715 * x * x * x)));
+  }
+}
+
 static void gelu_bwd_real(real *dinp, const real *inp, const real *dout, size_t n)
 {
   const real inv_sqrt_2pi = (real)(0.5 * M_2_SQRTPI * M_SQRT1_2);
@@ -229,6 +266,7 @@ static void attention_fwd_real(real *o, real *lse, const real *q, const real *k,
                                int HD, real scale)
 {
   const int ld = NH * HD;
+  blas_one_thread();
 #pragma omp parallel
   {
     real *scores = malloc(sizeof(real) * ATTN_BLOCK_Q * ATTN_BLOCK_K);
@@ -293,6 +331,7 @@ static void attention_bwd_real(real *dq, real *dk, real *dv, const real *dout, c
                                const real *v, const real *o, const real *lse, int B, int N, int NH, int HD, real scale)
 {
   const int ld = NH * HD;
+  blas_one_thread();
 #pragma omp parallel
   {
     real *p = malloc(sizeof(real) * ATTN_BLOCK_Q * ATTN_BLOCK_K);

@@ -13,6 +13,7 @@ typedef float real;
 #define GEMM cblas_sgemm
 #define EXP expf
 #define ERF erff
+#define TANH tanhf
 #include "kernels/cpu/ops_body.h"
 
 void matmul_fwd_f32(float *out, const float *inp, const float *w, const float *bias, int BT, int C, int OC)
@@ -41,6 +42,11 @@ void layernorm_bwd_f32(float *dinp, float *dw, float *db, const float *dout, con
 void gelu_fwd_f32(float *out, const float *inp, size_t n)
 {
   gelu_fwd_real(out, inp, n);
+}
+
+void gelu_tanh_fwd_f32(float *out, const float *inp, size_t n)
+{
+  gelu_tanh_fwd_real(out, inp, n);
 }
 
 void gelu_bwd_f32(float *dinp, const float *inp, const float *dout, size_t n)

@@ -13,6 +13,7 @@ typedef double real;
 #define GEMM cblas_dgemm
 #define EXP exp
 #define ERF erf
+#define TANH tanh
 #include "kernels/cpu/ops_body.h"
 
 void matmul_fwd_f64(double *out, const double *inp, const double *w, const double *bias, int BT, int C, int OC)
@@ -41,6 +42,11 @@ void layernorm_bwd_f64(double *dinp, double *dw, double *db, const double *dout,
 void gelu_fwd_f64(double *out, const double *inp, size_t n)
 {
   gelu_fwd_real(out, inp, n);
+}
+
+void gelu_tanh_fwd_f64(double *out, const double *inp, size_t n)
+{
+  gelu_tanh_fwd_real(out, inp, n);
 }
 
 void gelu_bwd_f64(double *dinp, const double *inp, const double *dout, size_t n)

@@ -13,33 +13,12 @@
 
 #include "kernels/cuda/attention_tiles.cuh"
 
-/* The block code's context on the GPU. The host bodies are never run:
- * the kernels are the only callers. */
-struct at_device_ctx {
-  int tid;
-  __host__ __device__ void sync() const
-  {
-#ifdef __CUDA_ARCH__
-    __syncthreads();
-#endif
-  }
-  __host__ __device__ float shfl_xor(float v, int mask) const
-  {
-#ifdef __CUDA_ARCH__
-    return __shfl_xor_sync(0xffffffffu, v, mask);
-#else
-    (void)mask;
-    return v;
-#endif
-  }
-};
-
 template <int HDP, typename T>
 __global__ void __launch_bounds__(AT_THREADS)
     flash_fwd_kernel(T *o, float *lse, const T *q, const T *k, const T *v, attn_shape a)
 {
   extern __shared__ float4 at_smem[];
-  at_forward_block<HDP>(at_device_ctx{(int)threadIdx.x}, (float *)at_smem, (int)blockIdx.x * AT_ROWS,
+  at_forward_block<HDP>(gpu_block_ctx{(int)threadIdx.x}, (float *)at_smem, (int)blockIdx.x * AT_ROWS,
                         (int)blockIdx.y, o, lse, q, k, v, a);
 }
 
@@ -49,7 +28,7 @@ __global__ void __launch_bounds__(AT_THREADS) flash_dkdv_kernel(T *dk, T *dv, co
                                                                 attn_shape a)
 {
   extern __shared__ float4 at_smem[];
-  at_dkdv_block<HDP>(at_device_ctx{(int)threadIdx.x}, (float *)at_smem, (int)blockIdx.x * AT_ROWS, (int)blockIdx.y,
+  at_dkdv_block<HDP>(gpu_block_ctx{(int)threadIdx.x}, (float *)at_smem, (int)blockIdx.x * AT_ROWS, (int)blockIdx.y,
                      dk, dv, q, k, v, dout, lse, delta, a);
 }
 
@@ -59,7 +38,7 @@ __global__ void __launch_bounds__(AT_THREADS) flash_dq_kernel(T *dq, const T *q,
                                                               attn_shape a)
 {
   extern __shared__ float4 at_smem[];
-  at_dq_block<HDP>(at_device_ctx{(int)threadIdx.x}, (float *)at_smem, (int)blockIdx.x * AT_ROWS, (int)blockIdx.y, dq,
+  at_dq_block<HDP>(gpu_block_ctx{(int)threadIdx.x}, (float *)at_smem, (int)blockIdx.x * AT_ROWS, (int)blockIdx.y, dq,
                    q, k, v, dout, lse, delta, a);
 }
 
@@ -107,17 +86,6 @@ extern "C" int dl_attention_fwd(void *o, float *lse, const void *q, const void *
   if (!at_padded_head(HD))
     return (int)cudaErrorInvalidValue;
   return DL_DISPATCH(act, attention_fwd, o, lse, q, k, v, B, a, s);
-}
-
-/* delta_i = do_i . o_i */
-template <typename T> __global__ void delta_kernel(float *delta, const T *dout, const T *o, int B, attn_shape a)
-{
-  const size_t rows = (size_t)B * a.NH * a.N, ld = (size_t)a.NH * a.HD;
-  for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
-    const size_t i = r % a.N, bh = r / a.N, b = bh / a.NH, h = bh % a.NH;
-    const size_t at = b * a.N * ld + i * ld + h * a.HD;
-    delta[r] = at_delta_row(dout + at, o + at, a.HD);
-  }
 }
 
 template <int HDP, typename T>

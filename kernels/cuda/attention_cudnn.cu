@@ -7,7 +7,10 @@
  * dl_sdpa cache, and are also built for a device that is not here (a
  * cuDNN device-properties JSON) by dl_sdpa_check, CI's GPU-less test.
  * Layouts as the reference kernels: q, k, v, o (B,N,NH,HD) act, lse
- * (B,NH,N) fp32. */
+ * (B,NH,N) fp32. Deterministic plans (dl_sdpa_set_deterministic): dQ
+ * written by its matmul directly (no fp32 accumulator, as cudnn-frontend's
+ * deterministic backward), and only engines whose numerical notes do not
+ * say NONDETERMINISTIC. */
 #include <cudnn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,6 +77,7 @@ enum { UID_Q = 1, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_DO, UID_DQ, UID
 typedef struct {
   int B, N, NH, HD;
   dl_dtype act;
+  int deterministic; /* run-to-run bit-reproducible plans only */
 } sdpa_shape;
 
 /* One graph and its plan: every descriptor it made, destroyed together. */
@@ -97,6 +101,7 @@ struct dl_sdpa {
   cudnnHandle_t handle;
   sdpa_plans *cache[SDPA_CACHE];
   int cached;
+  int deterministic; /* the plans this handle builds from now on */
 };
 
 typedef struct {
@@ -164,10 +169,12 @@ typedef struct {
   int kind;
 } tensor_spec;
 
-static int tensors(sdpa_graph *g, const tensor_spec *specs, size_t n)
+/* The tensors of specs but the one whose uid is `without` (0: none left out). */
+static int tensors(sdpa_graph *g, const tensor_spec *specs, size_t n, int64_t without)
 {
   for (size_t i = 0; i < n; i++)
-    DL_TRY(tensor(g, specs[i].desc, specs[i].uid, specs[i].type, specs[i].layout, specs[i].kind));
+    if (without == 0 || specs[i].uid != without)
+      DL_TRY(tensor(g, specs[i].desc, specs[i].uid, specs[i].type, specs[i].layout, specs[i].kind));
   return 0;
 }
 
@@ -282,7 +289,7 @@ static int build_fwd(sdpa_graph *g, const sdpa_shape *s)
       {&st, UID_STATS, f32, &stats, TENSOR_PLAIN},
       {&scale, UID_SCALE, f32, &SCALAR, TENSOR_BY_VALUE},
   };
-  DL_TRY(tensors(g, specs, sizeof specs / sizeof specs[0]));
+  DL_TRY(tensors(g, specs, sizeof specs / sizeof specs[0], 0));
   DL_TRY(new_desc(g, CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR, &op));
   DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q));
   DL_TRY(set_desc(op, CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k));
@@ -295,7 +302,8 @@ static int build_fwd(sdpa_graph *g, const sdpa_shape *s)
 
 /* doc/cudnn-attention.md's 18-operation graph: P = exp(scale QK^T - lse) recomputed,
  * Dsum = rowsum(dO o O), dV = P^T dO, dS = scale P o (dO V^T - Dsum),
- * dK = dS^T Q, dQ = dS K through the fp32 accumulator dQacc. */
+ * dK = dS^T Q, dQ = dS K through the fp32 accumulator dQacc; deterministic:
+ * 17 operations, dQ = dS K written directly. */
 static int build_bwd(sdpa_graph *g, const sdpa_shape *s)
 {
   const cudnnDataType_t io = cudnn_type(s->act), f32 = CUDNN_DATA_FLOAT;
@@ -333,7 +341,7 @@ static int build_bwd(sdpa_graph *g, const sdpa_shape *s)
       {&t.dst, 0, io, &sst, TENSOR_VIRTUAL},
       {&t.kn, 0, io, &qkv, TENSOR_VIRTUAL},
   };
-  DL_TRY(tensors(g, specs, sizeof specs / sizeof specs[0]));
+  DL_TRY(tensors(g, specs, sizeof specs / sizeof specs[0], s->deterministic ? UID_DQACC : 0));
   DL_TRY(pointwise(g, CUDNN_POINTWISE_MUL, t.dout, t.o, t.t0));
   DL_TRY(reduce_sum(g, t.t0, t.t1));
   DL_TRY(pointwise(g, CUDNN_POINTWISE_MUL, t.t1, t.one, t.dsum));
@@ -350,17 +358,37 @@ static int build_bwd(sdpa_graph *g, const sdpa_shape *s)
   DL_TRY(reshape(g, t.ds, t.dst));
   DL_TRY(matmul(g, t.dst, t.q, t.dk));
   DL_TRY(reshape(g, t.kt_in, t.kn));
+  if (s->deterministic)
+    return matmul(g, t.ds, t.kn, t.dq);
   DL_TRY(matmul(g, t.ds, t.kn, t.dqacc));
   return pointwise(g, CUDNN_POINTWISE_IDENTITY, t.dqacc, NULL, t.dq);
 }
 
 /* ------------------------------------------------------------ plans */
 
+/* Whether the engine of config cfg says it is NONDETERMINISTIC in its numerical notes. */
+static int nondeterministic(sdpa_graph *g, cudnnBackendDescriptor_t cfg, bool *answer)
+{
+  cudnnBackendDescriptor_t engine = NULL;
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  int64_t got = 0;
+  DL_TRY(new_desc(g, CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine));
+  DL_TRY_CUDNN(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &got,
+                                       &engine));
+  DL_TRY_CUDNN(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                                       CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &got, notes));
+  *answer = false;
+  for (int64_t i = 0; i < got; i++)
+    *answer = *answer || notes[i] == CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC;
+  return 0;
+}
+
 /* Finalizes the graph, asks heuristics mode A for engine configs and keeps
- * the first whose plan finalizes (cuDNN compiles its kernel here). For the
- * device of `handle`, or (handle NULL) the one `props` describes. Returns
- * 0, or DL_CUDNN_BASE + the last config's status (NOT_SUPPORTED if none). */
-static int plan_graph(sdpa_graph *g, cudnnHandle_t handle, cudnnBackendDescriptor_t props)
+ * the first whose plan finalizes (cuDNN compiles its kernel here), among
+ * the deterministic ones only if asked. For the device of `handle`, or
+ * (handle NULL) the one `props` describes. Returns 0, or DL_CUDNN_BASE +
+ * the last config's status (NOT_SUPPORTED if none). */
+static int plan_graph(sdpa_graph *g, bool deterministic, cudnnHandle_t handle, cudnnBackendDescriptor_t props)
 {
   const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
   cudnnBackendDescriptor_t graph = NULL, heur = NULL, cfgs[MAX_DESCS / 8] = {NULL};
@@ -386,8 +414,15 @@ static int plan_graph(sdpa_graph *g, cudnnHandle_t handle, cudnnBackendDescripto
     DL_TRY(new_desc(g, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfgs[i]));
   DL_TRY_PLAN(cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, available,
                                       &got, cfgs));
-  g->configs = (int)got;
-  for (int64_t i = 0; i < got; i++) {
+  g->configs = 0;
+  for (int64_t i = 0; i < got; i++) { /* the usable configs, kept in cfgs[0..configs) */
+    bool skip = false;
+    if (deterministic)
+      DL_TRY(nondeterministic(g, cfgs[i], &skip));
+    if (!skip)
+      cfgs[g->configs++] = cfgs[i];
+  }
+  for (int i = 0; i < g->configs; i++) {
     cudnnBackendDescriptor_t plan = NULL;
     DL_TRY(new_desc(g, CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan));
     if (handle)
@@ -415,7 +450,7 @@ static int plan_direction(sdpa_graph *g, int backward, const sdpa_shape *s, cudn
   memset(g, 0, sizeof *g);
   g->next_virtual_uid = VIRTUAL_UID;
   DL_TRY(backward ? build_bwd(g, s) : build_fwd(g, s));
-  return plan_graph(g, handle, props);
+  return plan_graph(g, s->deterministic, handle, props);
 }
 
 static size_t aligned(size_t bytes)
@@ -431,7 +466,13 @@ static size_t dsum_bytes(const sdpa_shape *s)
 
 static size_t dqacc_bytes(const sdpa_shape *s)
 {
-  return aligned((size_t)s->B * s->NH * s->N * s->HD * sizeof(float));
+  return s->deterministic ? 0 : aligned((size_t)s->B * s->NH * s->N * s->HD * sizeof(float));
+}
+
+extern "C" size_t dl_sdpa_scratch_bytes(int B, int N, int NH, int HD, dl_dtype act, int deterministic)
+{
+  const sdpa_shape s = {B, N, NH, HD, act, deterministic != 0};
+  return dsum_bytes(&s) + dqacc_bytes(&s);
 }
 
 static size_t plans_workspace(const sdpa_plans *p)
@@ -443,7 +484,8 @@ static size_t plans_workspace(const sdpa_plans *p)
 
 static bool same_shape(const sdpa_shape *a, const sdpa_shape *b)
 {
-  return a->B == b->B && a->N == b->N && a->NH == b->NH && a->HD == b->HD && a->act == b->act;
+  return a->B == b->B && a->N == b->N && a->NH == b->NH && a->HD == b->HD && a->act == b->act &&
+         a->deterministic == b->deterministic;
 }
 
 static void plans_free(sdpa_plans *p)
@@ -547,6 +589,11 @@ extern "C" void dl_sdpa_version(char *text, size_t size)
   snprintf(text, size, "%zu.%zu.%zu", version / 10000, version % 10000 / 100, version % 100);
 }
 
+extern "C" void dl_sdpa_set_deterministic(dl_sdpa *sdpa, int deterministic)
+{
+  sdpa->deterministic = deterministic != 0;
+}
+
 extern "C" int dl_sdpa_unsupported(int status)
 {
   return status >= DL_CUDNN_BASE && unsupported((cudnnStatus_t)(status - DL_CUDNN_BASE));
@@ -554,7 +601,7 @@ extern "C" int dl_sdpa_unsupported(int status)
 
 extern "C" int dl_sdpa_plan(dl_sdpa *sdpa, int B, int N, int NH, int HD, dl_dtype act, size_t *workspace_bytes)
 {
-  const sdpa_shape s = {B, N, NH, HD, act};
+  const sdpa_shape s = {B, N, NH, HD, act, sdpa->deterministic};
   sdpa_plans *p;
   if (N % 128 != 0 && cudnnGetVersion() < CUDNN_SDPA_BWD_ANY_LENGTH) {
     fprintf(stderr, "%s:%d: cuDNN %zu's SDPA backward reads out of bounds for %d tokens (not a multiple of 128): "
@@ -569,7 +616,7 @@ extern "C" int dl_sdpa_plan(dl_sdpa *sdpa, int B, int N, int NH, int HD, dl_dtyp
 extern "C" int dl_sdpa_fwd(dl_sdpa *sdpa, void *workspace, void *o, float *lse, const void *q, const void *k,
                            const void *v, int B, int N, int NH, int HD, float scale, dl_dtype act, cudaStream_t s)
 {
-  const sdpa_shape shape = {B, N, NH, HD, act};
+  const sdpa_shape shape = {B, N, NH, HD, act, sdpa->deterministic};
   sdpa_plans *p;
   int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE};
   void *ptrs[] = {(void *)q, (void *)k, (void *)v, o, lse, &scale};
@@ -581,15 +628,19 @@ extern "C" int dl_sdpa_bwd(dl_sdpa *sdpa, void *workspace, void *dq, void *dk, v
                            const void *q, const void *k, const void *v, const void *o, const float *lse, int B, int N,
                            int NH, int HD, float scale, dl_dtype act, cudaStream_t s)
 {
-  const sdpa_shape shape = {B, N, NH, HD, act};
+  const sdpa_shape shape = {B, N, NH, HD, act, sdpa->deterministic};
   float one = 1.0f;
   sdpa_plans *p;
   char *dsum = (char *)workspace, *dqacc = dsum + dsum_bytes(&shape), *own = dqacc + dqacc_bytes(&shape);
+  /* the accumulator last: a deterministic plan has none */
   int64_t uids[] = {UID_Q, UID_K, UID_V, UID_O, UID_DO, UID_STATS, UID_SCALE, UID_ONE, UID_DQ, UID_DK, UID_DV,
                     UID_DSUM, UID_DQACC};
   void *ptrs[] = {(void *)q, (void *)k, (void *)v, (void *)o, (void *)dout, (void *)lse, &scale, &one, dq, dk, dv,
                   dsum, dqacc};
+  const int without_dqacc = (int)(sizeof uids / sizeof uids[0]) - 1;
   DL_TRY(plans_for(sdpa, &shape, &p));
+  if (shape.deterministic)
+    return execute(sdpa->handle, &p->bwd, without_dqacc, uids, ptrs, own, s);
   /* the accumulator starts at zero every call (whether cuDNN >= 9.6 clears it is unconfirmed) */
   if (cudaMemsetAsync(dqacc, 0, dqacc_bytes(&shape), s) != cudaSuccess)
     return (int)cudaGetLastError();
@@ -620,10 +671,10 @@ static int check_directions(cudnnBackendDescriptor_t props, const sdpa_shape *s,
   return 0;
 }
 
-extern "C" int dl_sdpa_check(const char *props_json, int B, int N, int NH, int HD, dl_dtype act,
+extern "C" int dl_sdpa_check(const char *props_json, int B, int N, int NH, int HD, dl_dtype act, int deterministic,
                              dl_sdpa_check_result *out)
 {
-  const sdpa_shape s = {B, N, NH, HD, act};
+  const sdpa_shape s = {B, N, NH, HD, act, deterministic != 0};
   cudnnBackendDescriptor_t props;
   int rc;
   memset(out, 0, sizeof *out);

@@ -297,6 +297,18 @@ template <typename T> __host__ __device__ float at_delta_row(const T *dout, cons
   return sum;
 }
 
+/* delta_i = do_i . o_i for every row of (B, NH, N): the backward's first
+ * kernel (attention.cu's and attention_mma.cu's). */
+template <typename T> __global__ void delta_kernel(float *delta, const T *dout, const T *o, int B, attn_shape a)
+{
+  const size_t rows = (size_t)B * a.NH * a.N, ld = (size_t)a.NH * a.HD;
+  for (size_t r = blockIdx.x * (size_t)blockDim.x + threadIdx.x; r < rows; r += (size_t)gridDim.x * blockDim.x) {
+    const size_t i = r % a.N, bh = r / a.N, b = bh / a.NH, h = bh % a.NH;
+    const size_t at = b * a.N * ld + i * ld + h * a.HD;
+    delta[r] = at_delta_row(dout + at, o + at, a.HD);
+  }
+}
+
 /* Forward for the query rows [i0, i0 + 64) of head bh. */
 template <int HDP, typename T, typename Ctx>
 __host__ __device__ void at_forward_block(const Ctx &c, float *smem, int i0, int bh, T *o, float *lse, const T *q,

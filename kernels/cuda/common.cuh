@@ -102,6 +102,57 @@ template <int V, typename T> static inline bool vec_aligned(const T *p)
   return (uintptr_t)p % (V * sizeof(T)) == 0;
 }
 
+/* The block code's context on the GPU: the block code of a kernel that a
+ * CPU stand-in also runs (tests/unit: the emulators) is __host__ __device__
+ * over a context; this is the GPU's (the host bodies are never run:
+ * kernels are the only callers): the thread, the block barrier, the
+ * warp's shuffle, a warp's sum (warp_sum: every lane gets it) and V values
+ * at p as fp32 and back (load_vec, store_vec: p aligned to V values). */
+struct gpu_block_ctx {
+  int tid;
+  __host__ __device__ void sync() const
+  {
+#ifdef __CUDA_ARCH__
+    __syncthreads();
+#endif
+  }
+  __host__ __device__ float shfl_xor(float v, int mask) const
+  {
+#ifdef __CUDA_ARCH__
+    return __shfl_xor_sync(0xffffffffu, v, mask);
+#else
+    (void)mask;
+    return v;
+#endif
+  }
+  __host__ __device__ float sum_warp(float v) const
+  {
+#ifdef __CUDA_ARCH__
+    return warp_sum(v);
+#else
+    return v;
+#endif
+  }
+  template <int V, typename T> __host__ __device__ void load(float (&out)[V], const T *p) const
+  {
+#ifdef __CUDA_ARCH__
+    load_vec<V>(out, p);
+#else
+    (void)p;
+    for (int i = 0; i < V; i++)
+      out[i] = 0.0f;
+#endif
+  }
+  template <int V, typename T> __host__ __device__ void store(T *p, const float (&in)[V]) const
+  {
+#ifdef __CUDA_ARCH__
+    store_vec<V>(p, in);
+#else
+    (void)p, (void)in;
+#endif
+  }
+};
+
 /* Sum over a block whose size is a multiple of 32 (at most 1024); every thread gets it. */
 __device__ __forceinline__ float block_sum(float v, float *shared32)
 {

@@ -156,6 +156,15 @@ struct gelu_op {
   __device__ float operator()(float x, float) const { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 };
 
+/* GELU's tanh approximation, cuBLASLt's epilogue's:
+ * x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+struct gelu_tanh_op {
+  __device__ float operator()(float x, float) const
+  {
+    return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+  }
+};
+
 /* dout * GELU'(x) */
 struct gelu_grad_op {
   __device__ float operator()(float x, float dout) const
@@ -185,6 +194,11 @@ template <typename T> static int gelu_fwd(void *out, const void *inp, size_t n, 
   return gelu_map<T, gelu_op>((T *)out, (const T *)inp, (const T *)NULL, n, s);
 }
 
+template <typename T> static int gelu_tanh_fwd(void *out, const void *inp, size_t n, cudaStream_t s)
+{
+  return gelu_map<T, gelu_tanh_op>((T *)out, (const T *)inp, (const T *)NULL, n, s);
+}
+
 template <typename T> static int gelu_bwd(void *dinp, const void *inp, const void *dout, size_t n, cudaStream_t s)
 {
   return gelu_map<T, gelu_grad_op>((T *)dinp, (const T *)inp, (const T *)dout, n, s);
@@ -195,22 +209,21 @@ extern "C" int dl_gelu_fwd(void *out, const void *inp, size_t n, dl_dtype act, c
   return DL_DISPATCH(act, gelu_fwd, out, inp, n, s);
 }
 
+extern "C" int dl_gelu_tanh_fwd(void *out, const void *inp, size_t n, dl_dtype act, cudaStream_t s)
+{
+  return DL_DISPATCH(act, gelu_tanh_fwd, out, inp, n, s);
+}
+
 extern "C" int dl_gelu_bwd(void *dinp, const void *inp, const void *dout, size_t n, dl_dtype act, cudaStream_t s)
 {
   return DL_DISPATCH(act, gelu_bwd, dinp, inp, dout, n, s);
 }
 
 /* Column sums (bias gradients) through the two-stage reduction of reduce.cuh. */
-template <typename T> struct column_term {
-  const T *x;
-  int cols;
-  __device__ void add(float *acc, int row, int col) const { acc[0] += to_float(x[(size_t)row * cols + col]); }
-};
-
 template <typename T>
 static int column_sum(float *sum, int accumulate, const void *x, int rows, int cols, float *partials, cudaStream_t s)
 {
-  const column_term<T> term = {(const T *)x, cols};
+  const column_value_term<T> term = {(const T *)x, cols};
   return column_reduce<1>(&sum, accumulate, term, rows, cols, partials, s);
 }
 

@@ -554,21 +554,27 @@ extern "C" int dl_matmul_gelu_fwd(dl_blas *blas, int fused, void *out, void *pre
   return dl_gelu_fwd(out, pre, (size_t)BT * OC, act, s);
 }
 
-/* Unfused, or where cuBLASLt has no DGELU algorithm: the GEMM into dpre,
- * then GELU's derivative in place (the kernel reads and writes one element
- * per thread). */
+/* The weight's gradient first (it reads inp: dpre may be inp), then the
+ * input's; unfused, or where cuBLASLt has no DGELU algorithm: the GEMM
+ * into dpre, then GELU's derivative in place (the kernel reads and writes
+ * one element per thread). */
 extern "C" int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, const void *pre, float *dw, float *dbias,
                                   const void *dout, const void *inp, const void *w, int BT, int C, int OC,
                                   dl_dtype act, cudaStream_t s)
 {
   const gemm_call g = input_grad_call(dpre, 0, dout, w, BT, C, OC, act, CUBLASLT_EPILOGUE_DGELU, (void *)pre);
-  int rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
-  if (rc == NO_ALGO) {
-    if ((rc = input_grad(blas, dpre, NULL, 0, dout, w, 1, BT, C, OC, act, s)) != 0)
-      return rc;
-    rc = dl_gelu_bwd(dpre, pre, dpre, (size_t)BT * C, act, s);
-  }
+  int rc = weight_and_bias_grad(blas, dw, dbias, dout, inp, 1, BT, C, OC, act, s);
   if (rc != 0)
     return rc;
-  return weight_and_bias_grad(blas, dw, dbias, dout, inp, 1, BT, C, OC, act, s);
+  rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
+  if (rc != NO_ALGO)
+    return rc;
+  if ((rc = input_grad(blas, dpre, NULL, 0, dout, w, 1, BT, C, OC, act, s)) != 0)
+    return rc;
+  return dl_gelu_bwd(dpre, pre, dpre, (size_t)BT * C, act, s);
+}
+
+extern "C" int dl_gelu_recompute(int fused, void *out, const void *pre, size_t n, dl_dtype act, cudaStream_t s)
+{
+  return fused ? dl_gelu_tanh_fwd(out, pre, n, act, s) : dl_gelu_fwd(out, pre, n, act, s);
 }

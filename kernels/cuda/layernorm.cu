@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/layernorm.cu: LayerNorm with fp32 statistics, one warp per
  * row, over the fp32 residual stream; the residual add that ends a branch
- * fused with the next norm; the backward as llm.c's (row terms per warp),
- * accumulating the stream's fp32 gradient, the weight and bias gradients
- * as deterministic two-stage column sums over the whole GPU (reduce.cuh).
+ * fused with the next norm; the backward (block code in layernorm_rows.cuh)
+ * accumulating the stream's fp32 gradient and, in the same pass where the
+ * width is a multiple of 4 up to 1024, the weight and bias gradients'
+ * stage-1 partials of reduce.cuh's deterministic two-stage column sums.
  * Rows are read 16 (fp32) or 8 (16-bit) bytes a lane at a time where the
  * width and the pointers allow (common.cuh's load_vec). */
 #include "config.h"
 
-#include "kernels/cuda/reduce.cuh"
+#include "kernels/cuda/layernorm_rows.cuh"
 
 /* x_out = x + y + bias (when y), out = LN(x_out or x). The residual stream
  * (x, x_out) is fp32 in every precision, as PyTorch's autocast keeps it;
@@ -88,76 +89,48 @@ extern "C" int dl_residual_layernorm_fwd(float *x_out, void *out, float *mean, f
   return DL_DISPATCH(act, layernorm_fwd, x_out, out, mean, rstd, x, y, bias, w, b, BT, C, eps, s);
 }
 
-/* dinp += the norm's input gradient, in fp32 (the residual stream's
- * gradient); dinp_act (when not NULL) gets the sum in the activations' type,
- * for the GEMMs that read it. V as in the forward. */
-template <typename T, int V>
-__global__ void layernorm_bwd_rows_kernel(float *dinp, T *dinp_act, const T *dout, const float *inp, const float *w,
-                                          const float *mean, const float *rstd, int BT, int C)
+/* The backward (layernorm_rows.cuh's block code): dinp += the norm's
+ * input gradient, in fp32 (the residual stream's gradient); dinp_act (when
+ * not NULL) gets the sum in the activations' type, for the GEMMs that read
+ * it; dw, db += the parameter gradients. Fused: a block per 256-row chunk,
+ * its stage-1 partials, then reduce.cuh's stage 2. */
+template <typename T, int G>
+__global__ void __launch_bounds__(LN_THREADS, G <= 4 ? 2 : 1) layernorm_bwd_fused_kernel(ln_bwd_args<T> a)
 {
-  const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (row >= BT)
-    return;
-  const size_t base = (size_t)row * C;
-  const float row_mean = mean[row], row_rstd = rstd[row];
-  float dnorm_mean = 0, dnorm_norm_mean = 0;
-  for (int c = lane * V; c < C; c += 32 * V) {
-    float x_v[V], d_v[V], w_v[V];
-    load_vec<V>(x_v, inp + base + c);
-    load_vec<V>(d_v, dout + base + c);
-    load_vec<V>(w_v, w + c);
-    for (int i = 0; i < V; i++) {
-      const float dnorm = d_v[i] * w_v[i];
-      dnorm_mean += dnorm;
-      dnorm_norm_mean += dnorm * (x_v[i] - row_mean) * row_rstd;
-    }
-  }
-  dnorm_mean = warp_sum(dnorm_mean) / C;
-  dnorm_norm_mean = warp_sum(dnorm_norm_mean) / C;
-  for (int c = lane * V; c < C; c += 32 * V) {
-    float x_v[V], d_v[V], w_v[V], sum[V];
-    load_vec<V>(x_v, inp + base + c);
-    load_vec<V>(d_v, dout + base + c);
-    load_vec<V>(w_v, w + c);
-    load_vec<V>(sum, dinp + base + c);
-    for (int i = 0; i < V; i++) {
-      const float norm = (x_v[i] - row_mean) * row_rstd, dnorm = d_v[i] * w_v[i];
-      sum[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * row_rstd;
-    }
-    store_vec<V>(dinp + base + c, sum);
-    if (dinp_act)
-      store_vec<V>(dinp_act + base + c, sum);
-  }
+  __shared__ float4 sums[ln_fused_shared_floats<G>() / 4];
+  ln_bwd_fused_block<T, G>(gpu_block_ctx{(int)threadIdx.x}, (float *)sums, (int)blockIdx.x, a);
 }
 
-/* dw[c] += sum_r dout * norm, db[c] += sum_r dout: reduce.cuh's two stages */
-template <typename T> struct ln_param_term {
-  const T *dout;
-  const float *inp;
-  const float *mean, *rstd;
-  int cols;
-  __device__ void add(float *acc, int row, int col) const
-  {
-    const size_t at = (size_t)row * cols + col;
-    const float d = to_float(dout[at]);
-    acc[0] += d * (inp[at] - mean[row]) * rstd[row];
-    acc[1] += d;
-  }
-};
+/* The other widths: a warp per row, then column_reduce for dw, db. */
+template <typename T, int V>
+__global__ void __launch_bounds__(LN_THREADS) layernorm_bwd_rows_kernel(ln_bwd_args<T> a)
+{
+  ln_bwd_rows_block<T, V>(gpu_block_ctx{(int)threadIdx.x}, (int)blockIdx.x, a);
+}
 
 template <typename T>
 static int layernorm_bwd(float *dinp, void *dinp_act, float *dw, float *db, const void *dout, const float *inp,
                          const float *w, const float *mean, const float *rstd, int BT, int C, float *partials,
                          cudaStream_t s)
 {
-  const ln_param_term<T> term = {(const T *)dout, inp, mean, rstd, C};
+  const ln_bwd_args<T> a = {dinp, (T *)dinp_act, (const T *)dout, inp, w, mean, rstd, partials, BT, C,
+                            reduce_chunks(BT)};
+  const ln_bwd_plan plan = ln_bwd_plan_of(a);
   float *const grads[2] = {dw, db};
-  const bool by4 = C % 4 == 0 && vec_aligned<4>(dinp) && vec_aligned<4>((const T *)dinp_act) &&
-                   vec_aligned<4>((const T *)dout) && vec_aligned<4>(inp) && vec_aligned<4>(w);
-  const auto kernel = by4 ? layernorm_bwd_rows_kernel<T, 4> : layernorm_bwd_rows_kernel<T, 1>;
-  kernel<<<(BT + 7) / 8, 256, 0, s>>>(dinp, (T *)dinp_act, (const T *)dout, inp, w, mean, rstd, BT, C);
+  if (BT < 1 || C < 1 || a.chunks > REDUCE_MAX_CHUNKS || !partials)
+    return (int)cudaErrorInvalidValue;
+  if (plan.groups == 0) {
+    const ln_param_term<T> term = {a.dout, inp, mean, rstd, C};
+    const auto kernel = plan.vec == 4 ? layernorm_bwd_rows_kernel<T, 4> : layernorm_bwd_rows_kernel<T, 1>;
+    kernel<<<(BT + LN_WARPS - 1) / LN_WARPS, LN_THREADS, 0, s>>>(a);
+    DL_TRY_LAUNCH();
+    return column_reduce<2>(grads, 1, term, BT, C, partials, s);
+  }
+  ln_with_groups(plan.groups, [&](auto groups) {
+    layernorm_bwd_fused_kernel<T, decltype(groups)::value><<<a.chunks, LN_THREADS, 0, s>>>(a);
+  });
   DL_TRY_LAUNCH();
-  return column_reduce<2>(grads, 1, term, BT, C, partials, s);
+  return column_reduce_partials<2>(grads, 1, partials, a.chunks, C, s);
 }
 
 extern "C" int dl_layernorm_bwd(float *dinp, void *dinp_act, float *dw, float *db, const void *dout,

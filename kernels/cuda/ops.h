@@ -73,8 +73,13 @@ int dl_gelu_epilogue(dl_blas *blas, int BT, int C, int OC, int C2, dl_dtype act,
  * algorithm for these pointers, dl_matmul_fwd then dl_gelu_fwd. */
 int dl_matmul_gelu_fwd(dl_blas *blas, int fused, void *out, void *pre, const void *inp, const void *w,
                        const void *bias, int BT, int C, int OC, dl_dtype act, cudaStream_t s);
+/* out = the GELU of pre that dl_matmul_gelu_fwd computed with `fused`
+ * as dl_gelu_epilogue answered it for these (aligned) operands (the tanh
+ * approximation in the epilogue, else the exact kernel): its output
+ * recomputed for the backward instead of kept. */
+int dl_gelu_recompute(int fused, void *out, const void *pre, size_t n, dl_dtype act, cudaStream_t s);
 /* The backward of the layer after GELU (inp = gelu(pre) [BT,C], w [OC,C]):
- * dpre = (dout w) * gelu'(pre), overwritten: fused: DGELU in the dinp GEMM's
+ * dpre (may be inp: read first) = (dout w) * gelu'(pre), overwritten: fused: DGELU in the dinp GEMM's
  * epilogue; else, or where cuBLASLt has no algorithm for these pointers,
  * the GEMM into dpre then dl_gelu_bwd in place (no scratch);
  * dw (required) += dout^T inp, dbias = colsum(dout) as dl_matmul_bwd. */
@@ -103,6 +108,8 @@ int dl_pos_embed_bwd(float *dpos, const float *dx, int B, int N, int D, cudaStre
  * fallback */
 int dl_add_bias_planes(void *out, const void *bias, int planes, int rows, int cols, dl_dtype act, cudaStream_t s);
 int dl_gelu_fwd(void *out, const void *inp, size_t n, dl_dtype act, cudaStream_t s);
+/* GELU's tanh approximation (cuBLASLt's GELU epilogues compute it) */
+int dl_gelu_tanh_fwd(void *out, const void *inp, size_t n, dl_dtype act, cudaStream_t s);
 /* dinp = dout * gelu'(inp); dinp may be dout (in place) */
 int dl_gelu_bwd(void *dinp, const void *inp, const void *dout, size_t n, dl_dtype act, cudaStream_t s);
 /* image (B,C,H,W) fp32 -> patches (B*N, C*P*P) act */
@@ -160,7 +167,16 @@ void dl_sdpa_version(char *text, size_t size);
  * dl_sdpa_unsupported() holds: cuDNN has no plan for the shape (e.g. HD not a
  * multiple of 8): use dl_attention_*. */
 int dl_sdpa_plan(dl_sdpa *sdpa, int B, int N, int NH, int HD, dl_dtype act, size_t *workspace_bytes);
+/* From now on plan (and run) only engines cuDNN does not mark
+ * NONDETERMINISTIC, with dQ written directly instead of through an fp32
+ * accumulator: bit-reproducible run to run (as torch.use_deterministic_algorithms
+ * asks); a shape with no such engine is dl_sdpa_unsupported. */
+void dl_sdpa_set_deterministic(dl_sdpa *sdpa, int deterministic);
 int dl_sdpa_unsupported(int status);
+/* The part of that workspace that is dlpar's own scratch (the backward's
+ * Dsum and, unless deterministic, its fp32 dQ accumulator), without cuDNN:
+ * the workspace is this plus what cuDNN's plans ask for. */
+size_t dl_sdpa_scratch_bytes(int B, int N, int NH, int HD, dl_dtype act, int deterministic);
 int dl_sdpa_fwd(dl_sdpa *sdpa, void *workspace, void *o, float *lse, const void *q, const void *k, const void *v,
                 int B, int N, int NH, int HD, float scale, dl_dtype act, cudaStream_t s);
 /* dq, dk, dv (act, overwritten) */
@@ -175,15 +191,39 @@ int dl_sdpa_bwd(dl_sdpa *sdpa, void *workspace, void *dq, void *dk, void *dv, co
 typedef struct {
   int configs[2], compiled[2], status[2];
 } dl_sdpa_check_result;
-int dl_sdpa_check(const char *props_json, int B, int N, int NH, int HD, dl_dtype act, dl_sdpa_check_result *out);
+int dl_sdpa_check(const char *props_json, int B, int N, int NH, int HD, dl_dtype act, int deterministic,
+                  dl_sdpa_check_result *out);
+
+/* ---- fp32 attention on tensor cores (attention_mma.cu, sm_80 and later):
+ * the flash attention of dl_attention_* for fp32 q, k, v, o, dq, dk, dv
+ * (B, N, NH, HD) and lse (B, NH, N), HD from 1 to 128, its products as
+ * mma.sync TF32 MMAs: passes = 3 splits every operand into two TF32 terms
+ * (3xTF32: fp32-accurate, PyTorch's fp32 SDPA); passes = 1 is plain TF32
+ * (10-bit mantissas, as allow_tf32). Other passes: cudaErrorInvalidValue. */
+int dl_attention_tc_fwd(float *o, float *lse, const float *q, const float *k, const float *v, int B, int N, int NH,
+                        int HD, float scale, int passes, cudaStream_t s);
+/* Device scratch (bytes) of dl_attention_tc_bwd: its dq turns (ints). */
+size_t dl_attention_tc_scratch_bytes(int B, int N, int NH, int HD);
+/* dq, dk, dv (overwritten); delta: B*NH*N fp32 scratch; scratch:
+ * dl_attention_tc_scratch_bytes, cleared here on the stream (no host
+ * synchronisation: graph-capturable). Deterministic: the same bits on every
+ * run (dq is summed over key blocks in a fixed order, each block waiting
+ * its turn: the GPU dispatches blocks in index order). */
+int dl_attention_tc_bwd(float *dq, float *dk, float *dv, const float *dout, const float *q, const float *k,
+                        const float *v, const float *o, const float *lse, float *delta, void *scratch, int B, int N,
+                        int NH, int HD, float scale, int passes, cudaStream_t s);
+/* The dynamic shared memory (bytes) a block of these kernels needs at most
+ * for heads of HD dims (to compare with cudaDevAttrMaxSharedMemoryPerBlockOptin:
+ * 224.5 KB at 128 dims (the backward, 3xTF32: beyond an A100's 163 KB), 112.5 KB at 48). */
+int dl_attention_tc_shared_bytes(int HD, size_t *bytes);
 
 /* ---- loss: per-sample ||p - t|| / ||t||; loss_sum (fp32, device) += mean over B; sums:
  * dl_l2_loss_scratch_floats(B) floats of scratch, the per-sample sums first (dl_l2_loss_bwd reads them) */
 size_t dl_l2_loss_scratch_floats(int B);
 int dl_l2_loss_fwd(float *loss_sum, float *sums, const float *pred, const float *target, int B, size_t n,
                    cudaStream_t s);
-/* dpred = dloss * d(mean)/dpred, using the sums of the forward; dloss is a
- * device scalar (the loss scale; NULL: 1) */
+/* dpred (may be pred) = dloss * d(mean)/dpred, using the sums of the forward;
+ * dloss is a device scalar (the loss scale; NULL: 1) */
 int dl_l2_loss_bwd(float *dpred, const float *sums, const float *pred, const float *target, int B, size_t n,
                    const float *dloss, cudaStream_t s);
 /* *rmse_sum += sum over samples of the latitude-weighted RMSE of channel c

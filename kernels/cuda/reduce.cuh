@@ -1,92 +1,208 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/reduce.cuh: deterministic column reductions that use the
  * whole GPU (bias gradients: dl_column_sum; LayerNorm's weight and bias
- * gradients: dl_layernorm_bwd), in two stages, no atomics:
- *  stage 1: a grid of (column tiles of 32) x (row chunks of 256) blocks of
- *           32 x 8 threads; in block (tile, chunk) each of the 8 row lanes
- *           adds its 32 rows in order, then lane 0 adds the 8 lanes in
- *           order and writes partials[output][chunk][column] (fp32, in the
- *           caller's workspace: dl_column_partials_bytes);
- *  stage 2: the same kernel over the partials: one block per column tile,
- *           its 8 lanes walking the chunks in order, then the lanes in
- *           order, into the result (= or +=).
- * The chunk is a fixed 256 rows whatever the device, so a shape's result
- * is the same bits on every run and every GPU.
- * Sized for the tutorial on an H100 (132 SMs): rows = 16 x 4050 = 64800 ->
- * 254 chunks; columns 384 (base embed), 1024 (mp embed), 1536 (base MLP),
- * 3072 -> 12, 32, 48, 96 tiles: 3048 to 24384 blocks, 3 to 23 waves of
- * 8 blocks per SM (the single-stage kernels these replace ran 12 to 96
- * blocks in all). Stage 2 reads 254 x cols x 4 bytes, under 1% of what
- * stage 1 reads of bf16 and 0.4% of fp32, in 12 to 96 blocks.
- * Achieved bandwidth, bytes read / time, against the H100 SXM's ~3.35 TB/s
- * (test_kernels_gpu prints the measured figures; these are the targets at
- * ~85% of peak, 2.85 TB/s, UNMEASURED):
- *   column sum bf16 64800 x  384:  49.8 MB -> ~17 us  (was ~940 us a launch: 129 ms / 137)
- *   column sum bf16 64800 x 1536: 199.1 MB -> ~70 us
- *   column sum bf16 64800 x 3072: 398.1 MB -> ~140 us
- *   LN params  bf16 64800 x  384:  99.5 MB (dout, inp) + 0.5 MB (mean, rstd) -> ~35 us
- *                                  (was ~1870 us a launch: 88 ms / 47)
- *   LN params  bf16 64800 x 1024: 265.4 MB -> ~93 us
- * Each thread loads one 16- or 32-bit value a row (a warp: 64 or 128
- * contiguous bytes), 4 rows unrolled: 8 to 16 KB in flight per SM, about
- * what Little's law asks of HBM3 (3.35 TB/s x ~600 ns / 132 SMs). */
+ * gradients: dl_layernorm_bwd, whose fused kernel writes stage 1's
+ * partials itself: layernorm_rows.cuh), in two stages, no atomics:
+ *  stage 1: a grid of (column tiles) x (row chunks of 256) blocks of
+ *           256 threads, 8 row lanes (warps) of 32; a thread takes V
+ *           consecutive columns (V = 4 where the width and the pointers
+ *           allow: 16 bytes of fp32, 8 of 16-bit values a load; else 1),
+ *           so a tile is 32 V columns; in block (tile, chunk) each row
+ *           lane adds its 32 rows (lane, lane + 8, ...) in order, then
+ *           lane 0 adds the 8 lanes in order and writes
+ *           partials[output][chunk][column] (fp32, in the caller's
+ *           workspace: dl_column_partials_bytes);
+ *  stage 2: the same block code over the partials (V = 1): one block per
+ *           tile of 32 columns, its 8 lanes walking the chunks in order,
+ *           then the lanes in order, into the result (= or +=).
+ * A column's order of additions does not depend on V: the same bits as
+ * one value a thread. The chunk is a fixed 256 rows whatever the device,
+ * so a shape's result is the same bits on every run and every GPU.
+ * The block code is __host__ __device__ over a context (the thread's
+ * index, the block barrier, loads and stores of V values: common.cuh's gpu_block_ctx
+ * here, a CPU stand-in in tests/unit/layernorm_emulator.cu, which runs
+ * these very functions).
+ * Sized for the tutorial: rows = 16 x 4050 = 64800 -> 254 chunks; columns
+ * 384 (base embed), 1024 (mp embed), 1536 (base MLP), 3072 -> 3, 8, 12,
+ * 24 tiles of 128 columns: 762 to 6096 blocks of 256 threads, 1 to 6
+ * waves of 8 blocks per SM on 132 SMs. Stage 2 reads 254 x cols x 4
+ * bytes, under 1% of what stage 1 reads of bf16 and 0.4% of fp32.
+ * Bytes read (the achieved bandwidth: test_kernels_gpu prints it):
+ *   column sum bf16 64800 x  384:  49.8 MB (~15 us at 3.35 TB/s)
+ *   column sum bf16 64800 x 3072: 398.1 MB (~120 us)
+ * A warp reads 32 x 16 (fp32) or 32 x 8 (16-bit) contiguous bytes a row,
+ * 4 rows unrolled: 64 (16-bit) to 128 KB (fp32) in flight per SM at 8
+ * blocks an SM (the old one value a thread: 16 to 32 KB). */
 #ifndef DLPAR_KERNELS_CUDA_REDUCE_CUH
 #define DLPAR_KERNELS_CUDA_REDUCE_CUH
 
 #include "kernels/cuda/common.cuh"
 
-enum { REDUCE_TILE = 32, REDUCE_LANES = 8, REDUCE_CHUNK = 256, REDUCE_MAX_CHUNKS = 65535 };
+/* Loop unrolling, on the GPU only (the host compiler does not know the pragma). */
+#ifdef __CUDA_ARCH__
+#define REDUCE_UNROLL _Pragma("unroll")
+#define REDUCE_UNROLL_4 _Pragma("unroll 4")
+#else
+#define REDUCE_UNROLL
+#define REDUCE_UNROLL_4
+#endif
 
-/* Where a block's sums go: dst[o][blockIdx.y * cols + column], = or += */
+enum {
+  REDUCE_TILE = 32,                              /* threads across a tile (V columns each) */
+  REDUCE_LANES = 8,                              /* row lanes: the block's warps */
+  REDUCE_THREADS = REDUCE_TILE * REDUCE_LANES,   /* a block */
+  REDUCE_CHUNK = 256,                            /* rows of a stage-1 block */
+  REDUCE_MAX_CHUNKS = 65535
+};
+
+/* Where a block's sums go: dst[o][chunk * cols + column], = or += */
 template <int NOUT> struct reduce_sink {
   float *dst[NOUT];
   int accumulate;
+};
+
+/* Stage 2's sink: the outputs out[0..NOUT), = or += */
+template <int NOUT> static inline reduce_sink<NOUT> reduce_sink_to(float *const *out, int accumulate)
+{
+  reduce_sink<NOUT> sink;
+  for (int o = 0; o < NOUT; o++)
+    sink.dst[o] = out[o];
+  sink.accumulate = accumulate;
+  return sink;
+}
+
+/* Stage 1's sink: partials[o][chunk][col] of `chunks` chunks, overwritten */
+template <int NOUT> static inline reduce_sink<NOUT> reduce_sink_partials(float *partials, int chunks, int cols)
+{
+  reduce_sink<NOUT> sink;
+  for (int o = 0; o < NOUT; o++)
+    sink.dst[o] = partials + (size_t)o * chunks * cols;
+  sink.accumulate = 0;
+  return sink;
+}
+
+/* A term adds, for V consecutive columns col.. of a row, its NOUT
+ * outputs: add(c, acc, row, col); by4() (host): whether its pointers
+ * allow V = 4. */
+
+/* The plain column sum of a (rows, cols) matrix (dl_column_sum). */
+template <typename T> struct column_value_term {
+  const T *x;
+  int cols;
+  template <int V, typename Ctx>
+  __host__ __device__ void add(const Ctx &c, float (&acc)[1][V], int row, int col) const
+  {
+    float v[V];
+    c.load(v, x + (size_t)row * cols + col);
+    for (int i = 0; i < V; i++)
+      acc[0][i] += v[i];
+  }
+  bool by4() const { return vec_aligned<4>(x); }
 };
 
 /* Stage 2's terms: the partials of stage 1, partials[o][chunk][column]. */
 template <int NOUT> struct partial_term {
   const float *partials;
   int chunks, cols;
-  __device__ void add(float *acc, int row, int col) const
+  template <int V, typename Ctx>
+  __host__ __device__ void add(const Ctx &c, float (&acc)[NOUT][V], int row, int col) const
   {
-    for (int o = 0; o < NOUT; o++)
-      acc[o] += partials[((size_t)o * chunks + row) * cols + col];
+    for (int o = 0; o < NOUT; o++) {
+      float v[V];
+      c.load(v, partials + ((size_t)o * chunks + row) * cols + col);
+      for (int i = 0; i < V; i++)
+        acc[o][i] += v[i];
+    }
   }
 };
 
-/* Block (tile, chunk) reduces rows [chunk * rows_per_chunk, ...) of its 32
- * columns; Term::add(acc, row, col) adds row's terms of column col. */
-template <int NOUT, typename Term>
-__global__ void column_reduce_kernel(reduce_sink<NOUT> sink, Term term, int rows, int cols, int rows_per_chunk)
+/* The floats of a block's shared memory: the row lanes' sums. */
+template <int NOUT, int V> __host__ __device__ constexpr int reduce_shared_floats()
 {
-  __shared__ float lanes[NOUT][REDUCE_LANES][REDUCE_TILE + 1];
-  const int col = blockIdx.x * REDUCE_TILE + threadIdx.x, first = blockIdx.y * rows_per_chunk;
-  const int end = rows - first < rows_per_chunk ? rows : first + rows_per_chunk;
-  float acc[NOUT];
+  return NOUT * REDUCE_LANES * REDUCE_TILE * V;
+}
+
+/* Block (tile, chunk) reduces rows [chunk * rows_per_chunk, ...) of its
+ * 32 V columns (cols a multiple of V); lanes: reduce_shared_floats. */
+template <int NOUT, int V, typename Term, typename Ctx>
+__host__ __device__ void column_reduce_block(const Ctx &c, float *lanes, const reduce_sink<NOUT> &sink,
+                                             const Term &term, int rows, int cols, int rows_per_chunk, int tile,
+                                             int chunk)
+{
+  const int x = c.tid % REDUCE_TILE, y = c.tid / REDUCE_TILE, col = (tile * REDUCE_TILE + x) * V;
+  const int first = chunk * rows_per_chunk, end = rows - first < rows_per_chunk ? rows : first + rows_per_chunk;
+  float acc[NOUT][V];
   for (int o = 0; o < NOUT; o++)
-    acc[o] = 0.0f;
+    for (int i = 0; i < V; i++)
+      acc[o][i] = 0.0f;
   if (col < cols) {
-#pragma unroll 4
-    for (int r = first + threadIdx.y; r < end; r += REDUCE_LANES)
-      term.add(acc, r, col);
+    REDUCE_UNROLL_4
+    for (int r = first + y; r < end; r += REDUCE_LANES)
+      term.add(c, acc, r, col);
   }
+  /* [o][lane][i][x]: a warp's stores on 32 consecutive floats */
   for (int o = 0; o < NOUT; o++)
-    lanes[o][threadIdx.y][threadIdx.x] = acc[o];
-  __syncthreads();
-  if (threadIdx.y != 0 || col >= cols)
+    for (int i = 0; i < V; i++)
+      lanes[((o * REDUCE_LANES + y) * V + i) * REDUCE_TILE + x] = acc[o][i];
+  c.sync();
+  if (y != 0 || col >= cols)
     return;
   for (int o = 0; o < NOUT; o++) {
-    float sum = lanes[o][0][threadIdx.x];
-    for (int y = 1; y < REDUCE_LANES; y++)
-      sum += lanes[o][y][threadIdx.x];
-    float *at = sink.dst[o] + (size_t)blockIdx.y * cols + col;
-    *at = sink.accumulate ? *at + sum : sum;
+    float sum[V], was[V];
+    float *at = sink.dst[o] + (size_t)chunk * cols + col;
+    for (int i = 0; i < V; i++) {
+      sum[i] = lanes[(o * REDUCE_LANES * V + i) * REDUCE_TILE + x];
+      for (int lane = 1; lane < REDUCE_LANES; lane++)
+        sum[i] += lanes[((o * REDUCE_LANES + lane) * V + i) * REDUCE_TILE + x];
+    }
+    if (sink.accumulate) {
+      c.load(was, at);
+      for (int i = 0; i < V; i++)
+        sum[i] = was[i] + sum[i];
+    }
+    c.store(at, sum);
   }
+}
+
+template <int NOUT, int V, typename Term>
+__global__ void __launch_bounds__(REDUCE_THREADS)
+    column_reduce_kernel(reduce_sink<NOUT> sink, Term term, int rows, int cols, int rows_per_chunk)
+{
+  __shared__ float lanes[reduce_shared_floats<NOUT, V>()];
+  column_reduce_block<NOUT, V>(gpu_block_ctx{(int)threadIdx.x}, lanes, sink, term, rows, cols, rows_per_chunk,
+                               (int)blockIdx.x, (int)blockIdx.y);
 }
 
 static inline int reduce_chunks(int rows)
 {
   return (rows + REDUCE_CHUNK - 1) / REDUCE_CHUNK;
+}
+
+/* A stage's grid: V columns a thread, tiles of 32 V columns x chunks. */
+struct reduce_grid {
+  int vec, tiles, chunks;
+};
+
+/* Stage 1 over rows x cols (by4: the term's pointers allow 4 values a
+ * load); stage 2 (by4 false) over the chunks of stage 1 as its rows. */
+static inline reduce_grid reduce_grid_of(int rows, int cols, bool by4)
+{
+  const int vec = by4 && cols % 4 == 0 ? 4 : 1;
+  return {vec, (cols + REDUCE_TILE * vec - 1) / (REDUCE_TILE * vec), reduce_chunks(rows)};
+}
+
+/* Stage 2: out[o][c] (+)= sum over the chunks of partials[o][chunk][c]. */
+template <int NOUT>
+static int column_reduce_partials(float *const *out, int accumulate, const float *partials, int chunks, int cols,
+                                  cudaStream_t s)
+{
+  const partial_term<NOUT> term = {partials, chunks, cols};
+  const reduce_grid g = reduce_grid_of(chunks, cols, false);
+  const reduce_sink<NOUT> sink = reduce_sink_to<NOUT>(out, accumulate);
+  column_reduce_kernel<NOUT, 1, partial_term<NOUT> ><<<g.tiles, REDUCE_THREADS, 0, s>>>(sink, term, chunks, cols,
+                                                                                          chunks);
+  DL_TRY_LAUNCH();
+  return 0;
 }
 
 /* out[o][c] (+)= sum over rows of term o of column c, both stages on s;
@@ -95,23 +211,19 @@ template <int NOUT, typename Term>
 static int column_reduce(float *const *out, int accumulate, const Term &term, int rows, int cols, float *partials,
                          cudaStream_t s)
 {
-  const int chunks = reduce_chunks(rows);
-  const dim3 threads(REDUCE_TILE, REDUCE_LANES), tiles((cols + REDUCE_TILE - 1) / REDUCE_TILE);
-  const partial_term<NOUT> stage2_term = {partials, chunks, cols};
-  reduce_sink<NOUT> stage1, stage2;
-  if (rows < 1 || cols < 1 || chunks > REDUCE_MAX_CHUNKS || !partials)
+  const reduce_grid g = reduce_grid_of(rows, cols, term.by4() && vec_aligned<4>(partials));
+  reduce_sink<NOUT> stage1;
+  if (rows < 1 || cols < 1 || g.chunks > REDUCE_MAX_CHUNKS || !partials)
     return (int)cudaErrorInvalidValue;
-  for (int o = 0; o < NOUT; o++) {
-    stage1.dst[o] = partials + (size_t)o * chunks * cols;
-    stage2.dst[o] = out[o];
-  }
-  stage1.accumulate = 0;
-  stage2.accumulate = accumulate;
-  column_reduce_kernel<NOUT, Term><<<dim3(tiles.x, chunks), threads, 0, s>>>(stage1, term, rows, cols, REDUCE_CHUNK);
+  stage1 = reduce_sink_partials<NOUT>(partials, g.chunks, cols);
+  if (g.vec == 4)
+    column_reduce_kernel<NOUT, 4, Term><<<dim3(g.tiles, g.chunks), REDUCE_THREADS, 0, s>>>(stage1, term, rows, cols,
+                                                                                            REDUCE_CHUNK);
+  else
+    column_reduce_kernel<NOUT, 1, Term><<<dim3(g.tiles, g.chunks), REDUCE_THREADS, 0, s>>>(stage1, term, rows, cols,
+                                                                                            REDUCE_CHUNK);
   DL_TRY_LAUNCH();
-  column_reduce_kernel<NOUT, partial_term<NOUT> ><<<tiles, threads, 0, s>>>(stage2, stage2_term, chunks, cols, chunks);
-  DL_TRY_LAUNCH();
-  return 0;
+  return column_reduce_partials<NOUT>(out, accumulate, partials, g.chunks, cols, s);
 }
 
 #endif

@@ -8,6 +8,7 @@
  * bandwidth printed. Skips without a GPU. */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,37 @@ static void test_matmul(dl_blas *blas, const char *which, dl_dtype t, size_t off
   CHECK_CLOSE(what[3], t, host_from(d_db, (size_t)planes * OC, DL_F32), db, (size_t)planes * OC);
 }
 
+/* recompute: gelu's backward: GELU's output recomputed from the forward's
+ * pre-activation as the forward made it (fused: the epilogue's tanh
+ * approximation), then the backward with dpre written over that output
+ * (dl_matmul_bwd_gelu reads it first): dpre and the weight's gradient as
+ * the CPU's. */
+static void test_gelu_recompute(dl_blas *blas, int fused, dl_dtype t, const void *d_pre, const void *d_out,
+                                const void *d_w2, const void *d_dout, const float *dpre, const float *dw2, int BT,
+                                int OC, int C2)
+{
+  const size_t nh = (size_t)BT * OC;
+  void *d_again = device_from(NULL, nh, t);
+  float *d_dw2 = device_from(NULL, (size_t)C2 * OC, DL_F32), *d_db2 = device_from(NULL, C2, DL_F32);
+  float *pre = host_from(d_pre, nh, t), *ref = malloc(nh * sizeof(float));
+  char what[112];
+  GPU_OR_EXIT(cudaMemset(d_dw2, 0, sizeof(float) * C2 * OC));
+  GPU_OR_EXIT(dl_gelu_recompute(fused, d_again, d_pre, nh, t, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
+  (fused ? gelu_tanh_fwd_f32 : gelu_fwd_f32)(ref, pre, nh);
+  snprintf(what, sizeof what, "gelu recomputed (%s) vs the CPU's", fused ? "tanh, as the epilogue" : "exact");
+  CHECK_CLOSE(what, t, host_from(d_again, nh, t), ref, nh);
+  snprintf(what, sizeof what, "gelu recomputed (%s) vs the forward's", fused ? "tanh, as the epilogue" : "exact");
+  CHECK_CLOSE(what, t, host_from(d_again, nh, t), host_from(d_out, nh, t), nh);
+  GPU_OR_EXIT(dl_matmul_bwd_gelu(blas, fused, d_again, d_pre, d_dw2, d_db2, d_dout, d_again, d_w2, BT, OC, C2, t, 0));
+  GPU_OR_EXIT(cudaDeviceSynchronize());
+  CHECK_CLOSE("mlp dpre written over the recomputed gelu", t, host_from(d_again, nh, t), dpre, nh);
+  CHECK_CLOSE("mlp dweight from the recomputed gelu", t, host_from(d_dw2, (size_t)C2 * OC, DL_F32), dw2,
+              (size_t)C2 * OC);
+  free(pre);
+  free(ref);
+}
+
 /* The MLP's GELU: the layer [BT,C] -> [BT,OC] that feeds it and the
  * backward of the layer [BT,OC] -> [BT,C2] after it, against the exact
  * GELU of the CPU; with the epilogues where dl_gelu_epilogue says so (it
@@ -103,18 +135,26 @@ static void test_mlp_gelu(dl_blas *blas, int refused, dl_dtype t, int BT, int C,
     CHECK_CLOSE(what[2], t, host_from(d_dpre, nh, t), dpre, nh);
     CHECK_CLOSE(what[3], t, host_from(d_dw2, (size_t)C2 * OC, DL_F32), dw2, (size_t)C2 * OC);
     CHECK_CLOSE(what[4], t, host_from(d_db2, C2, DL_F32), db2, (size_t)C2);
+    /* refused: the forward fell back to the exact kernel, whatever mode asked */
+    test_gelu_recompute(blas, mode && !refused, t, d_pre, d_out, d_w2, d_dout, dpre, dw2, BT, OC, C2);
   }
 }
 
-/* C = 96: rows read 4 values a lane at a time; C = 98: one at a time. */
-static void test_layernorm(dl_dtype t, int C)
+/* The forward reads rows 4 values a lane at a time where C is a multiple
+ * of 4 (else one). The backward: the fused kernel (rows and parameter
+ * partials in one pass) for C a multiple of 4 up to 1024, e.g. 96 (lanes
+ * masked), 384 (base), 1024 (mp), BT = 300 leaving a partial second chunk
+ * of 256 rows; the rows kernel and the column reduction for C = 98 (one
+ * value a load) and 1536 (4 a load). dw and db are added to non-zero
+ * values. */
+static void test_layernorm(dl_dtype t, int BT, int C)
 {
-  const int BT = 37;
   const size_t n = (size_t)BT * C;
   float *x = host_random(n, 2), *y = host_random(n, 1), *w = host_random(C, 1), *b = host_random(C, 1);
   float *bias = host_random(C, 1), *dout = host_random(n, 1), *sum = malloc(n * sizeof(float));
-  float *out = malloc(n * sizeof(float)), mean[37], rstd[37], *dinp = host_random(n, 1), *dw = host_zeros(C);
-  float *db = host_zeros(C), *d_x = device_from(x, n, DL_F32), *d_sum = device_from(NULL, n, DL_F32);
+  float *out = malloc(n * sizeof(float)), *mean = malloc(BT * sizeof(float)), *rstd = malloc(BT * sizeof(float));
+  float *dinp = host_random(n, 1), *dw = host_random(C, 1);
+  float *db = host_random(C, 1), *d_x = device_from(x, n, DL_F32), *d_sum = device_from(NULL, n, DL_F32);
   float *d_dinp = device_from(dinp, n, DL_F32); /* the stream's gradient so far: the backward adds to it */
   float *d_dinp_alone = device_from(dinp, n, DL_F32); /* the same, backward without the act copy (fp32 runs) */
   float *d_dw_alone = device_from(dw, C, DL_F32), *d_db_alone = device_from(db, C, DL_F32);
@@ -124,10 +164,12 @@ static void test_layernorm(dl_dtype t, int C)
   float *d_mean = device_from(NULL, BT, DL_F32), *d_rstd = device_from(NULL, BT, DL_F32);
   float *d_dw = device_from(dw, C, DL_F32), *d_db = device_from(db, C, DL_F32);
   float *d_partials = device_from(NULL, dl_column_partials_bytes(BT, 2 * C) / sizeof(float), DL_F32);
-  printf("layernorm, C=%d:\n", C);
+  printf("layernorm, BT=%d C=%d:\n", BT, C);
   for (size_t i = 0; i < n; i++)
     sum[i] = x[i] + y[i] + bias[i % C];
   layernorm_fwd_f32(out, mean, rstd, sum, w, b, BT, C, 1e-6f);
+  free(dout);
+  dout = host_from(d_dout, n, t); /* as the GPU reads it */
   layernorm_bwd_f32(dinp, dw, db, dout, sum, w, mean, rstd, BT, C);
   GPU_OR_EXIT(dl_residual_layernorm_fwd(d_sum, d_out, d_mean, d_rstd, d_x, d_y, d_bias, d_w, d_b, BT, C, 1e-6f, t, 0));
   GPU_OR_EXIT(dl_layernorm_bwd(d_dinp, d_dinp_act, d_dw, d_db, d_dout, d_sum, d_w, d_mean, d_rstd, BT, C, d_partials, t,
@@ -287,7 +329,8 @@ static void test_layout_ops(dl_dtype t)
 /* ---- the reductions at the tutorial's sizes: rows = batch x tokens =
  * 16 x 4050, references in double over the inputs as the GPU reads them
  * (rounded to the act type); two runs must give the same bits; the time of
- * a call and its bandwidth (bytes read / time) are printed, not asserted. */
+ * a call and its bandwidth (every byte the call must move, read or
+ * written, / time) are printed, not asserted. */
 enum { BIG_ROWS = 16 * 4050, TIMED_CALLS = 5 };
 
 static const char *type_name(dl_dtype t)
@@ -295,14 +338,46 @@ static const char *type_name(dl_dtype t)
   return t == DL_F32 ? "fp32" : t == DL_BF16 ? "bf16" : "fp16";
 }
 
+/* This device's name and its memory's peak in bytes/s: memory clock x bus
+ * width x 2 (double data rate), 0 where the runtime does not say. */
+static double device_peak(const char **name)
+{
+  static char text[256];
+  static double peak = -1;
+  if (peak < 0) {
+    struct cudaDeviceProp prop;
+    int device = 0, khz = 0, bits = 0;
+    GPU_OR_EXIT(cudaGetDevice(&device));
+    GPU_OR_EXIT(cudaGetDeviceProperties(&prop, device));
+    snprintf(text, sizeof text, "%s", prop.name);
+    peak = cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+                   cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess
+               ? 2.0 * khz * 1e3 * bits / 8
+               : 0;
+  }
+  *name = text;
+  return peak;
+}
+
+/* The time of a call (TIMED_CALLS between start and stop) and `bytes`,
+ * every byte it must move (read or written), over that time. */
 static void report_bandwidth(const char *what, dl_dtype t, double bytes, cudaEvent_t start, cudaEvent_t stop)
 {
+  const char *device;
+  const double peak = device_peak(&device);
   float ms = 0;
+  double rate;
   GPU_OR_EXIT(cudaEventSynchronize(stop));
   GPU_OR_EXIT(cudaEventElapsedTime(&ms, start, stop));
   ms /= TIMED_CALLS;
-  printf("bandwidth: %s (%s): %.1f us a call, %.0f GB/s read = %.0f%% of an H100's 3.35 TB/s\n", what, type_name(t),
-         ms * 1e3, bytes / (ms * 1e-3) / 1e9, 100.0 * bytes / (ms * 1e-3) / 3.35e12);
+  rate = bytes / (ms * 1e-3);
+  printf("bandwidth: %s (%s): %.1f us a call, %.1f MB moved, %.0f GB/s", what, type_name(t), ms * 1e3, bytes / 1e6,
+         rate / 1e9);
+  if (peak > 0)
+    printf(" = %.0f%% of the %s's %.0f GB/s (memory clock x bus width x 2)\n", 100.0 * rate / peak, device,
+           peak / 1e9);
+  else
+    printf(" on the %s\n", device);
 }
 
 static void check_same_bits(const char *what, const float *first, const float *second, size_t n)
@@ -345,16 +420,21 @@ static void test_column_sum_large(dl_dtype t, int cols)
   for (int i = 0; i < TIMED_CALLS; i++)
     GPU_OR_EXIT(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
   GPU_OR_EXIT(cudaEventRecord(stop, 0));
-  report_bandwidth(what, t, (double)n * dl_dtype_bytes(t), start, stop);
+  /* x read; the partials written (stage 1) and read (stage 2); the sums written */
+  report_bandwidth(what, t, (double)n * dl_dtype_bytes(t) + 2.0 * dl_column_partials_bytes(rows, cols) + 4.0 * cols,
+                   start, stop);
   cudaEventDestroy(start), cudaEventDestroy(stop);
   cudaFree(d_x), cudaFree(d_sum), cudaFree(d_again), cudaFree(d_partials);
   free(x), free(want), free(x_act), free(got), free(again), free(sums);
 }
 
 /* LayerNorm's weight and bias gradients (and its dinp, not checked here:
- * test_layernorm does) from given statistics; the time is the whole
- * backward's, its bytes those the gradients read (dout, inp); then the
- * forward's time, its bytes the fp32 stream it reads. */
+ * test_layernorm does) from given statistics; then the time of the whole
+ * backward as the model calls it (the act copy of dinp in 16 bits) and
+ * the bytes it moves: per element, x (fp32), dout (act) and dinp (fp32)
+ * read, dinp written and its act copy (bf16: 4 + 2 + 4 + 4 + 2 = 16 bytes;
+ * fp32, no copy: 16), plus the statistics, w, the partials written and
+ * read and dw, db added to; then the forward's (x read, out written). */
 static void test_layernorm_params_large(dl_dtype t, int C)
 {
   const int BT = BIG_ROWS;
@@ -364,6 +444,8 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   double *sum_w = calloc((size_t)C, sizeof(double)), *sum_b = calloc((size_t)C, sizeof(double));
   float *d_inp = device_from(inp, n, DL_F32), *d_dinp = device_from(NULL, n, DL_F32);
   void *d_dout = device_from(dout, n, t), *d_out = device_from(NULL, n, t);
+  void *d_dinp_act = t == DL_F32 ? NULL : device_from(NULL, n, t); /* as the model: a copy in 16 bits only */
+  const double partial_bytes = (double)dl_column_partials_bytes(BT, 2 * C);
   float *d_w = device_from(w, C, DL_F32), *d_dw = device_from(NULL, C, DL_F32), *d_db = device_from(NULL, C, DL_F32);
   float *d_partials = device_from(NULL, dl_column_partials_bytes(BT, 2 * C) / sizeof(float), DL_F32);
   float *inp_act = host_from(d_inp, n, DL_F32), *dout_act = host_from(d_dout, n, t), *d_mean, *d_rstd;
@@ -407,18 +489,24 @@ static void test_layernorm_params_large(dl_dtype t, int C)
   GPU_OR_EXIT(cudaEventCreate(&stop));
   GPU_OR_EXIT(cudaEventRecord(start, 0));
   for (int i = 0; i < TIMED_CALLS; i++)
-    GPU_OR_EXIT(dl_layernorm_bwd(d_dinp, NULL, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
+    GPU_OR_EXIT(
+        dl_layernorm_bwd(d_dinp, d_dinp_act, d_dw, d_db, d_dout, d_inp, d_w, d_mean, d_rstd, BT, C, d_partials, t, 0));
   GPU_OR_EXIT(cudaEventRecord(stop, 0));
-  snprintf(what[0], sizeof(what[0]), "layernorm backward %d x %d (rows and parameters)", BT, C);
-  report_bandwidth(what[0], t, n * (dl_dtype_bytes(t) + sizeof(float)), start, stop);
+  snprintf(what[0], sizeof(what[0]), "layernorm backward %d x %d (dinp%s, dw, db)", BT, C,
+           d_dinp_act ? " and its act copy" : "");
+  report_bandwidth(what[0], t,
+                   n * (3.0 * sizeof(float) + dl_dtype_bytes(t) + (d_dinp_act ? dl_dtype_bytes(t) : 0)) +
+                       2.0 * partial_bytes + 8.0 * BT + 4.0 * C + 16.0 * C,
+                   start, stop);
   GPU_OR_EXIT(cudaEventRecord(start, 0));
   for (int i = 0; i < TIMED_CALLS; i++) /* (overwrites the statistics: last) */
     GPU_OR_EXIT(dl_layernorm_fwd(d_out, d_mean, d_rstd, d_inp, d_w, d_w, BT, C, 1e-6f, t, 0));
   GPU_OR_EXIT(cudaEventRecord(stop, 0));
-  snprintf(what[0], sizeof(what[0]), "layernorm forward %d x %d (the fp32 stream read)", BT, C);
-  report_bandwidth(what[0], t, n * sizeof(float), start, stop);
+  snprintf(what[0], sizeof(what[0]), "layernorm forward %d x %d", BT, C);
+  report_bandwidth(what[0], t, n * (sizeof(float) + dl_dtype_bytes(t)) + 8.0 * BT + 8.0 * C, start, stop);
   cudaEventDestroy(start), cudaEventDestroy(stop);
   cudaFree(d_out), cudaFree(d_inp), cudaFree(d_dout), cudaFree(d_dinp), cudaFree(d_w), cudaFree(d_dw), cudaFree(d_db);
+  cudaFree(d_dinp_act);
   cudaFree(d_partials), cudaFree(d_mean), cudaFree(d_rstd);
   free(inp), free(dout), free(w), free(mean), free(rstd), free(want_w), free(want_b), free(sum_w), free(sum_b);
   free(inp_act), free(dout_act);
@@ -479,9 +567,12 @@ static void test_attention_stack(void)
   printf("ok: the attention kernels need %zu bytes of local memory per thread\n", bytes);
 }
 
-int main(void)
+/* --small: the small shapes only (under compute-sanitizer, which runs
+ * kernels tens of times slower): not the large reductions. */
+int main(int argc, char **argv)
 {
   const dl_dtype types[3] = {DL_F32, DL_BF16, DL_F16};
+  const bool small = argc > 1 && strcmp(argv[1], "--small") == 0;
   dl_blas *blas, *plain;
   require_gpu();
   GPU_OR_EXIT(dl_blas_create(&blas, 32u << 20, 0));
@@ -490,15 +581,18 @@ int main(void)
   for (int i = 0; i < 3; i++) {
     test_gemms(blas, 0, types[i]);
     test_gemms(plain, 1, types[i]);
-    test_layernorm(types[i], 96);
-    test_layernorm(types[i], 98);
+    test_layernorm(types[i], 37, 96);
+    test_layernorm(types[i], 37, 98);
+    test_layernorm(types[i], 300, 384);
+    test_layernorm(types[i], 300, 1024);
+    test_layernorm(types[i], 40, 1536);
     test_pointwise(types[i]);
     test_attention(types[i], 150, 48);  /* the base config's head size; partial tiles */
     test_attention(types[i], 70, 128);  /* the mp config's head size */
     test_adam(types[i]);
     test_layout_ops(types[i]);
   }
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 3 && !small; i++) {
     test_column_sum_large(types[i], 384);  /* base embed: proj, fc2, patch bias */
     test_column_sum_large(types[i], 1536); /* base MLP: fc1 bias */
     test_column_sum_large(types[i], 3072); /* 3 x 1024: mp's q, k, v biases side by side */

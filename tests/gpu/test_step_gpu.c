@@ -12,7 +12,11 @@
  *  - write_tensor's weights are the ones the next work on the GPU reads:
  *    two weight sets written alternately from one host buffer, poisoned
  *    (NaN) as soon as each write returns, each followed at once by a
- *    validation batch, give each set's own loss every time.
+ *    validation batch, give each set's own loss every time;
+ *  - recompute: gelu (GELU's output recomputed in the backward) against
+ *    none (kept): one step's gradients bit for bit in fp32 (the same exact
+ *    kernel twice), within 2e-2 in bf16 (the epilogue's tanh GELU again,
+ *    from the pre-activation rounded to bf16).
  * Skips without a GPU. */
 #include "config.h"
 
@@ -41,6 +45,28 @@ static void compare_gradients(pair *p, const float *inp, const float *tgt)
   }
   check_tensors("fp32 step: gradients", p->gpu, p->cpu, TENSOR_GRADS, 1e-4);
   check_value("fp32 step: loss", window_loss(p->gpu), window_loss(p->cpu), 1e-5);
+}
+
+static void compare_recompute(dlpar_ctx *ctx, const char *amp, double bound, const float *inp, const float *tgt)
+{
+  config_set set;
+  char amp_arg[32], what[96];
+  char *overrides[3] = {amp_arg, "--tf32=false", "--recompute=gelu"};
+  model *recomputed, *kept;
+  snprintf(amp_arg, sizeof(amp_arg), "--amp_mode=%s", amp);
+  load_config(&set, "test", overrides, 3);
+  recomputed = make_model(ctx, &set.cfg, 1);
+  overrides[2] = "--recompute=none";
+  load_config(&set, "test", overrides, 3);
+  kept = make_model(ctx, &set.cfg, 1);
+  if (recomputed->ops->forward_backward(recomputed, inp, tgt) || kept->ops->forward_backward(kept, inp, tgt)) {
+    fprintf(stderr, "test_step_gpu: %s %s\n", recomputed->error, kept->error);
+    exit(1);
+  }
+  snprintf(what, sizeof(what), "%s step: gradients, GELU recomputed vs kept", amp);
+  check_tensors(what, recomputed, kept, TENSOR_GRADS, bound);
+  recomputed->ops->destroy(recomputed);
+  kept->ops->destroy(kept);
 }
 
 static void evaluate(model *m, const float *inp, const float *tgt)
@@ -137,6 +163,8 @@ int main(void)
       check_value(what, window_loss(bf16.gpu), window_loss(bf16.cpu), 2e-2);
     }
     check_write_ordering(bf16.gpu, inp, tgt);
+    compare_recompute(ctx, "none", 0, inp, tgt);
+    compare_recompute(ctx, "bf16", 2e-2, inp, tgt);
     free(inp);
     free(tgt);
   }

@@ -10,9 +10,12 @@
 #    rounding forward; test_fp32_gpu holds one step to 1e-5); with
 #    cuda_graph: true the same losses as eager within 1e-6;
 #  - a checkpoint written on the GPU and --resume: the uninterrupted run's
-#    losses bit for bit in fp32 and in bf16 with attention: reference (both
-#    deterministic); with cuDNN's attention, whose backward is not
-#    bit-reproducible run to run (as PyTorch says of it), within 2e-2;
+#    losses bit for bit in fp32 (dlpar's tensor-core attention), in bf16
+#    with attention: reference and in bf16 with deterministic: true (cuDNN's
+#    deterministic plans, or the reference kernels where it has none: the
+#    start-up line says which); with cuDNN's default attention, whose
+#    backward is not bit-reproducible run to run (as PyTorch says of it),
+#    within 2e-2;
 #  - the tutorial's mp (embed 1024, head 128, 4050 tokens) and mp_patch4
 #    (16200 tokens) shapes end to end at depth 2, cuDNN's attention chosen;
 #  - the base model at its full depth (12 blocks, 4050 tokens), batch 2, 48
@@ -102,6 +105,12 @@ out=$(train cuda bf16ref --amp_mode=bf16 --attention=reference)
 expect_rc "bf16 with the reference attention" $? 0
 resume bf16refsplit --amp_mode=bf16 --attention=reference
 expect_eq "bf16, reference attention: resumed losses bit for bit" "$(losses bf16refsplit)" "$(losses bf16ref)"
+out=$(train cuda bf16det --amp_mode=bf16 --deterministic=true)
+expect_rc "bf16, deterministic: true" $? 0
+expect_contains "bf16, deterministic: true: the start-up line" "$out" ", deterministic"
+grep -o 'attention: [^,]*' <<<"$out" | head -n 1 | sed 's/^/bf16, deterministic: true: /'
+resume bf16detsplit --amp_mode=bf16 --deterministic=true
+expect_eq "bf16, deterministic: true: resumed losses bit for bit" "$(losses bf16detsplit)" "$(losses bf16det)"
 resume bf16split --amp_mode=bf16
 expect_below "bf16, cuDNN: resumed losses" "$(max_rel "$(losses bf16split)" "$(losses bf16)")" 2e-2 24
 [ "$(losses bf16split)" = "$(losses bf16)" ] && echo "bf16, cuDNN: the resumed run's losses are bit for bit" ||

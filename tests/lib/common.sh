@@ -49,25 +49,27 @@ finish() {
 
 # The shared bed: 2 emulated nodes, the freshly built plugin (required), the
 # bed's synthetic topology (2 sockets x 1 core, 2 GPUs + 1 HCA each).
-# use_bed [private] [any]: private: a bed of this test's own (it stops when
-# the test ends), whose plugstack.conf the test may rewrite. On a Slurm
+# use_bed [private] [any] [plugstack=FILE]: private: a bed of this test's own
+# (it stops when the test ends), whose plugstack.conf the test may rewrite;
+# plugstack=FILE: its PlugStackConfig is FILE, as the test made it (private). On a Slurm
 # without mpi/pmix (dlpar-bed has-pmix) a bed test SKIPs unless it says
 # `any` (it runs no PMIx program): the plugin refuses --dl-parallel there
 # (it needs PMIx; spank_options.sh checks that refusal with --mpi=none),
 # and no PMIx program starts under srun.
 use_bed() {
-  local out rc state=$DLPAR_BUILDDIR/tests/.bed owner=${DLPAR_CHECK_OWNER:-$PPID} need_pmix=yes arg
+  local out rc state=$DLPAR_BUILDDIR/tests/.bed owner=${DLPAR_CHECK_OWNER:-$PPID} need_pmix=yes arg plugstack=()
   for arg in "$@"; do
     case $arg in
       private) state=$TEST_TMP/bed owner=$$ ;;
       any) need_pmix=no ;;
+      plugstack=*) state=$TEST_TMP/bed owner=$$ plugstack=(--plugstack "${arg#plugstack=}") ;;
     esac
   done
   [ $need_pmix = no ] || "$DLPAR_SRCDIR/tests/testbed/dlpar-bed" has-pmix ||
     skip "this Slurm ($(srun --version 2>/dev/null | head -n 1)) has no mpi/pmix plugin, so no PMIx program starts under srun (Debian testing's slurm-wlm 26.05 is built without it: Slurm builds mpi/pmix against PMIx majors 2 to 6, Debian testing ships PMIx 7)"
   out=$("$DLPAR_SRCDIR/tests/testbed/dlpar-bed" ensure --state "$state" --owner "$owner" \
         --plugin "$DLPAR_BUILDDIR/spank/.libs/spank_dlpar.so" \
-        --plugin-args "$BED_TOPOLOGY" \
+        --plugin-args "$BED_TOPOLOGY" "${plugstack[@]}" \
         --share "$DLPAR_BUILDDIR" --share "$DLPAR_SRCDIR" 2>"$TEST_TMP/bed.err")
   rc=$?
   [ $rc = 77 ] && skip "$(cat "$TEST_TMP/bed.err")"
@@ -90,6 +92,13 @@ bed_settle() {
 srun() { bed_settle; command srun "$@"; }
 salloc() { bed_settle; command salloc "$@"; }
 sbatch() { bed_settle; command sbatch "$@"; }
+
+# guide_commands FILE [KIND]: the "$ " commands of a guide's ```sh blocks,
+# or of its ```sh KIND blocks (doc/admin.md: build and node, the commands an
+# admin runs as root, which tests/testbed/trixie deb-check runs in its roots)
+guide_commands() {
+  awk -v fence="\`\`\`sh${2:+ $2}" '$0 == fence { inside = 1; next } /^```/ { inside = 0 } inside && /^\$ / { print substr($0, 3) }' "$1"
+}
 
 # Grid membership as dlpar-hello prints it: tp_members M R, dp_members M D R
 tp_members() {

@@ -21,4 +21,5 @@ rc=$?
 cat "$TEST_TMP/out"
 expect_rc "test_sdpa_plan" "$rc" 0
 expect_contains "the base shape's backward" "$(cat "$TEST_TMP/out")" "S 4050 D 48 bf16 backward"
+expect_contains "the base shape's deterministic backward" "$(cat "$TEST_TMP/out")" "S 4050 D 48 bf16 deterministic backward"
 finish

@@ -250,6 +250,14 @@ static void test_gelu_softmax(rng *r)
   gelu_fwd_f64(p.out, x, n);
   gelu_fwd_f32(out32, to_f32(x, n), n);
   CHECK_REL("gelu f32 vs f64", rel_error_f32(out32, p.out, n), 1e-5);
+  {
+    double *tanh64 = scratch_alloc(n * 8, false); /* cuBLASLt's epilogue's GELU, recomputed in the backward */
+    gelu_tanh_fwd_f64(tanh64, x, n);
+    gelu_tanh_fwd_f32(out32, to_f32(x, n), n);
+    CHECK_REL("gelu tanh f32 vs f64", rel_error_f32(out32, tanh64, n), 1e-5);
+    CHECK_REL("gelu tanh approximation vs exact", rel_error_f64(tanh64, p.out, n), 1e-3);
+    CHECK(rel_error_f64(tanh64, p.out, n) > 1e-6); /* an approximation, not the exact GELU again */
+  }
   softmax_fwd_f64(p.out, x, p.rows, p.cols);
   softmax_bwd_f64(dx, p.out, p.r, p.rows, p.cols);
   check_fd("softmax dinp", softmax_objective, x, dx, n, &p, r);

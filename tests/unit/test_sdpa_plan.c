@@ -6,10 +6,13 @@
  * (a stand-in for the GPU this machine lacks), and cuDNN picks engines and
  * compiles their kernels with NVRTC; loading a kernel is where the stub
  * driver stops, which counts as compiled. Shapes: the ViT's (4050 tokens,
- * head 48 in bf16, head 128 in fp16), an odd token count, and head 44,
- * which cuDNN must refuse (dlpar-train then stops, naming attention: reference). Each plannable
- * shape costs two NVRTC compiles, 2-11 s on a busy 2-core machine: three
- * of them keep the test near 30 s. */
+ * head 48 in bf16, head 128 in fp16), an odd token count, head 44, which
+ * cuDNN must refuse (dlpar-train then stops, naming attention: reference),
+ * and the base shape's deterministic plans (deterministic: true: dQ
+ * written directly, engines not marked NONDETERMINISTIC; on an H100 those
+ * are the same fused engines). Each plannable shape costs two NVRTC
+ * compiles, 1-11 s on a busy 2-core machine: four of them keep the test
+ * under a minute. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <time.h>
 
@@ -29,6 +32,7 @@ static const char H100_PROPS[] =
 typedef struct {
   int B, N, NH, HD;
   dl_dtype act;
+  int deterministic; /* deterministic: true's plans */
   int plannable;
 } shape;
 
@@ -49,11 +53,11 @@ static void check_shape(const shape *s)
   static const char *direction[2] = {"forward", "backward"};
   dl_sdpa_check_result r;
   const double t0 = now();
-  const int rc = dl_sdpa_check(H100_PROPS, s->B, s->N, s->NH, s->HD, s->act, &r);
+  const int rc = dl_sdpa_check(H100_PROPS, s->B, s->N, s->NH, s->HD, s->act, s->deterministic, &r);
   CHECK_INT(rc, 0);
   for (int d = 0; d < 2; d++) {
-    printf("B %d H %d S %d D %d %s %s: %d engine configs, %s (%s)\n", s->B, s->NH, s->N, s->HD, dtype_name(s->act),
-           direction[d], r.configs[d], r.compiled[d] ? "compiled" : "no plan",
+    printf("B %d H %d S %d D %d %s%s %s: %d engine configs, %s (%s)\n", s->B, s->NH, s->N, s->HD, dtype_name(s->act),
+           s->deterministic ? " deterministic" : "", direction[d], r.configs[d], r.compiled[d] ? "compiled" : "no plan",
            r.status[d] ? dl_status_string(r.status[d]) : "planned");
     if (s->plannable) {
       CHECK(r.configs[d] > 0);
@@ -69,10 +73,11 @@ static void check_shape(const shape *s)
 int main(void)
 {
   static const shape shapes[] = {
-      {2, 4050, 8, 48, DL_BF16, 1},  /* base */
-      {2, 4050, 8, 128, DL_F16, 1},  /* mp: head 128 */
-      {2, 1013, 8, 48, DL_F16, 1},   /* odd token count */
-      {2, 4050, 8, 44, DL_BF16, 0},  /* head not a multiple of 8: refused */
+      {2, 4050, 8, 48, DL_BF16, 0, 1},  /* base */
+      {2, 4050, 8, 128, DL_F16, 0, 1},  /* mp: head 128 */
+      {2, 1013, 8, 48, DL_F16, 0, 1},   /* odd token count */
+      {2, 4050, 8, 44, DL_BF16, 0, 0},  /* head not a multiple of 8: refused */
+      {2, 4050, 8, 48, DL_BF16, 1, 1},  /* base, deterministic: true */
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     check_shape(&shapes[i]);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_train_args.c: dlpar-train's command line (trainer/args.c)
  * and the tutorial's keys it feeds (trainer/train_config.c): both value
- * forms, bare booleans, aliases, --data given twice, one-line refusals, and
- * the tutorials' verbatim YAML files (etc/tutorial) loading with the flags. */
+ * forms, bare booleans, aliases, --data given twice, one-line refusals, the
+ * tutorials' verbatim YAML files (etc/tutorial) loading with the flags, and
+ * the GPU attention a config resolves to (deterministic, tf32, recompute). */
 #include "config.h"
 
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include "common/status.h"
 #include "tests/unit/check.h"
 #include "trainer/args.h"
+#include "trainer/model.h"
 #include "trainer/train_config.h"
 
 /* Parses a NULL-terminated argument list (argv[0] added). */
@@ -62,7 +64,7 @@ static void test_forms(void)
   args_free(&a);
 }
 
-/* --data twice: 12 overrides (the old fixed slots overflowed), the last wins. */
+/* --data twice: 12 overrides (more than a fixed table of slots would hold), the last wins. */
 static void test_data_twice(void)
 {
   train_args a;
@@ -135,11 +137,61 @@ static void test_tutorial_yaml(void)
         !config_key_is_bool("num_epochs") && config_is_key("bucket_cap_mb"));
 }
 
+/* The attention each precision, attention key, tf32 and deterministic
+ * resolve to, and the start-up line's words for it. */
+static void test_attention_choice(void)
+{
+  const char *srcdir = getenv("DLPAR_SRCDIR") ? getenv("DLPAR_SRCDIR") : ".";
+  static const struct {
+    const char *overrides[3];
+    attention_kernels kernels;
+    int passes;
+    bool deterministic;
+    const char *said;
+  } cases[] = {
+      {{"--amp_mode=bf16", "--attention=cudnn", "--deterministic=false"}, ATTENTION_CUDNN, 0, false, "cuDNN 9.19.0"},
+      {{"--amp_mode=bf16", "--attention=cudnn", "--deterministic=true"}, ATTENTION_CUDNN, 0, true,
+       "cuDNN 9.19.0 (deterministic plans)"},
+      {{"--amp_mode=fp16", "--attention=reference", "--deterministic=true"}, ATTENTION_FMA, 0, false,
+       "reference kernels"},
+      {{"--amp_mode=none", "--attention=cudnn", "--tf32=false"}, ATTENTION_TENSOR_CORES, 3, false,
+       "dlpar's tensor-core kernels (3xTF32, fp32-accurate)"},
+      {{"--amp_mode=none", "--attention=cudnn", "--allow_tf32=true"}, ATTENTION_TENSOR_CORES, 1, false,
+       "dlpar's tensor-core kernels (TF32)"},
+      {{"--amp_mode=none", "--attention=reference", "--deterministic=true"}, ATTENTION_FMA, 0, false,
+       "reference kernels"},
+  };
+  char path[4096], err[512], said[128];
+  config_set set;
+  snprintf(path, sizeof(path), "%s/etc/vit.yaml", srcdir);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    attention_choice c;
+    CHECK_INT(config_load(&set, path, "base", (char *const *)cases[i].overrides, 3, err, sizeof(err)), DLPAR_OK);
+    c = attention_resolve(&set.cfg);
+    CHECK_INT(c.kernels, cases[i].kernels);
+    CHECK_INT(c.passes, cases[i].passes);
+    CHECK_INT(c.deterministic, cases[i].deterministic);
+    attention_describe(&c, "9.19.0", said, sizeof said);
+    CHECK_STR(said, cases[i].said);
+  }
+  CHECK_INT(attention_without_cudnn().kernels, ATTENTION_FMA); /* deterministic: true, no cuDNN plan */
+  /* recompute: gelu by default; none keeps GELU's output; anything else refused in one line */
+  CHECK_INT(config_load(&set, path, "base", NULL, 0, err, sizeof(err)), DLPAR_OK);
+  CHECK_STR(set.cfg.recompute, "gelu");
+  {
+    char *bad[] = {"--recompute=all"};
+    CHECK_INT(config_load(&set, path, "base", bad, 1, err, sizeof(err)), DLPAR_OK);
+    CHECK_INT(config_check(&set, 1, 1, err, sizeof(err)), DLPAR_ERR_INPUT);
+    CHECK(strstr(err, "recompute=all: expected gelu") != NULL);
+  }
+}
+
 int main(void)
 {
   test_forms();
   test_data_twice();
   test_refusals();
   test_tutorial_yaml();
+  test_attention_choice();
   return check_report("test_train_args");
 }
