@@ -19,6 +19,9 @@
 #include <unistd.h>
 #define ZLIB_CONST /* next_in is const */
 #include <zlib.h>
+#ifdef HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -495,7 +498,8 @@ static int pread_rows(const era5_data *d, int year, long idx, long t, int c, int
   return rc;
 }
 
-/* The first `want` bytes a zlib stream (HDF5's deflate) inflates to. */
+/* The first `want` bytes a zlib stream (HDF5's deflate) inflates to, by
+ * zlib, which can stop there. DLPAR_ERR_INPUT for a damaged stream. */
 static int inflate_prefix(const unsigned char *src, size_t src_bytes, unsigned char *dst, size_t want)
 {
   z_stream z;
@@ -510,6 +514,30 @@ static int inflate_prefix(const unsigned char *src, size_t src_bytes, unsigned c
   zrc = inflate(&z, Z_FINISH);
   inflateEnd(&z);
   return (zrc == Z_STREAM_END || zrc == Z_BUF_ERROR) && z.total_out == want ? DLPAR_OK : DLPAR_ERR_INPUT;
+}
+
+/* At least the first `want` bytes of the stream, into dst of `capacity`
+ * bytes (the whole chunk's). libdeflate inflates about twice as fast as
+ * zlib but only whole streams, so it takes the chunks wanted past their
+ * half (a chunk's later time steps, every shuffled one), zlib the
+ * prefixes; without libdeflate, zlib all. */
+static int inflate_chunk(const unsigned char *src, size_t src_bytes, unsigned char *dst, size_t want, size_t capacity)
+{
+#ifdef HAVE_LIBDEFLATE
+  struct libdeflate_decompressor *decompressor;
+  enum libdeflate_result result;
+  size_t got = 0;
+  if (2 * want <= capacity)
+    return inflate_prefix(src, src_bytes, dst, want);
+  if (!(decompressor = libdeflate_alloc_decompressor()))
+    return DLPAR_ERR_SYSTEM;
+  result = libdeflate_zlib_decompress(decompressor, src, src_bytes, dst, capacity, &got);
+  libdeflate_free_decompressor(decompressor);
+  return result == LIBDEFLATE_SUCCESS && got >= want ? DLPAR_OK : DLPAR_ERR_INPUT;
+#else
+  (void)capacity;
+  return inflate_prefix(src, src_bytes, dst, want);
+#endif
 }
 
 /* Floats [from, from + n) of a byte-shuffled chunk of `elements` floats
@@ -547,13 +575,17 @@ static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, i
     return rc;
   if (deflated) {
     unpacked = (const unsigned char *)whole;
-    rc = inflate_prefix(stored, k->stored[n], (unsigned char *)whole,
-                        sizeof(float) * (shuffled ? slice * (size_t)k->shape[0] : from + want));
-    if (rc != DLPAR_OK) {
+    rc = inflate_chunk(stored, k->stored[n], (unsigned char *)whole,
+                       sizeof(float) * (shuffled ? slice * (size_t)k->shape[0] : from + want),
+                       sizeof(float) * slice * (size_t)k->shape[0]);
+    if (rc == DLPAR_ERR_SYSTEM)
+      snprintf(err, errlen, "%s: sample %ld, reading fields[%ld]: out of memory for an inflater (free memory, or "
+               "lower DLPAR_DATA_READERS)", dlpar_show(d->files[year]).text, idx, t);
+    else if (rc != DLPAR_OK)
       snprintf(err, errlen, "%s: sample %ld, reading fields[%ld]: the chunk at byte %lld does not inflate (the file "
                "is damaged: copy or regenerate it)", dlpar_show(d->files[year]).text, idx, t, k->offset[n]);
+    if (rc != DLPAR_OK)
       return rc;
-    }
   }
   if (shuffled)
     unshuffle(unpacked, slice * (size_t)k->shape[0], from, want, stage);

@@ -10,8 +10,9 @@ trainer_libdlpar_trainer_la_SOURCES = \
 	trainer/model.h trainer/model_common.c trainer/model_cpu.c trainer/checkpoint.c trainer/checkpoint.h \
 	trainer/metrics.c trainer/metrics.h trainer/progress.c trainer/progress.h \
 	trainer/args.c trainer/args.h
-trainer_libdlpar_trainer_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(YAML_CFLAGS) $(PTHREAD_CFLAGS)
-trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la libdlpar/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) -lz -lm
+trainer_libdlpar_trainer_la_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(YAML_CFLAGS) $(PTHREAD_CFLAGS) \
+	$(LIBDEFLATE_CFLAGS)
+trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la libdlpar/libdlpar.la $(HDF5_LIBS) $(YAML_LIBS) $(LIBDEFLATE_LIBS) -lz -lm
 # What links the trainer's code: common/ too, which libdlpar.so keeps to itself.
 TRAINER_LIBS = trainer/libdlpar_trainer.la common/libdlpar_common.la
 
