@@ -260,6 +260,12 @@ int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **out, cha
     snprintf(err, errlen, "cannot create a directory in %s: %s (set TMPDIR)", tmp, strerror(errno));
     return DLPAR_ERR_SYSTEM;
   }
+  /* PMIx 5's shared-memory store (gds/shmem2) leaves its segment files in
+   * TMPDIR, outside the run's directory, when ranks abort
+   * (pmix-gds-shmem2.HOST-NSPACE.jobdata.PID, on the Debian 13 bed); one
+   * machine's ranks need no such store: the hash one (the ranks inherit
+   * it), unless the user chose. */
+  setenv("PMIX_MCA_gds", "hash", 0);
   PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, server->tmpdir, PMIX_STRING);
   PMIX_INFO_LOAD(&info[1], PMIX_SERVER_TOOL_SUPPORT, &no, PMIX_BOOL);
   rc = PMIx_server_init(&module, info, 2);
