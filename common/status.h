@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* common/status.h: the status codes every dlpar function returns (their
- * one home is the installed libdlpar/dlpar_status.h, so a program built
- * against the library sees the same), and the one-line error buffer convention (messages name the
- * problem and the fix, without the "dlpar: " prefix, which the printing
- * caller adds). */
+ * one home is include/dlpar/dlpar_status.h, the bottom floor every
+ * directory includes and libdlpar installs, so a program built against the
+ * library sees the same), and the one-line error buffer convention
+ * (messages name the problem and the fix, without the "dlpar: " prefix,
+ * which the printing caller adds). */
 #ifndef DLPAR_STATUS_H
 #define DLPAR_STATUS_H
 
 #include <stddef.h>
 
-#include "libdlpar/dlpar_status.h"
+#include "include/dlpar/dlpar_status.h"
 
 /* Passing a status up, one call per statement (a debugger and a reader
  * see which call failed): DLPAR_TRY returns the call's status when it is

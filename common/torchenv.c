@@ -232,12 +232,15 @@ static bool same_address(const struct sockaddr *a, const struct sockaddr_storage
                 sizeof(struct in6_addr)) == 0;
 }
 
-int dlpar_route_ifname(const char *addr, char *ifname, size_t len)
+int dlpar_route_interface(const char *addr, char *ifname, size_t len)
 {
   struct sockaddr_storage local;
   struct ifaddrs *all = NULL;
-  const bool loopback_wanted = dlpar_is_loopback(addr);
+  bool loopback_wanted;
   int rc = DLPAR_ERR_SYSTEM;
+  if (!addr || !ifname || len == 0)
+    return DLPAR_ERR_INPUT;
+  loopback_wanted = dlpar_is_loopback(addr);
   if (source_address(addr, &local) != DLPAR_OK || getifaddrs(&all) != 0)
     return DLPAR_ERR_SYSTEM;
   for (const struct ifaddrs *ifa = all; ifa; ifa = ifa->ifa_next) {

@@ -72,10 +72,12 @@ bool dlpar_is_loopback(const char *addr);
 
 /* The local interface whose address the kernel would send from to reach
  * addr (a numeric IPv4 or IPv6 address): DLPAR_OK and its name, or
- * DLPAR_ERR_SYSTEM. A loopback interface (IFF_LOOPBACK) is the answer only
- * for a loopback addr: a node's own address held on lo is no interface
- * towards it for the other nodes. */
-int dlpar_route_ifname(const char *addr, char *ifname, size_t len);
+ * DLPAR_ERR_SYSTEM (DLPAR_ERR_INPUT for a NULL or empty argument). A
+ * loopback interface (IFF_LOOPBACK) is the answer only for a loopback addr:
+ * a node's own address held on lo is no interface towards it for the other
+ * nodes. libdlpar exports it (dlpar.h); the plugin and dlpar-run call it
+ * here. */
+int dlpar_route_interface(const char *addr, char *ifname, size_t len);
 
 /* host's address as text (numeric already: itself; else the first IPv4,
  * then IPv6 address it resolves to): DLPAR_OK, or DLPAR_ERR_SYSTEM. */

@@ -83,11 +83,6 @@ void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, si
     snprintf(out + used, len - used, ")");
 }
 
-int dlpar_route_interface(const char *addr, char *ifname, size_t len)
-{
-  return addr && ifname && dlpar_route_ifname(addr, ifname, len) == DLPAR_OK ? 0 : -1;
-}
-
 const char *dlpar_backend_name(dlpar_backend backend)
 {
   switch (backend) {

@@ -209,6 +209,8 @@ static int default_timeouts(dlpar_ctx *ctx)
     ctx->rendezvous_timeout = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * ctx->info.size;
   if (ctx->collective_timeout <= 0)
     ctx->collective_timeout = DLPAR_COLLECTIVE_TIMEOUT_BASE + DLPAR_COLLECTIVE_TIMEOUT_PER_RANK * ctx->info.size;
+  ctx->info.rendezvous_timeout_s = ctx->rendezvous_timeout;
+  ctx->info.collective_timeout_s = ctx->collective_timeout;
   return DLPAR_OK;
 }
 
@@ -340,6 +342,8 @@ int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out)
     return DLPAR_ERR_SYSTEM;
   DLPAR_TRY(option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
                            DLPAR_RENDEZVOUS_TIMEOUT_BASE, &ctx->rendezvous_timeout));
+  DLPAR_TRY(option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 0,
+                           DLPAR_COLLECTIVE_TIMEOUT_BASE, &ctx->collective_timeout));
   DLPAR_TRY(import_launcher_env(ctx));
   DLPAR_TRY(dlpar_pmix_init(ctx));
   DLPAR_TRY(default_timeouts(ctx));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/internal.h: libdlpar's context and the pieces that share it:
  * context.c (the leaf: errors, sizes, names), init.c (the order of things),
- * pmixboot.c (PMIx), backend_*.c (collectives on MPI, NCCL or a single
+ * pmixboot.c (PMIx; rendezvous_diagnosis.c and mpi_init_guard.c beside it,
+ * pmix_internal.h between them), backend_*.c (collectives on MPI, NCCL or a single
  * rank), watchdog.c (timeouts, async errors, signals), abort.c (ending the
  * step), profiling.c (nsys re-exec, NVTX, profiler range), telemetry.c,
  * preflight.c and ncclid.c. Dependencies run one way: context.c calls
@@ -15,7 +16,7 @@
 #include <stdint.h>
 
 #include "common/clock.h"
-#include "libdlpar/dlpar.h"
+#include "include/dlpar/dlpar.h"
 #include "common/grid.h"
 #include "common/status.h"
 #include "common/taskenv.h"

@@ -6,7 +6,8 @@
 # (libdlpar.map) and is installed with dlpar.h and dlpar.pc.
 noinst_LTLIBRARIES += libdlpar/libdlpar_core.la
 libdlpar_libdlpar_core_la_SOURCES = \
-	libdlpar/dlpar.h libdlpar/internal.h libdlpar/context.c libdlpar/init.c libdlpar/abort.c libdlpar/procstat.c libdlpar/pmixboot.c \
+	include/dlpar/dlpar.h libdlpar/internal.h libdlpar/context.c libdlpar/init.c libdlpar/abort.c libdlpar/procstat.c libdlpar/pmixboot.c libdlpar/pmix_internal.h \
+	libdlpar/rendezvous_diagnosis.c libdlpar/mpi_init_guard.c \
 	libdlpar/collectives.c libdlpar/watchdog.c libdlpar/profiling.c libdlpar/ncclid.c libdlpar/telemetry.c \
 	libdlpar/preflight.c libdlpar/preflight.h libdlpar/preflight_measure.c libdlpar/preflight_judge.c \
 	libdlpar/links.c libdlpar/links.h \
@@ -23,9 +24,9 @@ libdlpar_libdlpar_core_la_LIBADD += -ldl # cuBLAS: loaded by the GEMM check (pre
 endif
 
 lib_LTLIBRARIES += libdlpar/libdlpar.la
-include_HEADERS += libdlpar/dlpar.h libdlpar/dlpar_status.h
+include_HEADERS += include/dlpar/dlpar.h include/dlpar/dlpar_status.h
 pkgconfig_DATA += libdlpar/dlpar.pc
-libdlpar_libdlpar_la_SOURCES = libdlpar/dlpar.h libdlpar/dlpar_status.h
+libdlpar_libdlpar_la_SOURCES = include/dlpar/dlpar.h include/dlpar/dlpar_status.h
 libdlpar_libdlpar_la_LIBADD = libdlpar/libdlpar_core.la
 libdlpar_libdlpar_la_LDFLAGS = -version-info 0:0:0 $(CUDA_LDFLAGS) $(HARDEN_LDFLAGS) $(SANITIZE_LDFLAGS) \
 	-Wl,--version-script=$(srcdir)/libdlpar/libdlpar.map

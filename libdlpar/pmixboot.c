@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/pmixboot.c: everything libdlpar asks of PMIx. Init and the job's
- * shape (size, local rank and size, every rank's host: job-level data the
- * server already holds), then the one rendezvous: each rank puts its host
- * and pid (and, as a bootstrap root of a group, an NCCL id), commits, and
- * joins one fence that carries no data (direct modex): afterwards each rank
- * gets only the keys it needs (its groups' roots' ids; its own node's pids),
- * so a node receives O(its ranks' groups' roots) bytes, not O(job size).
- * The world's roots put its ids too, but they are got only at its first
- * collective (unless asked for at init). A fence that does not complete within the timeout is
- * diagnosed (which ranks never arrived, on which hosts) and ends the step
- * with PMIx_Abort; so is an Open MPI 5 MPI_Init that does not return (the
- * init guard). */
+/* libdlpar/pmixboot.c: the PMIx exchange, everything libdlpar asks of PMIx.
+ * Init and the job's shape (size, local rank and size, every rank's host:
+ * job-level data the server already holds), then the one rendezvous: each
+ * rank puts its host and pid (and, as a bootstrap root of a group, an NCCL
+ * id), commits, and joins one fence that carries no data (direct modex):
+ * afterwards each rank gets only the keys it needs (its groups' roots' ids;
+ * its own node's pids), so a node receives O(its ranks' groups' roots)
+ * bytes, not O(job size). The world's roots put its ids too, but they are
+ * got only at its first collective (unless asked for at init). A fence that
+ * does not complete within the timeout is diagnosed
+ * (rendezvous_diagnosis.c: which ranks never arrived, on which hosts) and
+ * ends the step with PMIx_Abort; so is an Open MPI 5 MPI_Init that does not
+ * return (mpi_init_guard.c). */
 #include "config.h"
 
 #include <pmix.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/pmix_internal.h"
 #include "common/text.h"
 
 #define PMIX_TRY(ctx, call)                                                                    \
@@ -32,7 +34,7 @@
                         PMIx_Error_string(rc_));                                               \
   } while (0)
 
-static pmix_proc_t proc_of(const dlpar_ctx *ctx, pmix_rank_t rank)
+pmix_proc_t dlpar_pmix_proc(const dlpar_ctx *ctx, pmix_rank_t rank)
 {
   pmix_proc_t proc;
   PMIX_PROC_LOAD(&proc, ctx->nspace, rank);
@@ -43,7 +45,7 @@ static pmix_proc_t proc_of(const dlpar_ctx *ctx, pmix_rank_t rank)
 static int get_value(dlpar_ctx *ctx, pmix_rank_t rank, const char *key, pmix_data_type_t type,
                      pmix_value_t **value)
 {
-  const pmix_proc_t proc = proc_of(ctx, rank);
+  const pmix_proc_t proc = dlpar_pmix_proc(ctx, rank);
   pmix_status_t rc = PMIx_Get(&proc, key, NULL, 0, value);
   if (rc != PMIX_SUCCESS || !*value)
     return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Get(%s, rank %u): %s (is the PMIx server complete? "
@@ -153,15 +155,7 @@ int dlpar_pmix_init(dlpar_ctx *ctx)
 
 /* ---------------------------------------------------------------- waiting */
 
-typedef struct {
-  pthread_mutex_t lock;
-  pthread_cond_t done_cond;
-  int pending;                 /* callbacks still to come */
-  pmix_status_t status;
-  pmix_status_t *per_rank;     /* diagnosis: one status per rank */
-} waiter;
-
-static void waiter_init(waiter *w, int pending)
+void dlpar_waiter_init(dlpar_waiter *w, int pending)
 {
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->done_cond, NULL);
@@ -171,7 +165,7 @@ static void waiter_init(waiter *w, int pending)
 }
 
 /* Waits until no callback is pending or `seconds` pass; 1 if all arrived. */
-static int waiter_wait(waiter *w, double seconds)
+int dlpar_waiter_wait(dlpar_waiter *w, double seconds)
 {
   struct timespec deadline;
   int all_done;
@@ -190,250 +184,14 @@ static int waiter_wait(waiter *w, double seconds)
   return all_done;
 }
 
-static void fence_done(pmix_status_t status, void *cbdata)
+void dlpar_waiter_done(pmix_status_t status, void *cbdata)
 {
-  waiter *w = cbdata;
+  dlpar_waiter *w = cbdata;
   pthread_mutex_lock(&w->lock);
   w->status = status;
   w->pending--;
   pthread_cond_signal(&w->done_cond);
   pthread_mutex_unlock(&w->lock);
-}
-
-typedef struct {
-  waiter *w;
-  int rank;
-} probe;
-
-static void probe_done(pmix_status_t status, pmix_value_t *value, void *cbdata)
-{
-  probe *p = cbdata;
-  pthread_mutex_lock(&p->w->lock);
-  p->w->per_rank[p->rank] = status;
-  p->w->pending--;
-  pthread_cond_signal(&p->w->done_cond);
-  pthread_mutex_unlock(&p->w->lock);
-  if (value)
-    PMIX_VALUE_RELEASE(value);
-}
-
-/* After a timed-out fence: which ranks of this node never put their data?
- * Their keys are local, answered at once by this node's server (a get of
- * a remote rank's key would be a request to its node, held there while the
- * rank is missing: at scale, N probes per rank). The lowest arrived rank of
- * each node names its node's missing ranks in one line; rank 0, when its
- * node is complete, says the missing ranks are elsewhere; the others stay
- * quiet. Each aborts only after the probe window, so the lines get out. */
-#define PROBE_SECONDS 3.0
-
-/* The key a probe asks for: dlpar.host, put at the rendezvous; or, from
- * inside Open MPI 5's MPI_Init (where no rank has put that yet),
- * dlpar.started, put by each rank's init guard as soon as PMIx is up in
- * there: a rank that has it started and is held in MPI_Init as well, not
- * missing. (Whether a rank committed no such key, or never connected, PMIx
- * servers do not tell apart the same way: with every rank local, as under
- * dlpar-run, both time out.) */
-static const char *probe_key(bool in_mpi_init)
-{
-  return in_mpi_init ? "dlpar.started" : "dlpar.host";
-}
-
-static bool probe_arrived(pmix_status_t status)
-{
-  return status == PMIX_SUCCESS;
-}
-
-static void diagnose(dlpar_ctx *ctx, double waited, bool in_mpi_init, char *message, size_t len)
-{
-  const int size = ctx->info.size, me = ctx->info.rank;
-  /* the probes' callbacks may come after their window: what they touch
-   * stays allocated (a timed-out rendezvous ends the process) */
-  waiter *w = malloc(sizeof(*w));
-  probe *probes = calloc((size_t)size, sizeof(probe));
-  size_t used = 0;
-  int missing = 0, local = 0;
-  bool reporter = true;
-  const double abort_at = dlpar_now() + PROBE_SECONDS + 0.5;
-  for (int rank = 0; rank < size; rank++)
-    local += rank != me && ctx->rank_node[rank] == ctx->info.node;
-  if (w) {
-    waiter_init(w, local);
-    w->per_rank = calloc((size_t)size, sizeof(pmix_status_t));
-  }
-  if (!probes || !w || !w->per_rank) {
-    snprintf(message, len, "rank %d on %s: rendezvous timed out after %.0f s (and no memory to say which ranks are "
-             "missing)", me, ctx->info.host, waited);
-    dlpar_eprintf("dlpar: %s\n", message);
-    return;
-  }
-  for (int rank = 0; rank < size; rank++) {
-    int timeout = 2;
-    pmix_info_t info;
-    pmix_proc_t proc = proc_of(ctx, (pmix_rank_t)rank);
-    w->per_rank[rank] = PMIX_ERR_TIMEOUT;
-    if (rank == me || ctx->rank_node[rank] != ctx->info.node)
-      continue;
-    probes[rank] = (probe){w, rank};
-    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
-    if (PMIx_Get_nb(&proc, probe_key(in_mpi_init), &info, 1, probe_done, &probes[rank]) != PMIX_SUCCESS)
-      probe_done(PMIX_ERR_NOT_FOUND, NULL, &probes[rank]);
-  }
-  waiter_wait(w, PROBE_SECONDS);
-  used = (size_t)snprintf(message, len, "rank %d on %s: rendezvous timed out after %.0f s: ", me, ctx->info.host,
-                          waited);
-  pthread_mutex_lock(&w->lock);
-  for (int rank = 0; rank < size && used + 64 < len; rank++) {
-    if (rank == me || ctx->rank_node[rank] != ctx->info.node || probe_arrived(w->per_rank[rank]))
-      continue;
-    used += (size_t)snprintf(message + used, len - used, "%s%d (%s)", missing ? ", " : "rank ", rank,
-                             ctx->hosts[rank]);
-    missing++;
-  }
-  for (int rank = 0; rank < me; rank++) /* a lower arrived rank of this node reports */
-    reporter &= ctx->rank_node[rank] != ctx->info.node || !probe_arrived(w->per_rank[rank]);
-  pthread_mutex_unlock(&w->lock);
-  if (used < len)
-    snprintf(message + used, len - used, "%s",
-             missing ? " did not arrive (crashed, stuck before dlpar_init, or slow to start: see their "
-                       "output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)"
-                     : "every rank of this node arrived: the missing ranks are on other nodes, named by those "
-                       "nodes' ranks (a node none of whose ranks arrived: see the launcher's output)");
-  if (reporter && (missing || me == 0)) {
-    dlpar_eprintf("dlpar: %s\n", message);
-    fflush(stderr);
-  }
-  while (dlpar_now() < abort_at)
-    usleep(100000);
-}
-
-__attribute__((noreturn)) static void diagnose_and_abort(dlpar_ctx *ctx, double waited, bool in_mpi_init)
-{
-  char message[DLPAR_ERRLEN];
-  diagnose(ctx, waited, in_mpi_init, message, sizeof(message));
-  dlpar_pmix_abort(ctx, 1, message);
-}
-
-/* ---------------------------------------------------- Open MPI 5's MPI_Init */
-
-/* Open MPI 5's MPI_Init, which comes before libdlpar's PMIx_Init there
- * (backend_mpi.c), waits without a limit: for each rank of its node (their
- * keys) and for every rank (its closing barrier). A rank that never starts
- * holds the whole step in it. The guard bounds that wait by the rendezvous
- * timeout (unset: its default for the job's size, learnt from PMIx, which
- * Open MPI has initialised by then), then diagnoses as the rendezvous
- * does: the ranks of this node that never started are named, those held
- * in MPI_Init like this one are not. */
-struct dlpar_init_guard {
-  waiter w;
-  pthread_t thread;
-  double timeout, start;
-  double pmix_ready_at; /* when Open MPI's PMIx_Init had returned; 0: not seen */
-};
-
-#define GUARD_POLL_SECONDS 0.002
-
-/* Waits for PMIx to be up inside MPI_Init (PMIx_Initialized waits while
- * Open MPI's PMIx_Init runs): the start-up line's "PMIx ready" under Open
- * MPI 5, where the end of MPI_Init also counts the wait for other ranks.
- * false if MPI_Init returned first or the limit passed. */
-static bool guard_see_pmix(dlpar_init_guard *guard, double limit)
-{
-  while (dlpar_now() - guard->start < limit) {
-    if (PMIx_Initialized()) {
-      guard->pmix_ready_at = dlpar_now();
-      return true;
-    }
-    if (waiter_wait(&guard->w, GUARD_POLL_SECONDS))
-      return false;
-  }
-  return true;
-}
-
-/* The guard's own PMIx context (it names missing ranks), done with. */
-static void free_probe_context(dlpar_ctx *ctx)
-{
-  free(ctx->hosts);
-  free(ctx->rank_node);
-  dlpar_pmix_finalize(ctx);
-  free(ctx);
-}
-
-/* dlpar.started, for the node-mates' probes (diagnose_and_abort): put as
- * soon as PMIx is up in MPI_Init, committed by Open MPI's own commit (a
- * commit of ours before it would answer the other nodes' requests for this
- * rank's data without Open MPI's keys: MPI_Init failed so, exit 14, under
- * Slurm 24.11); committed by the guard only at the timeout, in case Open
- * MPI committed before the put. */
-static void put_started(void)
-{
-  pmix_value_t value;
-  bool started = true;
-  pmix_status_t rc;
-  PMIX_VALUE_LOAD(&value, &started, PMIX_BOOL);
-  if ((rc = PMIx_Put(PMIX_GLOBAL, "dlpar.started", &value)) != PMIX_SUCCESS)
-    dlpar_eprintf("dlpar: PMIx_Put(dlpar.started): %s: a rendezvous timeout may name this rank as "
-                  "missing\n", PMIx_Error_string(rc));
-}
-
-static void *guard_main(void *arg)
-{
-  dlpar_init_guard *guard = arg;
-  dlpar_ctx *probe_ctx;
-  double limit = guard->timeout > 0 ? guard->timeout : DLPAR_RENDEZVOUS_TIMEOUT_BASE, left;
-  pmix_status_t status;
-  if (!guard_see_pmix(guard, limit))
-    return NULL;
-  if (guard->pmix_ready_at > 0)
-    put_started();
-  left = limit - (dlpar_now() - guard->start);
-  if (waiter_wait(&guard->w, left > 0 ? left : 0))
-    return NULL;
-  probe_ctx = calloc(1, sizeof(*probe_ctx));
-  if (!probe_ctx || dlpar_pmix_init(probe_ctx) != DLPAR_OK) {
-    dlpar_eprintf("dlpar: MPI_Init has not returned after %.0f s, and PMIx cannot tell which ranks are "
-                  "missing (%s)\n", dlpar_now() - guard->start, probe_ctx ? probe_ctx->error : "out of memory");
-    dlpar_pmix_abort(probe_ctx, 1, "MPI_Init timed out");
-  }
-  if (guard->timeout <= 0)
-    limit = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * probe_ctx->info.size;
-  left = limit - (dlpar_now() - guard->start);
-  if (waiter_wait(&guard->w, left > 0 ? left : 0)) {
-    free_probe_context(probe_ctx);
-    return NULL;
-  }
-  if ((status = PMIx_Commit()) != PMIX_SUCCESS) /* dlpar.started, if Open MPI committed before it was put */
-    dlpar_eprintf("dlpar: PMIx_Commit(dlpar.started): %s: node-mates may name this rank as missing\n",
-                  PMIx_Error_string(status));
-  diagnose_and_abort(probe_ctx, dlpar_now() - guard->start, true);
-}
-
-int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out)
-{
-  dlpar_init_guard *guard = calloc(1, sizeof(*guard));
-  *out = NULL;
-  if (!guard)
-    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
-  waiter_init(&guard->w, 1);
-  guard->timeout = ctx->rendezvous_timeout;
-  guard->start = dlpar_now();
-  if (pthread_create(&guard->thread, NULL, guard_main, guard) != 0) {
-    free(guard);
-    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot start a thread to bound MPI_Init");
-  }
-  *out = guard;
-  return DLPAR_OK;
-}
-
-double dlpar_pmix_guard_stop(dlpar_init_guard *guard)
-{
-  double pmix_ready_at;
-  if (!guard)
-    return 0;
-  fence_done(PMIX_SUCCESS, &guard->w); /* MPI_Init returned: the guard's wait ends */
-  pthread_join(guard->thread, NULL);
-  pmix_ready_at = guard->pmix_ready_at;
-  free(guard);
-  return pmix_ready_at;
 }
 
 static int put_bytes(dlpar_ctx *ctx, const char *key, const void *bytes, size_t len)
@@ -479,7 +237,7 @@ static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, siz
  * the fence fails with DLPAR_ERR_TIMEOUT and the context keeps the line. */
 static int rendezvous_fence(dlpar_ctx *ctx)
 {
-  waiter *w = malloc(sizeof(*w)); /* must outlive its callback: left allocated on a timeout */
+  dlpar_waiter *w = malloc(sizeof(*w)); /* must outlive its callback: left allocated on a timeout */
   pmix_info_t info;
   pmix_status_t status;
   bool yes = true;
@@ -496,12 +254,12 @@ static int rendezvous_fence(dlpar_ctx *ctx)
     ninfo = 1;
 #endif
   }
-  waiter_init(w, 1);
-  if ((status = PMIx_Fence_nb(NULL, 0, ninfo ? &info : NULL, ninfo, fence_done, w)) == PMIX_SUCCESS &&
-      !waiter_wait(w, ctx->rendezvous_timeout)) {
+  dlpar_waiter_init(w, 1);
+  if ((status = PMIx_Fence_nb(NULL, 0, ninfo ? &info : NULL, ninfo, dlpar_waiter_done, w)) == PMIX_SUCCESS &&
+      !dlpar_waiter_wait(w, ctx->rendezvous_timeout)) {
     if (!ctx->bootstrap_only)
-      diagnose_and_abort(ctx, dlpar_now() - start, false);
-    diagnose(ctx, dlpar_now() - start, false, ctx->failed_rendezvous, sizeof(ctx->failed_rendezvous));
+      dlpar_pmix_diagnose_and_abort(ctx, dlpar_now() - start, false);
+    dlpar_pmix_diagnose(ctx, dlpar_now() - start, false, ctx->failed_rendezvous, sizeof(ctx->failed_rendezvous));
     return dlpar_fail(ctx, DLPAR_ERR_TIMEOUT, "%s", ctx->failed_rendezvous);
   }
   status = status == PMIX_SUCCESS ? w->status : status;
@@ -677,12 +435,12 @@ int dlpar_pmix_peer_pids(dlpar_ctx *ctx)
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where)
 {
   char message[DLPAR_ERRLEN];
-  waiter w;
+  dlpar_waiter w;
   if (!ctx->pmix)
     return DLPAR_OK;
-  waiter_init(&w, 1);
-  PMIX_TRY(ctx, PMIx_Fence_nb(NULL, 0, NULL, 0, fence_done, &w));
-  if (!waiter_wait(&w, ctx->rendezvous_timeout)) { /* w must outlive its callback: no return */
+  dlpar_waiter_init(&w, 1);
+  PMIX_TRY(ctx, PMIx_Fence_nb(NULL, 0, NULL, 0, dlpar_waiter_done, &w));
+  if (!dlpar_waiter_wait(&w, ctx->rendezvous_timeout)) { /* w must outlive its callback: no return */
     snprintf(message, sizeof(message), "rank %d on %s: not every rank reached %s within %.0f s (one died or is "
              "stuck: see its output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)", ctx->info.rank,
              ctx->info.host, where, ctx->rendezvous_timeout);

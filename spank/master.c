@@ -169,7 +169,7 @@ int dlpar_master_prepare(spank_t sp, bool torch_env)
     snprintf(dlpar_spank.port_warning, sizeof(dlpar_spank.port_warning), "%s", dlpar_spank.master_error);
   dlpar_spank.master_status = rc == DLPAR_WARN ? DLPAR_OK : rc;
   if (dlpar_spank.master_addr[0] &&
-      dlpar_route_ifname(dlpar_spank.master_addr, dlpar_spank.gloo_ifname, sizeof(dlpar_spank.gloo_ifname)) !=
+      dlpar_route_interface(dlpar_spank.master_addr, dlpar_spank.gloo_ifname, sizeof(dlpar_spank.gloo_ifname)) !=
           DLPAR_OK)
     dlpar_spank.gloo_ifname[0] = '\0'; /* no route found: gloo chooses */
   return dlpar_spank.master_status;

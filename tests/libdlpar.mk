@@ -29,3 +29,9 @@ tests_integration_host_collectives_LDADD = libdlpar/libdlpar_core.la
 # dlpar-run (no bed).
 dist_check_SCRIPTS += tests/unit/stop_signals.sh tests/unit/nccl_one_rank.sh
 TESTS += tests/unit/stop_signals.sh tests/unit/nccl_one_rank.sh
+# The Python module's mirrors of dlpar.h's structs, field by field, and the
+# effective timeouts it reads from dlpar_info (under dlpar-run).
+check_PROGRAMS += tests/unit/struct_layout
+tests_unit_struct_layout_SOURCES = tests/unit/struct_layout.c
+dist_check_SCRIPTS += tests/unit/python_mirror.sh
+TESTS += tests/unit/python_mirror.sh

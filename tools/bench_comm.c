@@ -17,7 +17,7 @@
 
 #include "common/clock.h"
 #include "tools/devbuf.h"
-#include "libdlpar/dlpar.h"
+#include "include/dlpar/dlpar.h"
 #include "common/text.h"
 
 typedef enum { OP_ALLREDUCE, OP_ALLGATHER, OP_REDUCE_SCATTER } bench_op;

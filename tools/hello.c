@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "tools/devbuf.h"
-#include "libdlpar/dlpar.h"
+#include "include/dlpar/dlpar.h"
 #include "common/text.h"
 
 #define MAX_GROUP 4096

@@ -109,7 +109,7 @@ static int plan_torch(launcher *l, char *err, size_t errlen)
     snprintf(err, errlen, "no free TCP port for MASTER_PORT on this machine (export MASTER_PORT, or --dl-env=none)");
     return DLPAR_ERR_SYSTEM;
   }
-  if (dlpar_route_ifname("127.0.0.1", l->gloo_ifname, sizeof(l->gloo_ifname)) != DLPAR_OK)
+  if (dlpar_route_interface("127.0.0.1", l->gloo_ifname, sizeof(l->gloo_ifname)) != DLPAR_OK)
     l->gloo_ifname[0] = '\0';
   if (dlpar_torch_names_set(kept, sizeof(kept)))
     fprintf(stderr, "dlpar-run: keeping your exported %s for every rank (unset them to get the run's; "

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "libdlpar/dlpar.h"
+#include "include/dlpar/dlpar.h"
 #include "common/status.h"
 #include "trainer/params.h"
 #include "trainer/train_config.h"

@@ -53,8 +53,8 @@ static int add_matrix(param_table *t, const char *name, long rows, long cols, pa
 /* A block's q, k and v side by side: one [3 D x D] matrix (each rank: its
  * [3 D/tp x D]) and one [3 D] bias in the flat buffer, so one GEMM makes
  * all three. Their initial values come from the streams of the PyTorch
- * state_dict's order (q.weight, q.bias, k.weight, ...), as before the
- * fusion: the same model at step 0. */
+ * state_dict's order (q.weight, q.bias, k.weight, ...): at step 0 the
+ * model of separate q, k and v projections. */
 static void add_block(param_table *t, int i, long D)
 {
   block_params *b = &t->blocks[i];

@@ -15,7 +15,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "common/text.h"
-#include "libdlpar/dlpar.h"
+#include "include/dlpar/dlpar.h"
 #include "trainer/checkpoint.h"
 #include "trainer/metrics.h"
 #include "trainer/model.h"

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "libdlpar/dlpar.h"
+#include "include/dlpar/dlpar.h"
 #include "common/status.h"
 #include "common/text.h"
 #include "trainer/args.h"

@@ -76,28 +76,23 @@
  * blocks), 224.5 KB at 128 (1 block of 8 warps). sm_90 allows 227 KB a
  * block, an A100 163: 128 dims need an H100 or later.
  *
- * Why (issue 39): PREDICTIONS from instruction counts, written before any
- * GPU ran this code; an H200 measures the truth (bench/attention-vs-torch).
- * Before, every warp split every B fragment it read (cvt.rna, sub, cvt.rna
- * an element: about 14 ALU instructions per 3 MMAs with the addressing),
- * and at 128 dims both warps of a key group computed s^T and dp^T (7
- * products' MMAs for 5). Now a B fragment is one or two loads per 3 MMAs;
- * the split is paid once per staged element (a 16-byte unit: 1 cp.async,
- * 1 load, 12 ALU, 2 stores, for the 4 or 8 warps that read it) and on the
- * fly as listed above. Counted in the PTX (loop bodies times trip counts,
- * per warp; the old kernels against these), instructions per unit of work
- * and cvt.rna among them:
- *   forward 48 dims, a 64-key tile:    ~2970 -> ~2200 (cvt ~500 -> ~190)
- *   forward 128 dims, a 64-key tile:   ~6180 -> ~3430 (cvt ~1280 -> ~320)
- *   backward 48 dims, a step:          ~6650 -> ~5100 (MMAs 720 both)
- *   backward 128 dims, a step:        ~10200 -> ~4700 (MMAs 1344 -> 960)
- * Expected on an H200 (B4 N4050 NH8, forward / backward ms, 3xTF32), time
- * taken as issue-bound as before (~0.3-0.4 IPC a scheduler) but no lower
- * than the mma.sync tensor-core bound (~0.5 MMA a clock an SM at 1.8 GHz:
- * 3.4 ms forward, 8.5 ms backward at 128 dims): base 2.80 / 8.78 -> ~2.1 /
- * ~6.7; mp 6.70 / 27.0 -> ~4.2 / ~13 (fwd + bwd ~1.6x and ~1.45x PyTorch's
- * 4.06 + 9.81 and 6.03 + 18.66). Uncertain: cvt.rna's cost in SASS (not visible here),
- * the backward's dq turns (the same as before, a larger share now) and
+ * Cost, predicted from instruction counts (bench/attention-vs-torch
+ * measures it): a B fragment is one or two loads per 3 MMAs, split once
+ * per staged element (a 16-byte unit: 1 cp.async, 1 load, 12 ALU, 2
+ * stores, for the 4 or 8 warps that read it) and on the fly as listed
+ * above; each key group computes s^T and dp^T once (5 products). Counted in
+ * the PTX (loop bodies times trip counts, per warp), instructions per unit
+ * of work and cvt.rna among them:
+ *   forward 48 dims, a 64-key tile:    ~2200 (cvt ~190)
+ *   forward 128 dims, a 64-key tile:   ~3430 (cvt ~320)
+ *   backward 48 dims, a step:          ~5100 (720 MMAs)
+ *   backward 128 dims, a step:         ~4700 (960 MMAs)
+ * On an H200 (B4 N4050 NH8, forward / backward ms, 3xTF32), issue-bound at
+ * ~0.3-0.4 IPC a scheduler but no lower than the mma.sync tensor-core
+ * bound (~0.5 MMA a clock an SM at 1.8 GHz: 3.4 ms forward, 8.5 ms
+ * backward at 128 dims): base ~2.1 / ~6.7, mp ~4.2 / ~13, against PyTorch
+ * SDPA's 4.06 / 9.81 and 6.03 / 18.66 (bench/RESULTS.md). Uncertain:
+ * cvt.rna's cost in SASS (not visible here), the backward's dq turns and
  * barrier stalls with one block of 8 warps an SM at 128 dims.
  *
  * The code is __host__ __device__ over a context (c) giving the thread's

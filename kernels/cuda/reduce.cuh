@@ -32,7 +32,7 @@
  *   column sum bf16 64800 x 3072: 398.1 MB (~120 us)
  * A warp reads 32 x 16 (fp32) or 32 x 8 (16-bit) contiguous bytes a row,
  * 4 rows unrolled: 64 (16-bit) to 128 KB (fp32) in flight per SM at 8
- * blocks an SM (the old one value a thread: 16 to 32 KB). */
+ * blocks an SM (one value a thread would keep 16 to 32 KB in flight). */
 #ifndef DLPAR_KERNELS_CUDA_REDUCE_CUH
 #define DLPAR_KERNELS_CUDA_REDUCE_CUH
 

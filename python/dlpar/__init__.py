@@ -43,6 +43,7 @@ class Info(ctypes.Structure):
                 ("dp_rank", ctypes.c_int), ("dp_size", ctypes.c_int),
                 ("device", ctypes.c_int), ("backend", ctypes.c_int),
                 ("rendezvous_seconds", ctypes.c_double), ("init_seconds", ctypes.c_double),
+                ("rendezvous_timeout_s", ctypes.c_double), ("collective_timeout_s", ctypes.c_double),
                 ("_host", ctypes.c_char * 256)]
 
     @property

@@ -155,7 +155,8 @@ def init_process_group(backend=None, timeout=None):
     CUDA tensors and gloo for CPU tensors (torch 2.0 and later; before:
     nccl alone), as torch's own default does. timeout
     (seconds or a timedelta): the rendezvous's and torch's (default:
-    libdlpar's rendezvous timeout, 120 s + 2 ms per rank)."""
+    libdlpar's rendezvous timeout in effect: DLPAR_RENDEZVOUS_TIMEOUT, else
+    120 s + 2 ms per rank)."""
     seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
     ctx = dlpar.bootstrap(rendezvous_timeout=seconds)
     info = ctx.info
@@ -163,7 +164,7 @@ def init_process_group(backend=None, timeout=None):
     if on_gpu:
         torch.cuda.set_device(info.device)
     backend = backend or _default_backend(on_gpu)
-    delta = datetime.timedelta(seconds=seconds or 120 + 0.002 * info.size)
+    delta = datetime.timedelta(seconds=info.rendezvous_timeout_s)
     store, addr = _open_store(ctx, info.size, delta)
     if "gloo" in backend:
         _gloo_interface(ctx, addr)

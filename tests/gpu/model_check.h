@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libdlpar/dlpar.h"
+#include "include/dlpar/dlpar.h"
 #include "tests/gpu/gpu_check.h"
 #include "trainer/model.h"
 

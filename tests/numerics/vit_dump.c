@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libdlpar/dlpar.h"
+#include "include/dlpar/dlpar.h"
 #include "trainer/model.h"
 #include "trainer/rng.h"
 #include "trainer/train_config.h"

@@ -18,7 +18,7 @@ if [ ! -e "$lib" ]; then
   finish
 fi
 
-declared=$(sed -n 's/^[a-z][a-z_ ]*[ *]\(dlpar_[a-z_0-9]*\)(.*/\1/p' "$DLPAR_SRCDIR/libdlpar/dlpar.h" | sort -u)
+declared=$(sed -n 's/^[a-z][a-z_ ]*[ *]\(dlpar_[a-z_0-9]*\)(.*/\1/p' "$DLPAR_SRCDIR/include/dlpar/dlpar.h" | sort -u)
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort -u)
 mapped=$(sed -n 's/^ *\(dlpar_[a-z_0-9]*\);$/\1/p' "$DLPAR_SRCDIR/libdlpar/libdlpar.map" | sort -u)
 expect_eq "libdlpar.so's exported functions are dlpar.h's" "$exported" "$declared"
@@ -28,11 +28,11 @@ expect_eq "libdlpar.so exports no data" "$(nm -D --defined-only "$lib" | awk '$2
 
 # dlpar.h alone, as C11 and as C++
 printf '#include "dlpar.h"\nint main(void) { return DLPAR_OK; }\n' >"$TEST_TMP/alone.c"
-${CC:-cc} -std=c11 -Wall -Wextra -Werror -I"$DLPAR_SRCDIR/libdlpar" -c "$TEST_TMP/alone.c" -o "$TEST_TMP/alone.o" 2>"$TEST_TMP/cc.err"
+${CC:-cc} -std=c11 -Wall -Wextra -Werror -I"$DLPAR_SRCDIR/include/dlpar" -c "$TEST_TMP/alone.c" -o "$TEST_TMP/alone.o" 2>"$TEST_TMP/cc.err"
 rc=$?
 expect_rc "dlpar.h compiles alone (C11): $(head -c 300 "$TEST_TMP/cc.err")" $rc 0
 if command -v c++ >/dev/null; then
-  c++ -Wall -Wextra -Werror -I"$DLPAR_SRCDIR/libdlpar" -x c++ -c "$TEST_TMP/alone.c" -o "$TEST_TMP/alone++.o" 2>"$TEST_TMP/cxx.err"
+  c++ -Wall -Wextra -Werror -I"$DLPAR_SRCDIR/include/dlpar" -x c++ -c "$TEST_TMP/alone.c" -o "$TEST_TMP/alone++.o" 2>"$TEST_TMP/cxx.err"
   rc=$?
   expect_rc "dlpar.h compiles alone (C++): $(head -c 300 "$TEST_TMP/cxx.err")" $rc 0
 fi

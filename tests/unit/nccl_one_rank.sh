@@ -11,7 +11,7 @@
 #    builds the communicators from them on a GPU;
 #  - under dlpar-run's PMIx (2 ranks, grid 1x2): each rank's tp group (of
 #    one rank) its own id, exchanged with nobody (PMIx moves the same bytes
-#    as without the setting), the dp group's shared as before;
+#    as without the setting), the dp group's shared as without it;
 #  - another value fails dlpar_init with one line naming the setting and its
 #    values, exit 1.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"

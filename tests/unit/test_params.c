@@ -3,7 +3,7 @@
  * config checks in front of it (trainer/train_config.c): the tensors' names,
  * shapes and split, a tensor-parallel slice and assembly round trip, the
  * same initial values on every grid, q, k and v side by side (the fused
- * GEMM's layout) with their initial values as before, and configs whose sizes overflow the
+ * GEMM's layout) with the initial values of separate q, k and v, and configs whose sizes overflow the
  * kernels' 32-bit dimensions (refused before any size is computed), with
  * input text quoted into one line. */
 #include "config.h"

@@ -316,13 +316,16 @@ static void test_torch_env(void)
     printf("test_topo: no IPv6 on this host: the IPv6 listeners are not tried\n");
   }
   CHECK(dlpar_port_free(port));
-  CHECK_INT(dlpar_route_ifname("127.0.0.1", ifname, sizeof(ifname)), DLPAR_OK);
+  CHECK_INT(dlpar_route_interface("127.0.0.1", ifname, sizeof(ifname)), DLPAR_OK);
   CHECK_STR(ifname, "lo");
   CHECK(dlpar_is_loopback("127.0.0.1") && dlpar_is_loopback("127.0.1.1") && dlpar_is_loopback("127.255.255.254"));
   CHECK(dlpar_is_loopback("::1") && dlpar_is_loopback("::ffff:127.0.1.1"));
   CHECK(!dlpar_is_loopback("128.0.0.1") && !dlpar_is_loopback("10.77.0.11") && !dlpar_is_loopback("::2") &&
         !dlpar_is_loopback("::ffff:10.0.0.1") && !dlpar_is_loopback("localhost") && !dlpar_is_loopback(""));
-  CHECK_INT(dlpar_route_ifname("not-an-address", ifname, sizeof(ifname)), DLPAR_ERR_SYSTEM);
+  CHECK_INT(dlpar_route_interface("not-an-address", ifname, sizeof(ifname)), DLPAR_ERR_SYSTEM);
+  CHECK_INT(dlpar_route_interface(NULL, ifname, sizeof(ifname)), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_route_interface("127.0.0.1", NULL, 16), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_route_interface("127.0.0.1", ifname, 0), DLPAR_ERR_INPUT);
   CHECK_INT(dlpar_numeric_address("127.0.0.1", addr, sizeof(addr)), DLPAR_OK);
   CHECK_STR(addr, "127.0.0.1");
   CHECK_INT(dlpar_numeric_address("localhost", addr, sizeof(addr)), DLPAR_OK);
@@ -331,7 +334,7 @@ static void test_torch_env(void)
 
 /* The interface towards an address the node holds on its loopback
  * interface (a routed /32 on lo, as unnumbered fabrics do) is no
- * interface for gloo: dlpar_route_ifname skips IFF_LOOPBACK interfaces,
+ * interface for gloo: dlpar_route_interface skips IFF_LOOPBACK interfaces,
  * except for a loopback address. Needs a network namespace of its own
  * (root): there, lo up and 10.254.0.1/32 on it as lo:0. */
 static void test_route_skips_loopback(void)
@@ -355,8 +358,8 @@ static void test_route_skips_loopback(void)
   CHECK(inet_pton(AF_INET, "10.254.0.1", &in->sin_addr) == 1);
   CHECK(ioctl(fd, SIOCSIFADDR, &ifr) == 0);
   close(fd);
-  CHECK_INT(dlpar_route_ifname("10.254.0.1", ifname, sizeof(ifname)), DLPAR_ERR_SYSTEM);
-  CHECK_INT(dlpar_route_ifname("127.0.0.1", ifname, sizeof(ifname)), DLPAR_OK);
+  CHECK_INT(dlpar_route_interface("10.254.0.1", ifname, sizeof(ifname)), DLPAR_ERR_SYSTEM);
+  CHECK_INT(dlpar_route_interface("127.0.0.1", ifname, sizeof(ifname)), DLPAR_OK);
   CHECK_STR(ifname, "lo");
 }
 

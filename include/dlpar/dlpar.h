@@ -21,8 +21,13 @@
  * not complete, or an NCCL error ends the whole step with one line naming
  * the ranks, hosts and group, instead of a hang.
  *
- * Every function returns a dlpar_status (0 = DLPAR_OK); dlpar_last_error()
- * holds the one-line message of the last failure. */
+ * Every function that can fail returns a dlpar_status (0 = DLPAR_OK), and
+ * dlpar_last_error() holds the one-line message of the context's last
+ * failure. The exceptions: dlpar_check_ended returns an exit status (or
+ * -1: the program goes on); the getters (dlpar_get_info, dlpar_last_error,
+ * dlpar_backend_name, dlpar_rank_host, dlpar_wait_seconds) return what
+ * they get; dlpar_graph_launched, dlpar_range_push and dlpar_range_pop
+ * return nothing; dlpar_abort and dlpar_abort_shared do not return. */
 #ifndef DLPAR_H
 #define DLPAR_H
 
@@ -72,6 +77,8 @@ typedef struct {
   dlpar_backend backend;       /* the backend in use */
   double rendezvous_seconds;   /* dlpar_init until the PMIx rendezvous (hosts, NCCL ids) was done */
   double init_seconds;         /* wall time spent in dlpar_init (groups ready) */
+  double rendezvous_timeout_s; /* the timeouts in effect: the options', else the environment's, else */
+  double collective_timeout_s; /* the defaults for the job's size (a host waits as long as libdlpar does) */
   char host[256];
 } dlpar_info;
 
@@ -120,7 +127,9 @@ int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **ctx);
 int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len);
 
 /* The network interface this host would send from to reach addr (a
- * numeric address), e.g. for GLOO_SOCKET_IFNAME: 0 and its name, or -1. */
+ * numeric address), e.g. for GLOO_SOCKET_IFNAME: DLPAR_OK and its name,
+ * DLPAR_ERR_SYSTEM where none does (no context: nothing in
+ * dlpar_last_error), DLPAR_ERR_INPUT for a NULL or empty argument. */
 int dlpar_route_interface(const char *addr, char *ifname, size_t len);
 
 const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx);
@@ -210,6 +219,23 @@ double dlpar_wait_seconds(const dlpar_ctx *ctx);
  * asks for a stop: it still takes part in the agreement (*stop is 1 when a
  * peer that does take them got one) and reports 0 otherwise. */
 int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
+
+/* What ends the step (every rank: PMIx_Abort, then this process's exit
+ * with the status given) without the program asking, each with one line
+ * naming the rank, the host and the fix:
+ *  - a rank missing at the PMIx rendezvous after the rendezvous timeout,
+ *    or Open MPI's MPI_Init not returning within it (status 1);
+ *  - a device or host collective not complete after the collective
+ *    timeout, or NCCL's asynchronous error on a communicator (status 1);
+ *  - a rank of this node stopped (SIGSTOP, SIGTSTP) for longer than
+ *    DLPAR_STOPPED_TIMEOUT, 10 s by default (status 1);
+ *  - a second stop signal (SIGTERM, SIGINT, SIGUSR1) to a rank that turns
+ *    them into stop requests ends that process at once (128 + the signal;
+ *    the launcher then ends the step);
+ *  - dlpar_finalize on a context whose dlpar_share_from_root timed out
+ *    (status 1), and dlpar_abort / dlpar_abort_shared below (the
+ *    program's own).
+ * The timeouts in effect are in dlpar_info. */
 
 /* Ends the whole step (every rank), printing "dlpar: message" unless message
  * is NULL (the caller printed its own). Does not return. */

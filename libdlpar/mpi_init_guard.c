@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libdlpar/mpi_init_guard.c: a thread that bounds Open MPI 5's MPI_Init
+ * (which waits without a limit for ranks that never start) by the
+ * rendezvous timeout, and names the missing ranks as the rendezvous does. */
+#include "config.h"
+
+#include <pmix.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "libdlpar/internal.h"
+#include "libdlpar/pmix_internal.h"
+#include "common/text.h"
+
+/* Open MPI 5's MPI_Init, which comes before libdlpar's PMIx_Init there
+ * (backend_mpi.c), waits without a limit: for each rank of its node (their
+ * keys) and for every rank (its closing barrier). A rank that never starts
+ * holds the whole step in it. The guard bounds that wait by the rendezvous
+ * timeout (unset: its default for the job's size, learnt from PMIx, which
+ * Open MPI has initialised by then), then diagnoses as the rendezvous
+ * does: the ranks of this node that never started are named, those held
+ * in MPI_Init like this one are not. */
+struct dlpar_init_guard {
+  dlpar_waiter w;
+  pthread_t thread;
+  double timeout, start;
+  double pmix_ready_at; /* when Open MPI's PMIx_Init had returned; 0: not seen */
+};
+
+#define GUARD_POLL_SECONDS 0.002
+
+/* Waits for PMIx to be up inside MPI_Init (PMIx_Initialized waits while
+ * Open MPI's PMIx_Init runs): the start-up line's "PMIx ready" under Open
+ * MPI 5, where the end of MPI_Init also counts the wait for other ranks.
+ * false if MPI_Init returned first or the limit passed. */
+static bool guard_see_pmix(dlpar_init_guard *guard, double limit)
+{
+  while (dlpar_now() - guard->start < limit) {
+    if (PMIx_Initialized()) {
+      guard->pmix_ready_at = dlpar_now();
+      return true;
+    }
+    if (dlpar_waiter_wait(&guard->w, GUARD_POLL_SECONDS))
+      return false;
+  }
+  return true;
+}
+
+/* The guard's own PMIx context (it names missing ranks), done with. */
+static void free_probe_context(dlpar_ctx *ctx)
+{
+  free(ctx->hosts);
+  free(ctx->rank_node);
+  dlpar_pmix_finalize(ctx);
+  free(ctx);
+}
+
+/* dlpar.started, for the node-mates' probes (dlpar_pmix_diagnose_and_abort): put as
+ * soon as PMIx is up in MPI_Init, committed by Open MPI's own commit (a
+ * commit of ours before it would answer the other nodes' requests for this
+ * rank's data without Open MPI's keys: MPI_Init failed so, exit 14, under
+ * Slurm 24.11); committed by the guard only at the timeout, in case Open
+ * MPI committed before the put. */
+static void put_started(void)
+{
+  pmix_value_t value;
+  bool started = true;
+  pmix_status_t rc;
+  PMIX_VALUE_LOAD(&value, &started, PMIX_BOOL);
+  if ((rc = PMIx_Put(PMIX_GLOBAL, "dlpar.started", &value)) != PMIX_SUCCESS)
+    dlpar_eprintf("dlpar: PMIx_Put(dlpar.started): %s: a rendezvous timeout may name this rank as "
+                  "missing\n", PMIx_Error_string(rc));
+}
+
+static void *guard_main(void *arg)
+{
+  dlpar_init_guard *guard = arg;
+  dlpar_ctx *probe_ctx;
+  double limit = guard->timeout > 0 ? guard->timeout : DLPAR_RENDEZVOUS_TIMEOUT_BASE, left;
+  pmix_status_t status;
+  if (!guard_see_pmix(guard, limit))
+    return NULL;
+  if (guard->pmix_ready_at > 0)
+    put_started();
+  left = limit - (dlpar_now() - guard->start);
+  if (dlpar_waiter_wait(&guard->w, left > 0 ? left : 0))
+    return NULL;
+  probe_ctx = calloc(1, sizeof(*probe_ctx));
+  if (!probe_ctx || dlpar_pmix_init(probe_ctx) != DLPAR_OK) {
+    dlpar_eprintf("dlpar: MPI_Init has not returned after %.0f s, and PMIx cannot tell which ranks are "
+                  "missing (%s)\n", dlpar_now() - guard->start, probe_ctx ? probe_ctx->error : "out of memory");
+    dlpar_pmix_abort(probe_ctx, 1, "MPI_Init timed out");
+  }
+  if (guard->timeout <= 0)
+    limit = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * probe_ctx->info.size;
+  left = limit - (dlpar_now() - guard->start);
+  if (dlpar_waiter_wait(&guard->w, left > 0 ? left : 0)) {
+    free_probe_context(probe_ctx);
+    return NULL;
+  }
+  if ((status = PMIx_Commit()) != PMIX_SUCCESS) /* dlpar.started, if Open MPI committed before it was put */
+    dlpar_eprintf("dlpar: PMIx_Commit(dlpar.started): %s: node-mates may name this rank as missing\n",
+                  PMIx_Error_string(status));
+  dlpar_pmix_diagnose_and_abort(probe_ctx, dlpar_now() - guard->start, true);
+}
+
+int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out)
+{
+  dlpar_init_guard *guard = calloc(1, sizeof(*guard));
+  *out = NULL;
+  if (!guard)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
+  dlpar_waiter_init(&guard->w, 1);
+  guard->timeout = ctx->rendezvous_timeout;
+  guard->start = dlpar_now();
+  if (pthread_create(&guard->thread, NULL, guard_main, guard) != 0) {
+    free(guard);
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "cannot start a thread to bound MPI_Init");
+  }
+  *out = guard;
+  return DLPAR_OK;
+}
+
+double dlpar_pmix_guard_stop(dlpar_init_guard *guard)
+{
+  double pmix_ready_at;
+  if (!guard)
+    return 0;
+  dlpar_waiter_done(PMIX_SUCCESS, &guard->w); /* MPI_Init returned: the guard's wait ends */
+  pthread_join(guard->thread, NULL);
+  pmix_ready_at = guard->pmix_ready_at;
+  free(guard);
+  return pmix_ready_at;
+}
