@@ -11,5 +11,5 @@ common_libdlpar_common_la_SOURCES = \
 	common/topo.c common/topo.h \
 	common/taskenv.c common/taskenv.h \
 	common/torchenv.c common/torchenv.h
-common_libdlpar_common_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS)
+common_libdlpar_common_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(HWLOC_CFLAGS)
 common_libdlpar_common_la_LIBADD = $(HWLOC_LIBS)

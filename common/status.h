@@ -12,6 +12,13 @@
 
 #include "include/dlpar/dlpar_status.h"
 
+/* The mark of a definition libdlpar.so exports (a function dlpar.h
+ * declares). libdlpar/ and common/ are compiled with -fvisibility=hidden,
+ * so the marked definitions are the export list, written once;
+ * libdlpar.map gives them the version node (tests/unit/exports.sh checks
+ * that they are dlpar.h's functions). */
+#define DLPAR_API __attribute__((visibility("default")))
+
 /* Passing a status up, one call per statement (a debugger and a reader
  * see which call failed): DLPAR_TRY returns the call's status when it is
  * not DLPAR_OK; DLPAR_TRY_GOTO keeps it in rc and goes to the function's

@@ -232,7 +232,7 @@ static bool same_address(const struct sockaddr *a, const struct sockaddr_storage
                 sizeof(struct in6_addr)) == 0;
 }
 
-int dlpar_route_interface(const char *addr, char *ifname, size_t len)
+DLPAR_API int dlpar_route_interface(const char *addr, char *ifname, size_t len)
 {
   struct sockaddr_storage local;
   struct ifaddrs *all = NULL;

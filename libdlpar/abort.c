@@ -54,7 +54,7 @@ static void abort_comms_bounded(dlpar_ctx *ctx, comms_abort *job)
     nanosleep(&pause, NULL);
 }
 
-void dlpar_abort(dlpar_ctx *ctx, int code, const char *message)
+DLPAR_API void dlpar_abort(dlpar_ctx *ctx, int code, const char *message)
 {
   comms_abort job;
   atomic_store(&ctx->quiet_exit_code, code ? code : 1); /* the launcher's signal that ends the step */
@@ -64,7 +64,7 @@ void dlpar_abort(dlpar_ctx *ctx, int code, const char *message)
   dlpar_pmix_abort(ctx, code, message ? message : "aborted by the program");
 }
 
-void dlpar_abort_shared(dlpar_ctx *ctx, int code, const char *line)
+DLPAR_API void dlpar_abort_shared(dlpar_ctx *ctx, int code, const char *line)
 {
   const double deadline = dlpar_now() + SHARED_ERROR_GRACE_SECONDS;
   const struct timespec poll_interval = {.tv_sec = 0, .tv_nsec = 50 * 1000 * 1000};

@@ -26,28 +26,28 @@ static int check(dlpar_ctx *ctx, dlpar_group_id group, dlpar_dtype dtype)
   return DLPAR_OK;
 }
 
-int dlpar_allreduce(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
+DLPAR_API int dlpar_allreduce(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
                     dlpar_op op, void *stream)
 {
   int rc = check(ctx, group, dtype);
   return rc ? rc : ctx->backend->allreduce(ctx, (dlpar_group)group, buf, count, dtype, op, stream);
 }
 
-int dlpar_allgather(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
+DLPAR_API int dlpar_allgather(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
                     dlpar_dtype dtype, void *stream)
 {
   int rc = check(ctx, group, dtype);
   return rc ? rc : ctx->backend->allgather(ctx, (dlpar_group)group, send, recv, count, dtype, stream);
 }
 
-int dlpar_reduce_scatter(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
+DLPAR_API int dlpar_reduce_scatter(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
                          dlpar_dtype dtype, dlpar_op op, void *stream)
 {
   int rc = check(ctx, group, dtype);
   return rc ? rc : ctx->backend->reduce_scatter(ctx, (dlpar_group)group, send, recv, count, dtype, op, stream);
 }
 
-int dlpar_broadcast(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
+DLPAR_API int dlpar_broadcast(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
                     int root, void *stream)
 {
   int rc = check(ctx, group, dtype);
@@ -85,7 +85,7 @@ static int world_barrier_by_groups(dlpar_ctx *ctx)
   return rc ? rc : ctx->backend->barrier(ctx, DLPAR_GROUP_DP);
 }
 
-int dlpar_barrier(dlpar_ctx *ctx, dlpar_group_id group)
+DLPAR_API int dlpar_barrier(dlpar_ctx *ctx, dlpar_group_id group)
 {
   int rc = check(ctx, group, DLPAR_FLOAT32);
   if (rc != DLPAR_OK)
@@ -95,7 +95,7 @@ int dlpar_barrier(dlpar_ctx *ctx, dlpar_group_id group)
   return ctx->backend->barrier(ctx, (dlpar_group)group);
 }
 
-int dlpar_allreduce_host(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
+DLPAR_API int dlpar_allreduce_host(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
                          dlpar_op op)
 {
   int rc = check(ctx, group, dtype);
@@ -108,7 +108,7 @@ int dlpar_allreduce_host(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t
   return allreduce(ctx, (dlpar_group)group, buf, count, dtype, op, NULL);
 }
 
-int dlpar_allgather_host(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
+DLPAR_API int dlpar_allgather_host(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
                          dlpar_dtype dtype)
 {
   int rc = check(ctx, group, dtype);

@@ -83,7 +83,7 @@ void dlpar_describe_group(const dlpar_ctx *ctx, dlpar_group group, char *out, si
     snprintf(out + used, len - used, ")");
 }
 
-const char *dlpar_backend_name(dlpar_backend backend)
+DLPAR_API const char *dlpar_backend_name(dlpar_backend backend)
 {
   switch (backend) {
   case DLPAR_BACKEND_MPI: return "mpi";
@@ -95,22 +95,22 @@ const char *dlpar_backend_name(dlpar_backend backend)
 
 }
 
-const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx)
+DLPAR_API const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx)
 {
   return &ctx->info;
 }
 
-const char *dlpar_last_error(const dlpar_ctx *ctx)
+DLPAR_API const char *dlpar_last_error(const dlpar_ctx *ctx)
 {
   return ctx ? ctx->error : "out of memory";
 }
 
-int dlpar_group_members(const dlpar_ctx *ctx, dlpar_group_id group, int *ranks)
+DLPAR_API int dlpar_group_members(const dlpar_ctx *ctx, dlpar_group_id group, int *ranks)
 {
   return dlpar_grid_members(&ctx->grid, (dlpar_group)group, ctx->info.rank, ranks);
 }
 
-const char *dlpar_rank_host(const dlpar_ctx *ctx, int rank)
+DLPAR_API const char *dlpar_rank_host(const dlpar_ctx *ctx, int rank)
 {
   return rank >= 0 && rank < ctx->info.size ? ctx->hosts[rank] : "?";
 }

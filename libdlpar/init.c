@@ -312,7 +312,7 @@ static int read_timeouts(dlpar_ctx *ctx, const dlpar_options *options)
   return option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, 10, &ctx->stopped_timeout);
 }
 
-int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **out)
+DLPAR_API int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **out)
 {
   const double start = dlpar_now();
   dlpar_ctx *ctx = new_context(out, false);
@@ -326,7 +326,7 @@ int dlpar_init(int argc, char **argv, const dlpar_options *options, dlpar_ctx **
   return rc == DLPAR_OK ? dlpar_preflight(ctx) : rc;
 }
 
-int dlpar_check_ended(int status, dlpar_ctx *ctx)
+DLPAR_API int dlpar_check_ended(int status, dlpar_ctx *ctx)
 {
   if (status != DLPAR_DONE && status != DLPAR_ERR_CHECK)
     return -1;
@@ -334,7 +334,7 @@ int dlpar_check_ended(int status, dlpar_ctx *ctx)
   return status == DLPAR_DONE ? 0 : 1;
 }
 
-int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out)
+DLPAR_API int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out)
 {
   const double start = dlpar_now();
   dlpar_ctx *ctx = new_context(out, true);
@@ -377,7 +377,7 @@ static int share_in_turn(dlpar_ctx *ctx, const char *key, const char *text, char
   return rc;
 }
 
-int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len)
+DLPAR_API int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len)
 {
   if (!ctx || !key || !out || len == 0)
     return ctx ? dlpar_fail(ctx, DLPAR_ERR_INPUT, "dlpar_share_from_root: a key and an output buffer, please")
@@ -391,7 +391,7 @@ int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char *text, cha
   return share_in_turn(ctx, key, text, out, len);
 }
 
-int dlpar_finalize(dlpar_ctx *ctx)
+DLPAR_API int dlpar_finalize(dlpar_ctx *ctx)
 {
   int rc;
   if (!ctx)
@@ -414,7 +414,7 @@ int dlpar_finalize(dlpar_ctx *ctx)
   return rc;
 }
 
-void dlpar_graph_launched(dlpar_ctx *ctx)
+DLPAR_API void dlpar_graph_launched(dlpar_ctx *ctx)
 {
   if (ctx->backend && ctx->backend->graph_launched)
     ctx->backend->graph_launched(ctx);

@@ -2,8 +2,9 @@
 # libdlpar/: the library programs link (PMIx bootstrap, groups, collectives).
 # Its code is built once, as a convenience library (libdlpar_core.la: every
 # symbol, for the white-box tests and bench/rendezvous_probe), and linked
-# whole into libdlpar.so, which exports only dlpar.h's functions
-# (libdlpar.map) and is installed with dlpar.h and dlpar.pc.
+# whole into libdlpar.so, which exports only dlpar.h's functions (their
+# definitions marked DLPAR_API, everything else compiled hidden;
+# libdlpar.map: the version node) and is installed with dlpar.h and dlpar.pc.
 noinst_LTLIBRARIES += libdlpar/libdlpar_core.la
 libdlpar_libdlpar_core_la_SOURCES = \
 	include/dlpar/dlpar.h libdlpar/internal.h libdlpar/context.c libdlpar/init.c libdlpar/abort.c libdlpar/procstat.c libdlpar/pmixboot.c libdlpar/pmix_internal.h \
@@ -12,7 +13,7 @@ libdlpar_libdlpar_core_la_SOURCES = \
 	libdlpar/preflight.c libdlpar/preflight.h libdlpar/preflight_measure.c libdlpar/preflight_judge.c \
 	libdlpar/links.c libdlpar/links.h \
 	libdlpar/backend_self.c
-libdlpar_libdlpar_core_la_CFLAGS = $(AM_CFLAGS) $(PMIX_CFLAGS) $(MPI_CFLAGS) $(PTHREAD_CFLAGS)
+libdlpar_libdlpar_core_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(PMIX_CFLAGS) $(MPI_CFLAGS) $(PTHREAD_CFLAGS)
 libdlpar_libdlpar_core_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 libdlpar_libdlpar_core_la_LIBADD = common/libdlpar_common.la $(PMIX_LIBS) $(MPI_LIBS) $(CUDA_LDFLAGS) $(CUDA_RT_LIBS) -lpthread
 if HAVE_MPI

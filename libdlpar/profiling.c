@@ -66,7 +66,7 @@ void dlpar_profiling_setup(dlpar_ctx *ctx)
   ctx->profiling = ctx->env.profile != DLPAR_PROFILE_OFF && ctx->env.profile_this_rank;
 }
 
-int dlpar_profile_window(dlpar_ctx *ctx, long first_step, long last_step)
+DLPAR_API int dlpar_profile_window(dlpar_ctx *ctx, long first_step, long last_step)
 {
   if (ctx->env.profile != DLPAR_PROFILE_OFF)
     return 0;
@@ -96,7 +96,7 @@ static void profiler(dlpar_ctx *ctx, bool on)
   ctx->profiler_done = !on;
 }
 
-int dlpar_profile_step(dlpar_ctx *ctx, long step)
+DLPAR_API int dlpar_profile_step(dlpar_ctx *ctx, long step)
 {
   const long first = ctx->env.profile_first_step, last = ctx->env.profile_last_step;
   if (!ctx->profiling)
@@ -114,7 +114,7 @@ void dlpar_profiling_finish(dlpar_ctx *ctx)
     profiler(ctx, false);
 }
 
-void dlpar_range_push(const dlpar_ctx *ctx, const char *name)
+DLPAR_API void dlpar_range_push(const dlpar_ctx *ctx, const char *name)
 {
 #ifdef HAVE_CUDA
   if (ctx->profiling)
@@ -125,7 +125,7 @@ void dlpar_range_push(const dlpar_ctx *ctx, const char *name)
 #endif
 }
 
-void dlpar_range_pop(const dlpar_ctx *ctx)
+DLPAR_API void dlpar_range_pop(const dlpar_ctx *ctx)
 {
 #ifdef HAVE_CUDA
   if (ctx->profiling)

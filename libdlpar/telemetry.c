@@ -91,7 +91,7 @@ static void startup_line(const dlpar_ctx *ctx, const double *all, char *out, siz
   }
 }
 
-int dlpar_startup_done(dlpar_ctx *ctx, void *stream)
+DLPAR_API int dlpar_startup_done(dlpar_ctx *ctx, void *stream)
 {
   double mine[DLPAR_PHASES], *all;
   char line[1024];
@@ -115,12 +115,12 @@ int dlpar_startup_done(dlpar_ctx *ctx, void *stream)
   return rc;
 }
 
-double dlpar_wait_seconds(const dlpar_ctx *ctx)
+DLPAR_API double dlpar_wait_seconds(const dlpar_ctx *ctx)
 {
   return ctx->wait_seconds;
 }
 
-int dlpar_step_times(dlpar_ctx *ctx, double seconds, void *stream, double *times, int *ready)
+DLPAR_API int dlpar_step_times(dlpar_ctx *ctx, double seconds, void *stream, double *times, int *ready)
 {
   int rc;
   *ready = 0;

@@ -247,7 +247,7 @@ static int wait_posted_stop(dlpar_ctx *ctx, int *stop)
   return ctx->backend->stop_wait(ctx, stop);
 }
 
-int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop)
+DLPAR_API int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop)
 {
   int rc;
   *stop = 0;

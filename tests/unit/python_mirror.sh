@@ -22,9 +22,10 @@ expect_eq "the ctypes mirrors: each field at the C offset, each struct the C siz
 
 probe() {
   "$B/tools/dlpar-run" -n 2 -- /usr/bin/python3 -c '
-import dlpar
+import sys, dlpar
 info = dlpar.bootstrap().info
-print(info.rank, info.rendezvous_timeout_s, info.collective_timeout_s)' 2>&1 | sort
+sys.stdout.write(f"{info.rank} {info.rendezvous_timeout_s} {info.collective_timeout_s}\n")  # one write a rank
+sys.stdout.flush()' 2>&1 | sort
 }
 expect_eq "DLPAR_RENDEZVOUS_TIMEOUT=7, DLPAR_COLLECTIVE_TIMEOUT=9: in dlpar_info on each rank" \
   "$(DLPAR_RENDEZVOUS_TIMEOUT=7 DLPAR_COLLECTIVE_TIMEOUT=9 probe)" "$(printf '0 7.0 9.0\n1 7.0 9.0')"
