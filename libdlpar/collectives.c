@@ -19,6 +19,7 @@ static int check(dlpar_ctx *ctx, dlpar_group_id group, dlpar_dtype dtype)
                       "or the program's own library");
   if (!ctx || !ctx->backend)
     return ctx ? dlpar_fail(ctx, DLPAR_ERR_STATE, "collective before dlpar_init succeeded") : DLPAR_ERR_STATE;
+  DLPAR_TRY(dlpar_spent(ctx, "collective"));
   if (group < DLPAR_WORLD || group > DLPAR_DP)
     return dlpar_fail(ctx, DLPAR_ERR_INPUT, "unknown group %d (use DLPAR_WORLD, DLPAR_TP or DLPAR_DP)", (int)group);
   if (dtype < DLPAR_FLOAT32 || dtype > DLPAR_FLOAT16)

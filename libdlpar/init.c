@@ -302,13 +302,15 @@ static dlpar_ctx *new_context(dlpar_ctx **out, bool bootstrap_only)
   return ctx;
 }
 
-/* The three timeouts: the program's options, else the environment's. */
+/* The timeouts and the host's grace: the program's options, else the environment's. */
 static int read_timeouts(dlpar_ctx *ctx, const dlpar_options *options)
 {
   DLPAR_TRY(option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
                            DLPAR_RENDEZVOUS_TIMEOUT_BASE, &ctx->rendezvous_timeout));
   DLPAR_TRY(option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 0,
                            DLPAR_COLLECTIVE_TIMEOUT_BASE, &ctx->collective_timeout));
+  DLPAR_TRY(option_seconds(ctx, options ? options->fatal_grace_s : 0, "DLPAR_FATAL_GRACE", 0, 30, &ctx->fatal_grace));
+  ctx->info.fatal_grace_s = ctx->fatal_grace;
   return option_seconds(ctx, 0, "DLPAR_STOPPED_TIMEOUT", 10, 10, &ctx->stopped_timeout);
 }
 
@@ -340,10 +342,7 @@ DLPAR_API int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out
   dlpar_ctx *ctx = new_context(out, true);
   if (!ctx)
     return DLPAR_ERR_SYSTEM;
-  DLPAR_TRY(option_seconds(ctx, options ? options->rendezvous_timeout_s : 0, "DLPAR_RENDEZVOUS_TIMEOUT", 0,
-                           DLPAR_RENDEZVOUS_TIMEOUT_BASE, &ctx->rendezvous_timeout));
-  DLPAR_TRY(option_seconds(ctx, options ? options->collective_timeout_s : 0, "DLPAR_COLLECTIVE_TIMEOUT", 0,
-                           DLPAR_COLLECTIVE_TIMEOUT_BASE, &ctx->collective_timeout));
+  DLPAR_TRY(read_timeouts(ctx, options));
   DLPAR_TRY(import_launcher_env(ctx));
   DLPAR_TRY(dlpar_pmix_init(ctx));
   DLPAR_TRY(default_timeouts(ctx));
@@ -364,10 +363,9 @@ static int share_in_turn(dlpar_ctx *ctx, const char *key, const char *text, char
   while (ticket != ctx->share_serving)
     pthread_cond_wait(&ctx->share_turn, &ctx->share_lock);
   pthread_mutex_unlock(&ctx->share_lock);
-  rc = ctx->failed_rendezvous[0]
-           ? dlpar_fail(ctx, DLPAR_ERR_STATE, "dlpar_share_from_root(%s): an earlier rendezvous of this context "
-                        "timed out (%s); dlpar_finalize ends the step", dlpar_show(key).text, ctx->failed_rendezvous)
-           : dlpar_pmix_share(ctx, key, text, out, len);
+  rc = dlpar_spent(ctx, "dlpar_share_from_root");
+  if (rc == DLPAR_OK)
+    rc = dlpar_pmix_share(ctx, key, text, out, len);
   if (rc != DLPAR_OK)
     snprintf(out, len, "%s", ctx->error); /* this call's, whatever another thread's call writes next */
   pthread_mutex_lock(&ctx->share_lock);
@@ -396,8 +394,8 @@ DLPAR_API int dlpar_finalize(dlpar_ctx *ctx)
   int rc;
   if (!ctx)
     return DLPAR_OK;
-  if (ctx->failed_rendezvous[0]) /* a bootstrap context whose program ran its cleanup: now the step ends */
-    dlpar_pmix_abort(ctx, 1, ctx->failed_rendezvous);
+  if (atomic_load(&ctx->fatal_status)) /* a spent context whose program ran its cleanup: now the step ends */
+    dlpar_end_step(ctx, 1, ctx->fatal_line, atomic_load(&ctx->fatal_taken) ? DLPAR_LINE_PRINTED : DLPAR_LINE_TO_PRINT);
   dlpar_profiling_finish(ctx);
   if ((rc = dlpar_stop_drain(ctx)) != DLPAR_OK || (rc = dlpar_times_drain(ctx)) != DLPAR_OK)
     dlpar_eprintf("dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error);

@@ -3,10 +3,10 @@
  * context.c (the leaf: errors, sizes, names), init.c (the order of things),
  * pmixboot.c (PMIx; rendezvous_diagnosis.c and mpi_init_guard.c beside it,
  * pmix_internal.h between them), backend_*.c (collectives on MPI, NCCL or a single
- * rank), watchdog.c (timeouts, async errors, signals), abort.c (ending the
- * step), profiling.c (nsys re-exec, NVTX, profiler range), telemetry.c,
+ * rank), watchdog.c (timeouts, async errors, signals), end_step.c (the one
+ * place that ends the step or the process), profiling.c (nsys re-exec, NVTX, profiler range), telemetry.c,
  * preflight.c and ncclid.c. Dependencies run one way: context.c calls
- * nothing of libdlpar, abort.c only PMIx and the backend, init.c calls all. */
+ * nothing of libdlpar, end_step.c only PMIx and the backend, init.c calls all. */
 #ifndef DLPAR_INTERNAL_H
 #define DLPAR_INTERNAL_H
 
@@ -110,6 +110,16 @@ struct dlpar_ctx {
   atomic_int watchdog_stop;
   atomic_int stop_signals;     /* SIGTERM/SIGINT/SIGUSR1 received */
   atomic_int quiet_exit_code;  /* set while this rank ends the step: a stop signal exits with it, silently */
+  atomic_int comms_abort_started, comms_aborted; /* end_step.c's abort of the communicators, once */
+  /* The first condition that ends the step, kept for the host (end_step.c):
+   * fatal_status (0: none) is stored last; fatal_taken once the host has it
+   * (dlpar_fatal_error, or a call that returned it); a context with one is
+   * spent, and dlpar_finalize ends the step. fatal_grace: how long the host
+   * has to take what the watchdog found (0: the step ends at once). */
+  double fatal_grace;
+  atomic_int fatal_claimed, fatal_status, fatal_taken;
+  double fatal_at;
+  char fatal_line[DLPAR_ERRLEN];
   bool stop_posted;            /* a stop agreement is posted, not yet waited for */
   int signal_fd;
   /* profiling */
@@ -123,12 +133,10 @@ struct dlpar_ctx {
   double wait_seconds;         /* blocked in collectives (MPI; the host's waits) */
   bool skew_posted;            /* a step-time gather is posted, not yet waited for */
   /* dlpar_share_from_root: one call at a time, in the order they came (a
-   * ticket each); a bootstrap rendezvous that timed out ("": none), whose
-   * context ends the step at dlpar_finalize */
+   * ticket each) */
   pthread_mutex_t share_lock;
   pthread_cond_t share_turn;
   unsigned long share_next, share_serving;
-  char failed_rendezvous[DLPAR_ERRLEN];
   char error[DLPAR_ERRLEN];
 };
 
@@ -229,13 +237,33 @@ int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
 typedef struct dlpar_init_guard dlpar_init_guard;
 int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out);
 double dlpar_pmix_guard_stop(dlpar_init_guard *guard);
-/* The one way libdlpar ends a process, for the fail-fast cases (a rank
- * missing at the rendezvous or in MPI_Init, a collective past its timeout,
- * an asynchronous NCCL error, a stopped rank): ends the whole step
- * (PMIx_Abort; _exit outside PMIx or with ctx NULL). Prints nothing.
- * Everything else returns a status to the program. */
-void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message) __attribute__((noreturn));
+/* PMIx_Abort of the whole step (nothing outside PMIx or with ctx NULL);
+ * for end_step.c alone, which then ends the process. */
+void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message);
 void dlpar_pmix_finalize(dlpar_ctx *ctx);
+
+/* end_step.c: the one place libdlpar ends the step or the process (every
+ * condition is listed in dlpar.h). */
+typedef enum { DLPAR_LINE_TO_PRINT, DLPAR_LINE_PRINTED } dlpar_line_printed;
+/* Ends the whole step: prints "dlpar: line" unless it was printed
+ * already, aborts the communicators (bounded), PMIx_Abort with line, then
+ * exits with code (0 becomes 1). ctx may be NULL (before a context). */
+void dlpar_end_step(dlpar_ctx *ctx, int code, const char *line, dlpar_line_printed printed)
+    __attribute__((noreturn));
+/* Ends this process alone (the launcher is ending the step): the second
+ * stop signal, or a rank that is ending it already. */
+void dlpar_end_process(int code) __attribute__((noreturn));
+/* The watchdog found a condition that ends the step: without a grace the
+ * step ends now; with one, the first is kept for the host and the
+ * communicators are aborted (what waits on them returns). */
+void dlpar_fatal(dlpar_ctx *ctx, int status, const char *line);
+/* A condition a call returned to the host (a bootstrap rendezvous that
+ * timed out): kept as taken, so the context is spent. */
+void dlpar_fatal_returned(dlpar_ctx *ctx, int status, const char *line);
+/* Each watchdog poll: a kept condition the host did not take within the grace ends the step. */
+void dlpar_fatal_deadline(dlpar_ctx *ctx);
+/* DLPAR_OK, or DLPAR_ERR_STATE naming call when the context is spent. */
+int dlpar_spent(dlpar_ctx *ctx, const char *call);
 
 /* procstat.c: the fields of /proc/PID/stat after the command name (from
  * the state on; pid 0: this process) in buf, or NULL. */

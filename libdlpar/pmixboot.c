@@ -234,10 +234,12 @@ static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, siz
  * rendezvous timeout the ranks that never arrived are named and the step
  * ends: at once, or, in a bootstrap context (dlpar_init_bootstrap: the
  * Python module's, whose program can run its cleanup), at dlpar_finalize:
- * the fence fails with DLPAR_ERR_TIMEOUT and the context keeps the line. */
+ * the fence fails with DLPAR_ERR_TIMEOUT and the context keeps the line
+ * (spent: dlpar_finalize ends the step). */
 static int rendezvous_fence(dlpar_ctx *ctx)
 {
   dlpar_waiter *w = malloc(sizeof(*w)); /* must outlive its callback: left allocated on a timeout */
+  char message[DLPAR_ERRLEN];
   pmix_info_t info;
   pmix_status_t status;
   bool yes = true;
@@ -259,8 +261,9 @@ static int rendezvous_fence(dlpar_ctx *ctx)
       !dlpar_waiter_wait(w, ctx->rendezvous_timeout)) {
     if (!ctx->bootstrap_only)
       dlpar_pmix_diagnose_and_abort(ctx, dlpar_now() - start, false);
-    dlpar_pmix_diagnose(ctx, dlpar_now() - start, false, ctx->failed_rendezvous, sizeof(ctx->failed_rendezvous));
-    return dlpar_fail(ctx, DLPAR_ERR_TIMEOUT, "%s", ctx->failed_rendezvous);
+    dlpar_pmix_diagnose(ctx, dlpar_now() - start, false, message, sizeof(message));
+    dlpar_fatal_returned(ctx, DLPAR_ERR_TIMEOUT, message);
+    return dlpar_fail(ctx, DLPAR_ERR_TIMEOUT, "%s", message);
   }
   status = status == PMIX_SUCCESS ? w->status : status;
   free(w);
@@ -444,8 +447,7 @@ int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where)
     snprintf(message, sizeof(message), "rank %d on %s: not every rank reached %s within %.0f s (one died or is "
              "stuck: see its output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)", ctx->info.rank,
              ctx->info.host, where, ctx->rendezvous_timeout);
-    dlpar_eprintf("dlpar: %s\n", message);
-    dlpar_pmix_abort(ctx, 1, message);
+    dlpar_end_step(ctx, 1, message, DLPAR_LINE_TO_PRINT);
   }
   if (w.status != PMIX_SUCCESS)
     return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence at %s: %s (a rank failed)", where,
@@ -458,7 +460,6 @@ void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message)
   fflush(NULL);
   if (ctx && ctx->pmix)
     PMIx_Abort(code, message, NULL, 0);
-  _exit(code ? code : 1);
 }
 
 void dlpar_pmix_finalize(dlpar_ctx *ctx)

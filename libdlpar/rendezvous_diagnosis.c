@@ -127,5 +127,5 @@ void dlpar_pmix_diagnose_and_abort(dlpar_ctx *ctx, double waited, bool in_mpi_in
 {
   char message[DLPAR_ERRLEN];
   dlpar_pmix_diagnose(ctx, waited, in_mpi_init, message, sizeof(message));
-  dlpar_pmix_abort(ctx, 1, message);
+  dlpar_end_step(ctx, 1, message, DLPAR_LINE_PRINTED);
 }

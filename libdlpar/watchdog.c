@@ -14,7 +14,9 @@
  * DLPAR_SIGNALS=keep) has none of this: no mask, no handler, no signalfd.
  * A rank that is ending the step (dlpar_abort, dlpar_abort_shared) exits
  * at the first, silently. Once a second it also looks at the other ranks of
- * its node (/proc): one that stays stopped ends the step, by name. */
+ * its node (/proc): one that stays stopped ends the step, by name. What it
+ * finds goes to end_step.c (dlpar_fatal), which ends the step or keeps it
+ * for the host. */
 #include "config.h"
 
 #include <errno.h>
@@ -73,10 +75,10 @@ static void on_stop_signal(dlpar_ctx *ctx, int sig)
 {
   const int quiet_exit_code = atomic_load(&ctx->quiet_exit_code);
   if (quiet_exit_code)
-    _exit(quiet_exit_code);
+    dlpar_end_process(quiet_exit_code);
   if (atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
     dlpar_eprintf("dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal(sig));
-    _exit(128 + sig);
+    dlpar_end_process(128 + sig);
   }
   dlpar_eprintf("dlpar: rank %d: %s received: stopping at the next step boundary (again to exit now)\n",
                 ctx->info.rank, strsignal(sig));
@@ -127,7 +129,7 @@ static void check_stopped_peers(dlpar_ctx *ctx)
   snprintf(message, sizeof(message), "rank %d (pid %ld) on %s has been stopped for %d s (SIGSTOP, "
            "SIGTSTP): ending the step (send it SIGCONT sooner; DLPAR_STOPPED_TIMEOUT=%g s)", culprit,
            ctx->peer_pid[culprit], ctx->info.host, ctx->peer_stopped_polls[culprit] - 1, ctx->stopped_timeout);
-  dlpar_abort(ctx, 1, message);
+  dlpar_fatal(ctx, DLPAR_ERR_TIMEOUT, message);
 }
 
 void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len)
@@ -180,12 +182,17 @@ static void *watchdog_main(void *arg)
   dlpar_ctx *ctx = arg;
   char err[DLPAR_ERRLEN];
   struct pollfd fd = {.fd = ctx->signal_fd, .events = POLLIN};
+  int rc;
   for (long polls = 1; !atomic_load(&ctx->watchdog_stop); polls++) {
     poll(&fd, 1, 100);
     read_signals(ctx);
-    if (ctx->backend->poll(ctx, dlpar_now(), err, sizeof(err)) != DLPAR_OK)
-      dlpar_abort(ctx, 1, err);
-    if (polls % 10 == 0)
+    if (atomic_load(&ctx->fatal_status)) { /* kept for the host: only its grace is watched */
+      dlpar_fatal_deadline(ctx);
+      continue;
+    }
+    if ((rc = ctx->backend->poll(ctx, dlpar_now(), err, sizeof(err))) != DLPAR_OK)
+      dlpar_fatal(ctx, rc, err);
+    else if (polls % 10 == 0)
       check_stopped_peers(ctx);
   }
   return NULL;

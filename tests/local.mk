@@ -25,6 +25,9 @@ check-unit:
 # What libdlpar.so and the plugin export; dlpar.h alone; dlpar.pc.
 dist_check_SCRIPTS += tests/unit/exports.sh
 TESTS += tests/unit/exports.sh
+# One place in libdlpar ends the step or the process.
+dist_check_SCRIPTS += tests/unit/one_ending.sh
+TESTS += tests/unit/one_ending.sh
 # LICENSE, and the SPDX line in every source file.
 dist_check_SCRIPTS += tests/unit/licence.sh
 TESTS += tests/unit/licence.sh

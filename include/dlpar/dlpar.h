@@ -24,7 +24,8 @@
  * Every function that can fail returns a dlpar_status (0 = DLPAR_OK), and
  * dlpar_last_error() holds the one-line message of the context's last
  * failure. The exceptions: dlpar_check_ended returns an exit status (or
- * -1: the program goes on); the getters (dlpar_get_info, dlpar_last_error,
+ * -1: the program goes on); dlpar_fatal_error returns the status of the
+ * condition it hands over (DLPAR_OK: none); the getters (dlpar_get_info, dlpar_last_error,
  * dlpar_backend_name, dlpar_rank_host, dlpar_wait_seconds) return what
  * they get; dlpar_graph_launched, dlpar_range_push and dlpar_range_pop
  * return nothing; dlpar_abort and dlpar_abort_shared do not return. */
@@ -65,6 +66,9 @@ typedef struct {
                                   program's dispositions and mask (by default they end it) instead of
                                   becoming stop requests; for tests under `timeout` and programs that
                                   handle them themselves (see dlpar_stop_requested) */
+  double fatal_grace_s;        /* 0: env DLPAR_FATAL_GRACE, else 0: what the watchdog finds ends the step at
+                                  once; > 0: the host gets it first (dlpar_fatal_error) and has this long to
+                                  take it and end the step itself */
 } dlpar_options;
 
 typedef struct {
@@ -79,6 +83,7 @@ typedef struct {
   double init_seconds;         /* wall time spent in dlpar_init (groups ready) */
   double rendezvous_timeout_s; /* the timeouts in effect: the options', else the environment's, else */
   double collective_timeout_s; /* the defaults for the job's size (a host waits as long as libdlpar does) */
+  double fatal_grace_s;        /* the host's grace in effect (0: none) */
   char host[256];
 } dlpar_info;
 
@@ -222,13 +227,16 @@ int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
 
 /* What ends the step (every rank: PMIx_Abort, then this process's exit
  * with the status given) without the program asking, each with one line
- * naming the rank, the host and the fix:
+ * naming the rank, the host and the fix (one function of libdlpar's,
+ * end_step.c, does it, for all of them):
  *  - a rank missing at the PMIx rendezvous after the rendezvous timeout,
  *    or Open MPI's MPI_Init not returning within it (status 1);
  *  - a device or host collective not complete after the collective
  *    timeout, or NCCL's asynchronous error on a communicator (status 1);
  *  - a rank of this node stopped (SIGSTOP, SIGTSTP) for longer than
  *    DLPAR_STOPPED_TIMEOUT, 10 s by default (status 1);
+ *    these three, the watchdog's, go to the program first when it asked
+ *    for a grace (dlpar_fatal_error below);
  *  - a second stop signal (SIGTERM, SIGINT, SIGUSR1) to a rank that turns
  *    them into stop requests ends that process at once (128 + the signal;
  *    the launcher then ends the step);
@@ -236,6 +244,20 @@ int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
  *    (status 1), and dlpar_abort / dlpar_abort_shared below (the
  *    program's own).
  * The timeouts in effect are in dlpar_info. */
+
+/* NCCL's asynchronous-error model, for a host that ends the step itself
+ * (the Python module, a PyTorch extension): with a grace
+ * (dlpar_options.fatal_grace_s, DLPAR_FATAL_GRACE), what the watchdog finds
+ * is kept, not printed, and the communicators are aborted, so that a
+ * stream or call waiting on them returns. This returns DLPAR_OK while
+ * nothing was found, else the condition's status with its line in `line`
+ * (len bytes): from then on the host owns the ending (print the line, then
+ * dlpar_abort, or dlpar_finalize, which ends the step with status 1); a
+ * condition untaken after the grace ends the step as without one. A context
+ * with a condition (or a bootstrap rendezvous that timed out) is spent:
+ * its collectives and dlpar_share_from_root fail (DLPAR_ERR_STATE).
+ * Callable from any thread. */
+int dlpar_fatal_error(dlpar_ctx *ctx, char *line, size_t len);
 
 /* Ends the whole step (every rank), printing "dlpar: message" unless message
  * is NULL (the caller printed its own). Does not return. */

@@ -44,7 +44,7 @@ class Info(ctypes.Structure):
                 ("device", ctypes.c_int), ("backend", ctypes.c_int),
                 ("rendezvous_seconds", ctypes.c_double), ("init_seconds", ctypes.c_double),
                 ("rendezvous_timeout_s", ctypes.c_double), ("collective_timeout_s", ctypes.c_double),
-                ("_host", ctypes.c_char * 256)]
+                ("fatal_grace_s", ctypes.c_double), ("_host", ctypes.c_char * 256)]
 
     @property
     def host(self):
@@ -54,7 +54,7 @@ class Info(ctypes.Structure):
 class _Options(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("rendezvous_timeout_s", ctypes.c_double),
                 ("collective_timeout_s", ctypes.c_double), ("exchange_nccl_ids", ctypes.c_int),
-                ("keep_signals", ctypes.c_int)]
+                ("keep_signals", ctypes.c_int), ("fatal_grace_s", ctypes.c_double)]
 
 
 def _load():

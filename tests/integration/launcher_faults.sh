@@ -72,6 +72,24 @@ run_ended "dlpar-run: stalled rank" "$run" -n 4 -- "$probe" --stall-rank=2
 expect_rc "dlpar-run: stalled rank" $rc 1
 expect_contains "dlpar-run: stalled rank" "$out" "allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: rank 2 (pid"
 
+# NCCL's async-error model: with a grace, the host takes what the watchdog
+# found before libdlpar prints or ends anything, and ends the step itself
+# (status 3, its own); untaken, the step ends when the grace has passed.
+late_line="allreduce on the world group (ranks 0,1,2,3) has not completed after 3 s: rank 2 (pid"
+run_ended "dlpar-run: the host takes the error first" "$run" -n 4 -- "$probe" --stall-rank=2 --take-fatal
+expect_rc "dlpar-run: the host takes the error first: its exit status" $rc 3
+expect_contains "dlpar-run: the host takes the error first" "$out" "took the error first (status -7): rank "
+expect_contains "dlpar-run: the host takes the error first: the line" "$out" "$late_line"
+expect_eq "dlpar-run: the host takes the error first: libdlpar printed nothing" \
+  "$(grep -c "^dlpar: rank [0-9]* on $here: allreduce" <<<"$out")" 0
+start=$(date +%s)
+DLPAR_FATAL_GRACE=4 run_ended "dlpar-run: an error nobody takes" "$run" -n 4 -- "$probe" --stall-rank=2
+expect_rc "dlpar-run: an error nobody takes" $rc 1
+expect_contains "dlpar-run: an error nobody takes: printed by libdlpar" "$out" "dlpar: rank "
+expect_contains "dlpar-run: an error nobody takes: the line" "$out" "$late_line"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ $(($(date +%s) - start)) -ge 7 ] || fail "dlpar-run: an error nobody takes: ended before the 3 s timeout + the 4 s grace"
+
 # SIGSTOP under the default collective timeout: the stopped rank's node
 # names it within DLPAR_STOPPED_TIMEOUT, in one line
 for launcher in srun dlpar-run; do

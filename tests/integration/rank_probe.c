@@ -10,9 +10,12 @@
  *   --world-ids                then exchange the world's ids too, as the first world collective on NCCL does
  *   --wait-stop                loop until dlpar_stop_requested (SIGTERM from Slurm/dlpar-run)
  *   --keep-signals             dlpar_options.keep_signals: the stop signals keep their dispositions
+ *   --take-fatal               dlpar_options.fatal_grace_s = 30: a thread takes what the watchdog finds
+ *                              (dlpar_fatal_error), prints it and ends the step with status 3
  * Prints "rank_probe: rank R ..." lines the shell tests check. */
 #include "config.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,7 +28,7 @@
 typedef struct {
   int sleep_rank, kill_rank, stall_rank, exit_rank;
   double sleep_seconds;
-  int nccl_ids, world_ids, wait_stop, keep_signals;
+  int nccl_ids, world_ids, wait_stop, keep_signals, take_fatal;
 } probe_args;
 
 static uint32_t digest(const unsigned char *bytes, size_t len)
@@ -61,7 +64,7 @@ static void print_ids(const dlpar_ctx *ctx)
 
 static int parse(int argc, char **argv, probe_args *a)
 {
-  *a = (probe_args){-1, -1, -1, -1, 0, 0, 0, 0, 0};
+  *a = (probe_args){-1, -1, -1, -1, 0, 0, 0, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     if (sscanf(argv[i], "--sleep-rank=%d", &a->sleep_rank) == 1 || sscanf(argv[i], "--sleep=%lf", &a->sleep_seconds) == 1 ||
         sscanf(argv[i], "--kill-rank=%d", &a->kill_rank) == 1 || sscanf(argv[i], "--stall-rank=%d", &a->stall_rank) == 1 ||
@@ -75,6 +78,8 @@ static int parse(int argc, char **argv, probe_args *a)
       a->wait_stop = 1;
     else if (strcmp(argv[i], "--keep-signals") == 0)
       a->keep_signals = 1;
+    else if (strcmp(argv[i], "--take-fatal") == 0)
+      a->take_fatal = 1;
     else
       return -1;
   }
@@ -102,6 +107,18 @@ static int wait_for_stop(dlpar_ctx *ctx)
   return 1;
 }
 
+/* The embedding host's side of NCCL's async-error model: poll, take, end the step its own way. */
+static void *take_fatal_main(void *arg)
+{
+  dlpar_ctx *ctx = arg;
+  char line[DLPAR_ERRLEN];
+  int status;
+  while ((status = dlpar_fatal_error(ctx, line, sizeof(line))) == DLPAR_OK)
+    usleep(50000);
+  printf("rank_probe: rank %d took the error first (status %d): %s\n", ctx->info.rank, status, line);
+  dlpar_abort(ctx, 3, NULL);
+}
+
 int main(int argc, char **argv)
 {
   probe_args a;
@@ -111,7 +128,7 @@ int main(int argc, char **argv)
   int32_t value = 1;
   if (parse(argc, argv, &a) != 0) {
     fprintf(stderr, "usage: rank_probe [--sleep-rank=R --sleep=S] [--kill-rank=R] [--stall-rank=R] [--exit-rank=R] [--nccl-ids] "
-                    "[--world-ids] [--wait-stop] [--keep-signals]\n");
+                    "[--world-ids] [--wait-stop] [--keep-signals] [--take-fatal]\n");
     return 2;
   }
   if (rank_text && atoi(rank_text) == a.sleep_rank)
@@ -120,6 +137,7 @@ int main(int argc, char **argv)
     return 0;
   options.exchange_nccl_ids = a.nccl_ids;
   options.keep_signals = a.keep_signals;
+  options.fatal_grace_s = a.take_fatal ? 30 : 0;
   if (dlpar_init(argc, argv, &options, &ctx) != DLPAR_OK) {
     fprintf(stderr, "rank_probe: %s\n", dlpar_last_error(ctx));
     return 1;
@@ -132,6 +150,12 @@ int main(int argc, char **argv)
     print_ids(ctx);
   printf("rank_probe: rank %d initialised\n", ctx->info.rank);
   fflush(stdout);
+  if (a.take_fatal) {
+    pthread_t taker;
+    if (pthread_create(&taker, NULL, take_fatal_main, ctx) != 0)
+      return 1;
+    pthread_detach(taker);
+  }
   if (ctx->info.rank == a.kill_rank)
     raise(SIGKILL);
   if (ctx->info.rank == a.stall_rank)

@@ -27,6 +27,7 @@ int main(void)
   FIELD(dlpar_info, init_seconds);
   FIELD(dlpar_info, rendezvous_timeout_s);
   FIELD(dlpar_info, collective_timeout_s);
+  FIELD(dlpar_info, fatal_grace_s);
   FIELD(dlpar_info, host);
   printf("dlpar_info %zu\n", sizeof(dlpar_info));
   FIELD(dlpar_options, backend);
@@ -34,6 +35,7 @@ int main(void)
   FIELD(dlpar_options, collective_timeout_s);
   FIELD(dlpar_options, exchange_nccl_ids);
   FIELD(dlpar_options, keep_signals);
+  FIELD(dlpar_options, fatal_grace_s);
   printf("dlpar_options %zu\n", sizeof(dlpar_options));
   return 0;
 }
