@@ -89,10 +89,20 @@ static bool record_fatal(dlpar_ctx *ctx, int status, const char *line, bool take
   return true;
 }
 
+/* The step ends on what the watchdog found: its line, then, for a hang,
+ * every rank's stack and the summary (stacks.c), then the end. */
+static void end_on_watchdog(dlpar_ctx *ctx, int status, const char *line)
+{
+  dlpar_eprintf("dlpar: %s\n", line);
+  if (status == DLPAR_ERR_TIMEOUT)
+    dlpar_stacks_request(ctx);
+  dlpar_end_step(ctx, 1, line, DLPAR_LINE_PRINTED);
+}
+
 void dlpar_fatal(dlpar_ctx *ctx, int status, const char *line)
 {
   if (ctx->fatal_grace <= 0)
-    dlpar_end_step(ctx, 1, line, DLPAR_LINE_TO_PRINT);
+    end_on_watchdog(ctx, status, line);
   if (record_fatal(ctx, status, line, false))
     abort_comms_bounded(ctx);
 }
@@ -106,7 +116,7 @@ void dlpar_fatal_deadline(dlpar_ctx *ctx)
 {
   if (atomic_load(&ctx->fatal_status) && !atomic_load(&ctx->fatal_taken) &&
       dlpar_now() - ctx->fatal_at > ctx->fatal_grace)
-    dlpar_end_step(ctx, 1, ctx->fatal_line, DLPAR_LINE_TO_PRINT);
+    end_on_watchdog(ctx, atomic_load(&ctx->fatal_status), ctx->fatal_line);
 }
 
 int dlpar_spent(dlpar_ctx *ctx, const char *call)

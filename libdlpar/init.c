@@ -164,16 +164,29 @@ static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const
   return DLPAR_OK;
 }
 
-/* The stop signals become stop requests (the watchdog reads them), unless
- * the program keeps them: options->keep_signals, or DLPAR_SIGNALS keep
- * (stop, the default, takes them). Read before anything starts a thread. */
-static int take_signals(dlpar_ctx *ctx, const dlpar_options *options)
+/* Whether the program keeps its signals: options->keep_signals, or
+ * DLPAR_SIGNALS keep (stop, the default, takes them). */
+static int read_keep_signals(dlpar_ctx *ctx, const dlpar_options *options)
 {
   bool keep = false;
   DLPAR_TRY(env_switch(ctx, "DLPAR_SIGNALS", "stop", "keep", &keep));
-  if (keep || (options && options->keep_signals))
-    return DLPAR_OK;
-  return dlpar_watchdog_block_signals(ctx);
+  ctx->keep_signals = keep || (options && options->keep_signals);
+  return DLPAR_OK;
+}
+
+/* The stop signals become stop requests (the watchdog reads them), unless
+ * the program keeps them. Read before anything starts a thread. */
+static int take_signals(dlpar_ctx *ctx, const dlpar_options *options)
+{
+  DLPAR_TRY(read_keep_signals(ctx, options));
+  return ctx->keep_signals ? DLPAR_OK : dlpar_watchdog_block_signals(ctx);
+}
+
+/* SIGURG asks for this rank's stack (stacks.c), unless the program keeps
+ * its signals; once rank and host are known. */
+static int arm_stacks(dlpar_ctx *ctx)
+{
+  return ctx->keep_signals ? DLPAR_OK : dlpar_stacks_arm(ctx);
 }
 
 /* How the start-up exchanges and builds things (doc/scaling.md):
@@ -273,6 +286,7 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
   ctx->info.rendezvous_seconds = dlpar_now() - start;
   dlpar_phase_mark(ctx, DLPAR_PHASE_IDS);
   DLPAR_TRY(dlpar_watchdog_peers(ctx));
+  DLPAR_TRY(arm_stacks(ctx));
   DLPAR_TRY(ctx->backend->init(ctx));
   DLPAR_TRY(dlpar_watchdog_start(ctx));
   dlpar_profiling_setup(ctx);
@@ -343,10 +357,12 @@ DLPAR_API int dlpar_init_bootstrap(const dlpar_options *options, dlpar_ctx **out
   if (!ctx)
     return DLPAR_ERR_SYSTEM;
   DLPAR_TRY(read_timeouts(ctx, options));
+  DLPAR_TRY(read_keep_signals(ctx, options));
   DLPAR_TRY(import_launcher_env(ctx));
   DLPAR_TRY(dlpar_pmix_init(ctx));
   DLPAR_TRY(default_timeouts(ctx));
   DLPAR_TRY(settle_grid(ctx));
+  DLPAR_TRY(arm_stacks(ctx));
   ctx->info.backend = DLPAR_BACKEND_NONE;
   ctx->info.init_seconds = ctx->info.rendezvous_seconds = dlpar_now() - start;
   return DLPAR_OK;

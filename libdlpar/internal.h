@@ -111,6 +111,8 @@ struct dlpar_ctx {
   atomic_int stop_signals;     /* SIGTERM/SIGINT/SIGUSR1 received */
   atomic_int quiet_exit_code;  /* set while this rank ends the step: a stop signal exits with it, silently */
   atomic_int comms_abort_started, comms_aborted; /* end_step.c's abort of the communicators, once */
+  bool keep_signals;           /* the program keeps its signals (DLPAR_SIGNALS=keep, options) */
+  bool stacks_armed;           /* SIGURG asks this rank for its stack (stacks.c) */
   /* The first condition that ends the step, kept for the host (end_step.c):
    * fatal_status (0: none) is stored last; fatal_taken once the host has it
    * (dlpar_fatal_error, or a call that returned it); a context with one is
@@ -241,6 +243,21 @@ double dlpar_pmix_guard_stop(dlpar_init_guard *guard);
  * for end_step.c alone, which then ends the process. */
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message);
 void dlpar_pmix_finalize(dlpar_ctx *ctx);
+/* A text key published after the rendezvous (put, commit: no fence), and
+ * read from a rank within `timeout` (whole seconds, at least 1). Neither
+ * records an error in ctx: the watchdog's thread calls them. */
+int dlpar_pmix_put_text(dlpar_ctx *ctx, const char *key, const char *text);
+int dlpar_pmix_get_text(dlpar_ctx *ctx, int rank, const char *key, double timeout, char *out, size_t len);
+
+/* stacks.c: the stacks of a hung step (SIGURG asks every rank for its
+ * stack; see the file). arm: install the request's handler (after the
+ * rendezvous: the header names rank and host). publish: the watchdog's
+ * share of a dump (its signature through PMIx). request: ask every rank,
+ * wait for their signatures, print the summary line (the watchdog, before
+ * the step ends on a hang). */
+int dlpar_stacks_arm(dlpar_ctx *ctx);
+void dlpar_stacks_publish(dlpar_ctx *ctx);
+void dlpar_stacks_request(dlpar_ctx *ctx);
 
 /* end_step.c: the one place libdlpar ends the step or the process (every
  * condition is listed in dlpar.h). */

@@ -435,6 +435,39 @@ int dlpar_pmix_peer_pids(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
+int dlpar_pmix_put_text(dlpar_ctx *ctx, const char *key, const char *text)
+{
+  pmix_value_t value;
+  pmix_status_t rc;
+  if (!ctx->pmix)
+    return DLPAR_ERR_STATE;
+  PMIX_VALUE_LOAD(&value, text, PMIX_STRING);
+  rc = PMIx_Put(PMIX_GLOBAL, key, &value);
+  PMIX_VALUE_DESTRUCT(&value);
+  if (rc == PMIX_SUCCESS)
+    rc = PMIx_Commit();
+  return rc == PMIX_SUCCESS ? DLPAR_OK : DLPAR_ERR_PMIX;
+}
+
+int dlpar_pmix_get_text(dlpar_ctx *ctx, int rank, const char *key, double timeout, char *out, size_t len)
+{
+  const pmix_proc_t proc = dlpar_pmix_proc(ctx, (pmix_rank_t)rank);
+  int seconds = timeout < 1 ? 1 : (int)timeout;
+  pmix_info_t info;
+  pmix_value_t *value = NULL;
+  pmix_status_t rc;
+  PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &seconds, PMIX_INT);
+  rc = PMIx_Get(&proc, key, &info, 1, &value);
+  PMIX_INFO_DESTRUCT(&info);
+  if (rc == PMIX_SUCCESS && value && value->type == PMIX_STRING)
+    snprintf(out, len, "%s", value->data.string);
+  else if (rc == PMIX_SUCCESS)
+    rc = PMIX_ERR_TYPE_MISMATCH;
+  if (value)
+    PMIX_VALUE_RELEASE(value);
+  return rc == PMIX_SUCCESS ? DLPAR_OK : DLPAR_ERR_PMIX;
+}
+
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where)
 {
   char message[DLPAR_ERRLEN];

@@ -186,6 +186,7 @@ static void *watchdog_main(void *arg)
   for (long polls = 1; !atomic_load(&ctx->watchdog_stop); polls++) {
     poll(&fd, 1, 100);
     read_signals(ctx);
+    dlpar_stacks_publish(ctx);
     if (atomic_load(&ctx->fatal_status)) { /* kept for the host: only its grace is watched */
       dlpar_fatal_deadline(ctx);
       continue;

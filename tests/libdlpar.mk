@@ -11,7 +11,7 @@ INTEGRATION_TESTS += \
 	tests/integration/spank_profile.sh \
 	tests/integration/spank_admin.sh \
 	tests/integration/launcher_groups.sh \
-	tests/integration/launcher_faults.sh \
+	tests/integration/launcher_faults.sh tests/integration/stacks.sh \
 	tests/integration/launcher_nccl_ids.sh \
 	tests/integration/launcher_startup.sh \
 	tests/integration/launcher_host_collectives.sh \
@@ -22,6 +22,8 @@ EXTRA_DIST += tests/integration/torch/env_programs.py tests/integration/torch/mo
 check_PROGRAMS += tests/integration/rank_probe tests/integration/host_collectives
 tests_integration_rank_probe_SOURCES = tests/integration/rank_probe.c
 tests_integration_rank_probe_LDADD = libdlpar/libdlpar_core.la
+# its functions named in the stacks it writes (stuck_in_user_code)
+tests_integration_rank_probe_LDFLAGS = -export-dynamic
 tests_integration_host_collectives_SOURCES = tests/integration/host_collectives.c
 tests_integration_host_collectives_LDADD = libdlpar/libdlpar_core.la
 # dlpar_init's stop signals (kept or turned into stop requests) and

@@ -236,7 +236,9 @@ int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
  *  - a rank of this node stopped (SIGSTOP, SIGTSTP) for longer than
  *    DLPAR_STOPPED_TIMEOUT, 10 s by default (status 1);
  *    these three, the watchdog's, go to the program first when it asked
- *    for a grace (dlpar_fatal_error below);
+ *    for a grace (dlpar_fatal_error below); on a hang (the first and the
+ *    third) every rank first writes its stack, asked with SIGURG, and one
+ *    line names the rank whose stack differs (doc/user.md);
  *  - a second stop signal (SIGTERM, SIGINT, SIGUSR1) to a rank that turns
  *    them into stop requests ends that process at once (128 + the signal;
  *    the launcher then ends the step);

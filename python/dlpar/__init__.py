@@ -18,6 +18,12 @@ rendezvous timeout raises DlparError (naming it, rank and host), so
 `finally` blocks and `with` exits run; the context is then spent, and the
 step ends when it is closed (close(), garbage collection, or at the
 interpreter's exit): exit status 1.
+
+A stack request (SIGURG: `scancel --signal=URG JOB.STEP`, or libdlpar's
+watchdog in a C rank of the same step) makes each rank write one block
+headed by rank and host: libdlpar's C stack of the main thread, then
+every Python thread's stack (faulthandler). DLPAR_SIGNALS=keep leaves
+SIGURG alone.
 """
 import atexit
 import ctypes
@@ -55,6 +61,17 @@ class _Options(ctypes.Structure):
     _fields_ = [("backend", ctypes.c_int), ("rendezvous_timeout_s", ctypes.c_double),
                 ("collective_timeout_s", ctypes.c_double), ("exchange_nccl_ids", ctypes.c_int),
                 ("keep_signals", ctypes.c_int), ("fatal_grace_s", ctypes.c_double)]
+
+
+def _dump_python_stacks_on_request():
+    """faulthandler answers SIGURG with every Python thread's stack;
+    libdlpar, installed next, writes the block's header and the C stack,
+    then hands the signal on to it."""
+    if os.environ.get("DLPAR_SIGNALS") == "keep":
+        return
+    import faulthandler
+    import signal
+    faulthandler.register(signal.SIGURG, file=sys.stderr, all_threads=True)
 
 
 def _load():
@@ -104,6 +121,7 @@ class Context:
         self._ctx = ctypes.c_void_p()
         _open_contexts.add(self)
         options = _Options(rendezvous_timeout_s=float(rendezvous_timeout or 0))
+        _dump_python_stacks_on_request()
         if self._lib.dlpar_init_bootstrap(ctypes.byref(options), ctypes.byref(self._ctx)) != 0:
             raise DlparError(self._error())
         self.info = Info.from_buffer_copy(self._lib.dlpar_get_info(self._ctx).contents)

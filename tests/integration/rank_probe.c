@@ -5,6 +5,7 @@
  *   --kill-rank=R              rank R SIGKILLs itself after init; the rest allreduce
  *   --stall-rank=R             rank R SIGSTOPs itself after init (stuck, not dead: the watchdog)
  *   --exit-rank=R              rank R exits (status 0) before dlpar_init: it never arrives
+ *   --busy-rank=R              rank R stays in its own code (stuck_in_user_code) instead of the allreduce
  *   --nccl-ids                 exchange real NCCL ids over PMIx; print a digest per group (- for none),
  *                              the roots (ids) per group, and the bytes this rank moved through PMIx
  *   --world-ids                then exchange the world's ids too, as the first world collective on NCCL does
@@ -26,7 +27,7 @@
 #include "libdlpar/internal.h"
 
 typedef struct {
-  int sleep_rank, kill_rank, stall_rank, exit_rank;
+  int sleep_rank, kill_rank, stall_rank, exit_rank, busy_rank;
   double sleep_seconds;
   int nccl_ids, world_ids, wait_stop, keep_signals, take_fatal;
 } probe_args;
@@ -64,11 +65,11 @@ static void print_ids(const dlpar_ctx *ctx)
 
 static int parse(int argc, char **argv, probe_args *a)
 {
-  *a = (probe_args){-1, -1, -1, -1, 0, 0, 0, 0, 0, 0};
+  *a = (probe_args){-1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     if (sscanf(argv[i], "--sleep-rank=%d", &a->sleep_rank) == 1 || sscanf(argv[i], "--sleep=%lf", &a->sleep_seconds) == 1 ||
         sscanf(argv[i], "--kill-rank=%d", &a->kill_rank) == 1 || sscanf(argv[i], "--stall-rank=%d", &a->stall_rank) == 1 ||
-        sscanf(argv[i], "--exit-rank=%d", &a->exit_rank) == 1)
+        sscanf(argv[i], "--exit-rank=%d", &a->exit_rank) == 1 || sscanf(argv[i], "--busy-rank=%d", &a->busy_rank) == 1)
       continue;
     if (strcmp(argv[i], "--nccl-ids") == 0)
       a->nccl_ids = 1;
@@ -107,6 +108,15 @@ static int wait_for_stop(dlpar_ctx *ctx)
   return 1;
 }
 
+/* A rank stuck in the program's own code, which its stack must show (the
+ * probe is linked -export-dynamic, so the name is in its symbol table). */
+__attribute__((noinline)) void stuck_in_user_code(void);
+__attribute__((noinline)) void stuck_in_user_code(void)
+{
+  for (int i = 0; i < 6000; i++)
+    usleep(100000);
+}
+
 /* The embedding host's side of NCCL's async-error model: poll, take, end the step its own way. */
 static void *take_fatal_main(void *arg)
 {
@@ -127,7 +137,7 @@ int main(int argc, char **argv)
   const char *rank_text = getenv("PMIX_RANK");
   int32_t value = 1;
   if (parse(argc, argv, &a) != 0) {
-    fprintf(stderr, "usage: rank_probe [--sleep-rank=R --sleep=S] [--kill-rank=R] [--stall-rank=R] [--exit-rank=R] [--nccl-ids] "
+    fprintf(stderr, "usage: rank_probe [--sleep-rank=R --sleep=S] [--kill-rank=R] [--stall-rank=R] [--exit-rank=R] [--busy-rank=R] [--nccl-ids] "
                     "[--world-ids] [--wait-stop] [--keep-signals] [--take-fatal]\n");
     return 2;
   }
@@ -160,6 +170,8 @@ int main(int argc, char **argv)
     raise(SIGKILL);
   if (ctx->info.rank == a.stall_rank)
     raise(SIGSTOP);
+  if (ctx->info.rank == a.busy_rank)
+    stuck_in_user_code();
   if (a.wait_stop) {
     int rc = wait_for_stop(ctx);
     dlpar_finalize(ctx); /* before exit: Open MPI 5 ends the node-mates of a rank that exits without it */
