@@ -41,7 +41,8 @@
 /* A rank writes its stack at most once in this many seconds: several ranks
  * that time out together each ask. */
 #define STACK_REPEAT_SECONDS 5.0
-/* How long the asking rank waits for the others' signatures. */
+/* How long the asking rank waits for the others' signatures (those not
+ * read by then count as none). */
 #define STACKS_WAIT_SECONDS 4.0
 /* How long the ranks that asked but do not print the summary let the one that does. */
 #define SUMMARY_GRACE_SECONDS 3.0
@@ -202,15 +203,24 @@ static void signature(dlpar_ctx *ctx, int count, char *out, size_t len)
     program_frames(count, out, len, used);
 }
 
-void dlpar_stacks_publish(dlpar_ctx *ctx)
+/* Publishes the last dump's signature, marked A when this rank asked
+ * for the stacks (the summary's printer is the lowest that asked), else -. */
+static void publish(dlpar_ctx *ctx, bool asked)
 {
   char sig[DLPAR_ERRLEN];
   const int count = atomic_load(&mailbox.frame_count);
-  if (!ctx->stacks_armed || !ctx->pmix || count <= 0 || !atomic_exchange(&mailbox.fresh, 0))
+  if (count <= 0)
     return;
-  signature(ctx, count, sig, sizeof(sig));
+  sig[0] = asked ? 'A' : '-';
+  signature(ctx, count, sig + 1, sizeof(sig) - 1);
   if (dlpar_pmix_put_text(ctx, SIGNATURE_KEY, sig) != DLPAR_OK)
-    dlpar_eprintf("dlpar: rank %d: cannot publish its stack's signature: %s\n", ctx->info.rank, ctx->error);
+    dlpar_eprintf("dlpar: rank %d: PMIx refused its stack's signature: no summary will count it\n", ctx->info.rank);
+}
+
+void dlpar_stacks_publish(dlpar_ctx *ctx)
+{
+  if (ctx->stacks_armed && ctx->pmix && atomic_exchange(&mailbox.fresh, 0))
+    publish(ctx, false);
 }
 
 /* Sends them SIGURG: every rank of the step, or this node's: `scancel --signal=URG` reaches
@@ -236,9 +246,8 @@ static bool send_requests(dlpar_ctx *ctx)
 }
 
 /* The signatures' verdict: the one rank whose stack differs from all the
- * others (which agree), and the ranks without one. Printed by the lowest
- * rank of the largest agreeing set (the others leave it the time). */
-static bool summarise(dlpar_ctx *ctx, char (*sigs)[DLPAR_ERRLEN], const bool *have, char *line, size_t len)
+ * others (which agree), and the ranks without one. */
+static void summarise(dlpar_ctx *ctx, char (*sigs)[DLPAR_ERRLEN], const bool *have, char *line, size_t len)
 {
   int odd = -1, majority = -1, majority_count = 0, present = 0;
   size_t used;
@@ -248,16 +257,16 @@ static bool summarise(dlpar_ctx *ctx, char (*sigs)[DLPAR_ERRLEN], const bool *ha
       continue;
     present++;
     for (int s = 0; s < ctx->info.size; s++)
-      alike += have[s] && strcmp(sigs[r], sigs[s]) == 0;
+      alike += have[s] && strcmp(sigs[r] + 1, sigs[s] + 1) == 0; /* past the mark */
     if (alike > majority_count)
       majority = r, majority_count = alike;
   }
   for (int r = 0; r < ctx->info.size && majority >= 0; r++)
-    if (have[r] && strcmp(sigs[r], sigs[majority]) != 0)
+    if (have[r] && strcmp(sigs[r] + 1, sigs[majority] + 1) != 0)
       odd = odd == -1 ? r : -2;
   if (odd >= 0 && majority_count == present - 1)
     used = (size_t)snprintf(line, len, "stacks: rank %d (%s) differs from the other %d (%s): look there first",
-                            odd, ctx->hosts[odd], majority_count, sigs[odd]);
+                            odd, ctx->hosts[odd], majority_count, sigs[odd] + 1);
   else
     used = (size_t)snprintf(line, len, "stacks: %d of %d ranks wrote one, %s", present, ctx->info.size,
                             odd == -1 ? "all alike" : "no single rank differs");
@@ -269,7 +278,24 @@ static bool summarise(dlpar_ctx *ctx, char (*sigs)[DLPAR_ERRLEN], const bool *ha
     if (used < len)
       snprintf(line + used, len - used, " (stopped, dead or not reached: see the lines above)");
   }
-  return majority >= 0 && majority == ctx->info.rank;
+}
+
+/* Several ranks time out together and each asks: the lowest of those
+ * that asked prints the summary (one that asks later, lower, may print a
+ * second one); the others leave it the time. */
+static bool prints_summary(dlpar_ctx *ctx, char (*sigs)[DLPAR_ERRLEN], const bool *have)
+{
+  for (int rank = 0; rank < ctx->info.rank; rank++)
+    if (have[rank] && sigs[rank][0] == 'A')
+      return false;
+  return true;
+}
+
+/* This rank's stack was written, now or within the repeat window. */
+static bool own_dump_done(void)
+{
+  return atomic_load(&mailbox.frame_count) > 0 &&
+         monotonic_seconds() - atomic_load(&mailbox.last_dump) < STACK_REPEAT_SECONDS;
 }
 
 void dlpar_stacks_request(dlpar_ctx *ctx)
@@ -282,23 +308,26 @@ void dlpar_stacks_request(dlpar_ctx *ctx)
   if (!ctx->stacks_armed)
     return;
   whole_step = send_requests(ctx);
-  while (!atomic_load(&mailbox.fresh) && dlpar_now() < deadline) /* this rank's own dump */
+  while (!own_dump_done() && dlpar_now() < deadline)
     nanosleep(&pause, NULL);
-  dlpar_stacks_publish(ctx);
+  atomic_store(&mailbox.fresh, 0);
+  if (ctx->pmix)
+    publish(ctx, true);
   sigs = calloc((size_t)ctx->info.size, sizeof(*sigs));
   have = calloc((size_t)ctx->info.size, sizeof(*have));
   if (!sigs || !have || !ctx->pmix)
     goto out;
   for (int missing = ctx->info.size; missing > 0 && dlpar_now() < deadline; nanosleep(&pause, NULL)) {
     missing = 0;
-    for (int rank = 0; rank < ctx->info.size; rank++) {
+    for (int rank = 0; rank < ctx->info.size && dlpar_now() < deadline; rank++) {
       if (have[rank] || (!whole_step && ctx->rank_node[rank] != ctx->info.node))
         continue;
       have[rank] = dlpar_pmix_get_text(ctx, rank, SIGNATURE_KEY, 1, sigs[rank], sizeof(sigs[rank])) == DLPAR_OK;
       missing += !have[rank];
     }
   }
-  if (summarise(ctx, sigs, have, line, sizeof(line)))
+  summarise(ctx, sigs, have, line, sizeof(line));
+  if (prints_summary(ctx, sigs, have))
     dlpar_eprintf("dlpar: %s\n", line);
   else
     nanosleep(&(struct timespec){.tv_sec = (time_t)SUMMARY_GRACE_SECONDS}, NULL);

