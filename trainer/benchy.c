@@ -2,7 +2,7 @@
 /* trainer/benchy.c: dlpar-train --benchy, the SC22 tutorial's benchmark:
  * the loader alone (IO), compute on one batch kept where the model
  * computes (SYNTHETIC), and both (FULL), each in samples/s of the global
- * batch, with the training loop's own steps (train.h); then where the
+ * batch, with the training loop's own steps (step.h); then where the
  * loader's time went (its readers' stages in GB/s, host-to-device on a
  * GPU) beside what this node does alone: pread, memcpy. */
 #include "config.h"
@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "common/text.h"
 #include "trainer/benchy.h"
+#include "trainer/step.h"
 #include "trainer/train.h"
 
 enum { ANCHOR_FILE_BYTES = 1 << 30 }; /* the pread anchor reads at most this much of the file */

@@ -17,7 +17,8 @@ trainer_libdlpar_trainer_la_LIBADD = kernels/libdlpar_kernels_cpu.la libdlpar/li
 TRAINER_LIBS = trainer/libdlpar_trainer.la common/libdlpar_common.la
 
 bin_PROGRAMS += trainer/dlpar-train trainer/dlpar-gen-data
-trainer_dlpar_train_SOURCES = trainer/train.c trainer/train.h trainer/step.c trainer/benchy.c trainer/benchy.h
+trainer_dlpar_train_SOURCES = trainer/train.c trainer/train.h trainer/step.c trainer/step.h trainer/benchy.c \
+	trainer/benchy.h
 trainer_dlpar_train_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(PTHREAD_CFLAGS)
 # CUDA's headers: benchy.c times host-to-device copies
 trainer_dlpar_train_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
@@ -27,7 +28,14 @@ trainer_dlpar_gen_data_SOURCES = trainer/gen_data.c trainer/rng.c trainer/npy.c 
 trainer_dlpar_gen_data_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 trainer_dlpar_gen_data_LDADD = $(HDF5_LIBS) -lm
 if HAVE_CUDA
-trainer_libdlpar_model_cuda_a_SOURCES = trainer/model_cuda.cu
+# The CUDA model, a file a stage (trainer/model_cuda/model_cuda.h lists them)
+trainer_libdlpar_model_cuda_a_SOURCES = trainer/model_cuda/model_cuda.h trainer/model_cuda/model.cu \
+	trainer/model_cuda/arena.cu trainer/model_cuda/step.cu trainer/model_cuda/forward.cu \
+	trainer/model_cuda/backward.cu trainer/model_cuda/graphs.cu trainer/model_cuda/optimizer.cu \
+	trainer/model_cuda/metrics.cu
+# nvcc's objects get no automatic dependencies: the headers they include
+$(trainer_libdlpar_model_cuda_a_OBJECTS): $(srcdir)/trainer/model_cuda/model_cuda.h $(srcdir)/trainer/model.h \
+	$(srcdir)/kernels/cuda/ops.h $(srcdir)/kernels/cpu/ops.h
 trainer_dlpar_train_LDADD += trainer/libdlpar_model_cuda.a
 endif
 trainer_dlpar_train_LDADD += $(TRAINER_LIBS) $(OPENMP_CFLAGS)

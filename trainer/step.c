@@ -20,6 +20,7 @@
 #include "trainer/metrics.h"
 #include "trainer/model.h"
 #include "trainer/progress.h"
+#include "trainer/step.h"
 #include "trainer/train.h"
 
 void train_die(trainer *t, bool every_rank, const char *fmt, ...)

@@ -5,7 +5,7 @@
  * steps: batch -> forward/backward (tp + dp collectives through libdlpar)
  * -> Adam at the cosine schedule's rate -> metrics, stop requests,
  * checkpoints; validation and the tutorial's epoch lines each epoch.
- * The step itself is step.c's (train.h), which --benchy (benchy.c) runs
+ * The step itself is step.c's (step.h), which --benchy (benchy.c) runs
  * too. */
 #include "config.h"
 
@@ -32,6 +32,7 @@
 #include "trainer/model.h"
 #include "trainer/progress.h"
 #include "trainer/benchy.h"
+#include "trainer/step.h"
 #include "trainer/train.h"
 #include "trainer/train_config.h"
 
