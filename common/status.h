@@ -2,12 +2,13 @@
 /* common/status.h: the status codes every dlpar function returns (their
  * one home is include/dlpar/dlpar_status.h, the bottom floor every
  * directory includes and libdlpar installs, so a program built against the
- * library sees the same), and the one-line error buffer convention
- * (messages name the problem and the fix, without the "dlpar: " prefix,
- * which the printing caller adds). */
+ * library sees the same), and the error that carries a status with its
+ * one-line message (messages name the problem and the fix, without the
+ * "dlpar: " prefix, which the printing caller adds). */
 #ifndef DLPAR_STATUS_H
 #define DLPAR_STATUS_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "include/dlpar/dlpar_status.h"
@@ -47,5 +48,19 @@
 
 /* One error message: fixed size, always NUL-terminated. */
 #define DLPAR_ERRLEN 512
+
+/* A failure as one value: its status and its one-line message. It travels
+ * down the calls that can fail (a `dlpar_error *err` parameter, libdlpar's
+ * ctx->error) and the caller that prints reads err.text. */
+typedef struct dlpar_error {
+  int status;
+  char text[DLPAR_ERRLEN];
+} dlpar_error;
+
+/* Records status and the formatted message, made one line (see
+ * dlpar_one_line), in err; returns status, so a failure reads
+ *   return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: ...", ...); */
+int dlpar_error_set(dlpar_error *err, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int dlpar_error_vset(dlpar_error *err, int status, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 #endif
