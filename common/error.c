@@ -11,6 +11,8 @@
 
 int dlpar_error_vset(dlpar_error *err, int status, const char *fmt, va_list ap)
 {
+  if (!err)
+    return status;
   vsnprintf(err->text, sizeof(err->text), fmt, ap);
   dlpar_one_line(err->text);
   err->status = status;

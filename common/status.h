@@ -58,7 +58,8 @@ typedef struct dlpar_error {
 } dlpar_error;
 
 /* Records status and the formatted message, made one line (see
- * dlpar_one_line), in err; returns status, so a failure reads
+ * dlpar_one_line), in err (NULL: nowhere, the caller wants the status
+ * only); returns status, so a failure reads
  *   return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: ...", ...); */
 int dlpar_error_set(dlpar_error *err, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int dlpar_error_vset(dlpar_error *err, int status, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));

@@ -246,13 +246,13 @@ static int mpi_barrier(dlpar_ctx *ctx, dlpar_group group)
   return DLPAR_OK;
 }
 
-static int mpi_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
+static int mpi_poll(dlpar_ctx *ctx, double now, dlpar_error *err)
 {
   for (int g = 0; g < 3; g++) {
     const dlpar_inflight *inflight = &ctx->inflight[g];
     const double waited = now - atomic_load(&inflight->since);
     if (atomic_load(&inflight->active) && waited > ctx->collective_timeout) {
-      dlpar_timeout_message(ctx, (dlpar_group)g, inflight->op, waited, err, errlen);
+      dlpar_timeout_message(ctx, (dlpar_group)g, inflight->op, waited, err);
       return DLPAR_ERR_TIMEOUT;
     }
   }

@@ -547,7 +547,7 @@ static bool nccl_has_world(const dlpar_ctx *ctx)
  * captures a CUDA graph (cuda_graph: true) in global mode: in relaxed mode
  * this thread's queries leave that capture valid (PyTorch's NCCL watchdog
  * broke captures so: pytorch#104555, #148594). */
-static int nccl_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
+static int nccl_poll(dlpar_ctx *ctx, double now, dlpar_error *err)
 {
   nccl_state *st = state_of(ctx);
   enum cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
@@ -564,9 +564,9 @@ static int nccl_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
     if (comm && ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess &&
         async != ncclInProgress) {
       dlpar_describe_group(ctx, (dlpar_group)g, group, sizeof(group));
-      snprintf(err, errlen, "rank %d on %s: NCCL error on the %s: %s: %s (NIC hint: %s)", ctx->info.rank,
-               ctx->info.host, group, ncclGetErrorString(async), ncclGetLastError(comm), nic_hint().text);
-      return DLPAR_ERR_NCCL;
+      return dlpar_error_set(err, DLPAR_ERR_NCCL, "rank %d on %s: NCCL error on the %s: %s: %s (NIC hint: %s)",
+                             ctx->info.rank, ctx->info.host, group, ncclGetErrorString(async), ncclGetLastError(comm),
+                             nic_hint().text);
     }
     pthread_mutex_lock(&st->lock);
     if (st->last[g].pending) {
@@ -579,7 +579,7 @@ static int nccl_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
     }
     pthread_mutex_unlock(&st->lock);
     if (op) {
-      dlpar_timeout_message(ctx, (dlpar_group)g, op, waited, err, errlen);
+      dlpar_timeout_message(ctx, (dlpar_group)g, op, waited, err);
       return DLPAR_ERR_TIMEOUT;
     }
   }

@@ -294,7 +294,8 @@ static void gpu_link(const dlpar_ctx *ctx, const dlpar_link *nvlink, const dlpar
 static void link_in_node(const dlpar_ctx *ctx, dlpar_link *link)
 {
   dlpar_link nvlink, pcie, memory;
-  char err[256], busid[32] = "";
+  char busid[32] = "";
+  dlpar_error err;
   const char *xml = getenv("DLPAR_HWLOC_XML");
   bool gpu = false;
 #ifdef HAVE_CUDA
@@ -303,8 +304,7 @@ static void link_in_node(const dlpar_ctx *ctx, dlpar_link *link)
 #else
   (void)ctx;
 #endif
-  if (dlpar_links_in_node(xml && *xml ? xml : NULL, gpu ? busid : NULL, &nvlink, &pcie, &memory, err,
-                          sizeof(err)) != DLPAR_OK)
+  if (dlpar_links_in_node(xml && *xml ? xml : NULL, gpu ? busid : NULL, &nvlink, &pcie, &memory, &err) != DLPAR_OK)
     memory.gbs = 0; /* every figure unknown: the defaults below */
 #ifdef HAVE_CUDA
   if (gpu) {

@@ -61,9 +61,8 @@ int model_fail(model *m, int status, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(m->error, sizeof(m->error), fmt, ap);
+  dlpar_error_vset(&m->error, status, fmt, ap);
   va_end(ap);
-  dlpar_one_line(m->error);
   return status;
 }
 

@@ -388,15 +388,13 @@ static const model_ops cpu_ops = {
     .destroy = cpu_destroy,
 };
 
-int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, char *err, size_t errlen)
+int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, dlpar_error *err)
 {
   const dlpar_info *info = dlpar_get_info(comm);
   model_cpu *m = calloc(1, sizeof(*m));
   *out = &m->base;
-  if (!m) {
-    snprintf(err, errlen, "out of memory");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!m)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
   m->base.ops = &cpu_ops;
   m->base.cfg = *cfg;
   m->base.comm = comm;
@@ -404,9 +402,8 @@ int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int 
   if (params_build(&m->base.table, &m->base.dims, info->tp_rank) != DLPAR_OK || allocate(m) != DLPAR_OK ||
       params_init(&m->base.table, cfg->seed, m->params) != DLPAR_OK ||
       grad_buckets_plan(&m->buckets, &m->base.table, cfg->bucket_mb) != DLPAR_OK) {
-    snprintf(err, errlen, "out of memory for the model (%.1f GB so far; lower global_batch_size or img_size, or "
-             "use more ranks)", (double)m->bytes / 1e9);
-    return DLPAR_ERR_SYSTEM;
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the model (%.1f GB so far; lower "
+                           "global_batch_size or img_size, or use more ranks)", (double)m->bytes / 1e9);
   }
   lat_weights_f32(m->lat_w, m->base.dims.H);
   return DLPAR_OK;
