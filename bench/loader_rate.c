@@ -50,7 +50,7 @@ static double cpu_seconds(void)
 }
 
 /* WARMUP batches, then BATCHES timed; the line. */
-static int measure(loader *l, const era5_data *data, const rate_args *a, char *err, size_t errlen)
+static int measure(loader *l, const era5_data *data, const rate_args *a, dlpar_error *err)
 {
   const double sample_bytes = (double)sizeof(float) * 2.0 * (double)(a->channels * a->height * a->width);
   const float *inp, *tgt;
@@ -64,7 +64,7 @@ static int measure(loader *l, const era5_data *data, const rate_args *a, char *e
       cpu = cpu_seconds();
       start = dlpar_now();
     }
-    rc = loader_next(l, &inp, &tgt, err, errlen);
+    rc = loader_next(l, &inp, &tgt, err);
     loader_release(l);
   }
   if (rc != DLPAR_OK)
@@ -84,7 +84,8 @@ static int measure(loader *l, const era5_data *data, const rate_args *a, char *e
 int main(int argc, char **argv)
 {
   pthread_mutex_t hdf5_lock = PTHREAD_MUTEX_INITIALIZER;
-  char path[4096], err[DLPAR_ERRLEN];
+  char path[4096];
+  dlpar_error err = {0};
   float *means = NULL, *stds = NULL;
   train_config cfg = {0};
   era5_data data = {0};
@@ -102,16 +103,16 @@ int main(int argc, char **argv)
   cfg.img_size[1] = (int)a.width;
   cfg.dt = 1;
   snprintf(path, sizeof(path), "%s/stats/global_means.npy", a.dir);
-  if ((rc = era5_load_stats(path, (int)a.channels, &means, err, sizeof(err))) == DLPAR_OK) {
+  if ((rc = era5_load_stats(path, (int)a.channels, &means, &err)) == DLPAR_OK) {
     snprintf(path, sizeof(path), "%s/stats/global_stds.npy", a.dir);
-    rc = era5_load_stats(path, (int)a.channels, &stds, err, sizeof(err));
+    rc = era5_load_stats(path, (int)a.channels, &stds, &err);
   }
   snprintf(path, sizeof(path), "%s/train", a.dir);
-  if (rc == DLPAR_OK && (rc = era5_open(&data, path, &cfg, -1, means, stds, &hdf5_lock, err, sizeof(err))) == DLPAR_OK &&
-      (rc = loader_create(&l, &data, (int)a.batch, 0, 1, true, 0, (int)a.depth, NULL, err, sizeof(err))) == DLPAR_OK)
-    rc = measure(l, &data, &a, err, sizeof(err));
+  if (rc == DLPAR_OK && (rc = era5_open(&data, path, &cfg, -1, means, stds, &hdf5_lock, &err)) == DLPAR_OK &&
+      (rc = loader_create(&l, &data, (int)a.batch, 0, 1, true, 0, (int)a.depth, NULL, &err)) == DLPAR_OK)
+    rc = measure(l, &data, &a, &err);
   if (rc != DLPAR_OK)
-    fprintf(stderr, "dlpar-loader-rate: %s\n", err);
+    fprintf(stderr, "dlpar-loader-rate: %s\n", err.text);
   loader_destroy(l);
   if (data.files)
     era5_close(&data);

@@ -11,78 +11,65 @@
 #include "text.h"
 
 static int parse_size(const char *text, size_t len, const char *what,
-                      const dlpar_grid_request *req, int *out, char *err, size_t errlen)
+                      const dlpar_grid_request *req, int *out, dlpar_error *err)
 {
   long value = 0;
   int rc = dlpar_parse_uint(text, len, DLPAR_GRID_MAX, &value);
-  if (rc == -2) {
-    snprintf(err, errlen, "--dl-parallel=%s: %s is too large (at most %d)", req->text, what,
-             DLPAR_GRID_MAX);
-    return DLPAR_ERR_INPUT;
-  }
-  if (rc != 0) {
-    snprintf(err, errlen,
-             "--dl-parallel=%s: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)",
-             req->text);
-    return DLPAR_ERR_INPUT;
-  }
-  if (value < 1) {
-    snprintf(err, errlen, "--dl-parallel=%s: %s must be at least 1 (e.g. --dl-parallel=%s)",
-             req->text, what, what[0] == 'M' ? "1x4" : "4x1");
-    return DLPAR_ERR_INPUT;
-  }
+  if (rc == -2)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-parallel=%s: %s is too large (at most %d)", req->text, what,
+                           DLPAR_GRID_MAX);
+  if (rc != 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT,
+                           "--dl-parallel=%s: expected MxD or M with whole numbers (e.g. --dl-parallel=4x2)",
+                           req->text);
+  if (value < 1)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-parallel=%s: %s must be at least 1 (e.g. --dl-parallel=%s)",
+                           req->text, what, what[0] == 'M' ? "1x4" : "4x1");
   *out = (int)value;
   return DLPAR_OK;
 }
 
-int dlpar_grid_parse(const char *text, dlpar_grid_request *req, char *err, size_t errlen)
+int dlpar_grid_parse(const char *text, dlpar_grid_request *req, dlpar_error *err)
 {
   const char *x;
   size_t len;
   int rc;
   memset(req, 0, sizeof(*req));
-  if (!text || !*text) {
-    snprintf(err, errlen, "--dl-parallel needs a value MxD (e.g. --dl-parallel=4x2)");
-    return DLPAR_ERR_INPUT;
-  }
+  if (!text || !*text)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-parallel needs a value MxD (e.g. --dl-parallel=4x2)");
   dlpar_quote(text, req->text, sizeof(req->text));
   len = strlen(text);
-  if (len > DLPAR_TEXT_MAX) {
-    snprintf(err, errlen, "--dl-parallel=%s: value too long (expected MxD, e.g. --dl-parallel=4x2)",
-             req->text);
-    return DLPAR_ERR_INPUT;
-  }
+  if (len > DLPAR_TEXT_MAX)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-parallel=%s: value too long (expected MxD, e.g. "
+                           "--dl-parallel=4x2)", req->text);
   x = strpbrk(text, "xX");
-  rc = parse_size(text, x ? (size_t)(x - text) : len, "M", req, &req->tp, err, errlen);
+  rc = parse_size(text, x ? (size_t)(x - text) : len, "M", req, &req->tp, err);
   if (rc != DLPAR_OK || !x)
     return rc;
-  return parse_size(x + 1, len - (size_t)(x - text) - 1, "D", req, &req->dp, err, errlen);
+  return parse_size(x + 1, len - (size_t)(x - text) - 1, "D", req, &req->dp, err);
 }
 
-int dlpar_grid_resolve(const dlpar_grid_request *req, int ntasks, dlpar_grid *grid,
-                       char *err, size_t errlen)
+int dlpar_grid_resolve(const dlpar_grid_request *req, int ntasks, dlpar_grid *grid, dlpar_error *err)
 {
   const long needed = (long)req->tp * req->dp;
   grid->tp = req->tp;
   if (req->dp == 0) {
-    if (ntasks % req->tp != 0) {
-      snprintf(err, errlen,
-               "--dl-parallel=%s: %d %s cannot form groups of %d (use a task count that is a "
-               "multiple of %d, or --dl-parallel=M with M dividing %d)",
-               req->text, ntasks, dlpar_plural(ntasks, "task", "tasks"), req->tp, req->tp, ntasks);
-      return DLPAR_ERR_INPUT;
-    }
+    if (ntasks % req->tp != 0)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT,
+                             "--dl-parallel=%s: %d %s cannot form groups of %d (use a task count that is a "
+                             "multiple of %d, or --dl-parallel=M with M dividing %d)",
+                             req->text, ntasks, dlpar_plural(ntasks, "task", "tasks"), req->tp, req->tp, ntasks);
     grid->dp = ntasks / req->tp;
     return DLPAR_OK;
   }
   if (needed != ntasks) {
     if (ntasks % req->tp == 0)
-      snprintf(err, errlen, "--dl-parallel=%s needs %ld %s but the step has %d (use -n %ld or --dl-parallel=%dx%d)",
-               req->text, needed, dlpar_plural(needed, "task", "tasks"), ntasks, needed, req->tp, ntasks / req->tp);
-    else
-      snprintf(err, errlen, "--dl-parallel=%s needs %ld %s but the step has %d (use -n %ld)",
-               req->text, needed, dlpar_plural(needed, "task", "tasks"), ntasks, needed);
-    return DLPAR_ERR_INPUT;
+      return dlpar_error_set(err, DLPAR_ERR_INPUT,
+                             "--dl-parallel=%s needs %ld %s but the step has %d (use -n %ld or --dl-parallel=%dx%d)",
+                             req->text, needed, dlpar_plural(needed, "task", "tasks"), ntasks, needed, req->tp,
+                             ntasks / req->tp);
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-parallel=%s needs %ld %s but the step has %d (use -n %ld)",
+                           req->text, needed, dlpar_plural(needed, "task", "tasks"), ntasks, needed);
   }
   grid->dp = req->dp;
   return DLPAR_OK;
@@ -125,7 +112,7 @@ static const char *node_label(const char *const *names, int node, char *buf, siz
 
 int dlpar_grid_check_span(const dlpar_grid *grid, const int *rank_node,
                           const char *const *node_names, dlpar_span_policy policy,
-                          int *first_rank, char *err, size_t errlen)
+                          int *first_rank, dlpar_error *err)
 {
   char a[32], b[32];
   for (int group = 0; group < grid->dp; group++) {
@@ -137,14 +124,13 @@ int dlpar_grid_check_span(const dlpar_grid *grid, const int *rank_node,
         *first_rank = first;
       if (policy == DLPAR_SPAN_ALLOW)
         return DLPAR_OK;
-      snprintf(err, errlen,
-               "%s--dl-parallel=%dx%d: tensor-parallel group %d (ranks %d-%d) spans %s and %s (give "
-               "every node a multiple of %d tasks, e.g. --ntasks-per-node=%d%s)",
-               policy == DLPAR_SPAN_WARN ? "warning: " : "", grid->tp, grid->dp, group, first,
-               first + grid->tp - 1, node_label(node_names, rank_node[first], a, sizeof(a)),
-               node_label(node_names, rank_node[r], b, sizeof(b)), grid->tp, grid->tp,
-               policy == DLPAR_SPAN_ERROR ? ", or ask the admin for tp_span=warn" : "");
-      return policy == DLPAR_SPAN_WARN ? DLPAR_WARN : DLPAR_ERR_INPUT;
+      return dlpar_error_set(err, policy == DLPAR_SPAN_WARN ? DLPAR_WARN : DLPAR_ERR_INPUT,
+                             "%s--dl-parallel=%dx%d: tensor-parallel group %d (ranks %d-%d) spans %s and %s (give "
+                             "every node a multiple of %d tasks, e.g. --ntasks-per-node=%d%s)",
+                             policy == DLPAR_SPAN_WARN ? "warning: " : "", grid->tp, grid->dp, group, first,
+                             first + grid->tp - 1, node_label(node_names, rank_node[first], a, sizeof(a)),
+                             node_label(node_names, rank_node[r], b, sizeof(b)), grid->tp, grid->tp,
+                             policy == DLPAR_SPAN_ERROR ? ", or ask the admin for tp_span=warn" : "");
     }
   }
   return DLPAR_OK;

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "status.h"
+
 #define DLPAR_GRID_MAX 1048576 /* largest M, D and M*D accepted */
 
 typedef struct {
@@ -32,11 +34,10 @@ typedef enum { DLPAR_GROUP_WORLD = 0, DLPAR_GROUP_TP = 1, DLPAR_GROUP_DP = 2 } d
 typedef enum { DLPAR_SPAN_ERROR = 0, DLPAR_SPAN_WARN, DLPAR_SPAN_ALLOW } dlpar_span_policy;
 
 /* Syntax only: "M" or "MxD" with whole numbers >= 1. */
-int dlpar_grid_parse(const char *text, dlpar_grid_request *req, char *err, size_t errlen);
+int dlpar_grid_parse(const char *text, dlpar_grid_request *req, dlpar_error *err);
 
 /* Against a step of ntasks tasks: M*D == ntasks (or D = ntasks / M). */
-int dlpar_grid_resolve(const dlpar_grid_request *req, int ntasks, dlpar_grid *grid,
-                       char *err, size_t errlen);
+int dlpar_grid_resolve(const dlpar_grid_request *req, int ntasks, dlpar_grid *grid, dlpar_error *err);
 
 void dlpar_grid_coords(const dlpar_grid *grid, int rank, int *tp_rank, int *dp_rank);
 
@@ -48,7 +49,7 @@ int dlpar_grid_members(const dlpar_grid *grid, dlpar_group group, int rank, int 
  * group spans nodes, *first_rank (if not NULL) is that group's first rank. */
 int dlpar_grid_check_span(const dlpar_grid *grid, const int *rank_node,
                           const char *const *node_names, dlpar_span_policy policy,
-                          int *first_rank, char *err, size_t errlen);
+                          int *first_rank, dlpar_error *err);
 
 /* Slurm's block distribution: ranks fill node 0, then node 1, ... */
 void dlpar_grid_block_nodes(const int *tasks_per_node, int nnodes, int *rank_node);

@@ -3,7 +3,7 @@
 # grid, profile request, topology mapping, the environment contract).
 noinst_LTLIBRARIES += common/libdlpar_common.la
 common_libdlpar_common_la_SOURCES = \
-	common/status.h \
+	common/status.h common/error.c \
 	common/clock.c common/clock.h \
 	common/text.c common/text.h \
 	common/grid.c common/grid.h \

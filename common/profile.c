@@ -17,7 +17,7 @@ void dlpar_profile_init(dlpar_profile_request *req)
   req->ranks.count = 1; /* rank 0 */
 }
 
-int dlpar_profile_parse_tool(const char *text, dlpar_profile_request *req, char *err, size_t errlen)
+int dlpar_profile_parse_tool(const char *text, dlpar_profile_request *req, dlpar_error *err)
 {
   char quoted[64];
   static const char *const names[] = {"off", "nvtx", "nsys"};
@@ -27,12 +27,11 @@ int dlpar_profile_parse_tool(const char *text, dlpar_profile_request *req, char 
       return DLPAR_OK;
     }
   }
-  snprintf(err, errlen, "--dl-profile=%s: unknown profiler (use nsys, nvtx or off)",
-           dlpar_quote(text, quoted, sizeof(quoted)));
-  return DLPAR_ERR_INPUT;
+  return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-profile=%s: unknown profiler (use nsys, nvtx or off)",
+                         dlpar_quote(text, quoted, sizeof(quoted)));
 }
 
-int dlpar_profile_parse_steps(const char *text, dlpar_profile_request *req, char *err, size_t errlen)
+int dlpar_profile_parse_steps(const char *text, dlpar_profile_request *req, dlpar_error *err)
 {
   char quoted[64];
   const char *dash = strchr(text, '-');
@@ -42,48 +41,39 @@ int dlpar_profile_parse_steps(const char *text, dlpar_profile_request *req, char
   if (strlen(text) > DLPAR_TEXT_MAX || !dash ||
       dlpar_parse_uint(text, (size_t)(dash - text), max_step, &first) != 0 ||
       dlpar_parse_uint(dash + 1, strlen(dash + 1), max_step, &last) != 0) {
-    snprintf(err, errlen, "--dl-profile-steps=%s: expected a step range A-B (e.g. --dl-profile-steps=30-40)",
-             quoted);
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-profile-steps=%s: expected a step range A-B (e.g. "
+                           "--dl-profile-steps=30-40)", quoted);
   }
-  if (first > last) {
-    snprintf(err, errlen, "--dl-profile-steps=%s: the range is empty (use A-B with A <= B, e.g. 30-40)",
-             quoted);
-    return DLPAR_ERR_INPUT;
-  }
+  if (first > last)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-profile-steps=%s: the range is empty (use A-B with A <= B, e.g. "
+                           "30-40)", quoted);
   req->first_step = first;
   req->last_step = last;
   req->steps_given = true;
   return DLPAR_OK;
 }
 
-int dlpar_profile_parse_ranks(const char *text, dlpar_profile_request *req, char *err, size_t errlen)
+int dlpar_profile_parse_ranks(const char *text, dlpar_profile_request *req, dlpar_error *err)
 {
   char quoted[64];
-  if (dlpar_rank_list_parse(text, &req->ranks) != 0) {
-    snprintf(err, errlen,
-             "--dl-profile-ranks=%s: expected ranks like 0,2,4-7 or all (e.g. --dl-profile-ranks=0)",
-             dlpar_quote(text, quoted, sizeof(quoted)));
-    return DLPAR_ERR_INPUT;
-  }
+  if (dlpar_rank_list_parse(text, &req->ranks) != 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT,
+                           "--dl-profile-ranks=%s: expected ranks like 0,2,4-7 or all (e.g. --dl-profile-ranks=0)",
+                           dlpar_quote(text, quoted, sizeof(quoted)));
   req->ranks_given = true;
   return DLPAR_OK;
 }
 
-int dlpar_profile_check(const dlpar_profile_request *req, int ntasks, char *err, size_t errlen)
+int dlpar_profile_check(const dlpar_profile_request *req, int ntasks, dlpar_error *err)
 {
   const long max_rank = dlpar_rank_list_max(&req->ranks);
-  if (req->tool == DLPAR_PROFILE_OFF && (req->steps_given || req->ranks_given)) {
-    snprintf(err, errlen, "--dl-profile-%s needs a profiler (add --dl-profile=nsys or --dl-profile=nvtx)",
-             req->steps_given ? "steps" : "ranks");
-    return DLPAR_ERR_INPUT;
-  }
-  if (ntasks > 0 && max_rank >= ntasks) {
-    snprintf(err, errlen,
-             "--dl-profile-ranks: rank %ld does not exist in a step of %d tasks (use ranks 0-%d)",
-             max_rank, ntasks, ntasks - 1);
-    return DLPAR_ERR_INPUT;
-  }
+  if (req->tool == DLPAR_PROFILE_OFF && (req->steps_given || req->ranks_given))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-profile-%s needs a profiler (add --dl-profile=nsys or "
+                           "--dl-profile=nvtx)", req->steps_given ? "steps" : "ranks");
+  if (ntasks > 0 && max_rank >= ntasks)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT,
+                           "--dl-profile-ranks: rank %ld does not exist in a step of %d tasks (use ranks 0-%d)",
+                           max_rank, ntasks, ntasks - 1);
   return DLPAR_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "status.h"
 #include "text.h"
 
 typedef enum { DLPAR_PROFILE_OFF = 0, DLPAR_PROFILE_NVTX, DLPAR_PROFILE_NSYS } dlpar_profile_tool;
@@ -20,11 +21,11 @@ typedef struct {
 } dlpar_profile_request;
 
 void dlpar_profile_init(dlpar_profile_request *req);
-int dlpar_profile_parse_tool(const char *text, dlpar_profile_request *req, char *err, size_t errlen);
-int dlpar_profile_parse_steps(const char *text, dlpar_profile_request *req, char *err, size_t errlen);
-int dlpar_profile_parse_ranks(const char *text, dlpar_profile_request *req, char *err, size_t errlen);
+int dlpar_profile_parse_tool(const char *text, dlpar_profile_request *req, dlpar_error *err);
+int dlpar_profile_parse_steps(const char *text, dlpar_profile_request *req, dlpar_error *err);
+int dlpar_profile_parse_ranks(const char *text, dlpar_profile_request *req, dlpar_error *err);
 /* Steps/ranks only with a tool; with ntasks > 0 also: the ranks exist. */
-int dlpar_profile_check(const dlpar_profile_request *req, int ntasks, char *err, size_t errlen);
+int dlpar_profile_check(const dlpar_profile_request *req, int ntasks, dlpar_error *err);
 bool dlpar_profile_selects(const dlpar_profile_request *req, int rank);
 
 const char *dlpar_profile_tool_name(dlpar_profile_tool tool);

@@ -27,7 +27,7 @@ static void add(dlpar_env_list *list, const char *name, const char *fmt, ...)
   list->count++;
 }
 
-int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, char *err, size_t errlen)
+int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, dlpar_error *err)
 {
   char quoted[64];
   if (!text || !*text || strcmp(text, "on") == 0)
@@ -37,9 +37,8 @@ int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, char *err, 
   else if (strcmp(text, "off") == 0)
     *mode = DLPAR_CHECK_OFF;
   else {
-    snprintf(err, errlen, "--dl-check=%s: expected nothing (check, then run), 'only' (check and stop) or 'off'",
-             dlpar_quote(text, quoted, sizeof(quoted)));
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-check=%s: expected nothing (check, then run), 'only' (check and "
+                           "stop) or 'off'", dlpar_quote(text, quoted, sizeof(quoted)));
   }
   return DLPAR_OK;
 }
@@ -97,28 +96,27 @@ void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
 }
 
 /* Reads an integer variable in [lo, hi]; names the variable on error. */
-static int get_int(const char *name, long lo, long hi, long *out, char *err, size_t errlen)
+static int get_int(const char *name, long lo, long hi, long *out, dlpar_error *err)
 {
   const char *text = getenv(name);
   if (!text || dlpar_parse_int(text, lo, hi, out) != 0) {
     char quoted[64];
-    snprintf(err, errlen, "%s=%s is not a whole number in [%ld, %ld] (unset the DLPAR_* variables "
-             "or relaunch with srun --dl-parallel / dlpar-run)",
-             name, text ? dlpar_quote(text, quoted, sizeof(quoted)) : "(unset)", lo, hi);
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s=%s is not a whole number in [%ld, %ld] (unset the DLPAR_* "
+                           "variables or relaunch with srun --dl-parallel / dlpar-run)", name,
+                           text ? dlpar_quote(text, quoted, sizeof(quoted)) : "(unset)", lo, hi);
   }
   return DLPAR_OK;
 }
 
-static int import_profile(dlpar_task_env *env, char *err, size_t errlen)
+static int import_profile(dlpar_task_env *env, dlpar_error *err)
 {
   dlpar_profile_request req;
   const char *tool = getenv("DLPAR_PROFILE"), *steps = getenv("DLPAR_PROFILE_STEPS");
   const char *output = getenv("DLPAR_PROFILE_OUTPUT"), *selected = getenv("DLPAR_PROFILE_RANK");
   dlpar_profile_init(&req);
-  if (tool && dlpar_profile_parse_tool(tool, &req, err, errlen) != DLPAR_OK)
+  if (tool && dlpar_profile_parse_tool(tool, &req, err) != DLPAR_OK)
     return DLPAR_ERR_INPUT;
-  if (steps && strcmp(steps, "all") != 0 && dlpar_profile_parse_steps(steps, &req, err, errlen) != DLPAR_OK)
+  if (steps && strcmp(steps, "all") != 0 && dlpar_profile_parse_steps(steps, &req, err) != DLPAR_OK)
     return DLPAR_ERR_INPUT;
   env->profile = req.tool;
   env->profile_first_step = req.first_step;
@@ -130,7 +128,7 @@ static int import_profile(dlpar_task_env *env, char *err, size_t errlen)
 
 /* No contract, yet srun accepted --dl-* options for this very step: the
  * node ran no plugin (its plugstack.conf has no dlpar line, srun's has). */
-static int srun_without_plugin(char *err, size_t errlen)
+static int srun_without_plugin(dlpar_error *err)
 {
   const char *mark = getenv(DLPAR_SRUN_STEP), *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
   const char *node = getenv("SLURMD_NODENAME");
@@ -140,35 +138,31 @@ static int srun_without_plugin(char *err, size_t errlen)
   snprintf(this_step, sizeof(this_step), "%s.%s", job, step);
   if (strcmp(mark, this_step) != 0)
     return DLPAR_OK;
-  snprintf(err, errlen, "srun accepted --dl-* options for step %s, but dlpar's plugin did not run on %s: its "
-           "plugstack.conf has no spank_dlpar.so line, and Slurm needs the same plugstack.conf on every node (ask "
-           "the admin)", dlpar_show(this_step).text, node ? dlpar_show(node).text : "this node");
-  return DLPAR_ERR_INPUT;
+  return dlpar_error_set(err, DLPAR_ERR_INPUT, "srun accepted --dl-* options for step %s, but dlpar's plugin did not "
+                         "run on %s: its plugstack.conf has no spank_dlpar.so line, and Slurm needs the same "
+                         "plugstack.conf on every node (ask the admin)", dlpar_show(this_step).text,
+                         node ? dlpar_show(node).text : "this node");
 }
 
-int dlpar_task_env_import(dlpar_task_env *env, bool *present, char *err, size_t errlen)
+int dlpar_task_env_import(dlpar_task_env *env, bool *present, dlpar_error *err)
 {
   const char *span = getenv("DLPAR_TP_SPAN"), *verbose = getenv("DLPAR_VERBOSE");
   long version, tp, dp, rank, local_rank, local_size, device;
   memset(env, 0, sizeof(*env));
   *present = getenv("DLPAR_VERSION") != NULL;
   if (!*present)
-    return srun_without_plugin(err, errlen);
-  if (get_int("DLPAR_VERSION", 1, 1000000, &version, err, errlen) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  if (version != DLPAR_ENV_VERSION) {
-    snprintf(err, errlen, "the launcher exported dlpar environment version %ld but this libdlpar "
-             "reads version %d (rebuild the program against the installed libdlpar)",
-             version, DLPAR_ENV_VERSION);
-    return DLPAR_ERR_INPUT;
-  }
-  if (get_int("DLPAR_TP_SIZE", 1, DLPAR_GRID_MAX, &tp, err, errlen) ||
-      get_int("DLPAR_DP_SIZE", 1, DLPAR_GRID_MAX, &dp, err, errlen) ||
-      get_int("DLPAR_RANK", 0, tp * dp - 1, &rank, err, errlen) ||
-      get_int("DLPAR_LOCAL_SIZE", 1, DLPAR_GRID_MAX, &local_size, err, errlen) ||
-      get_int("DLPAR_LOCAL_RANK", 0, local_size - 1, &local_rank, err, errlen) ||
-      get_int("DLPAR_DEVICE", -1, DLPAR_MAX_GPUS - 1, &device, err, errlen))
-    return DLPAR_ERR_INPUT;
+    return srun_without_plugin(err);
+  DLPAR_TRY(get_int("DLPAR_VERSION", 1, 1000000, &version, err));
+  if (version != DLPAR_ENV_VERSION)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "the launcher exported dlpar environment version %ld but this "
+                           "libdlpar reads version %d (rebuild the program against the installed libdlpar)", version,
+                           DLPAR_ENV_VERSION);
+  DLPAR_TRY(get_int("DLPAR_TP_SIZE", 1, DLPAR_GRID_MAX, &tp, err));
+  DLPAR_TRY(get_int("DLPAR_DP_SIZE", 1, DLPAR_GRID_MAX, &dp, err));
+  DLPAR_TRY(get_int("DLPAR_RANK", 0, tp * dp - 1, &rank, err));
+  DLPAR_TRY(get_int("DLPAR_LOCAL_SIZE", 1, DLPAR_GRID_MAX, &local_size, err));
+  DLPAR_TRY(get_int("DLPAR_LOCAL_RANK", 0, local_size - 1, &local_rank, err));
+  DLPAR_TRY(get_int("DLPAR_DEVICE", -1, DLPAR_MAX_GPUS - 1, &device, err));
   env->grid.tp = (int)tp;
   env->grid.dp = (int)dp;
   env->rank = (int)rank;
@@ -176,16 +170,14 @@ int dlpar_task_env_import(dlpar_task_env *env, bool *present, char *err, size_t 
   env->local_size = (int)local_size;
   env->binding.device = (int)device;
   env->binding.gpu = (int)device;
-  if (span && dlpar_span_policy_parse(span, &env->span) != DLPAR_OK) {
-    snprintf(err, errlen, "DLPAR_TP_SPAN must be error, warn or allow");
-    return DLPAR_ERR_INPUT;
-  }
+  if (span && dlpar_span_policy_parse(span, &env->span) != DLPAR_OK)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "DLPAR_TP_SPAN must be error, warn or allow");
   snprintf(env->binding.cpus, sizeof(env->binding.cpus), "%s", getenv("DLPAR_CPUS") ? getenv("DLPAR_CPUS") : "");
   snprintf(env->binding.nic, sizeof(env->binding.nic), "%s", getenv("DLPAR_NIC") ? getenv("DLPAR_NIC") : "");
   env->verbose = verbose && strcmp(verbose, "1") == 0;
-  if (getenv("DLPAR_CHECK") && dlpar_check_mode_parse(getenv("DLPAR_CHECK"), &env->check, err, errlen) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  return import_profile(env, err, errlen);
+  if (getenv("DLPAR_CHECK"))
+    DLPAR_TRY(dlpar_check_mode_parse(getenv("DLPAR_CHECK"), &env->check, err));
+  return import_profile(env, err);
 }
 
 void dlpar_task_env_describe(const dlpar_task_env *env, const char *node, char *out, size_t len)

@@ -12,6 +12,7 @@
 
 #include "grid.h"
 #include "profile.h"
+#include "status.h"
 #include "topo.h"
 
 #define DLPAR_ENV_VERSION 1
@@ -28,7 +29,7 @@ typedef enum { DLPAR_CHECK_OFF = 0, DLPAR_CHECK_ON, DLPAR_CHECK_ONLY } dlpar_che
 
 /* The option's value: NULL or "" (the bare option) and "on": ON; "only";
  * "off". Else DLPAR_ERR_INPUT with the fix in err. */
-int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, char *err, size_t errlen);
+int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, dlpar_error *err);
 
 typedef struct {
   dlpar_grid grid;
@@ -72,7 +73,7 @@ void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list);
  * a grid (a plain run): env is then left zeroed and DLPAR_OK returned,
  * unless srun accepted --dl-* options for this step (DLPAR_SRUN_STEP): then
  * its node ran no plugin, and DLPAR_ERR_INPUT says so. */
-int dlpar_task_env_import(dlpar_task_env *env, bool *present, char *err, size_t errlen);
+int dlpar_task_env_import(dlpar_task_env *env, bool *present, dlpar_error *err);
 
 /* One line for --dl-verbose: rank, node, local rank, coordinates, GPU, CPUs, NIC. */
 void dlpar_task_env_describe(const dlpar_task_env *env, const char *node, char *out, size_t len);

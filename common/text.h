@@ -41,7 +41,7 @@ const char *dlpar_quote(const char *text, char *buf, size_t buflen);
 size_t dlpar_utf8_decode(const char *text, unsigned long *code);
 
 /* dlpar_quote into a value, so a message quotes input where it names it:
- *   snprintf(err, errlen, "%s: no such file", dlpar_show(path).text);
+ *   dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no such file", dlpar_show(path).text);
  * The returned struct lives to the end of the full expression (C11 6.2.4). */
 typedef struct {
   char text[DLPAR_SHOWN_LEN];

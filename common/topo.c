@@ -120,35 +120,29 @@ static int by_bus(const void *a, const void *b)
 }
 
 /* This machine's topology (xml_path NULL) or the XML's, with its I/O devices. */
-int dlpar_hwloc_load(const char *xml_path, hwloc_topology_t *topology, char *err, size_t errlen)
+int dlpar_hwloc_load(const char *xml_path, hwloc_topology_t *topology, dlpar_error *err)
 {
-  if (hwloc_topology_init(topology) != 0) {
-    snprintf(err, errlen, "hwloc: cannot initialise a topology");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (hwloc_topology_init(topology) != 0)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "hwloc: cannot initialise a topology");
   hwloc_topology_set_io_types_filter(*topology, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (xml_path && hwloc_topology_set_xml(*topology, xml_path) != 0) {
-    snprintf(err, errlen, "topology %s: not a readable hwloc XML file (check the topology_xml key)",
-             dlpar_show(xml_path).text);
     hwloc_topology_destroy(*topology);
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "topology %s: not a readable hwloc XML file (check the topology_xml "
+                           "key)", dlpar_show(xml_path).text);
   }
   if (hwloc_topology_load(*topology) != 0) {
-    snprintf(err, errlen, "hwloc: cannot load the topology%s%s", xml_path ? " from " : "",
-             xml_path ? dlpar_show(xml_path).text : "");
     hwloc_topology_destroy(*topology);
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "hwloc: cannot load the topology%s%s", xml_path ? " from " : "",
+                           xml_path ? dlpar_show(xml_path).text : "");
   }
   return DLPAR_OK;
 }
 
-int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, char *err, size_t errlen)
+int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, dlpar_error *err)
 {
   hwloc_topology_t topology;
-  int rc;
   memset(topo, 0, sizeof(*topo));
-  if ((rc = dlpar_hwloc_load(xml_path, &topology, err, errlen)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_hwloc_load(xml_path, &topology, err));
   hwloc_bitmap_list_snprintf(topo->all_cpus, sizeof(topo->all_cpus),
                              hwloc_topology_get_topology_cpuset(topology));
   for (hwloc_obj_t dev = NULL; (dev = hwloc_get_next_pcidev(topology, dev));) {
@@ -183,7 +177,7 @@ static void join_ids(const int *ids, int n, char *out, size_t len)
 }
 
 int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_gpus,
-                   int local_rank, int local_size, dlpar_binding *out, char *err, size_t errlen)
+                   int local_rank, int local_size, dlpar_binding *out, dlpar_error *err)
 {
   int ordered[DLPAR_MAX_GPUS], n = 0;
   memset(out, 0, sizeof(*out));
@@ -191,13 +185,11 @@ int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_g
   snprintf(out->node_nics, sizeof(out->node_nics), "%s", topo->all_nics);
   if (step_gpus && nstep_gpus > 0) {
     for (int i = 0; i < nstep_gpus && n < DLPAR_MAX_GPUS; i++) {
-      if (step_gpus[i] < 0 || step_gpus[i] >= topo->ngpus) {
-        snprintf(err, errlen,
-                 "GPU %d of the step is not in the node's topology (%d %s found; check the "
-                 "topology_xml key or gres.conf)",
-                 step_gpus[i], topo->ngpus, dlpar_plural(topo->ngpus, "GPU", "GPUs"));
-        return DLPAR_ERR_INPUT;
-      }
+      if (step_gpus[i] < 0 || step_gpus[i] >= topo->ngpus)
+        return dlpar_error_set(err, DLPAR_ERR_INPUT,
+                               "GPU %d of the step is not in the node's topology (%d %s found; check the "
+                               "topology_xml key or gres.conf)",
+                               step_gpus[i], topo->ngpus, dlpar_plural(topo->ngpus, "GPU", "GPUs"));
       ordered[n++] = step_gpus[i];
     }
   } else {
@@ -215,11 +207,9 @@ int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_g
   join_ids(ordered, n, out->visible, sizeof(out->visible));
   snprintf(out->cpus, sizeof(out->cpus), "%s", topo->gpu[out->gpu].cpus);
   snprintf(out->nic, sizeof(out->nic), "%s", topo->gpu[out->gpu].nic);
-  if (local_size > n) {
-    snprintf(err, errlen, "%d tasks share %d GPUs on this node: GPU %d is shared (request one GPU "
-             "per task, e.g. --gpus-per-node=%d)", local_size, n, out->gpu, local_size);
-    return DLPAR_WARN;
-  }
+  if (local_size > n)
+    return dlpar_error_set(err, DLPAR_WARN, "%d tasks share %d GPUs on this node: GPU %d is shared (request one GPU "
+                           "per task, e.g. --gpus-per-node=%d)", local_size, n, out->gpu, local_size);
   return DLPAR_OK;
 }
 

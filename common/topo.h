@@ -13,6 +13,8 @@
 #include <hwloc.h>
 #include <stddef.h>
 
+#include "status.h"
+
 #define DLPAR_MAX_GPUS 64
 #define DLPAR_LIST_LEN 256
 
@@ -33,7 +35,7 @@ typedef struct {
 } dlpar_topology;
 
 /* xml_path NULL: this machine. */
-int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, char *err, size_t errlen);
+int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, dlpar_error *err);
 
 typedef struct {
   int gpu;                        /* the chosen GPU (index into topo->gpu, = gres index), -1 none */
@@ -54,7 +56,7 @@ typedef struct {
  * whose numbering the gres indices are), so local rank i's GPU is CUDA
  * device i, the device an unchanged script's cuda:LOCAL_RANK opens. */
 int dlpar_map_task(const dlpar_topology *topo, const int *step_gpus, int nstep_gpus,
-                   int local_rank, int local_size, dlpar_binding *out, char *err, size_t errlen);
+                   int local_rank, int local_size, dlpar_binding *out, dlpar_error *err);
 
 /* Parses "0,1,3" (CUDA_VISIBLE_DEVICES / SLURM_STEP_GPUS) into ids; returns count or -1. */
 int dlpar_parse_id_list(const char *text, int *ids, int max_ids);
@@ -69,6 +71,6 @@ int dlpar_bind_cpus(const char *cpus);
 
 /* hwloc's topology of this machine (xml_path NULL) or of an XML file,
  * I/O devices included; DLPAR_ERR_INPUT/SYSTEM with err on failure. */
-int dlpar_hwloc_load(const char *xml_path, hwloc_topology_t *topology, char *err, size_t errlen);
+int dlpar_hwloc_load(const char *xml_path, hwloc_topology_t *topology, dlpar_error *err);
 
 #endif

@@ -24,16 +24,15 @@ const char *const dlpar_torch_names[] = {"RANK",       "LOCAL_RANK",  "WORLD_SIZ
                                          "GROUP_RANK", "NODE_RANK",   "MASTER_ADDR", "MASTER_PORT",
                                          "GLOO_SOCKET_IFNAME", NULL};
 
-int dlpar_env_mode_parse(const char *text, bool *torch, char *err, size_t errlen)
+int dlpar_env_mode_parse(const char *text, bool *torch, dlpar_error *err)
 {
   if (!text || strcmp(text, "torch") == 0)
     *torch = true;
   else if (strcmp(text, "none") == 0)
     *torch = false;
   else {
-    snprintf(err, errlen, "--dl-env=%s: expected torch (export MASTER_ADDR, MASTER_PORT, RANK... for env://) or none",
-             dlpar_show(text).text);
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-env=%s: expected torch (export MASTER_ADDR, MASTER_PORT, "
+                           "RANK... for env://) or none", dlpar_show(text).text);
   }
   return DLPAR_OK;
 }
@@ -66,15 +65,14 @@ size_t dlpar_torch_names_set(char *out, size_t len)
   return strlen(out);
 }
 
-int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, char *err, size_t errlen)
+int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, dlpar_error *err)
 {
   const char *dash = strchr(text, '-');
   long first, last;
   if (!dash || dlpar_parse_uint(text, (size_t)(dash - text), 65535, &first) != 0 ||
       dlpar_parse_uint(dash + 1, strlen(dash + 1), 65535, &last) != 0 || first < 1024 || first > last) {
-    snprintf(err, errlen, "plugstack.conf: %s=%s: expected a port range LO-HI within 1024-65535 (e.g. %s=%s)", key,
-             dlpar_show(text).text, key, DLPAR_TORCH_PORTS_DEFAULT);
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "plugstack.conf: %s=%s: expected a port range LO-HI within 1024-65535 "
+                           "(e.g. %s=%s)", key, dlpar_show(text).text, key, DLPAR_TORCH_PORTS_DEFAULT);
   }
   *lo = (int)first;
   *hi = (int)last;
@@ -91,14 +89,14 @@ int dlpar_ephemeral_ports(int *lo, int *hi)
 }
 
 int dlpar_port_range_outside(const char *key, int lo, int hi, int ephemeral_lo, int ephemeral_hi, bool given,
-                             char *err, size_t errlen)
+                             dlpar_error *err)
 {
   if (hi < ephemeral_lo || lo > ephemeral_hi)
     return DLPAR_OK;
-  snprintf(err, errlen, "plugstack.conf: %s=%d-%d%s overlaps the kernel's ephemeral ports %d-%d "
-           "(net.ipv4.ip_local_port_range), which any outgoing connection may take: set %s=LO-HI outside them "
-           "(LO at least 1024)", key, lo, hi, given ? "" : " (the default)", ephemeral_lo, ephemeral_hi, key);
-  return DLPAR_ERR_INPUT;
+  return dlpar_error_set(err, DLPAR_ERR_INPUT, "plugstack.conf: %s=%d-%d%s overlaps the kernel's ephemeral ports %d-%d "
+                         "(net.ipv4.ip_local_port_range), which any outgoing connection may take: set %s=LO-HI outside "
+                         "them (LO at least 1024)", key, lo, hi, given ? "" : " (the default)", ephemeral_lo,
+                         ephemeral_hi, key);
 }
 
 int dlpar_resv_ports_first(const char *text)

@@ -15,13 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h"
+
 /* The admin's default range for derived ports (plugstack.conf torch_ports):
  * below torchrun's 29400/29500 and Linux's ephemeral ports (32768-60999). */
 #define DLPAR_TORCH_PORTS_DEFAULT "20000-29399"
 
 /* --dl-env=torch (the default) or none (no torch name exported, for
  * launchers that set their own, e.g. submitit). */
-int dlpar_env_mode_parse(const char *text, bool *torch, char *err, size_t errlen);
+int dlpar_env_mode_parse(const char *text, bool *torch, dlpar_error *err);
 
 /* Whether name is one of the contract's torch names (a user's value wins). */
 bool dlpar_env_is_torch_name(const char *name);
@@ -35,7 +37,7 @@ extern const char *const dlpar_torch_names[];
 size_t dlpar_torch_names_set(char *out, size_t len);
 
 /* "LO-HI" with 1024 <= LO <= HI <= 65535; else DLPAR_ERR_INPUT naming key. */
-int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, char *err, size_t errlen);
+int dlpar_port_range_parse(const char *key, const char *text, int *lo, int *hi, dlpar_error *err);
 
 /* This node's ephemeral ports (net.ipv4.ip_local_port_range): DLPAR_OK, or
  * DLPAR_ERR_SYSTEM when unreadable. */
@@ -45,7 +47,7 @@ int dlpar_ephemeral_ports(int *lo, int *hi);
  * both may be taken by any outgoing connection); else DLPAR_ERR_INPUT
  * naming key (given: the admin set it; else it is the default). */
 int dlpar_port_range_outside(const char *key, int lo, int hi, int ephemeral_lo, int ephemeral_hi, bool given,
-                             char *err, size_t errlen);
+                             dlpar_error *err);
 
 /* The first port of SLURM_STEP_RESV_PORTS ("12000-12003", "12000,12005"),
  * or 0 when text is NULL, empty or not a port list. */

@@ -79,12 +79,11 @@ static int self_barrier(dlpar_ctx *ctx, dlpar_group group)
   return DLPAR_OK;
 }
 
-static int self_poll(dlpar_ctx *ctx, double now, char *err, size_t errlen)
+static int self_poll(dlpar_ctx *ctx, double now, dlpar_error *err)
 {
   (void)ctx;
   (void)now;
   (void)err;
-  (void)errlen;
   return DLPAR_OK;
 }
 

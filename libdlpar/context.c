@@ -17,9 +17,8 @@ int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(ctx->error, sizeof(ctx->error), fmt, ap);
+  dlpar_error_vset(&ctx->error, status, fmt, ap);
   va_end(ap);
-  dlpar_one_line(ctx->error);
   return status;
 }
 
@@ -102,7 +101,7 @@ DLPAR_API const dlpar_info *dlpar_get_info(const dlpar_ctx *ctx)
 
 DLPAR_API const char *dlpar_last_error(const dlpar_ctx *ctx)
 {
-  return ctx ? ctx->error : "out of memory";
+  return ctx ? ctx->error.text : "out of memory";
 }
 
 DLPAR_API int dlpar_group_members(const dlpar_ctx *ctx, dlpar_group_id group, int *ranks)

@@ -31,17 +31,15 @@ static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double 
 }
 
 /* Each tensor-parallel group must sit on one node (as the launcher's policy says). */
-static int check_locality(const dlpar_ctx *ctx, char *err, size_t errlen)
+static int check_locality(const dlpar_ctx *ctx, dlpar_error *err)
 {
   const char **node_names = calloc((size_t)ctx->info.nnodes, sizeof(char *));
   int rc;
-  if (!node_names) {
-    snprintf(err, errlen, "out of memory");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!node_names)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
   for (int rank = ctx->info.size - 1; rank >= 0; rank--)
     node_names[ctx->rank_node[rank]] = ctx->hosts[rank];
-  rc = dlpar_grid_check_span(&ctx->grid, ctx->rank_node, node_names, ctx->env.span, NULL, err, errlen);
+  rc = dlpar_grid_check_span(&ctx->grid, ctx->rank_node, node_names, ctx->env.span, NULL, err);
   free(node_names);
   return rc;
 }
@@ -50,17 +48,17 @@ static int check_locality(const dlpar_ctx *ctx, char *err, size_t errlen)
  * start first (start_mpi_early), and whether it serves depends on it. */
 static int import_launcher_env(dlpar_ctx *ctx)
 {
-  char err[DLPAR_ERRLEN];
-  int rc = dlpar_task_env_import(&ctx->env, &ctx->launched, err, sizeof(err));
+  dlpar_error err = {0};
+  int rc = dlpar_task_env_import(&ctx->env, &ctx->launched, &err);
   if (rc != DLPAR_OK)
-    return dlpar_fail(ctx, rc, "%s", err);
+    return dlpar_fail(ctx, rc, "%s", err.text);
   return DLPAR_OK;
 }
 
 /* The grid: the launcher's, cross-checked against PMIx; or 1 x size. */
 static int settle_grid(dlpar_ctx *ctx)
 {
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   int rc;
   if (!ctx->launched) {
     ctx->env.grid = (dlpar_grid){1, ctx->info.size};
@@ -79,9 +77,9 @@ static int settle_grid(dlpar_ctx *ctx)
   ctx->info.tp_size = ctx->grid.tp;
   ctx->info.dp_size = ctx->grid.dp;
   ctx->info.device = ctx->env.binding.device;
-  rc = check_locality(ctx, err, sizeof(err));
+  rc = check_locality(ctx, &err);
   if (rc < 0)
-    return dlpar_fail(ctx, rc, "%s", err);
+    return dlpar_fail(ctx, rc, "%s", err.text);
   return DLPAR_OK; /* a warning (tp_span=warn) was the plugin's to print, once per step */
 }
 
@@ -383,7 +381,7 @@ static int share_in_turn(dlpar_ctx *ctx, const char *key, const char *text, char
   if (rc == DLPAR_OK)
     rc = dlpar_pmix_share(ctx, key, text, out, len);
   if (rc != DLPAR_OK)
-    snprintf(out, len, "%s", ctx->error); /* this call's, whatever another thread's call writes next */
+    snprintf(out, len, "%s", ctx->error.text); /* this call's, whatever another thread's call writes next */
   pthread_mutex_lock(&ctx->share_lock);
   ctx->share_serving++;
   pthread_cond_broadcast(&ctx->share_turn);
@@ -399,10 +397,18 @@ DLPAR_API int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char 
   if (ctx->info.rank == 0 && (!text || strlen(text) >= len)) {
     dlpar_fail(ctx, DLPAR_ERR_INPUT, "dlpar_share_from_root: rank 0's text for %s is missing or longer than %zu "
                "bytes", dlpar_show(key).text, len - 1);
-    snprintf(out, len, "%s", ctx->error);
+    snprintf(out, len, "%s", ctx->error.text);
     return DLPAR_ERR_INPUT;
   }
   return share_in_turn(ctx, key, text, out, len);
+}
+
+/* The collectives still posted (a stop agreement, a step-time gather)
+ * waited for, before the watchdog and the communicators go. */
+static int drain(dlpar_ctx *ctx)
+{
+  DLPAR_TRY(dlpar_stop_drain(ctx));
+  return dlpar_times_drain(ctx);
 }
 
 DLPAR_API int dlpar_finalize(dlpar_ctx *ctx)
@@ -413,8 +419,8 @@ DLPAR_API int dlpar_finalize(dlpar_ctx *ctx)
   if (atomic_load(&ctx->fatal_status)) /* a spent context whose program ran its cleanup: now the step ends */
     dlpar_end_step(ctx, 1, ctx->fatal_line, atomic_load(&ctx->fatal_taken) ? DLPAR_LINE_PRINTED : DLPAR_LINE_TO_PRINT);
   dlpar_profiling_finish(ctx);
-  if ((rc = dlpar_stop_drain(ctx)) != DLPAR_OK || (rc = dlpar_times_drain(ctx)) != DLPAR_OK)
-    dlpar_eprintf("dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error);
+  if ((rc = drain(ctx)) != DLPAR_OK)
+    dlpar_eprintf("dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error.text);
   dlpar_watchdog_stop(ctx);
   if (ctx->backend)
     ctx->backend->finalize(ctx);

@@ -139,7 +139,7 @@ struct dlpar_ctx {
   pthread_mutex_t share_lock;
   pthread_cond_t share_turn;
   unsigned long share_next, share_serving;
-  char error[DLPAR_ERRLEN];
+  dlpar_error error;
 };
 
 struct dlpar_backend_ops {
@@ -154,7 +154,7 @@ struct dlpar_backend_ops {
                    int root, void *stream);
   int (*barrier)(dlpar_ctx *ctx, dlpar_group group);
   /* Watchdog: DLPAR_OK, or an error in err (asynchronous failure, timeout). */
-  int (*poll)(dlpar_ctx *ctx, double now, char *err, size_t errlen);
+  int (*poll)(dlpar_ctx *ctx, double now, dlpar_error *err);
   /* Tear communicators down without waiting (before aborting the step). */
   void (*abort_comms)(dlpar_ctx *ctx);
   /* The stop agreement (dlpar_stop_requested): post the maximum of `local`
@@ -299,8 +299,7 @@ void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group);
  * found exited or stopped, else the group's ranks on other hosts. */
 void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
 /* "rank R on H: OP on the tp group (ranks ...) has not completed after S s: ..." */
-void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
-                           char *err, size_t errlen);
+void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited, dlpar_error *err);
 /* Waits for a posted stop agreement (before the watchdog stops, at finalize). */
 int dlpar_stop_drain(dlpar_ctx *ctx);
 

@@ -74,11 +74,11 @@ static double memory_gbs(hwloc_topology_t topology)
 }
 
 int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link *nvlink, dlpar_link *pcie,
-                        dlpar_link *memory, char *err, size_t errlen)
+                        dlpar_link *memory, dlpar_error *err)
 {
   hwloc_topology_t topology;
   hwloc_obj_t gpu;
-  int rc = dlpar_hwloc_load(xml_path, &topology, err, errlen);
+  int rc = dlpar_hwloc_load(xml_path, &topology, err);
   dlpar_link_set(nvlink, 0, "");
   dlpar_link_set(pcie, 0, "");
   dlpar_link_set(memory, 0, "");

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "common/status.h"
+
 /* A link a group's traffic crosses (--dl-check's expectations): its rate
  * one way and where the figure came from. */
 typedef struct {
@@ -22,7 +24,7 @@ typedef struct {
  * the memory local to this process's CPUs (hwloc's memory attributes,
  * from ACPI HMAT where the firmware has it). */
 int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link *nvlink, dlpar_link *pcie,
-                        dlpar_link *memory, char *err, size_t errlen);
+                        dlpar_link *memory, dlpar_error *err);
 
 /* The NIC between nodes: the HCA's port rate (sysfs), else the socket
  * interface (NCCL_SOCKET_IFNAME's first prefix, else the default route's)

@@ -91,7 +91,7 @@ static void *guard_main(void *arg)
   probe_ctx = calloc(1, sizeof(*probe_ctx));
   if (!probe_ctx || dlpar_pmix_init(probe_ctx) != DLPAR_OK) {
     dlpar_eprintf("dlpar: MPI_Init has not returned after %.0f s, and PMIx cannot tell which ranks are "
-                  "missing (%s)\n", dlpar_now() - guard->start, probe_ctx ? probe_ctx->error : "out of memory");
+                  "missing (%s)\n", dlpar_now() - guard->start, probe_ctx ? probe_ctx->error.text : "out of memory");
     dlpar_end_step(probe_ctx, 1, "MPI_Init timed out", DLPAR_LINE_PRINTED);
   }
   if (guard->timeout <= 0)

@@ -166,21 +166,21 @@ void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out,
     snprintf(out, len, "every rank of the group runs on this host and one of them is stuck");
 }
 
-void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited,
-                           char *err, size_t errlen)
+void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited, dlpar_error *err)
 {
   char name[128], suspects[256];
   dlpar_describe_group(ctx, group, name, sizeof(name));
   dlpar_watchdog_suspects(ctx, group, suspects, sizeof(suspects));
-  snprintf(err, errlen, "rank %d on %s: %s on the %s has not completed after %.0f s: %s (see that rank's output; raise "
-           "DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)", ctx->info.rank, ctx->info.host, op, name, waited,
-           suspects);
+  dlpar_error_set(err, DLPAR_ERR_TIMEOUT,
+                  "rank %d on %s: %s on the %s has not completed after %.0f s: %s (see that rank's output; raise "
+                  "DLPAR_COLLECTIVE_TIMEOUT if the step is just slow)", ctx->info.rank, ctx->info.host, op, name,
+                  waited, suspects);
 }
 
 static void *watchdog_main(void *arg)
 {
   dlpar_ctx *ctx = arg;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   struct pollfd fd = {.fd = ctx->signal_fd, .events = POLLIN};
   int rc;
   for (long polls = 1; !atomic_load(&ctx->watchdog_stop); polls++) {
@@ -191,8 +191,8 @@ static void *watchdog_main(void *arg)
       dlpar_fatal_deadline(ctx);
       continue;
     }
-    if ((rc = ctx->backend->poll(ctx, dlpar_now(), err, sizeof(err))) != DLPAR_OK)
-      dlpar_fatal(ctx, rc, err);
+    if ((rc = ctx->backend->poll(ctx, dlpar_now(), &err)) != DLPAR_OK)
+      dlpar_fatal(ctx, rc, err.text);
     else if (polls % 10 == 0)
       check_stopped_peers(ctx);
   }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "common/grid.h"
+#include "common/status.h"
 #include "common/torchenv.h"
 
 typedef struct {
@@ -23,7 +24,6 @@ typedef struct {
 /* Parses argv (the plugstack.conf arguments). Unknown keys, a key given
  * twice and bad values are errors naming the key; so is a torch_ports range (the default too)
  * that overlaps this node's ephemeral ports (ip_local_port_range). */
-int dlpar_admin_config_parse(int argc, char **argv, dlpar_admin_config *config, char *err,
-                             size_t errlen);
+int dlpar_admin_config_parse(int argc, char **argv, dlpar_admin_config *config, dlpar_error *err);
 
 #endif

@@ -20,6 +20,7 @@ int main(int argc, char **argv)
 {
   const char *slurm_conf = getenv("SLURM_CONF");
   char path[4096], msg[8192];
+  dlpar_error err = {0};
   if (argc == 2 && strcmp(argv[1], "--help") == 0) {
     printf("usage: " PROGRAM " [FILE]\n"
            "Checks dlpar's line (the one loading " DLPAR_PLUGIN_FILE ") as srun, sbatch, salloc, slurmstepd and\n"
@@ -35,9 +36,9 @@ int main(int argc, char **argv)
   }
   if (argc == 2)
     snprintf(path, sizeof(path), "%s", argv[1]);
-  else if (dlpar_plugstack_path(slurm_conf ? slurm_conf : DLPAR_SLURM_CONF_DEFAULT, path, sizeof(path), msg,
-                                sizeof(msg)) != DLPAR_OK) {
-    fprintf(stderr, PROGRAM ": %s\n", msg);
+  else if (dlpar_plugstack_path(slurm_conf ? slurm_conf : DLPAR_SLURM_CONF_DEFAULT, path, sizeof(path), &err) !=
+           DLPAR_OK) {
+    fprintf(stderr, PROGRAM ": %s\n", err.text);
     return 1;
   }
   if (dlpar_plugstack_check(path, msg, sizeof(msg)) != DLPAR_OK) {

@@ -60,26 +60,25 @@ static void node_address(const char *node, char *addr, size_t len)
 
 /* The step's node list (SLURM_STEP_NODELIST, compressed) into *nodes, to
  * free. */
-static int step_nodelist(spank_t sp, char **nodes, char *err, size_t errlen)
+static int step_nodelist(spank_t sp, char **nodes, dlpar_error *err)
 {
   enum { NODES_MAX = 1 << 20 }; /* the compressed node list of the largest step */
   if ((*nodes = malloc(NODES_MAX)) && spank_getenv(sp, "SLURM_STEP_NODELIST", *nodes, NODES_MAX) == ESPANK_SUCCESS)
     return DLPAR_OK;
   free(*nodes);
   *nodes = NULL;
-  snprintf(err, errlen, "cannot read the step's node list (SLURM_STEP_NODELIST)");
-  return DLPAR_ERR_SYSTEM;
+  return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot read the step's node list (SLURM_STEP_NODELIST)");
 }
 
 /* The index-th host of the step's node list (S_JOB_NODEID's numbering)
  * into node. */
-static int step_node(spank_t sp, uint32_t index, char *node, size_t len, char *err, size_t errlen)
+static int step_node(spank_t sp, uint32_t index, char *node, size_t len, dlpar_error *err)
 {
   /* hostlist_t is a pointer type up to Slurm 23.02 and a struct (used by
    * pointer) from 23.11 on: the list takes whatever the call returns */
   __typeof__(slurm_hostlist_create("")) list = NULL;
   char *nodes, *host = NULL;
-  DLPAR_TRY(step_nodelist(sp, &nodes, err, errlen));
+  DLPAR_TRY(step_nodelist(sp, &nodes, err));
   list = slurm_hostlist_create(nodes);
   free(nodes);
   for (uint32_t i = 0; list && i <= index; i++) {
@@ -89,10 +88,8 @@ static int step_node(spank_t sp, uint32_t index, char *node, size_t len, char *e
   }
   if (list)
     slurm_hostlist_destroy(list);
-  if (!host) {
-    snprintf(err, errlen, "the step's node list has no node %u: no MASTER_ADDR", index);
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!host)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "the step's node list has no node %u: no MASTER_ADDR", index);
   snprintf(node, len, "%s", host);
   free(host);
   return DLPAR_OK;
@@ -101,28 +98,27 @@ static int step_node(spank_t sp, uint32_t index, char *node, size_t len, char *e
 /* World rank 0's node (this one where rank 0 runs here, else the step's
  * first node) into dlpar_spank.master_node and its address into addr; a
  * warning in err where there is none to export. */
-static int master_address(spank_t sp, bool rank0_here, char *addr, size_t len, char *err, size_t errlen)
+static int master_address(spank_t sp, bool rank0_here, char *addr, size_t len, dlpar_error *err)
 {
   char *node = dlpar_spank.master_node;
   uint32_t nnodes = 1, node_id = 0;
   if (rank0_here)
     spank_get_item(sp, S_JOB_NODEID, &node_id);
-  DLPAR_TRY(step_node(sp, node_id, node, sizeof(dlpar_spank.master_node), err, errlen));
+  DLPAR_TRY(step_node(sp, node_id, node, sizeof(dlpar_spank.master_node), err));
   node_address(node, addr, len);
-  if (dlpar_numeric_address(addr, addr, len) != DLPAR_OK) {
-    snprintf(err, errlen, "MASTER_ADDR: node %s's address %s does not resolve (set NodeAddr in slurm.conf, or "
-             "--dl-env=none and your own MASTER_ADDR)", dlpar_show(node).text, dlpar_show(addr).text);
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (dlpar_numeric_address(addr, addr, len) != DLPAR_OK)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "MASTER_ADDR: node %s's address %s does not resolve (set NodeAddr in "
+                           "slurm.conf, or --dl-env=none and your own MASTER_ADDR)", dlpar_show(node).text,
+                           dlpar_show(addr).text);
   spank_get_item(sp, S_JOB_NNODES, &nnodes);
-  return dlpar_master_addr_warning(node, addr, nnodes, err, errlen) == DLPAR_OK ? DLPAR_OK : DLPAR_ERR_SYSTEM;
+  return dlpar_master_addr_warning(node, addr, nnodes, err) == DLPAR_OK ? DLPAR_OK : DLPAR_ERR_SYSTEM;
 }
 
 /* The step's reserved port, else the derived one; on rank 0's node,
  * checked free: DLPAR_OK, DLPAR_WARN (a busy derived port under the
  * default --dl-env) or DLPAR_ERR_INPUT (the step must end), err saying
  * why. Rank 0 must be on the step's first node (MASTER_ADDR's elsewhere). */
-static int choose_port(spank_t sp, bool rank0_here, char *err, size_t errlen)
+static int choose_port(spank_t sp, bool rank0_here, dlpar_error *err)
 {
   char reserved[256], user_port[DLPAR_TEXT_MAX + 2];
   uint32_t job = 0, step = 0, node_id = 0;
@@ -134,12 +130,11 @@ static int choose_port(spank_t sp, bool rank0_here, char *err, size_t errlen)
   spank_get_item(sp, S_JOB_ID, &job);
   spank_get_item(sp, S_JOB_STEPID, &step);
   spank_get_item(sp, S_JOB_NODEID, &node_id);
-  if (rank0_here && node_id != 0) {
-    snprintf(err, errlen, "rank 0 runs on %s, not on the step's first node (an arbitrary distribution?), so the "
-             "other nodes' MASTER_ADDR would be wrong: use a block, cyclic or plane distribution, or --dl-env=none "
-             "and your own MASTER_ADDR", dlpar_show(dlpar_spank.master_node).text);
-    return DLPAR_ERR_INPUT;
-  }
+  if (rank0_here && node_id != 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "rank 0 runs on %s, not on the step's first node (an arbitrary "
+                           "distribution?), so the other nodes' MASTER_ADDR would be wrong: use a block, cyclic or "
+                           "plane distribution, or --dl-env=none and your own MASTER_ADDR",
+                           dlpar_show(dlpar_spank.master_node).text);
   dlpar_spank.master_port = reserved_port ? reserved_port
                                           : dlpar_torch_port_derive(job, step, dlpar_spank.admin.torch_port_lo,
                                                                     dlpar_spank.admin.torch_port_hi);
@@ -148,7 +143,7 @@ static int choose_port(spank_t sp, bool rank0_here, char *err, size_t errlen)
       dlpar_port_free(dlpar_spank.master_port))
     return DLPAR_OK;
   return dlpar_busy_port_verdict(dlpar_spank.master_port, reserved_port != 0, dlpar_spank.options.env.given,
-                                 dlpar_spank.master_node, err, errlen);
+                                 dlpar_spank.master_node, err);
 }
 
 int dlpar_master_prepare(spank_t sp, bool torch_env)
@@ -158,21 +153,21 @@ int dlpar_master_prepare(spank_t sp, bool torch_env)
   int rc;
   /* No address: no MASTER_ADDR, and rank 0's task says why (programs that
    * do not read it, dlpar-train among them, run on). */
-  dlpar_spank.master_warning[0] = dlpar_spank.port_warning[0] = dlpar_spank.gloo_ifname[0] = '\0';
+  dlpar_spank.master_warning.text[0] = dlpar_spank.port_warning[0] = dlpar_spank.gloo_ifname[0] = '\0';
   if (master_address(sp, rank0_here, dlpar_spank.master_addr, sizeof(dlpar_spank.master_addr),
-                     dlpar_spank.master_warning, sizeof(dlpar_spank.master_warning)) != DLPAR_OK)
+                     &dlpar_spank.master_warning) != DLPAR_OK)
     dlpar_spank.master_addr[0] = '\0';
   if (!torch_env)
-    return dlpar_spank.master_status = DLPAR_OK;
-  rc = choose_port(sp, rank0_here, dlpar_spank.master_error, sizeof(dlpar_spank.master_error));
+    return dlpar_spank.master_error.status = DLPAR_OK;
+  rc = choose_port(sp, rank0_here, &dlpar_spank.master_error);
   if (rc == DLPAR_WARN)
-    snprintf(dlpar_spank.port_warning, sizeof(dlpar_spank.port_warning), "%s", dlpar_spank.master_error);
-  dlpar_spank.master_status = rc == DLPAR_WARN ? DLPAR_OK : rc;
+    snprintf(dlpar_spank.port_warning, sizeof(dlpar_spank.port_warning), "%s", dlpar_spank.master_error.text);
+  dlpar_spank.master_error.status = rc == DLPAR_WARN ? DLPAR_OK : rc;
   if (dlpar_spank.master_addr[0] &&
       dlpar_route_interface(dlpar_spank.master_addr, dlpar_spank.gloo_ifname, sizeof(dlpar_spank.gloo_ifname)) !=
           DLPAR_OK)
     dlpar_spank.gloo_ifname[0] = '\0'; /* no route found: gloo chooses */
-  return dlpar_spank.master_status;
+  return dlpar_spank.master_error.status;
 }
 
 /* Whether every node of the step but this one (me) has all its tasks
@@ -210,7 +205,7 @@ enum { KILL_SETTLE_US = 200000 }; /* KILL_SETTLE below */
  * node's report that they started): they die as they start. From
  * task_init, where slurmstepd holds no auth lock (an RPC from user_init
  * deadlocks 24.11's); once per step: only rank 0's node refuses so. */
-int dlpar_master_end_step(spank_t sp, char *err, size_t errlen)
+int dlpar_master_end_step(spank_t sp, dlpar_error *err)
 {
   uint32_t job = 0, step = 0, nnodes = 1, me = 0;
   slurm_step_id_t id;
@@ -225,7 +220,7 @@ int dlpar_master_end_step(spank_t sp, char *err, size_t errlen)
   id.step_id = step;
   id.step_het_comp = NO_VAL;
   /* without the layout, the kill goes at once */
-  if (step_nodelist(sp, &nodes, err, errlen) == DLPAR_OK && (tasks = calloc(nnodes, sizeof(int))) &&
+  if (step_nodelist(sp, &nodes, err) == DLPAR_OK && (tasks = calloc(nnodes, sizeof(int))) &&
       spank_getenv(sp, "SLURM_STEP_TASKS_PER_NODE", per_node, sizeof(per_node)) == ESPANK_SUCCESS &&
       dlpar_parse_tasks_per_node(per_node, tasks, (int)nnodes) == (int)nnodes) {
     for (const double end = dlpar_now() + 10; !tasks_elsewhere(&id, nodes, tasks, nnodes, me) && dlpar_now() < end;)
@@ -234,7 +229,7 @@ int dlpar_master_end_step(spank_t sp, char *err, size_t errlen)
   }
   free(tasks);
   free(nodes);
-  err[0] = '\0';
+  err->text[0] = '\0';
 #if HAVE_SLURM_KILL_JOB_STEP_ID
   rc = slurm_kill_job_step(&id, SIGKILL, 0);
 #elif HAVE_SLURM_KILL_JOB_STEP_FLAGS
@@ -244,7 +239,6 @@ int dlpar_master_end_step(spank_t sp, char *err, size_t errlen)
 #endif
   if (rc == SLURM_SUCCESS)
     return DLPAR_OK;
-  snprintf(err, errlen, "cannot end step %u.%u after the refusal above (%s): its other nodes' tasks run on "
-           "(scancel %u.%u)", job, step, slurm_strerror(errno), job, step);
-  return DLPAR_ERR_SYSTEM;
+  return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot end step %u.%u after the refusal above (%s): its other nodes' "
+                         "tasks run on (scancel %u.%u)", job, step, slurm_strerror(errno), job, step);
 }

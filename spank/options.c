@@ -73,12 +73,11 @@ int dlpar_spank_register_options(spank_t sp)
 
 int dlpar_spank_parse_request(void)
 {
-  char err[DLPAR_ERRLEN];
-  if (dlpar_spank_config_refusal(DLPAR_READER_CLIENT, NULL, err, sizeof(err)) ||
+  dlpar_error err = {0};
+  if (dlpar_spank_config_refusal(DLPAR_READER_CLIENT, NULL, err.text, sizeof(err.text)) ||
       dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
-                          &dlpar_spank.torch_env,
-                          err, sizeof(err)) != DLPAR_OK) {
-    dlpar_spank_error(err);
+                          &dlpar_spank.torch_env, &err) != DLPAR_OK) {
+    dlpar_spank_error(err.text);
     return -1;
   }
   return 0;

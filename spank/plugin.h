@@ -7,6 +7,7 @@
 
 #include <slurm/spank.h>
 
+#include "common/status.h"
 #include "spank/state.h"
 
 #define UNUSED __attribute__((unused)) /* SPANK fixes the callbacks' signatures */
@@ -29,7 +30,7 @@ int dlpar_srun_local_user_init(spank_t sp);
 int dlpar_master_prepare(spank_t sp, bool torch_env);
 /* From task_init of rank 0's node when dlpar_master_prepare failed: ends
  * the whole step, every node's tasks; DLPAR_OK, or the error in err. */
-int dlpar_master_end_step(spank_t sp, char *err, size_t errlen);
+int dlpar_master_end_step(spank_t sp, dlpar_error *err);
 int dlpar_stepd_user_init(spank_t sp);
 int dlpar_stepd_task_init_privileged(spank_t sp);
 int dlpar_stepd_task_init(spank_t sp);

@@ -59,13 +59,11 @@ static void record(dlpar_plugstack_entry *entry, const char *file, int line, cha
   }
 }
 
-static int read_file(const char *path, int depth, bool must_exist, dlpar_plugstack_entry *entry, char *err,
-                     size_t errlen);
+static int read_file(const char *path, int depth, bool must_exist, dlpar_plugstack_entry *entry, dlpar_error *err);
 
 /* Slurm's include: a glob, relative to the including file's directory; no
  * match reads nothing. */
-static int include(const char *file, const char *pattern, int depth, dlpar_plugstack_entry *entry, char *err,
-                   size_t errlen)
+static int include(const char *file, const char *pattern, int depth, dlpar_plugstack_entry *entry, dlpar_error *err)
 {
   char dir[4096], full[8192];
   glob_t found;
@@ -77,30 +75,26 @@ static int include(const char *file, const char *pattern, int depth, dlpar_plugs
     snprintf(full, sizeof(full), "%s/%s", dir, pattern);
   if (glob(full, 0, NULL, &found) == 0) {
     for (size_t i = 0; i < found.gl_pathc && rc == DLPAR_OK; i++)
-      rc = read_file(found.gl_pathv[i], depth + 1, false, entry, err, errlen);
+      rc = read_file(found.gl_pathv[i], depth + 1, false, entry, err);
   }
   globfree(&found);
   return rc;
 }
 
-static int read_file(const char *path, int depth, bool must_exist, dlpar_plugstack_entry *entry, char *err,
-                     size_t errlen)
+static int read_file(const char *path, int depth, bool must_exist, dlpar_plugstack_entry *entry, dlpar_error *err)
 {
   char buf[4096];
   int line = 0, rc = DLPAR_OK;
   FILE *file;
-  if (depth > MAX_DEPTH) {
-    snprintf(err, errlen, "%s: includes nested deeper than %d (does a file include itself?)",
-             dlpar_show(path).text, MAX_DEPTH);
-    return DLPAR_ERR_INPUT;
-  }
+  if (depth > MAX_DEPTH)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: includes nested deeper than %d (does a file include itself?)",
+                           dlpar_show(path).text, MAX_DEPTH);
   file = fopen(path, "re");
   if (!file) {
     const int error = errno;
     if (error == ENOENT && !must_exist) /* Slurm: a missing file is an empty one */
       return DLPAR_OK;
-    snprintf(err, errlen, "%s: cannot read it (%s)", dlpar_show(path).text, strerror(error));
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: cannot read it (%s)", dlpar_show(path).text, strerror(error));
   }
   while (rc == DLPAR_OK && fgets(buf, sizeof(buf), file)) {
     char *words[2 + DLPAR_PLUGSTACK_MAX_ARGS], *save = NULL, *comment = strchr(buf, '#');
@@ -114,7 +108,7 @@ static int read_file(const char *path, int depth, bool must_exist, dlpar_plugsta
     if (n < 2)
       continue;
     if (strcmp(words[0], "include") == 0)
-      rc = include(path, words[1], depth, entry, err, errlen);
+      rc = include(path, words[1], depth, entry, err);
     else if ((strcmp(words[0], "required") == 0 || strcmp(words[0], "optional") == 0) &&
              strcmp(base_of(words[1]), DLPAR_PLUGIN_FILE) == 0)
       record(entry, path, line, words, n);
@@ -123,22 +117,21 @@ static int read_file(const char *path, int depth, bool must_exist, dlpar_plugsta
   return rc;
 }
 
-int dlpar_plugstack_read(const char *path, dlpar_plugstack_entry *entry, char *err, size_t errlen)
+int dlpar_plugstack_read(const char *path, dlpar_plugstack_entry *entry, dlpar_error *err)
 {
   memset(entry, 0, sizeof(*entry));
-  return read_file(path, 0, true, entry, err, errlen);
+  return read_file(path, 0, true, entry, err);
 }
 
-int dlpar_plugstack_path(const char *slurm_conf, char *out, size_t len, char *err, size_t errlen)
+int dlpar_plugstack_path(const char *slurm_conf, char *out, size_t len, dlpar_error *err)
 {
   static const char key[] = "PlugStackConfig";
   char buf[4096], dir[4096];
   FILE *file = fopen(slurm_conf, "re");
   if (!file) {
     const int error = errno;
-    snprintf(err, errlen, "%s: cannot read it (%s): name slurm.conf in SLURM_CONF, or give the file to check",
-             dlpar_show(slurm_conf).text, strerror(error));
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: cannot read it (%s): name slurm.conf in SLURM_CONF, or give the "
+                           "file to check", dlpar_show(slurm_conf).text, strerror(error));
   }
   out[0] = '\0';
   while (!out[0] && fgets(buf, sizeof(buf), file)) {
@@ -164,9 +157,10 @@ int dlpar_plugstack_check(const char *path, char *msg, size_t len)
 {
   dlpar_plugstack_entry entry;
   dlpar_admin_config config;
-  char err[DLPAR_ERRLEN], where[4200], line[4096] = "";
-  if (dlpar_plugstack_read(path, &entry, err, sizeof(err)) != DLPAR_OK) {
-    snprintf(msg, len, "%s", err);
+  char where[4200], line[4096] = "";
+  dlpar_error err = {0};
+  if (dlpar_plugstack_read(path, &entry, &err) != DLPAR_OK) {
+    snprintf(msg, len, "%s", err.text);
     return DLPAR_ERR_INPUT;
   }
   if (entry.count == 0) {
@@ -185,8 +179,8 @@ int dlpar_plugstack_check(const char *path, char *msg, size_t len)
              "refused; write required", where);
     return DLPAR_ERR_INPUT;
   }
-  if (dlpar_admin_config_parse(entry.argc, entry.argv, &config, err, sizeof(err)) != DLPAR_OK) {
-    snprintf(msg, len, "%s: %s", where, err);
+  if (dlpar_admin_config_parse(entry.argc, entry.argv, &config, &err) != DLPAR_OK) {
+    snprintf(msg, len, "%s: %s", where, err.text);
     return DLPAR_ERR_INPUT;
   }
   if (entry.plugin[0] == '/' && access(entry.plugin, R_OK) != 0) {
@@ -204,10 +198,11 @@ int dlpar_plugstack_check(const char *path, char *msg, size_t len)
 void dlpar_plugstack_where(const char *slurm_conf, int argc, char **argv, char *where, size_t len)
 {
   dlpar_plugstack_entry entry;
-  char path[4096], err[DLPAR_ERRLEN];
+  char path[4096];
+  dlpar_error err = {0};
   snprintf(where, len, "the %s line of plugstack.conf", DLPAR_PLUGIN_FILE);
-  if (dlpar_plugstack_path(slurm_conf, path, sizeof(path), err, sizeof(err)) != DLPAR_OK ||
-      dlpar_plugstack_read(path, &entry, err, sizeof(err)) != DLPAR_OK || entry.count == 0 || entry.argc != argc)
+  if (dlpar_plugstack_path(slurm_conf, path, sizeof(path), &err) != DLPAR_OK ||
+      dlpar_plugstack_read(path, &entry, &err) != DLPAR_OK || entry.count == 0 || entry.argc != argc)
     return;
   for (int i = 0; i < argc; i++)
     if (strcmp(entry.argv[i], argv[i]) != 0)

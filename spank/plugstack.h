@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/status.h"
+
 #define DLPAR_PLUGIN_FILE "spank_dlpar.so"
 /* slurm.conf where SLURM_CONF is unset (Debian's Slurm, and Slurm's RPMs) */
 #define DLPAR_SLURM_CONF_DEFAULT "/etc/slurm/slurm.conf"
@@ -36,11 +38,11 @@ typedef struct {
 
 /* Where Slurm reads plugstack.conf: slurm_conf's PlugStackConfig, else
  * plugstack.conf beside slurm_conf. DLPAR_OK, or slurm_conf unreadable. */
-int dlpar_plugstack_path(const char *slurm_conf, char *out, size_t len, char *err, size_t errlen);
+int dlpar_plugstack_path(const char *slurm_conf, char *out, size_t len, dlpar_error *err);
 
 /* Reads path (which must exist) and the files it includes. DLPAR_OK, or an
  * unreadable file or includes nested too deep (a loop), said in err. */
-int dlpar_plugstack_read(const char *path, dlpar_plugstack_entry *entry, char *err, size_t errlen);
+int dlpar_plugstack_read(const char *path, dlpar_plugstack_entry *entry, dlpar_error *err);
 
 /* dlpar-check-config: path's dlpar line as srun and the daemons will take
  * it: exactly one, required, its plugin file there, its keys good. DLPAR_OK

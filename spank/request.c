@@ -24,42 +24,35 @@ bool dlpar_user_options_active(const dlpar_user_options *options)
 }
 
 int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *grid,
-                        dlpar_profile_request *profile, dlpar_check_mode *check, bool *torch_env, char *err,
-                        size_t errlen)
+                        dlpar_profile_request *profile, dlpar_check_mode *check, bool *torch_env, dlpar_error *err)
 {
   dlpar_profile_init(profile);
   *check = DLPAR_CHECK_OFF;
-  if (options->check.given && dlpar_check_mode_parse(options->check.text, check, err, errlen) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  if (dlpar_env_mode_parse(options->env.given ? options->env.text : NULL, torch_env, err, errlen) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
+  if (options->check.given)
+    DLPAR_TRY(dlpar_check_mode_parse(options->check.text, check, err));
+  DLPAR_TRY(dlpar_env_mode_parse(options->env.given ? options->env.text : NULL, torch_env, err));
   if (options->parallel.given) {
-    if (dlpar_grid_parse(options->parallel.text, grid, err, errlen) != DLPAR_OK)
-      return DLPAR_ERR_INPUT;
+    DLPAR_TRY(dlpar_grid_parse(options->parallel.text, grid, err));
   } else {
     memset(grid, 0, sizeof(*grid));
     grid->tp = 1;
     snprintf(grid->text, sizeof(grid->text), "1");
   }
-  if (options->profile.given &&
-      dlpar_profile_parse_tool(options->profile.text, profile, err, errlen) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  if (options->profile_steps.given &&
-      dlpar_profile_parse_steps(options->profile_steps.text, profile, err, errlen) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  if (options->profile_ranks.given &&
-      dlpar_profile_parse_ranks(options->profile_ranks.text, profile, err, errlen) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  return dlpar_profile_check(profile, 0, err, errlen);
+  if (options->profile.given)
+    DLPAR_TRY(dlpar_profile_parse_tool(options->profile.text, profile, err));
+  if (options->profile_steps.given)
+    DLPAR_TRY(dlpar_profile_parse_steps(options->profile_steps.text, profile, err));
+  if (options->profile_ranks.given)
+    DLPAR_TRY(dlpar_profile_parse_ranks(options->profile_ranks.text, profile, err));
+  return dlpar_profile_check(profile, 0, err);
 }
 
-int dlpar_nsys_find(const char *path, const char *whose, char *nsys, size_t len, char *err, size_t errlen)
+int dlpar_nsys_find(const char *path, const char *whose, char *nsys, size_t len, dlpar_error *err)
 {
   if (path && dlpar_find_on_path("nsys", path, nsys, len) == DLPAR_OK)
     return DLPAR_OK;
-  snprintf(err, errlen, "--dl-profile=nsys: nsys is not on the PATH of %s (load Nsight Systems, e.g. module load "
-           "nsight-systems, or use --dl-profile=nvtx)", whose);
-  return DLPAR_ERR_INPUT;
+  return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-profile=nsys: nsys is not on the PATH of %s (load Nsight Systems, "
+                         "e.g. module load nsight-systems, or use --dl-profile=nvtx)", whose);
 }
 
 int dlpar_parse_tasks_per_node(const char *text, int *counts, int max_nodes)
@@ -89,63 +82,56 @@ int dlpar_parse_tasks_per_node(const char *text, int *counts, int max_nodes)
   return nodes > 0 ? nodes : -1;
 }
 
-void dlpar_pmix_refusal(const char *mpi, char *err, size_t errlen)
+int dlpar_pmix_refusal(const char *mpi, dlpar_error *err)
 {
-  snprintf(err, errlen, "--dl-parallel needs PMIx but the step uses --mpi=%s (use --mpi=pmix, or ask the admin "
-           "for MpiDefault=pmix)", dlpar_show(mpi).text);
+  return dlpar_error_set(err, DLPAR_ERR_INPUT,
+                         "--dl-parallel needs PMIx but the step uses --mpi=%s (use --mpi=pmix, or ask the admin "
+                         "for MpiDefault=pmix)", dlpar_show(mpi).text);
 }
 
-int dlpar_het_refusal(const char *components, const char *step_tasks, long spank_tasks, char *err, size_t errlen)
+int dlpar_het_refusal(const char *components, const char *step_tasks, long spank_tasks, dlpar_error *err)
 {
   long all_tasks;
   if (!components || !step_tasks || dlpar_parse_int(step_tasks, 1, 1L << 30, &all_tasks) != 0 ||
       all_tasks == spank_tasks)
     return DLPAR_OK;
-  snprintf(err, errlen, "--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here %ld "
-           "tasks in %s components): run the parallel program as a step of one component (srun --het-group=N)",
-           all_tasks, dlpar_show(components).text);
-  return DLPAR_ERR_INPUT;
+  return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-* options do not support heterogeneous steps (srun A : B, "
+                         "--het-group=0,1; here %ld tasks in %s components): run the parallel program as a step of one "
+                         "component (srun --het-group=N)", all_tasks, dlpar_show(components).text);
 }
 
-int dlpar_distribution_refusal(const char *distribution, bool torch_env, char *err, size_t errlen)
+int dlpar_distribution_refusal(const char *distribution, bool torch_env, dlpar_error *err)
 {
   if (!torch_env || !distribution || strncmp(distribution, "arbitrary", 9) != 0)
     return DLPAR_OK;
-  snprintf(err, errlen, "-m arbitrary may put rank 0 off the step's first node, whose address MASTER_ADDR is "
-           "(--dl-env=torch, the default): use a block, cyclic or plane distribution, or --dl-env=none and your own "
-           "MASTER_ADDR");
-  return DLPAR_ERR_INPUT;
+  return dlpar_error_set(err, DLPAR_ERR_INPUT, "-m arbitrary may put rank 0 off the step's first node, whose address "
+                         "MASTER_ADDR is (--dl-env=torch, the default): use a block, cyclic or plane distribution, or "
+                         "--dl-env=none and your own MASTER_ADDR");
 }
 
-int dlpar_master_addr_warning(const char *node, const char *addr, uint32_t nnodes, char *err, size_t errlen)
+int dlpar_master_addr_warning(const char *node, const char *addr, uint32_t nnodes, dlpar_error *err)
 {
   if (nnodes < 2 || !dlpar_is_loopback(addr))
     return DLPAR_OK;
-  snprintf(err, errlen, "MASTER_ADDR: node %s's address %s is loopback, which the other nodes cannot reach (its "
-           "NodeAddr, or its name where NodeAddr is unset, resolves so, e.g. in /etc/hosts): set NodeAddr=ADDRESS for "
-           "%s in slurm.conf, or export your own MASTER_ADDR", dlpar_show(node).text, dlpar_show(addr).text,
-           dlpar_show(node).text);
-  return DLPAR_WARN;
+  return dlpar_error_set(err, DLPAR_WARN, "MASTER_ADDR: node %s's address %s is loopback, which the other nodes cannot "
+                         "reach (its NodeAddr, or its name where NodeAddr is unset, resolves so, e.g. in /etc/hosts): "
+                         "set NodeAddr=ADDRESS for %s in slurm.conf, or export your own MASTER_ADDR",
+                         dlpar_show(node).text, dlpar_show(addr).text, dlpar_show(node).text);
 }
 
-int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, const char *node, char *err, size_t errlen)
+int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, const char *node, dlpar_error *err)
 {
   const dlpar_shown where = dlpar_show(node);
-  if (reserved) {
-    snprintf(err, errlen, "MASTER_PORT %d, the port Slurm reserved for this step, is in use on %s, where rank 0 "
-             "runs: ending the step (another process took it; run the step again, which gets other ports, or export "
-             "MASTER_PORT)", port, where.text);
-    return DLPAR_ERR_INPUT;
-  }
-  if (torch_explicit) {
-    snprintf(err, errlen, "MASTER_PORT %d (derived from job and step) is in use on %s, where rank 0 runs: ending the "
-             "step (run srun with --resv-ports=1 so Slurm reserves a port per step, which needs MpiParams=ports in "
-             "slurm.conf, or export MASTER_PORT)", port, where.text);
-    return DLPAR_ERR_INPUT;
-  }
-  snprintf(err, errlen, "MASTER_PORT %d (derived from job and step) is in use on %s, where rank 0 runs: env:// "
-           "cannot open its store there, programs that do not use it run on (for env://: srun --resv-ports=1, which "
-           "needs MpiParams=ports in slurm.conf, or export MASTER_PORT; without env://: --dl-env=none)",
-           port, where.text);
-  return DLPAR_WARN;
+  if (reserved)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "MASTER_PORT %d, the port Slurm reserved for this step, is in use on "
+                           "%s, where rank 0 runs: ending the step (another process took it; run the step again, which "
+                           "gets other ports, or export MASTER_PORT)", port, where.text);
+  if (torch_explicit)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "MASTER_PORT %d (derived from job and step) is in use on %s, where "
+                           "rank 0 runs: ending the step (run srun with --resv-ports=1 so Slurm reserves a port per "
+                           "step, which needs MpiParams=ports in slurm.conf, or export MASTER_PORT)", port, where.text);
+  return dlpar_error_set(err, DLPAR_WARN, "MASTER_PORT %d (derived from job and step) is in use on %s, where rank 0 "
+                         "runs: env:// cannot open its store there, programs that do not use it run on (for env://: "
+                         "srun --resv-ports=1, which needs MpiParams=ports in slurm.conf, or export MASTER_PORT; "
+                         "without env://: --dl-env=none)", port, where.text);
 }

@@ -14,6 +14,7 @@
 
 #include "common/grid.h"
 #include "common/profile.h"
+#include "common/status.h"
 #include "common/taskenv.h"
 #include "common/text.h"
 
@@ -36,34 +37,34 @@ bool dlpar_user_options_active(const dlpar_user_options *options);
  * parallel, D = tasks); without --dl-check no checks; without --dl-env the
  * torch names are exported (torch_env). */
 int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *grid,
-                        dlpar_profile_request *profile, dlpar_check_mode *check, bool *torch_env, char *err,
-                        size_t errlen);
+                        dlpar_profile_request *profile, dlpar_check_mode *check, bool *torch_env, dlpar_error *err);
 
 /* --dl-profile=nsys: nsys on `path` (the PATH the tasks get) into nsys; else
  * DLPAR_ERR_INPUT, err naming `whose` PATH ("srun's", "rank 3 on n1"). */
-int dlpar_nsys_find(const char *path, const char *whose, char *nsys, size_t len, char *err, size_t errlen);
+int dlpar_nsys_find(const char *path, const char *whose, char *nsys, size_t len, dlpar_error *err);
 
 /* The refusal of a step whose MPI plugin (SLURM_MPI_TYPE, "none" when
- * unset) is not PMIx: libdlpar bootstraps from PMIx. */
-void dlpar_pmix_refusal(const char *mpi, char *err, size_t errlen);
+ * unset) is not PMIx: libdlpar bootstraps from PMIx. Returns
+ * DLPAR_ERR_INPUT. */
+int dlpar_pmix_refusal(const char *mpi, dlpar_error *err);
 /* A heterogeneous step (srun A : B, --het-group=0,1): SPANK's task count
  * (S_JOB_TOTAL_TASK_COUNT) is one component's, while Slurm's environment
  * counts every component's tasks (step_tasks; components: SLURM_HET_SIZE,
  * NULL outside a heterogeneous job). A one-component step of a
  * heterogeneous job inherits SLURM_HET_SIZE but its counts agree.
  * DLPAR_ERR_INPUT with the message when they differ. */
-int dlpar_het_refusal(const char *components, const char *step_tasks, long spank_tasks, char *err, size_t errlen);
+int dlpar_het_refusal(const char *components, const char *step_tasks, long spank_tasks, dlpar_error *err);
 
 /* srun's SLURM_DISTRIBUTION under the env:// contract (torch_env): an
  * arbitrary distribution may put rank 0 off the step's first node, whose
  * address MASTER_ADDR is, so it is refused (DLPAR_ERR_INPUT and the message). */
-int dlpar_distribution_refusal(const char *distribution, bool torch_env, char *err, size_t errlen);
+int dlpar_distribution_refusal(const char *distribution, bool torch_env, dlpar_error *err);
 
 /* addr, the address of world rank 0's node (node), on a step of nnodes
  * nodes: DLPAR_OK, or DLPAR_WARN and the message where it is a loopback
  * address (127.0.0.0/8, ::1) on a step of several nodes, which they cannot
  * reach: it is then no MASTER_ADDR. */
-int dlpar_master_addr_warning(const char *node, const char *addr, uint32_t nnodes, char *err, size_t errlen);
+int dlpar_master_addr_warning(const char *node, const char *addr, uint32_t nnodes, dlpar_error *err);
 
 /* MASTER_PORT is busy on rank 0's node (node): a port Slurm reserved for
  * the step (reserved), or one derived from job and step that the user
@@ -72,7 +73,7 @@ int dlpar_master_addr_warning(const char *node, const char *addr, uint32_t nnode
  * warning (DLPAR_WARN), so programs that never open env://'s store (and a
  * user holding ports in the range) cannot fail a step. err: one line
  * naming the port, the node and the fix. */
-int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, const char *node, char *err, size_t errlen);
+int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, const char *node, dlpar_error *err);
 
 /* Slurm's compressed tasks-per-node list, e.g. "2(x3),1" -> 2,2,2,1.
  * Returns the node count, or -1. */

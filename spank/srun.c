@@ -48,7 +48,7 @@ static int predict_rank_nodes(int ntasks, int nnodes, int *rank_node)
 
 static int check_span(const dlpar_grid *grid, int ntasks, int nnodes)
 {
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   int *rank_node = calloc((size_t)ntasks, sizeof(int));
   int rc = DLPAR_OK;
   if (!rank_node)
@@ -56,9 +56,9 @@ static int check_span(const dlpar_grid *grid, int ntasks, int nnodes)
   if (predict_rank_nodes(ntasks, nnodes, rank_node)) {
     /* a refusal stops the step here; a warning comes once from the node
      * side, which sees the real layout */
-    rc = dlpar_grid_check_span(grid, rank_node, NULL, dlpar_spank.admin.tp_span, NULL, err, sizeof(err));
+    rc = dlpar_grid_check_span(grid, rank_node, NULL, dlpar_spank.admin.tp_span, NULL, &err);
     if (rc == DLPAR_ERR_INPUT)
-      dlpar_spank_error(err);
+      dlpar_spank_error(err.text);
   }
   free(rank_node);
   return rc == DLPAR_ERR_INPUT ? -1 : 0;
@@ -67,11 +67,11 @@ static int check_span(const dlpar_grid *grid, int ntasks, int nnodes)
 static int check_mpi(void)
 {
   const char *mpi = getenv("SLURM_MPI_TYPE");
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   if (!mpi || strncmp(mpi, "pmix", 4) == 0)
     return 0;
-  dlpar_pmix_refusal(mpi, err, sizeof(err));
-  dlpar_spank_error(err);
+  dlpar_pmix_refusal(mpi, &err);
+  dlpar_spank_error(err.text);
   return -1;
 }
 
@@ -82,12 +82,13 @@ static int check_mpi(void)
 static int check_nsys(void)
 {
   const char *export = getenv("SLURM_EXPORT_ENV");
-  char nsys[4096], err[DLPAR_ERRLEN];
+  char nsys[4096];
+  dlpar_error err = {0};
   if (dlpar_spank.profile.tool != DLPAR_PROFILE_NSYS || (export && strncmp(export, "ALL", 3) != 0))
     return 0;
-  if (dlpar_nsys_find(getenv("PATH"), "srun", nsys, sizeof(nsys), err, sizeof(err)) == DLPAR_OK)
+  if (dlpar_nsys_find(getenv("PATH"), "srun", nsys, sizeof(nsys), &err) == DLPAR_OK)
     return 0;
-  dlpar_spank_error(err);
+  dlpar_spank_error(err.text);
   return -1;
 }
 
@@ -115,9 +116,23 @@ static void mark_step(spank_t sp)
   setenv(DLPAR_SRUN_STEP, text, 1);
 }
 
+/* The step srun is about to launch, refused where the plugin cannot serve
+ * it (a heterogeneous step, a grid that does not fit its tasks, a profile
+ * of ranks it lacks, a distribution MASTER_ADDR cannot follow). */
+static int check_step(uint32_t ntasks, dlpar_grid *grid, dlpar_error *err)
+{
+  /* srun's own SLURM_NTASKS is the whole step's; the task count SPANK gives
+   * is one component's (24.11: the last one's, so the grid's task count would
+   * be refused instead of the heterogeneous step). */
+  DLPAR_TRY(dlpar_het_refusal(getenv("SLURM_HET_SIZE"), getenv("SLURM_NTASKS"), (long)ntasks, err));
+  DLPAR_TRY(dlpar_grid_resolve(&dlpar_spank.grid_request, (int)ntasks, grid, err));
+  DLPAR_TRY(dlpar_profile_check(&dlpar_spank.profile, (int)ntasks, err));
+  return dlpar_distribution_refusal(getenv("SLURM_DISTRIBUTION"), dlpar_spank.torch_env, err);
+}
+
 int dlpar_srun_local_user_init(spank_t sp)
 {
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   uint32_t ntasks = 0, nnodes = 0;
   dlpar_grid grid;
   if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
@@ -125,14 +140,8 @@ int dlpar_srun_local_user_init(spank_t sp)
     dlpar_spank_error("cannot read the step's task and node counts from srun");
     return -1;
   }
-  /* srun's own SLURM_NTASKS is the whole step's; the task count SPANK gives
-   * is one component's (24.11: the last one's, so the grid's task count would
-   * be refused instead of the heterogeneous step). */
-  if (dlpar_het_refusal(getenv("SLURM_HET_SIZE"), getenv("SLURM_NTASKS"), (long)ntasks, err, sizeof(err)) != DLPAR_OK ||
-      dlpar_grid_resolve(&dlpar_spank.grid_request, (int)ntasks, &grid, err, sizeof(err)) != DLPAR_OK ||
-      dlpar_profile_check(&dlpar_spank.profile, (int)ntasks, err, sizeof(err)) != DLPAR_OK ||
-      dlpar_distribution_refusal(getenv("SLURM_DISTRIBUTION"), dlpar_spank.torch_env, err, sizeof(err)) != DLPAR_OK) {
-    dlpar_spank_error(err);
+  if (check_step(ntasks, &grid, &err) != DLPAR_OK) {
+    dlpar_spank_error(err.text);
     return -1;
   }
   if (check_mpi() != 0 || check_nsys() != 0)

@@ -30,9 +30,8 @@ void dlpar_spank_state_init(int ac, char **av)
   const char *slurm_conf = getenv("SLURM_CONF"); /* the process's own: srun's user, or the daemon's */
   char line[DLPAR_ERRLEN];
   memset(&dlpar_spank, 0, sizeof(dlpar_spank));
-  if (dlpar_admin_config_parse(ac, av, &dlpar_spank.admin, dlpar_spank.config_error,
-                               sizeof(dlpar_spank.config_error)) == DLPAR_OK) {
-    dlpar_spank.config_error[0] = '\0';
+  if (dlpar_admin_config_parse(ac, av, &dlpar_spank.admin, &dlpar_spank.config_error) == DLPAR_OK) {
+    dlpar_spank.config_error = (dlpar_error){0};
     return;
   }
   dlpar_plugstack_where(slurm_conf ? slurm_conf : DLPAR_SLURM_CONF_DEFAULT, ac, av, dlpar_spank.config_where,
@@ -43,9 +42,9 @@ void dlpar_spank_state_init(int ac, char **av)
 
 bool dlpar_spank_config_refusal(dlpar_config_reader reader, const char *node, char *out, size_t len)
 {
-  if (!dlpar_spank.config_error[0])
+  if (!dlpar_spank.config_error.text[0])
     return false;
-  dlpar_config_refusal(reader, dlpar_spank.config_error, dlpar_spank.config_where, node, out, len);
+  dlpar_config_refusal(reader, dlpar_spank.config_error.text, dlpar_spank.config_where, node, out, len);
   return true;
 }
 
@@ -56,7 +55,7 @@ bool dlpar_spank_requested(void)
 
 bool dlpar_spank_requested_in_stepd(void)
 {
-  return dlpar_spank_requested() && spank_context() == S_CTX_REMOTE && !dlpar_spank.config_error[0];
+  return dlpar_spank_requested() && spank_context() == S_CTX_REMOTE && !dlpar_spank.config_error.text[0];
 }
 
 int dlpar_spank_refuse_bad_config(spank_t sp)
@@ -65,7 +64,7 @@ int dlpar_spank_refuse_bad_config(spank_t sp)
   int local_rank = -1;
   char node[64], srun_step[32], this_step[32], line[DLPAR_ERRLEN];
   dlpar_config_reader reader = DLPAR_READER_NODE;
-  if (!dlpar_spank_requested() || spank_context() != S_CTX_REMOTE || !dlpar_spank.config_error[0])
+  if (!dlpar_spank_requested() || spank_context() != S_CTX_REMOTE || !dlpar_spank.config_error.text[0])
     return 0;
   if (spank_get_item(sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS || local_rank != 0)
     return -1;

@@ -21,7 +21,7 @@
 
 typedef struct {
   dlpar_admin_config admin;
-  char config_error[DLPAR_ERRLEN]; /* a bad plugstack.conf line: the parser's error ("" for a good one) */
+  dlpar_error config_error; /* a bad plugstack.conf line: the parser's error (text "" for a good one) */
   char config_where[DLPAR_ERRLEN]; /* ... and where it is (dlpar_plugstack_where) */
   dlpar_user_options options;
   dlpar_grid_request grid_request;
@@ -34,16 +34,14 @@ typedef struct {
   dlpar_topology topology;
   int step_gpus[DLPAR_MAX_GPUS];
   int nstep_gpus;
-  int topology_status;
-  char topology_error[DLPAR_ERRLEN];
+  dlpar_error topology_error; /* status DLPAR_OK: the topology is loaded */
   /* slurmstepd, user_init: the step's torch rendezvous (spank/master.c) */
   char master_addr[256];
   char master_node[256]; /* world rank 0's node (elsewhere than on it: the step's first node) */
   int master_port;
   char gloo_ifname[32];
-  int master_status; /* DLPAR_OK, or the error task_init raises */
-  char master_error[DLPAR_ERRLEN];
-  char master_warning[DLPAR_ERRLEN]; /* why there is no MASTER_ADDR, said by rank 0's task */
+  dlpar_error master_error;          /* status DLPAR_OK, or the error task_init raises */
+  dlpar_error master_warning;        /* why there is no MASTER_ADDR, said by rank 0's task */
   char port_warning[DLPAR_ERRLEN];   /* a busy derived MASTER_PORT under the default --dl-env, said by rank 0's task */
 } dlpar_spank_state;
 

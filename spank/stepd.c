@@ -52,49 +52,45 @@ static bool task_env(spank_t sp, const char *name, char *value, int len)
 
 /* PMIx must be the step's MPI plugin: libdlpar bootstraps from it. (A
  * value cut to the buffer is longer than dlpar_show shows: it ends "...".) */
-static int check_pmix(spank_t sp, char *err, size_t errlen)
+static int check_pmix(spank_t sp, dlpar_error *err)
 {
   char mpi[DLPAR_TEXT_MAX + 2];
   if (task_env(sp, "PMIX_RANK", mpi, sizeof(mpi)))
     return DLPAR_OK;
   if (!task_env(sp, "SLURM_MPI_TYPE", mpi, sizeof(mpi)))
     snprintf(mpi, sizeof(mpi), "none");
-  dlpar_pmix_refusal(mpi, err, errlen);
-  return DLPAR_ERR_INPUT;
+  return dlpar_pmix_refusal(mpi, err);
 }
 
 /* A heterogeneous step: SLURM_STEP_NUM_TASKS counts every component's tasks
  * (one PMIx namespace); S_JOB_TOTAL_TASK_COUNT, this component's (22.05 and
  * 24.11 alike). Every task of every component refuses, so the step ends at
  * once. */
-static int check_not_heterogeneous(spank_t sp, const task_facts *facts, char *err, size_t errlen)
+static int check_not_heterogeneous(spank_t sp, const task_facts *facts, dlpar_error *err)
 {
   char components[DLPAR_TEXT_MAX + 2], step_tasks[16];
   if (!task_env(sp, "SLURM_HET_SIZE", components, sizeof(components)) ||
       spank_getenv(sp, "SLURM_STEP_NUM_TASKS", step_tasks, sizeof(step_tasks)) != ESPANK_SUCCESS)
     return DLPAR_OK;
-  return dlpar_het_refusal(components, step_tasks, (long)facts->ntasks, err, errlen);
+  return dlpar_het_refusal(components, step_tasks, (long)facts->ntasks, err);
 }
 
 /* Every tensor-parallel group with a rank on this node must be whole on
  * this node, whatever srun predicted: ranks elsewhere count as "another node".
  * Under tp_span=warn, DLPAR_WARN only on the node of the first spanning
  * group's first rank, so the step prints the warning once. */
-static int check_groups_local(spank_t sp, const dlpar_grid *grid, const task_facts *facts,
-                              char *err, size_t errlen)
+static int check_groups_local(spank_t sp, const dlpar_grid *grid, const task_facts *facts, dlpar_error *err)
 {
   const char *names[2] = {facts->node, "another node"};
   int *rank_node = malloc(sizeof(int) * facts->ntasks);
   int rc, first = 0;
-  if (!rank_node) {
-    snprintf(err, errlen, "out of memory");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!rank_node)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
   for (uint32_t rank = 0; rank < facts->ntasks; rank++) {
     uint32_t local_id;
     rank_node[rank] = spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, rank, &local_id) != ESPANK_SUCCESS;
   }
-  rc = dlpar_grid_check_span(grid, rank_node, names, dlpar_spank.admin.tp_span, &first, err, errlen);
+  rc = dlpar_grid_check_span(grid, rank_node, names, dlpar_spank.admin.tp_span, &first, err);
   if (rc == DLPAR_WARN && rank_node[first] != 0)
     rc = DLPAR_OK;
   free(rank_node);
@@ -126,8 +122,7 @@ static void bind_cpus(spank_t sp, dlpar_binding *binding)
     binding->cpus[0] = '\0';
 }
 
-static int prepare_profile(spank_t sp, const task_facts *facts, dlpar_task_env *env, char *err,
-                           size_t errlen)
+static int prepare_profile(spank_t sp, const task_facts *facts, dlpar_task_env *env, dlpar_error *err)
 {
   char job[16], step[16], path[4096], nsys[4096], whose[128];
   const char *dir = dlpar_spank.admin.profile_dir[0] ? dlpar_spank.admin.profile_dir : ".";
@@ -143,16 +138,14 @@ static int prepare_profile(spank_t sp, const task_facts *facts, dlpar_task_env *
     return DLPAR_OK;
   snprintf(whose, sizeof(whose), "rank %u on %s", facts->rank, facts->node);
   if (dlpar_nsys_find(spank_getenv(sp, "PATH", path, sizeof(path)) == ESPANK_SUCCESS ? path : NULL, whose, nsys,
-                      sizeof(nsys), err, errlen) != DLPAR_OK)
+                      sizeof(nsys), err) != DLPAR_OK)
     return DLPAR_ERR_INPUT;
 #if HAVE_DECL_SPANK_PREPEND_TASK_ARGV
   {
     const char *argv[DLPAR_NSYS_ARGC];
     dlpar_nsys_argv(env->profile_output, argv);
-    if (spank_prepend_task_argv(sp, DLPAR_NSYS_ARGC, argv) != ESPANK_SUCCESS) {
-      snprintf(err, errlen, "--dl-profile=nsys: cannot prepend nsys to the task's command");
-      return DLPAR_ERR_SYSTEM;
-    }
+    if (spank_prepend_task_argv(sp, DLPAR_NSYS_ARGC, argv) != ESPANK_SUCCESS)
+      return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "--dl-profile=nsys: cannot prepend nsys to the task's command");
     spank_setenv(sp, "DLPAR_PROFILE_WRAPPED", "1", 1);
   }
 #endif
@@ -207,59 +200,54 @@ int dlpar_stepd_user_init(spank_t sp)
   if (!is_parallel_step(sp))
     return 0;
   const char *xml = dlpar_spank.admin.topology_xml[0] ? dlpar_spank.admin.topology_xml : NULL;
-  dlpar_spank.topology_status = dlpar_topology_load(xml, &dlpar_spank.topology,
-                                                    dlpar_spank.topology_error,
-                                                    sizeof(dlpar_spank.topology_error));
-  dlpar_spank.master_status = DLPAR_OK;
+  dlpar_error parse_err;
+  dlpar_spank.topology_error.status = dlpar_topology_load(xml, &dlpar_spank.topology, &dlpar_spank.topology_error);
+  dlpar_spank.master_error.status = DLPAR_OK;
   if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
-                          &dlpar_spank.torch_env, dlpar_spank.master_error,
-                          sizeof(dlpar_spank.master_error)) == DLPAR_OK)
+                          &dlpar_spank.torch_env, &parse_err) == DLPAR_OK)
     (void)dlpar_master_prepare(sp, dlpar_spank.torch_env); /* its failure: task_init raises it */
   return 0; /* errors here never reach srun: task_init raises them */
 }
 
-static int setup_task(spank_t sp, char *err, size_t errlen)
+static int setup_task(spank_t sp, dlpar_error *err)
 {
   task_facts facts;
   dlpar_task_env env;
   int rc;
   memset(&env, 0, sizeof(env));
-  if (read_task_facts(sp, &facts) != 0) {
-    snprintf(err, errlen, "cannot read the task's rank and step from slurmstepd");
-    return DLPAR_ERR_SYSTEM;
-  }
-  if (check_not_heterogeneous(sp, &facts, err, errlen) != DLPAR_OK ||
-      dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
-                          &dlpar_spank.check, &dlpar_spank.torch_env, err, errlen) != DLPAR_OK ||
-      dlpar_grid_resolve(&dlpar_spank.grid_request, (int)facts.ntasks, &env.grid, err, errlen) != DLPAR_OK ||
-      dlpar_profile_check(&dlpar_spank.profile, (int)facts.ntasks, err, errlen) != DLPAR_OK ||
-      check_pmix(sp, err, errlen) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  rc = check_groups_local(sp, &env.grid, &facts, err, errlen);
+  if (read_task_facts(sp, &facts) != 0)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot read the task's rank and step from slurmstepd");
+  DLPAR_TRY(check_not_heterogeneous(sp, &facts, err));
+  DLPAR_TRY(dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
+                                &dlpar_spank.check, &dlpar_spank.torch_env, err));
+  DLPAR_TRY(dlpar_grid_resolve(&dlpar_spank.grid_request, (int)facts.ntasks, &env.grid, err));
+  DLPAR_TRY(dlpar_profile_check(&dlpar_spank.profile, (int)facts.ntasks, err));
+  DLPAR_TRY(check_pmix(sp, err));
+  rc = check_groups_local(sp, &env.grid, &facts, err);
   if (rc == DLPAR_ERR_INPUT)
     return rc;
   if (rc == DLPAR_WARN && facts.local_rank == 0)
-    dlpar_spank_error(err);
-  if (dlpar_spank.topology_status != DLPAR_OK) {
-    snprintf(err, errlen, "%s", dlpar_spank.topology_error);
-    return dlpar_spank.topology_status;
+    dlpar_spank_error(err->text);
+  if (dlpar_spank.topology_error.status != DLPAR_OK) {
+    *err = dlpar_spank.topology_error;
+    return err->status;
   }
-  if (dlpar_spank.torch_env && dlpar_spank.master_status != DLPAR_OK) {
+  if (dlpar_spank.torch_env && dlpar_spank.master_error.status != DLPAR_OK) {
     /* the node's problem (only rank 0's node has it), said by its first
      * task, which then ends the step on every node */
-    err[0] = '\0';
+    err->text[0] = '\0';
     if (facts.local_rank == 0) {
-      dlpar_spank_error(dlpar_spank.master_error);
-      (void)dlpar_master_end_step(sp, err, errlen); /* its failure is said in err */
+      dlpar_spank_error(dlpar_spank.master_error.text);
+      (void)dlpar_master_end_step(sp, err); /* its failure is said in err */
     }
-    return dlpar_spank.master_status;
+    return dlpar_spank.master_error.status;
   }
   rc = dlpar_map_task(&dlpar_spank.topology, dlpar_spank.step_gpus, dlpar_spank.nstep_gpus, facts.local_rank,
-                      (int)facts.local_count, &env.binding, err, errlen);
+                      (int)facts.local_count, &env.binding, err);
   if (rc < 0)
     return rc;
   if (rc == DLPAR_WARN && facts.local_rank == 0)
-    dlpar_spank_error(err);
+    dlpar_spank_error(err->text);
   bind_cpus(sp, &env.binding);
   if (!dlpar_spank.admin.bind_nic)
     env.binding.nic[0] = env.binding.node_nics[0] = '\0';
@@ -271,16 +259,12 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
   env.check = dlpar_spank.check;
   set_torch_env(sp, &env);
   if (env.torch_env && !env.master_addr[0] && facts.rank == 0)
-    dlpar_spank_error(dlpar_spank.master_warning);
+    dlpar_spank_error(dlpar_spank.master_warning.text);
   if (env.torch_env && dlpar_spank.port_warning[0] && facts.rank == 0)
     dlpar_spank_error(dlpar_spank.port_warning);
-  rc = prepare_profile(sp, &facts, &env, err, errlen);
-  if (rc != DLPAR_OK)
-    return rc;
-  if (export_env(sp, &env) != 0) {
-    snprintf(err, errlen, "cannot set the task's DLPAR_* environment");
-    return DLPAR_ERR_SYSTEM;
-  }
+  DLPAR_TRY(prepare_profile(sp, &facts, &env, err));
+  if (export_env(sp, &env) != 0)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot set the task's DLPAR_* environment");
   if (env.verbose) {
     char line[DLPAR_ERRLEN];
     dlpar_task_env_describe(&env, facts.node, line, sizeof(line));
@@ -291,13 +275,12 @@ static int setup_task(spank_t sp, char *err, size_t errlen)
 
 int dlpar_stepd_task_init(spank_t sp)
 {
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   if (!is_parallel_step(sp))
     return 0;
-  err[0] = '\0';
-  if (setup_task(sp, err, sizeof(err)) != DLPAR_OK) {
-    if (err[0]) /* empty: another task of the node said it */
-      dlpar_spank_error(err);
+  if (setup_task(sp, &err) != DLPAR_OK) {
+    if (err.text[0]) /* empty: another task of the node said it */
+      dlpar_spank_error(err.text);
     return -1;
   }
   return 0;

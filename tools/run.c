@@ -64,7 +64,7 @@ static void usage(void)
 
 /* ------------------------------------------------------------ planning */
 
-static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, char *err, size_t errlen)
+static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, dlpar_error *err)
 {
   int gpus[DLPAR_MAX_GPUS], ngpus = 0, rc;
   const char *visible = getenv("CUDA_VISIBLE_DEVICES");
@@ -82,12 +82,11 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, char *err
   snprintf(env->gloo_ifname, sizeof(env->gloo_ifname), "%s", l->gloo_ifname);
   if (visible && *visible)
     ngpus = dlpar_parse_id_list(visible, gpus, DLPAR_MAX_GPUS);
-  rc = dlpar_map_task(&l->topology, gpus, ngpus > 0 ? ngpus : 0, rank, l->args.ntasks, &env->binding,
-                      err, errlen);
+  rc = dlpar_map_task(&l->topology, gpus, ngpus > 0 ? ngpus : 0, rank, l->args.ntasks, &env->binding, err);
   if (rc < 0)
     return rc;
   if (rc == DLPAR_WARN && rank == 0)
-    fprintf(stderr, "dlpar-run: %s\n", err);
+    fprintf(stderr, "dlpar-run: %s\n", err->text);
   env->profile = l->args.profile.tool;
   env->profile_first_step = l->args.profile.first_step;
   env->profile_last_step = l->args.profile.last_step;
@@ -100,15 +99,14 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, char *err
 /* The env:// contract's rendezvous point on this machine: 127.0.0.1, a port
  * the kernel picks as free (another dlpar-run gets another), the loopback
  * interface for gloo; the torch names the user exported, said once. */
-static int plan_torch(launcher *l, char *err, size_t errlen)
+static int plan_torch(launcher *l, dlpar_error *err)
 {
   char kept[DLPAR_ERRLEN];
   if (!l->args.torch_env)
     return DLPAR_OK;
-  if (!(l->master_port = dlpar_port_pick())) {
-    snprintf(err, errlen, "no free TCP port for MASTER_PORT on this machine (export MASTER_PORT, or --dl-env=none)");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!(l->master_port = dlpar_port_pick()))
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "no free TCP port for MASTER_PORT on this machine (export "
+                           "MASTER_PORT, or --dl-env=none)");
   if (dlpar_route_interface("127.0.0.1", l->gloo_ifname, sizeof(l->gloo_ifname)) != DLPAR_OK)
     l->gloo_ifname[0] = '\0';
   if (dlpar_torch_names_set(kept, sizeof(kept)))
@@ -167,24 +165,20 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   _exit(127);
 }
 
-static int spawn_rank(launcher *l, int rank, char *err, size_t errlen)
+static int spawn_rank(launcher *l, int rank, dlpar_error *err)
 {
   dlpar_task_env env;
   char **pmix_env = NULL;
   int out[2] = {-1, -1}, errp[2] = {-1, -1};
   rank_proc *p = &l->ranks[rank];
-  DLPAR_TRY(plan_rank(l, rank, &env, err, errlen));
-  DLPAR_TRY(dlpar_run_server_client_env(l->server, rank, &pmix_env, err, errlen));
-  if (l->args.tag_output && (pipe2(out, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0)) {
-    snprintf(err, errlen, "pipe: %s", strerror(errno));
-    return DLPAR_ERR_SYSTEM;
-  }
+  DLPAR_TRY(plan_rank(l, rank, &env, err));
+  DLPAR_TRY(dlpar_run_server_client_env(l->server, rank, &pmix_env, err));
+  if (l->args.tag_output && (pipe2(out, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0))
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "pipe: %s", strerror(errno));
   fflush(NULL);
   p->pid = fork();
-  if (p->pid < 0) {
-    snprintf(err, errlen, "fork: %s", strerror(errno));
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (p->pid < 0)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "fork: %s", strerror(errno));
   if (p->pid == 0)
     exec_rank(l, &env, pmix_env, out, errp);
   for (char **var = pmix_env; var && *var; var++)
@@ -339,12 +333,12 @@ static void supervise(launcher *l)
 
 /* ------------------------------------------------------------ main */
 
-static int setup(launcher *l, char *err, size_t errlen)
+static int setup(launcher *l, dlpar_error *err)
 {
   sigset_t set;
-  DLPAR_TRY(dlpar_grid_resolve(&l->args.grid_request, l->args.ntasks, &l->grid, err, errlen));
-  DLPAR_TRY(dlpar_topology_load(l->args.topology_xml[0] ? l->args.topology_xml : NULL, &l->topology, err, errlen));
-  DLPAR_TRY(plan_torch(l, err, errlen));
+  DLPAR_TRY(dlpar_grid_resolve(&l->args.grid_request, l->args.ntasks, &l->grid, err));
+  DLPAR_TRY(dlpar_topology_load(l->args.topology_xml[0] ? l->args.topology_xml : NULL, &l->topology, err));
+  DLPAR_TRY(plan_torch(l, err));
   /* Signals are read from a signalfd; blocked before PMIx starts its thread. */
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
@@ -355,19 +349,17 @@ static int setup(launcher *l, char *err, size_t errlen)
   sigprocmask(SIG_BLOCK, &set, NULL);
   l->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
   l->ranks = calloc((size_t)l->args.ntasks, sizeof(rank_proc));
-  if (l->signal_fd < 0 || !l->ranks || pipe2(l->abort_pipe, O_CLOEXEC) != 0) {
-    snprintf(err, errlen, "cannot set up the supervisor: %s", strerror(errno));
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (l->signal_fd < 0 || !l->ranks || pipe2(l->abort_pipe, O_CLOEXEC) != 0)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot set up the supervisor: %s", strerror(errno));
   for (int r = 0; r < l->args.ntasks; r++)
     l->ranks[r].out_fd = l->ranks[r].err_fd = -1;
-  return dlpar_run_server_start(l->args.ntasks, l->abort_pipe[1], &l->server, err, errlen);
+  return dlpar_run_server_start(l->args.ntasks, l->abort_pipe[1], &l->server, err);
 }
 
 int main(int argc, char **argv)
 {
   launcher l;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   int rc;
   memset(&l, 0, sizeof(l));
   l.signal_fd = l.abort_pipe[0] = l.abort_pipe[1] = -1;
@@ -375,15 +367,15 @@ int main(int argc, char **argv)
     usage();
     return argc < 2 ? 2 : 0;
   }
-  if (dlpar_run_parse_args(argc, argv, &l.args, err, sizeof(err)) != DLPAR_OK) {
-    fprintf(stderr, "dlpar-run: %s\n", err);
+  if (dlpar_run_parse_args(argc, argv, &l.args, &err) != DLPAR_OK) {
+    fprintf(stderr, "dlpar-run: %s\n", err.text);
     return 2;
   }
-  rc = setup(&l, err, sizeof(err));
+  rc = setup(&l, &err);
   for (int r = 0; rc == DLPAR_OK && r < l.args.ntasks; r++)
-    rc = spawn_rank(&l, r, err, sizeof(err));
+    rc = spawn_rank(&l, r, &err);
   if (rc != DLPAR_OK) {
-    fprintf(stderr, "dlpar-run: %s\n", err);
+    fprintf(stderr, "dlpar-run: %s\n", err.text);
     fail_job(&l, 1);
   }
   supervise(&l);

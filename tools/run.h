@@ -11,6 +11,7 @@
 
 #include "common/grid.h"
 #include "common/profile.h"
+#include "common/status.h"
 #include "common/taskenv.h"
 #include "common/torchenv.h"
 
@@ -28,15 +29,15 @@ typedef struct {
 
 /* Parses dlpar-run's command line; messages are the plugin's where the
  * options are the plugin's. */
-int dlpar_run_parse_args(int argc, char **argv, dlpar_run_args *args, char *err, size_t errlen);
+int dlpar_run_parse_args(int argc, char **argv, dlpar_run_args *args, dlpar_error *err);
 
 typedef struct dlpar_run_server dlpar_run_server;
 
 /* Starts a PMIx server for one job of nprocs ranks on this host. The
  * server writes the status of any rank's PMIx_Abort to abort_fd. */
-int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **server, char *err, size_t errlen);
+int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **server, dlpar_error *err);
 /* The PMIx variables a rank's environment needs (NULL-terminated "K=V"). */
-int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env, char *err, size_t errlen);
+int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env, dlpar_error *err);
 /* The run's own directory (PMIx's server files; removed by _stop). */
 const char *dlpar_run_server_tmpdir(const dlpar_run_server *server);
 void dlpar_run_server_stop(dlpar_run_server *server);

@@ -228,7 +228,7 @@ out:
   return rc;
 }
 
-int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **out, char *err, size_t errlen)
+int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **out, dlpar_error *err)
 {
   static pmix_server_module_t module = {
       .client_connected = client_connected,
@@ -243,23 +243,18 @@ int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **out, cha
   bool no = false;
   pmix_status_t rc;
   *out = server;
-  if (!server) {
-    snprintf(err, errlen, "out of memory");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!server)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
   server->nprocs = nprocs;
   server->abort_fd = abort_fd;
-  if (!(server->connected = calloc((size_t)nprocs, sizeof(bool)))) {
-    snprintf(err, errlen, "out of memory");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!(server->connected = calloc((size_t)nprocs, sizeof(bool))))
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
   gethostname(server->host, sizeof(server->host) - 1);
   snprintf(server->nspace, sizeof(server->nspace), "dlpar-run.%ld", (long)getpid());
   snprintf(server->tmpdir, sizeof(server->tmpdir), "%s/dlpar-run.XXXXXX", tmp);
-  if (!mkdtemp(server->tmpdir)) {
-    snprintf(err, errlen, "cannot create a directory in %s: %s (set TMPDIR)", tmp, strerror(errno));
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!mkdtemp(server->tmpdir))
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot create a directory in %s: %s (set TMPDIR)", tmp,
+                           strerror(errno));
   /* PMIx 5's shared-memory store (gds/shmem2) leaves its segment files in
    * TMPDIR, outside the run's directory, when ranks abort
    * (pmix-gds-shmem2.HOST-NSPACE.jobdata.PID, on the Debian 13 bed); one
@@ -271,20 +266,16 @@ int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **out, cha
   rc = PMIx_server_init(&module, info, 2);
   PMIX_INFO_DESTRUCT(&info[0]);
   PMIX_INFO_DESTRUCT(&info[1]);
-  if (rc != PMIX_SUCCESS) {
-    snprintf(err, errlen, "PMIx_server_init: %s", PMIx_Error_string(rc));
-    return DLPAR_ERR_PMIX;
-  }
+  if (rc != PMIX_SUCCESS)
+    return dlpar_error_set(err, DLPAR_ERR_PMIX, "PMIx_server_init: %s", PMIx_Error_string(rc));
   server->initialized = true;
   rc = register_nspace(server);
-  if (rc != PMIX_SUCCESS) {
-    snprintf(err, errlen, "PMIx_server_register_nspace: %s", PMIx_Error_string(rc));
-    return DLPAR_ERR_PMIX;
-  }
+  if (rc != PMIX_SUCCESS)
+    return dlpar_error_set(err, DLPAR_ERR_PMIX, "PMIx_server_register_nspace: %s", PMIx_Error_string(rc));
   return DLPAR_OK;
 }
 
-int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env, char *err, size_t errlen)
+int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env, dlpar_error *err)
 {
   pmix_proc_t proc;
   op_wait w = OP_WAIT_INIT;
@@ -293,10 +284,8 @@ int dlpar_run_server_client_env(dlpar_run_server *server, int rank, char ***env,
   rc = op_finish(&w, PMIx_server_register_client(&proc, getuid(), getgid(), server, op_done, &w));
   if (rc == PMIX_SUCCESS)
     rc = PMIx_server_setup_fork(&proc, env);
-  if (rc != PMIX_SUCCESS) {
-    snprintf(err, errlen, "PMIx server setup for rank %d: %s", rank, PMIx_Error_string(rc));
-    return DLPAR_ERR_PMIX;
-  }
+  if (rc != PMIX_SUCCESS)
+    return dlpar_error_set(err, DLPAR_ERR_PMIX, "PMIx server setup for rank %d: %s", rank, PMIx_Error_string(rc));
   return DLPAR_OK;
 }
 

@@ -17,7 +17,7 @@
 #include "trainer/train_config.h"
 #include "common/text.h"
 
-typedef int (*flag_handler)(train_args *a, const char *value, char *err, size_t errlen);
+typedef int (*flag_handler)(train_args *a, const char *value, dlpar_error *err);
 
 typedef struct {
   const char *name;
@@ -26,70 +26,60 @@ typedef struct {
 } flag_spec;
 
 /* Adds one "--key=value" override (a copy). */
-static int add_override(train_args *a, const char *key, const char *value, char *err, size_t errlen)
+static int add_override(train_args *a, const char *key, const char *value, dlpar_error *err)
 {
   const size_t len = strlen(key) + strlen(value) + 4;
   char *text = malloc(len);
-  if (!text) {
-    snprintf(err, errlen, "out of memory for the command line");
-    return DLPAR_ERR_INPUT;
-  }
+  if (!text)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "out of memory for the command line");
   snprintf(text, len, "--%s=%s", key, value);
   a->overrides[a->noverrides++] = text;
   return DLPAR_OK;
 }
 
-static int set_config_name(train_args *a, const char *value, char *err, size_t errlen)
+static int set_config_name(train_args *a, const char *value, dlpar_error *err)
 {
   (void)err;
-  (void)errlen;
   a->config_name = value;
   return DLPAR_OK;
 }
 
-static int set_config_file(train_args *a, const char *value, char *err, size_t errlen)
+static int set_config_file(train_args *a, const char *value, dlpar_error *err)
 {
-  if (a->config_file) {
-    snprintf(err, errlen, "%s: one config file only (already %s)", dlpar_show(value).text,
-             dlpar_show(a->config_file).text);
-    return DLPAR_ERR_INPUT;
-  }
+  if (a->config_file)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: one config file only (already %s)", dlpar_show(value).text,
+                           dlpar_show(a->config_file).text);
   a->config_file = value;
   return DLPAR_OK;
 }
 
-static int set_run(train_args *a, const char *value, char *err, size_t errlen)
+static int set_run(train_args *a, const char *value, dlpar_error *err)
 {
-  if (!*value || strchr(value, '/') || !dlpar_is_printable(value)) {
-    snprintf(err, errlen, "--run=%s: a directory name without '/' or control characters (e.g. --run=01)",
-             dlpar_show(value).text);
-    return DLPAR_ERR_INPUT;
-  }
+  if (!*value || strchr(value, '/') || !dlpar_is_printable(value))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--run=%s: a directory name without '/' or control characters (e.g. "
+                           "--run=01)", dlpar_show(value).text);
   a->run = value;
   return DLPAR_OK;
 }
 
 /* --data=DIR: the tutorial's layout under DIR, as overrides of the path keys. */
-static int set_data(train_args *a, const char *dir, char *err, size_t errlen)
+static int set_data(train_args *a, const char *dir, dlpar_error *err)
 {
   static const char *const layout[][2] = {
       {"train_data_path", "train"}, {"valid_data_path", "valid"}, {"inf_data_path", "test"},
       {"global_means_path", "stats/global_means.npy"}, {"global_stds_path", "stats/global_stds.npy"},
       {"time_means_path", "stats/time_means.npy"}};
   char path[8192];
-  if (!*dir) {
-    snprintf(err, errlen, "--data: give the dataset's directory (e.g. --data=./data)");
-    return DLPAR_ERR_INPUT;
-  }
+  if (!*dir)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--data: give the dataset's directory (e.g. --data=./data)");
   for (size_t k = 0; k < sizeof(layout) / sizeof(layout[0]); k++) {
     snprintf(path, sizeof(path), "%s/%s", dir, layout[k][1]);
-    if (add_override(a, layout[k][0], path, err, errlen) != DLPAR_OK)
-      return DLPAR_ERR_INPUT;
+    DLPAR_TRY(add_override(a, layout[k][0], path, err));
   }
   return DLPAR_OK;
 }
 
-static int set_device(train_args *a, const char *value, char *err, size_t errlen)
+static int set_device(train_args *a, const char *value, dlpar_error *err)
 {
   if (strcmp(value, "cpu") == 0)
     a->device = DEVICE_CPU;
@@ -98,15 +88,15 @@ static int set_device(train_args *a, const char *value, char *err, size_t errlen
   else if (strcmp(value, "auto") == 0)
     a->device = DEVICE_AUTO;
   else {
-    snprintf(err, errlen, "--device=%s: expected --device=cpu, cuda or auto", dlpar_show(value).text);
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--device=%s: expected --device=cpu, cuda or auto",
+                           dlpar_show(value).text);
   }
   return DLPAR_OK;
 }
 
-static int set_progress(train_args *a, const char *value, char *err, size_t errlen)
+static int set_progress(train_args *a, const char *value, dlpar_error *err)
 {
-  return progress_parse(value, &a->progress_seconds, err, errlen);
+  return progress_parse(value, &a->progress_seconds, err);
 }
 
 #define BARE(name, field) {name, NULL, offsetof(train_args, field)}
@@ -136,7 +126,7 @@ static const flag_spec *find_flag(const char *name, size_t len)
 
 /* --name[=value] at argv[*i]; a value-taking flag without '=' takes the next
  * argument (*i moves past it). */
-static int parse_option(train_args *a, int argc, char **argv, int *i, char *err, size_t errlen)
+static int parse_option(train_args *a, int argc, char **argv, int *i, dlpar_error *err)
 {
   const char *arg = argv[*i] + 2, *eq = strchr(arg, '=');
   const size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
@@ -144,70 +134,61 @@ static int parse_option(train_args *a, int argc, char **argv, int *i, char *err,
   char key[64];
   const char *value = eq ? eq + 1 : NULL;
   bool takes_value, is_key;
-  if (len == 0 || len >= sizeof(key)) {
-    snprintf(err, errlen, "%s: expected --key=value or --key value (e.g. --lr=1e-3)", dlpar_show(argv[*i]).text);
-    return DLPAR_ERR_INPUT;
-  }
+  if (len == 0 || len >= sizeof(key))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: expected --key=value or --key value (e.g. --lr=1e-3)",
+                           dlpar_show(argv[*i]).text);
   snprintf(key, sizeof(key), "%.*s", (int)len, arg);
   is_key = !flag && config_is_key(key);
-  if (!flag && !is_key) {
-    snprintf(err, errlen, "--%s: unknown flag or config key (see dlpar-train(1) for both)", dlpar_show(key).text);
-    return DLPAR_ERR_INPUT;
-  }
+  if (!flag && !is_key)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--%s: unknown flag or config key (see dlpar-train(1) for both)",
+                           dlpar_show(key).text);
   takes_value = flag ? flag->handle != NULL : !config_key_is_bool(key);
   if (!takes_value && !value)
     value = "true";
   else if (!flag && !takes_value)
     ; /* --enable_jit=false: as given */
-  else if (!takes_value) {
-    snprintf(err, errlen, "--%s=%s: --%s takes no value (give it alone)", key, dlpar_show(value).text, key);
-    return DLPAR_ERR_INPUT;
-  }
+  else if (!takes_value)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--%s=%s: --%s takes no value (give it alone)", key,
+                           dlpar_show(value).text, key);
   if (!value) {
-    if (*i + 1 >= argc) {
-      snprintf(err, errlen, "--%s: missing its value (--%s=VALUE or --%s VALUE)", key, key, key);
-      return DLPAR_ERR_INPUT;
-    }
+    if (*i + 1 >= argc)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "--%s: missing its value (--%s=VALUE or --%s VALUE)", key, key, key);
     value = argv[++*i];
   }
   if (flag && !flag->handle) {
     *(bool *)((char *)a + flag->set) = true;
     return DLPAR_OK;
   }
-  return flag ? flag->handle(a, value, err, errlen) : add_override(a, key, value, err, errlen);
+  return flag ? flag->handle(a, value, err) : add_override(a, key, value, err);
 }
 
-int args_parse(int argc, char **argv, train_args *a, char *err, size_t errlen)
+int args_parse(int argc, char **argv, train_args *a, dlpar_error *err)
 {
   memset(a, 0, sizeof(*a));
   a->config_name = "base";
   a->run = "00";
   /* at most one override per argument, but --data gives 6 */
   a->overrides = calloc((size_t)argc * 6 + 1, sizeof(char *));
-  if (!a->overrides) {
-    snprintf(err, errlen, "out of memory for the command line");
-    return DLPAR_ERR_INPUT;
-  }
+  if (!a->overrides)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "out of memory for the command line");
   for (int i = 1; i < argc; i++) {
     int rc = DLPAR_OK;
     if (strcmp(argv[i], "-h") == 0)
       a->help = true;
     else
-      rc = strncmp(argv[i], "--", 2) == 0 ? parse_option(a, argc, argv, &i, err, errlen)
-                                          : set_config_file(a, argv[i], err, errlen);
+      rc = strncmp(argv[i], "--", 2) == 0 ? parse_option(a, argc, argv, &i, err)
+                                          : set_config_file(a, argv[i], err);
     if (rc != DLPAR_OK)
       return rc;
   }
   if (a->help)
     return DLPAR_OK;
-  if (!a->config_file) {
-    snprintf(err, errlen, "no config file (e.g. dlpar-train --config=short etc/vit.yaml, or --yaml_config=FILE)");
-    return DLPAR_ERR_INPUT;
-  }
-  if (a->benchy && a->manual_profiling) {
-    snprintf(err, errlen, "--enable_benchy and --enable_manual_profiling: one of them (as in the tutorial)");
-    return DLPAR_ERR_INPUT;
-  }
+  if (!a->config_file)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "no config file (e.g. dlpar-train --config=short etc/vit.yaml, or "
+                           "--yaml_config=FILE)");
+  if (a->benchy && a->manual_profiling)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--enable_benchy and --enable_manual_profiling: one of them (as in "
+                           "the tutorial)");
   return DLPAR_OK;
 }
 

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/status.h"
+
 typedef enum { DEVICE_AUTO, DEVICE_CPU, DEVICE_CUDA } device_choice;
 
 typedef struct {
@@ -21,7 +23,7 @@ typedef struct {
 } train_args;
 
 /* Fills *a from argv; on bad input one line in err (and args_free is still safe). */
-int args_parse(int argc, char **argv, train_args *a, char *err, size_t errlen);
+int args_parse(int argc, char **argv, train_args *a, dlpar_error *err);
 void args_free(train_args *a);
 void args_usage(void);
 

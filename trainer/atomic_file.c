@@ -20,15 +20,13 @@ void atomic_file_prepare(atomic_file *f, const char *path)
   f->stream = NULL;
 }
 
-int atomic_file_open(atomic_file *f, const char *path, char *err, size_t errlen)
+int atomic_file_open(atomic_file *f, const char *path, dlpar_error *err)
 {
   atomic_file_prepare(f, path);
   f->stream = fopen(f->temp, "wb");
-  if (!f->stream) {
-    snprintf(err, errlen, "%s: cannot create: %s (check the directory and its permissions)", dlpar_show(f->temp).text,
-             strerror(errno));
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!f->stream)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: cannot create: %s (check the directory and its permissions)",
+                           dlpar_show(f->temp).text, strerror(errno));
   return DLPAR_OK;
 }
 
@@ -42,7 +40,7 @@ static int fsync_path(const char *path, int flags)
   return rc;
 }
 
-int atomic_file_commit(atomic_file *f, char *err, size_t errlen)
+int atomic_file_commit(atomic_file *f, dlpar_error *err)
 {
   char dir[PATH_MAX];
   int failed = 0;
@@ -54,8 +52,8 @@ int atomic_file_commit(atomic_file *f, char *err, size_t errlen)
     failed = fsync_path(f->temp, O_RDONLY) != 0;
   }
   if (failed || rename(f->temp, f->path) != 0) {
-    snprintf(err, errlen, "%s: cannot write: %s (disk full or read-only? the previous file is kept)",
-             dlpar_show(f->path).text, strerror(errno));
+    dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: cannot write: %s (disk full or read-only? the previous file is kept)",
+                    dlpar_show(f->path).text, strerror(errno));
     unlink(f->temp);
     return DLPAR_ERR_SYSTEM;
   }

@@ -8,17 +8,19 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "common/status.h"
+
 typedef struct {
   char path[PATH_MAX], temp[PATH_MAX + 32];
   FILE *stream; /* NULL when the caller writes temp itself (HDF5) */
 } atomic_file;
 
 /* Opens the temp file as a stdio stream. */
-int atomic_file_open(atomic_file *f, const char *path, char *err, size_t errlen);
+int atomic_file_open(atomic_file *f, const char *path, dlpar_error *err);
 /* Names the temp file only (the caller creates and closes it). */
 void atomic_file_prepare(atomic_file *f, const char *path);
 /* Flush, fsync, rename, fsync the directory. On error the temp is removed. */
-int atomic_file_commit(atomic_file *f, char *err, size_t errlen);
+int atomic_file_commit(atomic_file *f, dlpar_error *err);
 void atomic_file_abandon(atomic_file *f);
 
 #endif

@@ -35,7 +35,7 @@ typedef struct {
   double pread, memcpy, h2d;
 } node_rates;
 
-static int pread_rate(const era5_data *d, double *rate, char *err, size_t errlen)
+static int pread_rate(const era5_data *d, double *rate, dlpar_error *err)
 {
   const size_t piece = sizeof(float) * d->stage_floats;
   char *buf = malloc(piece);
@@ -44,8 +44,8 @@ static int pread_rate(const era5_data *d, double *rate, char *err, size_t errlen
   double start;
   int fd = open(d->files[0], O_RDONLY | O_CLOEXEC), rc = DLPAR_OK;
   if (!buf || fd < 0 || fstat(fd, &st) != 0) {
-    snprintf(err, errlen, "benchy: %s: cannot read it for the pread anchor (check the file)", dlpar_show(d->files[0]).text);
-    rc = DLPAR_ERR_SYSTEM;
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "benchy: %s: cannot read it for the pread anchor (check the file)",
+                         dlpar_show(d->files[0]).text);
     goto out;
   }
   total = st.st_size < ANCHOR_FILE_BYTES ? (long long)st.st_size : ANCHOR_FILE_BYTES;
@@ -53,9 +53,8 @@ static int pread_rate(const era5_data *d, double *rate, char *err, size_t errlen
   while (done < total) {
     const ssize_t got = pread(fd, buf, piece, (off_t)done);
     if (got <= 0) {
-      snprintf(err, errlen, "benchy: %s: the pread anchor stopped at byte %lld of %lld (check the file)",
-               dlpar_show(d->files[0]).text, done, total);
-      rc = DLPAR_ERR_SYSTEM;
+      rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "benchy: %s: the pread anchor stopped at byte %lld of %lld (check "
+                           "the file)", dlpar_show(d->files[0]).text, done, total);
       goto out;
     }
     done += got;
@@ -69,14 +68,14 @@ out:
 }
 
 /* memcpy of `bytes` between two buffers touched first, mean of 3. */
-static int memcpy_rate(size_t bytes, double *rate, char *err, size_t errlen)
+static int memcpy_rate(size_t bytes, double *rate, dlpar_error *err)
 {
   char *src = malloc(bytes), *dst = malloc(bytes);
   double start;
   int rc = DLPAR_OK;
   if (!src || !dst) {
-    snprintf(err, errlen, "benchy: out of memory for two batches of %.3f GB (the memcpy anchor)", (double)bytes / 1e9);
-    rc = DLPAR_ERR_SYSTEM;
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "benchy: out of memory for two batches of %.3f GB (the memcpy anchor)",
+                         (double)bytes / 1e9);
     goto out;
   }
   memset(src, 1, bytes);
@@ -96,7 +95,7 @@ out:
 #ifdef HAVE_CUDA
 /* Host-to-device of one batch from pinned memory (the loader's slots'
  * kind, model_cuda_host_alloc), mean of 3 after one. */
-static int h2d_rate(size_t bytes, double *rate, char *err, size_t errlen)
+static int h2d_rate(size_t bytes, double *rate, dlpar_error *err)
 {
   void *host = model_cuda_host_alloc(bytes), *dev = NULL;
   cudaError_t e = host ? cudaMalloc(&dev, bytes) : cudaErrorMemoryAllocation;
@@ -110,8 +109,8 @@ static int h2d_rate(size_t bytes, double *rate, char *err, size_t errlen)
   if (e == cudaSuccess)
     *rate = 3.0 * (double)bytes / (dlpar_now() - start) / 1e9;
   else
-    snprintf(err, errlen, "benchy: host-to-device copies of one batch (%.3f GB): %s (free device memory, or run "
-             "without --benchy)", (double)bytes / 1e9, cudaGetErrorString(e));
+    dlpar_error_set(err, DLPAR_ERR_SYSTEM, "benchy: host-to-device copies of one batch (%.3f GB): %s (free device "
+                    "memory, or run without --benchy)", (double)bytes / 1e9, cudaGetErrorString(e));
   cudaFree(dev);
   if (host)
     model_cuda_host_free(host);
@@ -119,21 +118,19 @@ static int h2d_rate(size_t bytes, double *rate, char *err, size_t errlen)
 }
 #endif
 
-static int measure_node(const trainer *t, node_rates *r, char *err, size_t errlen)
+static int measure_node(const trainer *t, node_rates *r, dlpar_error *err)
 {
   const era5_data *d = &t->train_data;
   const size_t batch_bytes = sizeof(float) * (size_t)t->net->dims.B * (size_t)(d->in_channels + d->out_channels) *
                              (size_t)d->height * (size_t)d->width;
-  int rc;
   r->h2d = 0;
-  if ((rc = pread_rate(d, &r->pread, err, errlen)) != DLPAR_OK ||
-      (rc = memcpy_rate(batch_bytes, &r->memcpy, err, errlen)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(pread_rate(d, &r->pread, err));
+  DLPAR_TRY(memcpy_rate(batch_bytes, &r->memcpy, err));
 #ifdef HAVE_CUDA
   if (t->on_gpu)
-    rc = h2d_rate(batch_bytes, &r->h2d, err, errlen);
+    return h2d_rate(batch_bytes, &r->h2d, err);
 #endif
-  return rc;
+  return DLPAR_OK;
 }
 
 /* The second line: this rank's readers over its IO phase (`steps`
@@ -178,23 +175,23 @@ void benchy(trainer *t)
   const long warmup = 5, steps = c->num_iters < 100 ? c->num_iters : 100;
   const double samples = (double)steps * c->global_batch_size;
   const float *inp, *tgt;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   double start = 0, io_rank, io, synthetic, full;
   model_metrics synthetic_sums;
   struct rusage usage;
   epoch_progress e = {.start = 0};
-  node_rates node;
+  node_rates node = {0};
   loader_stats before, after;
-  if (measure_node(t, &node, err, sizeof(err)) != DLPAR_OK)
-    train_die(t, true, "%s", err);
+  if (measure_node(t, &node, &err) != DLPAR_OK)
+    train_die(t, true, "%s", err.text);
   loader_start(t->train, 0, 0, -1);
   for (long i = 0; i < warmup + steps; i++) {
     if (i == warmup) {
       start = dlpar_now();
       loader_get_stats(t->train, &before);
     }
-    if (loader_next(t->train, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
-      train_die(t, true, "%s", err);
+    if (loader_next(t->train, &inp, &tgt, &err) != DLPAR_OK)
+      train_die(t, true, "%s", err.text);
     if (i + 1 < warmup + steps)
       loader_release(t->train);
   }

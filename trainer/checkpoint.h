@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "common/status.h"
 #include "trainer/model.h"
 
 typedef struct {
@@ -19,22 +20,22 @@ typedef struct {
 } checkpoint_position;
 
 /* Collective over the world. */
-int checkpoint_save(model *m, const checkpoint_position *pos, const char *config_yaml, const char *path, char *err,
-                    size_t errlen);
-int checkpoint_load(model *m, checkpoint_position *pos, const char *path, char *err, size_t errlen);
+int checkpoint_save(model *m, const checkpoint_position *pos, const char *config_yaml, const char *path,
+                    dlpar_error *err);
+int checkpoint_load(model *m, checkpoint_position *pos, const char *path, dlpar_error *err);
 
 /* The reader under checkpoint_load, without a model: every attribute,
  * group and tensor is checked (one whole number; rank, shape and float type
  * the table's; finite values) before it is used. take() receives each
  * group's (params, adam_m, adam_v) local pieces in the table's flat layout. */
-typedef int (*checkpoint_take)(void *ctx, model_tensor which, const float *host, char *err, size_t errlen);
+typedef int (*checkpoint_take)(void *ctx, model_tensor which, const float *host, dlpar_error *err);
 int checkpoint_read(const param_table *t, const char *path, checkpoint_position *pos, checkpoint_take take,
-                    void *ctx, char *err, size_t errlen);
+                    void *ctx, dlpar_error *err);
 
 /* A loaded position against the run: not negative, consistent with
  * steps_per_epoch (epoch * steps_per_epoch + step_in_epoch == step, the
  * epoch's end included) and not past total_steps. */
 int checkpoint_check_position(const checkpoint_position *pos, long total_steps, long steps_per_epoch,
-                              const char *path, char *err, size_t errlen);
+                              const char *path, dlpar_error *err);
 
 #endif

@@ -61,22 +61,19 @@ static void chunks_free(era5_chunks *k)
   free(k);
 }
 
-static int list_files(era5_data *d, const char *dir, char *err, size_t errlen)
+static int list_files(era5_data *d, const char *dir, dlpar_error *err)
 {
   char pattern[PATH_MAX + 8];
   struct stat st;
   glob_t found;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    snprintf(err, errlen, "%s: no such directory (fix the data path in the config, or generate data with "
-             "dlpar-gen-data)", dlpar_show(dir).text);
-    return DLPAR_ERR_INPUT;
-  }
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no such directory (fix the data path in the config, or generate "
+                           "data with dlpar-gen-data)", dlpar_show(dir).text);
   snprintf(pattern, sizeof(pattern), "%s/*.h5", dir);
   if (glob(pattern, 0, NULL, &found) != 0 || found.gl_pathc == 0) {
-    snprintf(err, errlen, "%s: no *.h5 files (the ERA5 layout has one file per year, e.g. 2016.h5)",
-             dlpar_show(dir).text);
     globfree(&found);
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no *.h5 files (the ERA5 layout has one file per year, e.g. "
+                           "2016.h5)", dlpar_show(dir).text);
   }
   d->nfiles = (int)found.gl_pathc;
   d->files = calloc((size_t)d->nfiles, sizeof(char *));
@@ -87,9 +84,8 @@ static int list_files(era5_data *d, const char *dir, char *err, size_t errlen)
   d->fds = malloc(sizeof(int) * (size_t)d->nfiles);
   d->file_bytes = calloc((size_t)d->nfiles, sizeof(long long));
   if (!d->files || !d->fields_dset || !d->file_handle || !d->step_offset || !d->chunks || !d->fds || !d->file_bytes) {
-    snprintf(err, errlen, "out of memory for the list of %d data files", d->nfiles);
     globfree(&found);
-    return DLPAR_ERR_SYSTEM;
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the list of %d data files", d->nfiles);
   }
   for (int i = 0; i < d->nfiles; i++) {
     d->files[i] = strdup(found.gl_pathv[i]); /* glob sorts by name */
@@ -102,23 +98,22 @@ static int list_files(era5_data *d, const char *dir, char *err, size_t errlen)
 
 /* Opens file i's `fields` (kept open for the reads to come), and the file
  * for pread, its size noted (a file that shrinks later is named). */
-static int open_fields(era5_data *d, int i, char *err, size_t errlen)
+static int open_fields(era5_data *d, int i, dlpar_error *err)
 {
   const char *path = d->files[i];
   hid_t file = -1, dset = -1;
   struct stat st;
   int rc = DLPAR_OK;
-  if ((rc = h5_open_read(path, "cannot open (check the data path in the config)", &file, err, errlen)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(h5_open_read(path, "cannot open (check the data path in the config)", &file, err), rc, out);
   if (H5Lexists(file, "fields", H5P_DEFAULT) <= 0) {
-    snprintf(err, errlen, "%s: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])", dlpar_show(path).text);
-    rc = DLPAR_ERR_INPUT;
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])",
+                         dlpar_show(path).text);
     goto out;
   }
-  H5_TRY_GOTO(dset = H5Dopen2(file, "fields", H5P_DEFAULT), path);
+  H5_TRY_GOTO(dset = H5Dopen2(file, "fields", H5P_DEFAULT), path, err, rc, out);
   if ((d->fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(d->fds[i], &st) != 0) {
-    snprintf(err, errlen, "%s: %s (check the file's permissions)", dlpar_show(path).text, strerror(errno));
-    rc = DLPAR_ERR_SYSTEM;
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: %s (check the file's permissions)", dlpar_show(path).text,
+                         strerror(errno));
     goto out;
   }
   d->file_bytes[i] = (long long)st.st_size;
@@ -132,20 +127,20 @@ out:
 }
 
 /* Shape and type of file i's fields; the first file sets the expectations. */
-static int check_shape(era5_data *d, int i, char *err, size_t errlen)
+static int check_shape(era5_data *d, int i, dlpar_error *err)
 {
   const char *path = d->files[i];
   const int channels = d->in_channels > d->out_channels ? d->in_channels : d->out_channels;
   hsize_t dims[4];
   hid_t space = -1, type = -1;
   int rc = DLPAR_OK, ndims;
-  H5_TRY_GOTO(space = H5Dget_space((hid_t)d->fields_dset[i]), path);
-  H5_TRY_GOTO(type = H5Dget_type((hid_t)d->fields_dset[i]), path);
+  H5_TRY_GOTO(space = H5Dget_space((hid_t)d->fields_dset[i]), path, err, rc, out);
+  H5_TRY_GOTO(type = H5Dget_type((hid_t)d->fields_dset[i]), path, err, rc, out);
   ndims = H5Sget_simple_extent_ndims(space);
   if (ndims != 4 || H5Tget_class(type) != H5T_FLOAT) {
-    snprintf(err, errlen, "%s: fields is %s with %d %s, expected floats [T, C, H, W]", dlpar_show(path).text,
-             H5Tget_class(type) == H5T_FLOAT ? "float" : "not float", ndims, dlpar_plural(ndims, "dimension", "dimensions"));
-    rc = DLPAR_ERR_INPUT;
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is %s with %d %s, expected floats [T, C, H, W]",
+                         dlpar_show(path).text, H5Tget_class(type) == H5T_FLOAT ? "float" : "not float", ndims,
+                         dlpar_plural(ndims, "dimension", "dimensions"));
     goto out;
   }
   H5Sget_simple_extent_dims(space, dims, NULL);
@@ -157,24 +152,19 @@ static int check_shape(era5_data *d, int i, char *err, size_t errlen)
   }
   if ((long)dims[0] != d->per_file || (int)dims[1] != d->file_channels || (int)dims[2] != d->file_height ||
       (int)dims[3] != d->file_width) {
-    snprintf(err, errlen,
-             "%s: fields is [%llu, %llu, %llu, %llu] but %s has [%ld, %d, %d, %d] (all years need one "
-             "shape)",
-             dlpar_show(path).text, (unsigned long long)dims[0], (unsigned long long)dims[1],
-             (unsigned long long)dims[2], (unsigned long long)dims[3], dlpar_show(d->files[0]).text, d->per_file,
-             d->file_channels, d->file_height, d->file_width);
-    rc = DLPAR_ERR_INPUT;
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is [%llu, %llu, %llu, %llu] but %s has [%ld, %d, %d, %d] "
+                         "(all years need one shape)", dlpar_show(path).text, (unsigned long long)dims[0],
+                         (unsigned long long)dims[1], (unsigned long long)dims[2], (unsigned long long)dims[3],
+                         dlpar_show(d->files[0]).text, d->per_file, d->file_channels, d->file_height, d->file_width);
   } else if (d->file_channels < channels || d->file_height < d->height || d->file_width < d->width) {
-    snprintf(err, errlen,
-             "%s: fields [%ld, %d, %d, %d] is smaller than %d %s of %dx%d (lower "
-             "n_in_channels/n_out_channels or img_size)",
-             dlpar_show(path).text, d->per_file, d->file_channels, d->file_height, d->file_width, channels,
-             dlpar_plural(channels, "channel", "channels"), d->height, d->width);
-    rc = DLPAR_ERR_INPUT;
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT,
+                         "%s: fields [%ld, %d, %d, %d] is smaller than %d %s of %dx%d (lower "
+                         "n_in_channels/n_out_channels or img_size)",
+                         dlpar_show(path).text, d->per_file, d->file_channels, d->file_height, d->file_width, channels,
+                         dlpar_plural(channels, "channel", "channels"), d->height, d->width);
   } else if (d->per_file < 3L * d->dt) {
-    snprintf(err, errlen, "%s: %ld time steps per file, fewer than 3*dt=%d (lower dt or add time steps)",
-             dlpar_show(path).text, d->per_file, 3 * d->dt);
-    rc = DLPAR_ERR_INPUT;
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: %ld time steps per file, fewer than 3*dt=%d (lower dt or add time "
+                         "steps)", dlpar_show(path).text, d->per_file, 3 * d->dt);
   }
 out:
   h5_close(type);
@@ -216,7 +206,7 @@ static bool chunk_deflated(const era5_chunks *k, long n)
  * one place: contiguous (`per_chunk` = T), or unfiltered chunks of whole
  * steps, per_chunk steps each. Leaves step_offset[i] NULL where some are
  * not written (HDF5 supplies the fill value). */
-static int resolve_steps(era5_data *d, int i, bool contiguous, long per_chunk, char *err, size_t errlen)
+static int resolve_steps(era5_data *d, int i, bool contiguous, long per_chunk, dlpar_error *err)
 {
   const char *path = d->files[i];
   const hid_t dset = (hid_t)d->fields_dset[i];
@@ -226,8 +216,8 @@ static int resolve_steps(era5_data *d, int i, bool contiguous, long per_chunk, c
   hsize_t size = 0;
   int rc = DLPAR_OK;
   if (!offset) {
-    snprintf(err, errlen, "out of memory for the offsets of %ld time steps of %s", d->per_file, dlpar_show(path).text);
-    rc = DLPAR_ERR_SYSTEM;
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the offsets of %ld time steps of %s", d->per_file,
+                         dlpar_show(path).text);
     goto out;
   }
   for (long t = 0; t < d->per_file; t++) {
@@ -237,7 +227,7 @@ static int resolve_steps(era5_data *d, int i, bool contiguous, long per_chunk, c
       addr = H5Dget_offset(dset);
       size = H5Dget_storage_size(dset);
     } else if (!contiguous && t % per_chunk == 0) {
-      H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path);
+      H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path, err, rc, out);
     }
     if (addr == HADDR_UNDEF || size != (hsize_t)(per_chunk * step_bytes)) /* never written */
       goto out;
@@ -252,8 +242,7 @@ out:
 
 /* Each chunk's place, where all are written and none is over CHUNK_LIMIT;
  * else chunks[i] stays NULL (HDF5 reads the file). */
-static int resolve_chunks(era5_data *d, int i, const hsize_t shape[4], bool shuffle, bool deflate, char *err,
-                          size_t errlen)
+static int resolve_chunks(era5_data *d, int i, const hsize_t shape[4], bool shuffle, bool deflate, dlpar_error *err)
 {
   const char *path = d->files[i];
   const hid_t dset = (hid_t)d->fields_dset[i];
@@ -274,8 +263,8 @@ static int resolve_chunks(era5_data *d, int i, const hsize_t shape[4], bool shuf
   }
   k->shuffle = shuffle;
   k->deflate = deflate;
-  H5_TRY_GOTO(space = H5Dget_space(dset), path);
-  H5_TRY_GOTO(H5Dget_num_chunks(dset, space, &written), path);
+  H5_TRY_GOTO(space = H5Dget_space(dset), path, err, rc, out);
+  H5_TRY_GOTO(H5Dget_num_chunks(dset, space, &written), path, err, rc, out);
   if (written != (hsize_t)count || chunk_bytes > CHUNK_LIMIT)
     goto out;
   k->offset = malloc(sizeof(long long) * (size_t)count);
@@ -290,7 +279,7 @@ static int resolve_chunks(era5_data *d, int i, const hsize_t shape[4], bool shuf
     unsigned filter_mask = 0;
     haddr_t addr = HADDR_UNDEF;
     hsize_t size = 0;
-    H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path);
+    H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path, err, rc, out);
     k->skipped[n] = (unsigned char)filter_mask;
     if (addr == HADDR_UNDEF || size == 0 || size > UINT32_MAX || filter_mask > 3u ||
         (!chunk_deflated(k, n) && size != chunk_bytes))
@@ -303,8 +292,7 @@ static int resolve_chunks(era5_data *d, int i, const hsize_t shape[4], bool shuf
   k = NULL;
   goto out;
 oom:
-  snprintf(err, errlen, "out of memory for the chunk index of %s", dlpar_show(path).text);
-  rc = DLPAR_ERR_SYSTEM;
+  rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the chunk index of %s", dlpar_show(path).text);
 out:
   h5_close(space);
   chunks_free(k);
@@ -315,7 +303,7 @@ out:
  * and deflate, in the file itself (not external): by steps where each lies
  * whole in one place, unfiltered; else by chunks; else (other types and
  * filters, compact or virtual layouts) through HDF5. */
-static int resolve_layout(era5_data *d, int i, char *err, size_t errlen)
+static int resolve_layout(era5_data *d, int i, dlpar_error *err)
 {
   const char *path = d->files[i];
   const hid_t dset = (hid_t)d->fields_dset[i];
@@ -324,19 +312,19 @@ static int resolve_layout(era5_data *d, int i, char *err, size_t errlen)
   H5D_layout_t layout;
   bool shuffle, deflate, whole_steps;
   int rc = DLPAR_OK;
-  H5_TRY_GOTO(plist = H5Dget_create_plist(dset), path);
-  H5_TRY_GOTO(type = H5Dget_type(dset), path);
-  H5_TRY_GOTO(layout = H5Pget_layout(plist), path);
+  H5_TRY_GOTO(plist = H5Dget_create_plist(dset), path, err, rc, out);
+  H5_TRY_GOTO(type = H5Dget_type(dset), path, err, rc, out);
+  H5_TRY_GOTO(layout = H5Pget_layout(plist), path, err, rc, out);
   if (H5Tequal(type, H5T_NATIVE_FLOAT) <= 0 || H5Pget_external_count(plist) != 0 ||
       !known_filters(plist, &shuffle, &deflate))
     goto out;
   if (layout == H5D_CONTIGUOUS) {
-    rc = resolve_steps(d, i, true, d->per_file, err, errlen);
+    rc = resolve_steps(d, i, true, d->per_file, err);
   } else if (layout == H5D_CHUNKED && H5Pget_chunk(plist, 4, chunk) == 4) {
     whole_steps = !shuffle && !deflate && chunk[1] == (hsize_t)d->file_channels &&
                   chunk[2] == (hsize_t)d->file_height && chunk[3] == (hsize_t)d->file_width;
-    rc = whole_steps ? resolve_steps(d, i, false, (long)chunk[0], err, errlen)
-                     : resolve_chunks(d, i, chunk, shuffle, deflate, err, errlen);
+    rc = whole_steps ? resolve_steps(d, i, false, (long)chunk[0], err)
+                     : resolve_chunks(d, i, chunk, shuffle, deflate, err);
   }
 out:
   h5_close(type);
@@ -360,11 +348,19 @@ static size_t stage_need(const era5_data *d, int i)
   return need;
 }
 
+/* File i: its fields opened, their shape checked, their layout resolved. */
+static int open_file(era5_data *d, int i, dlpar_error *err)
+{
+  DLPAR_TRY(open_fields(d, i, err));
+  DLPAR_TRY(check_shape(d, i, err));
+  return resolve_layout(d, i, err);
+}
+
 int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit, const float *means,
-              const float *stds, pthread_mutex_t *hdf5_lock, char *err, size_t errlen)
+              const float *stds, pthread_mutex_t *hdf5_lock, dlpar_error *err)
 {
   size_t piece_rows;
-  int rc;
+  int rc = DLPAR_OK;
   memset(d, 0, sizeof(*d));
   d->in_channels = cfg->n_in_channels;
   d->out_channels = cfg->n_out_channels;
@@ -374,13 +370,10 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
   d->means = means;
   d->stds = stds;
   d->hdf5_lock = hdf5_lock;
-  if ((rc = list_files(d, dir, err, errlen)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(list_files(d, dir, err));
   pthread_mutex_lock(hdf5_lock);
-  for (int i = 0; i < d->nfiles && rc == DLPAR_OK; i++) {
-    if ((rc = open_fields(d, i, err, errlen)) == DLPAR_OK && (rc = check_shape(d, i, err, errlen)) == DLPAR_OK)
-      rc = resolve_layout(d, i, err, errlen);
-  }
+  for (int i = 0; i < d->nfiles && rc == DLPAR_OK; i++)
+    rc = open_file(d, i, err);
   pthread_mutex_unlock(hdf5_lock);
   if (rc != DLPAR_OK)
     return rc;
@@ -402,7 +395,7 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
  * divide runs at a quarter of memory speed): finiteness is a flag, searched
  * only when it trips. */
 static int normalise_run(const era5_data *d, int year, long t, int c, long h, long w, size_t n, const float *restrict x,
-                         float *restrict out, char *err, size_t errlen)
+                         float *restrict out, dlpar_error *err)
 {
   const float mean = d->means[c], std = d->stds[c];
   int bad = 0;
@@ -414,10 +407,9 @@ static int normalise_run(const era5_data *d, int year, long t, int c, long h, lo
   for (size_t i = 0; bad && i < n; i++) {
     if (!isfinite(x[i])) {
       const size_t at = (size_t)w + i;
-      snprintf(err, errlen, "%s: fields[%ld, %d, %zu, %zu] is %s (clean the data or regenerate it)",
-               dlpar_show(d->files[year]).text, t, c, (size_t)h + at / (size_t)d->width, at % (size_t)d->width,
-               isnan(x[i]) ? "NaN" : "infinite");
-      return DLPAR_ERR_INPUT;
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields[%ld, %d, %zu, %zu] is %s (clean the data or regenerate "
+                             "it)", dlpar_show(d->files[year]).text, t, c, (size_t)h + at / (size_t)d->width,
+                             at % (size_t)d->width, isnan(x[i]) ? "NaN" : "infinite");
     }
   }
   return DLPAR_OK;
@@ -427,20 +419,20 @@ static int normalise_run(const era5_data *d, int year, long t, int c, long h, lo
  * sample: checked before each step is read (a file truncated under the run
  * reads short, or through HDF5 as zeros past its end), and after it through
  * HDF5 or where a read fails. */
-static int check_intact(const era5_data *d, int year, long idx, long t, char *err, size_t errlen)
+static int check_intact(const era5_data *d, int year, long idx, long t, dlpar_error *err)
 {
   struct stat st;
   if (fstat(d->fds[year], &st) != 0 || (long long)st.st_size >= d->file_bytes[year])
     return DLPAR_OK;
-  snprintf(err, errlen, "%s: sample %ld, fields[%ld]: the file shrank to %lld bytes from %lld since the run began "
-           "(it was truncated or rewritten in place: restore it, then resume from the last checkpoint)",
-           dlpar_show(d->files[year]).text, idx, t, (long long)st.st_size, d->file_bytes[year]);
-  return DLPAR_ERR_SYSTEM;
+  return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: sample %ld, fields[%ld]: the file shrank to %lld bytes from %lld "
+                         "since the run began (it was truncated or rewritten in place: restore it, then resume from "
+                         "the last checkpoint)", dlpar_show(d->files[year]).text, idx, t, (long long)st.st_size,
+                         d->file_bytes[year]);
 }
 
 /* The first `channels` channels of one time step of file `year` through
  * HDF5, whole (caller holds the HDF5 lock). */
-static int hdf5_read_step(era5_data *d, int year, long t, int channels, float *out, char *err, size_t errlen)
+static int hdf5_read_step(era5_data *d, int year, long t, int channels, float *out, dlpar_error *err)
 {
   const hsize_t start[4] = {(hsize_t)t, 0, 0, 0};
   const hsize_t count[4] = {1, (hsize_t)channels, (hsize_t)d->height, (hsize_t)d->width};
@@ -448,10 +440,11 @@ static int hdf5_read_step(era5_data *d, int year, long t, int channels, float *o
   int rc = DLPAR_OK;
   char context[PATH_MAX + 64];
   snprintf(context, sizeof(context), "%s: reading fields[%ld]", dlpar_show(d->files[year]).text, t);
-  H5_TRY_GOTO(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context);
-  H5_TRY_GOTO(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context);
-  H5_TRY_GOTO(mem_space = H5Screate_simple(4, count, NULL), context);
-  H5_TRY_GOTO(H5Dread((hid_t)d->fields_dset[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out), context);
+  H5_TRY_GOTO(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context, err, rc, out);
+  H5_TRY_GOTO(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context, err, rc, out);
+  H5_TRY_GOTO(mem_space = H5Screate_simple(4, count, NULL), context, err, rc, out);
+  H5_TRY_GOTO(H5Dread((hid_t)d->fields_dset[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out),
+              context, err, rc, out);
 out:
   h5_close(mem_space);
   h5_close(file_space);
@@ -461,7 +454,7 @@ out:
 /* bytes at offset of file `year`, whole (retrying short reads); a failure
  * named with the sample and step it was for. */
 static int pread_whole(const era5_data *d, int year, long idx, long t, void *buf, size_t bytes, long long offset,
-                       char *err, size_t errlen)
+                       dlpar_error *err)
 {
   char *at = buf;
   while (bytes > 0) {
@@ -470,9 +463,9 @@ static int pread_whole(const era5_data *d, int year, long idx, long t, void *buf
       continue;
     if (got <= 0) {
       const int why = got == 0 ? EIO : errno; /* got 0: the file ends early */
-      if (check_intact(d, year, idx, t, err, errlen) == DLPAR_OK)
-        snprintf(err, errlen, "%s: sample %ld, reading fields[%ld]: %s (the file is unreadable: copy or regenerate "
-                 "it)", dlpar_show(d->files[year]).text, idx, t, strerror(why));
+      if (check_intact(d, year, idx, t, err) == DLPAR_OK)
+        dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: sample %ld, reading fields[%ld]: %s (the file is unreadable: "
+                        "copy or regenerate it)", dlpar_show(d->files[year]).text, idx, t, strerror(why));
       return DLPAR_ERR_SYSTEM;
     }
     at += got;
@@ -484,8 +477,8 @@ static int pread_whole(const era5_data *d, int year, long idx, long t, void *buf
 
 /* `rows` rows of channel c from row h of step t of file `year`, by pread
  * into stage: one read, or one a row where the width is cropped. */
-static int pread_rows(const era5_data *d, int year, long idx, long t, int c, int h, int rows, float *stage, char *err,
-                      size_t errlen)
+static int pread_rows(const era5_data *d, int year, long idx, long t, int c, int h, int rows, float *stage,
+                      dlpar_error *err)
 {
   const bool whole_rows = d->width == d->file_width;
   const size_t floats = whole_rows ? (size_t)rows * d->width : (size_t)d->width;
@@ -493,7 +486,7 @@ static int pread_rows(const era5_data *d, int year, long idx, long t, int c, int
   for (int r = 0; r < (whole_rows ? 1 : rows) && rc == DLPAR_OK; r++) {
     const long long offset = d->step_offset[year][t] +
                              (long long)sizeof(float) * (((long long)c * d->file_height + h + r) * d->file_width);
-    rc = pread_whole(d, year, idx, t, stage + (size_t)r * d->width, sizeof(float) * floats, offset, err, errlen);
+    rc = pread_whole(d, year, idx, t, stage + (size_t)r * d->width, sizeof(float) * floats, offset, err);
   }
   return rc;
 }
@@ -557,7 +550,7 @@ static void unshuffle(const unsigned char *restrict src, size_t elements, size_t
  * unfiltered, else the chunk read whole into stage, inflated and
  * unshuffled there (stage_need's layout: slice, whole chunk, stored). */
 static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, int channels, float *stage,
-                       const float **x, char *err, size_t errlen)
+                       const float **x, dlpar_error *err)
 {
   const era5_chunks *k = d->chunks[year];
   const size_t slice = (size_t)k->shape[1] * (size_t)k->shape[2] * (size_t)k->shape[3];
@@ -570,22 +563,20 @@ static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, i
   *x = stage;
   if (!shuffled && !deflated)
     return pread_whole(d, year, idx, t, stage, sizeof(float) * want, k->offset[n] + (long long)(sizeof(float) * from),
-                       err, errlen);
-  if ((rc = pread_whole(d, year, idx, t, stored, k->stored[n], k->offset[n], err, errlen)) != DLPAR_OK)
-    return rc;
+                       err);
+  DLPAR_TRY(pread_whole(d, year, idx, t, stored, k->stored[n], k->offset[n], err));
   if (deflated) {
     unpacked = (const unsigned char *)whole;
     rc = inflate_chunk(stored, k->stored[n], (unsigned char *)whole,
                        sizeof(float) * (shuffled ? slice * (size_t)k->shape[0] : from + want),
                        sizeof(float) * slice * (size_t)k->shape[0]);
     if (rc == DLPAR_ERR_SYSTEM)
-      snprintf(err, errlen, "%s: sample %ld, reading fields[%ld]: out of memory for an inflater (free memory, or "
-               "lower DLPAR_DATA_READERS)", dlpar_show(d->files[year]).text, idx, t);
-    else if (rc != DLPAR_OK)
-      snprintf(err, errlen, "%s: sample %ld, reading fields[%ld]: the chunk at byte %lld does not inflate (the file "
-               "is damaged: copy or regenerate it)", dlpar_show(d->files[year]).text, idx, t, k->offset[n]);
+      return dlpar_error_set(err, rc, "%s: sample %ld, reading fields[%ld]: out of memory for an inflater (free "
+                             "memory, or lower DLPAR_DATA_READERS)", dlpar_show(d->files[year]).text, idx, t);
     if (rc != DLPAR_OK)
-      return rc;
+      return dlpar_error_set(err, rc, "%s: sample %ld, reading fields[%ld]: the chunk at byte %lld does not inflate "
+                             "(the file is damaged: copy or regenerate it)", dlpar_show(d->files[year]).text, idx, t,
+                             k->offset[n]);
   }
   if (shuffled)
     unshuffle(unpacked, slice * (size_t)k->shape[0], from, want, stage);
@@ -597,7 +588,7 @@ static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, i
 /* The first `channels` channels of step t of file `year` from its chunks
  * (the cropped part of each), each normalised into out as it is fetched. */
 static int read_chunked_step(era5_data *d, int year, long idx, long t, int channels, float *stage, float *out,
-                             era5_seconds *seconds, char *err, size_t errlen)
+                             era5_seconds *seconds, dlpar_error *err)
 {
   const era5_chunks *k = d->chunks[year];
   const long cc = k->shape[1], ch = k->shape[2], cw = k->shape[3];
@@ -612,7 +603,7 @@ static int read_chunked_step(era5_data *d, int year, long idx, long t, int chann
         const long rows = d->height - kh * ch < ch ? d->height - kh * ch : ch;
         const long cols = d->width - kw * cw < cw ? d->width - kw * cw : cw;
         const float *x;
-        rc = fetch_chunk(d, year, idx, t, n, (int)nc, stage, &x, err, errlen);
+        rc = fetch_chunk(d, year, idx, t, n, (int)nc, stage, &x, err);
         mid = dlpar_now();
         seconds->read += mid - start;
         for (long c = 0; c < nc && rc == DLPAR_OK; c++) {
@@ -621,7 +612,7 @@ static int read_chunked_step(era5_data *d, int year, long idx, long t, int chann
             const long cropped_c = kc * cc + c, row = kh * ch + r;
             rc = normalise_run(d, year, t, (int)cropped_c, row, kw * cw, (size_t)(many == 1 ? cols : many * cw),
                                x + (c * ch + r) * cw, out + ((size_t)cropped_c * d->height + (size_t)row) * d->width +
-                               (size_t)(kw * cw), err, errlen);
+                               (size_t)(kw * cw), err);
           }
         }
         start = dlpar_now();
@@ -640,23 +631,23 @@ static int read_chunked_step(era5_data *d, int year, long idx, long t, int chann
  * read ahead of the pieces, not piece by piece), else the whole step through HDF5 into out first (under the lock), each
  * piece then copied to stage and normalised back. */
 static int read_step(era5_data *d, int year, long idx, long t, int channels, float *stage, float *out,
-                     era5_seconds *seconds, char *err, size_t errlen)
+                     era5_seconds *seconds, dlpar_error *err)
 {
   const int piece_rows = (int)(d->stage_floats / (size_t)d->width);
   const bool by_pread = d->step_offset[year] != NULL;
   double start = dlpar_now(), mid;
-  int rc = check_intact(d, year, idx, t, err, errlen);
+  int rc = check_intact(d, year, idx, t, err);
   if (rc != DLPAR_OK || d->chunks[year])
-    return rc != DLPAR_OK ? rc : read_chunked_step(d, year, idx, t, channels, stage, out, seconds, err, errlen);
+    return rc != DLPAR_OK ? rc : read_chunked_step(d, year, idx, t, channels, stage, out, seconds, err);
   if (by_pread) /* the whole step at once: the kernel reads ahead of the pieces below (a no-op where cached) */
     posix_fadvise(d->fds[year], (off_t)d->step_offset[year][t],
                   (off_t)(sizeof(float) * (size_t)channels * (size_t)d->file_height * (size_t)d->file_width),
                   POSIX_FADV_WILLNEED);
   else {
     pthread_mutex_lock(d->hdf5_lock);
-    rc = hdf5_read_step(d, year, t, channels, out, err, errlen);
+    rc = hdf5_read_step(d, year, t, channels, out, err);
     pthread_mutex_unlock(d->hdf5_lock);
-    if (check_intact(d, year, idx, t, err, errlen) != DLPAR_OK) /* HDF5 reads past the end as zeros */
+    if (check_intact(d, year, idx, t, err) != DLPAR_OK) /* HDF5 reads past the end as zeros */
       rc = DLPAR_ERR_SYSTEM;
   }
   for (int c = 0; c < channels && rc == DLPAR_OK; c++) {
@@ -664,13 +655,13 @@ static int read_step(era5_data *d, int year, long idx, long t, int channels, flo
       const int rows = d->height - h < piece_rows ? d->height - h : piece_rows;
       float *at = out + ((size_t)c * d->height + h) * d->width;
       if (by_pread)
-        rc = pread_rows(d, year, idx, t, c, h, rows, stage, err, errlen);
+        rc = pread_rows(d, year, idx, t, c, h, rows, stage, err);
       else
         memcpy(stage, at, sizeof(float) * (size_t)rows * d->width);
       mid = dlpar_now();
       seconds->read += mid - start;
       if (rc == DLPAR_OK)
-        rc = normalise_run(d, year, t, c, h, 0, (size_t)rows * d->width, stage, at, err, errlen);
+        rc = normalise_run(d, year, t, c, h, 0, (size_t)rows * d->width, stage, at, err);
       start = dlpar_now();
       seconds->normalise += start - mid;
     }
@@ -678,15 +669,14 @@ static int read_step(era5_data *d, int year, long idx, long t, int channels, flo
   return rc;
 }
 
-int era5_read(era5_data *d, long idx, int part, float *stage, float *out, era5_seconds *seconds, char *err,
-              size_t errlen)
+int era5_read(era5_data *d, long idx, int part, float *stage, float *out, era5_seconds *seconds, dlpar_error *err)
 {
   const int year = (int)(idx / d->per_file);
   long l = (idx % d->per_file) % (d->per_file - d->dt);
   if (l < d->dt)
     l += d->dt;
-  return part == 0 ? read_step(d, year, idx, l, d->in_channels, stage, out, seconds, err, errlen)
-                   : read_step(d, year, idx, l + d->dt, d->out_channels, stage, out, seconds, err, errlen);
+  return part == 0 ? read_step(d, year, idx, l, d->in_channels, stage, out, seconds, err)
+                   : read_step(d, year, idx, l + d->dt, d->out_channels, stage, out, seconds, err);
 }
 
 void era5_close(era5_data *d)
@@ -715,7 +705,7 @@ void era5_close(era5_data *d)
 
 /* ------------------------------------------------------------ statistics */
 
-static int read_h5_stats(const char *path, npy_array *a, char *err, size_t errlen)
+static int read_h5_stats(const char *path, npy_array *a, dlpar_error *err)
 {
   char name[256];
   const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -723,23 +713,21 @@ static int read_h5_stats(const char *path, npy_array *a, char *err, size_t errle
   int rc = DLPAR_OK;
   snprintf(name, sizeof(name), "%.*s", (int)(strcspn(base, ".")), base);
   memset(a, 0, sizeof(*a));
-  if ((rc = h5_open_read(path, "cannot open (check the stats path in the config)", &file, err, errlen)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(h5_open_read(path, "cannot open (check the stats path in the config)", &file, err), rc, out);
   if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
-    snprintf(err, errlen, "%s: no such dataset '%s' (give a .npy file, or an HDF5 file with a dataset named after it)",
-             dlpar_show(path).text, dlpar_show(name).text);
-    rc = DLPAR_ERR_INPUT;
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no such dataset '%s' (give a .npy file, or an HDF5 file with a "
+                         "dataset named after it)", dlpar_show(path).text, dlpar_show(name).text);
     goto out;
   }
-  H5_TRY_GOTO(dset = H5Dopen2(file, name, H5P_DEFAULT), path);
-  H5_TRY_GOTO(space = H5Dget_space(dset), path);
+  H5_TRY_GOTO(dset = H5Dopen2(file, name, H5P_DEFAULT), path, err, rc, out);
+  H5_TRY_GOTO(space = H5Dget_space(dset), path, err, rc, out);
   a->count = (long)H5Sget_simple_extent_npoints(space);
   a->data = malloc(sizeof(float) * (size_t)(a->count > 0 ? a->count : 1));
   if (!a->data) {
     rc = DLPAR_ERR_SYSTEM;
     goto out;
   }
-  H5_TRY_GOTO(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a->data), path);
+  H5_TRY_GOTO(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a->data), path, err, rc, out);
 out:
   h5_close(space);
   h5_close(dset);
@@ -747,26 +735,24 @@ out:
   return rc;
 }
 
-int era5_load_stats(const char *path, int channels, float **values, char *err, size_t errlen)
+int era5_load_stats(const char *path, int channels, float **values, dlpar_error *err)
 {
   npy_array a;
   const size_t len = strlen(path);
-  int rc = len > 4 && strcmp(path + len - 4, ".npy") == 0 ? npy_read(path, &a, err, errlen)
-                                                           : read_h5_stats(path, &a, err, errlen);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(len > 4 && strcmp(path + len - 4, ".npy") == 0 ? npy_read(path, &a, err)
+                                                            : read_h5_stats(path, &a, err));
   if (a.count < channels) {
-    snprintf(err, errlen, "%s: %ld %s, expected one per channel for %d %s (shape (1, C, 1, 1))", dlpar_show(path).text,
-             a.count, dlpar_plural(a.count, "value", "values"), channels, dlpar_plural(channels, "channel", "channels"));
     npy_free(&a);
-    return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: %ld %s, expected one per channel for %d %s (shape (1, C, 1, 1))",
+                           dlpar_show(path).text, a.count, dlpar_plural(a.count, "value", "values"), channels,
+                           dlpar_plural(channels, "channel", "channels"));
   }
   for (int c = 0; c < channels; c++) {
     if (!isfinite(a.data[c])) {
-      snprintf(err, errlen, "%s: channel %d is %s (recompute the statistics)", dlpar_show(path).text, c,
-               isnan(a.data[c]) ? "NaN" : "infinite");
+      const bool not_a_number = isnan(a.data[c]);
       npy_free(&a);
-      return DLPAR_ERR_INPUT;
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: channel %d is %s (recompute the statistics)",
+                             dlpar_show(path).text, c, not_a_number ? "NaN" : "infinite");
     }
   }
   *values = a.data;
@@ -810,7 +796,7 @@ struct loader {
   int *left;      /* per slot: items not yet read */
   bool *ready;    /* per slot: every item read */
   int *failed;    /* per slot: the first item that failed, or items */
-  char (*errors)[DLPAR_ERRLEN];
+  dlpar_error *errors; /* per slot: the first failed item's */
   bool stop;
   double wait_seconds;
   loader_stats stats;
@@ -851,13 +837,13 @@ static bool claim(loader *l, work *w)
 
 /* An item read (lock held): the slot's count, its first error (a serial
  * read's), and its readiness, unless loader_start has moved on. */
-static void finish(loader *l, const work *w, int rc, const char *error)
+static void finish(loader *l, const work *w, int rc, const dlpar_error *error)
 {
   l->in_flight--;
   if (w->generation == l->generation) {
     if (rc != DLPAR_OK && w->item < l->failed[w->slot]) {
       l->failed[w->slot] = w->item;
-      snprintf(l->errors[w->slot], sizeof(l->errors[w->slot]), "%s", error);
+      l->errors[w->slot] = *error;
     }
     l->ready[w->slot] = --l->left[w->slot] == 0;
   }
@@ -868,7 +854,7 @@ static void *reader_main(void *arg)
 {
   reader *r = arg;
   loader *l = r->l;
-  char error[DLPAR_ERRLEN];
+  dlpar_error error = {0};
   h5_quiet(); /* this thread's HDF5 error stack (a thread-safe HDF5 keeps one a thread): errors come back in one line */
   pthread_mutex_lock(&l->lock);
   while (!l->stop) {
@@ -886,12 +872,12 @@ static void *reader_main(void *arg)
     pthread_mutex_unlock(&l->lock);
     out = w.item % 2 == 0 ? l->inp[w.slot] + (size_t)(w.item / 2) * l->inp_floats
                           : l->tgt[w.slot] + (size_t)(w.item / 2) * l->tgt_floats;
-    rc = era5_read(l->data, w.idx, w.item % 2, r->stage, out, &seconds, error, sizeof(error));
+    rc = era5_read(l->data, w.idx, w.item % 2, r->stage, out, &seconds, &error);
     pthread_mutex_lock(&l->lock);
     l->stats.seconds.read += seconds.read;
     l->stats.seconds.normalise += seconds.normalise;
     l->stats.bytes += (double)sizeof(float) * (double)(w.item % 2 == 0 ? l->inp_floats : l->tgt_floats);
-    finish(l, &w, rc, error);
+    finish(l, &w, rc, &error);
   }
   pthread_mutex_unlock(&l->lock);
   return NULL;
@@ -899,17 +885,15 @@ static void *reader_main(void *arg)
 
 /* Reader threads: DLPAR_DATA_READERS, else half the CPUs this process may
  * run on, 2 to 8. */
-static int choose_readers(int *readers, char *err, size_t errlen)
+static int choose_readers(int *readers, dlpar_error *err)
 {
   const char *env = getenv("DLPAR_DATA_READERS");
   cpu_set_t set;
   long n = 2;
   if (env && *env) {
-    if (dlpar_parse_int(env, 1, 64, &n) != 0) {
-      snprintf(err, errlen, "DLPAR_DATA_READERS=%s: not a whole number of reader threads from 1 to 64 (e.g. 8, or "
-               "unset it)", dlpar_show(env).text);
-      return DLPAR_ERR_INPUT;
-    }
+    if (dlpar_parse_int(env, 1, 64, &n) != 0)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "DLPAR_DATA_READERS=%s: not a whole number of reader threads from 1 "
+                             "to 64 (e.g. 8, or unset it)", dlpar_show(env).text);
   } else if (sched_getaffinity(0, sizeof(set), &set) == 0) {
     n = CPU_COUNT(&set) / 2;
     n = n < 2 ? 2 : n > 8 ? 8 : n;
@@ -919,10 +903,9 @@ static int choose_readers(int *readers, char *err, size_t errlen)
 }
 
 int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
-                  int depth, const loader_memory *memory, char *err, size_t errlen)
+                  int depth, const loader_memory *memory, dlpar_error *err)
 {
   loader *l = calloc(1, sizeof(*l));
-  int rc;
   *out = l;
   if (!l)
     goto oom;
@@ -939,14 +922,12 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   l->inp_floats = (size_t)data->in_channels * data->height * data->width;
   l->tgt_floats = (size_t)data->out_channels * data->height * data->width;
   l->steps_per_epoch = data->nsamples / ((long)local_batch * dp_size);
-  if (l->steps_per_epoch == 0) {
-    snprintf(err, errlen, "%ld %s no batch of %d x %d %s (raise limit_nsamples or lower "
-             "global_batch_size)", data->nsamples, dlpar_plural(data->nsamples, "sample makes", "samples make"),
-             local_batch, dp_size, dlpar_plural(dp_size, "rank", "ranks"));
-    return DLPAR_ERR_INPUT;
-  }
-  if ((rc = choose_readers(&l->nreaders, err, errlen)) != DLPAR_OK)
-    return rc;
+  if (l->steps_per_epoch == 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%ld %s no batch of %d x %d %s (raise limit_nsamples or lower "
+                           "global_batch_size)", data->nsamples,
+                           dlpar_plural(data->nsamples, "sample makes", "samples make"), local_batch, dp_size,
+                           dlpar_plural(dp_size, "rank", "ranks"));
+  DLPAR_TRY(choose_readers(&l->nreaders, err));
   l->inp = calloc((size_t)l->depth, sizeof(float *));
   l->tgt = calloc((size_t)l->depth, sizeof(float *));
   l->left = calloc((size_t)l->depth, sizeof(int));
@@ -974,18 +955,15 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   pthread_cond_init(&l->more_work, NULL);
   pthread_cond_init(&l->item_done, NULL);
   for (; l->started < l->nreaders; l->started++) {
-    if (pthread_create(&l->readers[l->started].thread, NULL, reader_main, &l->readers[l->started]) != 0) {
-      snprintf(err, errlen, "cannot start the data loader's reader thread %d of %d (lower DLPAR_DATA_READERS, or "
-               "raise the process limit)", l->started + 1, l->nreaders);
-      return DLPAR_ERR_SYSTEM;
-    }
+    if (pthread_create(&l->readers[l->started].thread, NULL, reader_main, &l->readers[l->started]) != 0)
+      return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot start the data loader's reader thread %d of %d (lower "
+                             "DLPAR_DATA_READERS, or raise the process limit)", l->started + 1, l->nreaders);
   }
   return DLPAR_OK;
 oom:
-  snprintf(err, errlen, "out of memory for %d %s of %d %s (lower num_data_workers)", l ? l->depth : 2,
-           dlpar_plural(l ? l->depth : 2, "batch", "batches"), local_batch,
-           dlpar_plural(local_batch, "sample", "samples"));
-  return DLPAR_ERR_SYSTEM;
+  return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for %d %s of %d %s (lower num_data_workers)",
+                         l ? l->depth : 2, dlpar_plural(l ? l->depth : 2, "batch", "batches"), local_batch,
+                         dlpar_plural(local_batch, "sample", "samples"));
 }
 
 long loader_steps_per_epoch(const loader *l)
@@ -993,13 +971,11 @@ long loader_steps_per_epoch(const loader *l)
   return l->steps_per_epoch;
 }
 
-int loader_position(const loader *l, long *epoch, long *step, char *err, size_t errlen)
+int loader_position(const loader *l, long *epoch, long *step, dlpar_error *err)
 {
-  if (*step < 0 || *step > l->steps_per_epoch || *epoch < 0) {
-    snprintf(err, errlen, "epoch %ld, step %ld of it: outside the %ld steps of an epoch", *epoch, *step,
-             l->steps_per_epoch);
-    return DLPAR_ERR_INPUT;
-  }
+  if (*step < 0 || *step > l->steps_per_epoch || *epoch < 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "epoch %ld, step %ld of it: outside the %ld steps of an epoch", *epoch,
+                           *step, l->steps_per_epoch);
   if (*step == l->steps_per_epoch) {
     (*epoch)++;
     *step = 0;
@@ -1009,7 +985,7 @@ int loader_position(const loader *l, long *epoch, long *step, char *err, size_t 
 
 void loader_start(loader *l, long epoch, long step, long count)
 {
-  loader_position(l, &epoch, &step, NULL, 0);
+  loader_position(l, &epoch, &step, NULL);
   pthread_mutex_lock(&l->lock);
   l->generation++; /* the items being read are dropped as they finish */
   while (l->in_flight > 0)
@@ -1023,7 +999,7 @@ void loader_start(loader *l, long epoch, long step, long count)
   pthread_mutex_unlock(&l->lock);
 }
 
-int loader_next(loader *l, const float **inp, const float **tgt, char *err, size_t errlen)
+int loader_next(loader *l, const float **inp, const float **tgt, dlpar_error *err)
 {
   const double start = dlpar_now();
   int rc = DLPAR_OK, slot;
@@ -1033,8 +1009,7 @@ int loader_next(loader *l, const float **inp, const float **tgt, char *err, size
     pthread_cond_wait(&l->item_done, &l->lock);
   l->wait_seconds += dlpar_now() - start;
   if (l->failed[slot] < l->items) {
-    snprintf(err, errlen, "%s", l->errors[slot]);
-    rc = DLPAR_ERR_INPUT;
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s", l->errors[slot].text);
   }
   *inp = l->inp[slot];
   *tgt = l->tgt[slot];

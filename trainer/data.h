@@ -47,6 +47,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/status.h"
 #include "trainer/train_config.h"
 
 typedef struct era5_chunks era5_chunks; /* a chunked file's chunks (data.c) */
@@ -79,20 +80,19 @@ typedef struct {
 } era5_seconds;
 
 int era5_open(era5_data *data, const char *dir, const train_config *cfg, long limit, const float *means,
-              const float *stds, pthread_mutex_t *hdf5_lock, char *err, size_t errlen);
+              const float *stds, pthread_mutex_t *hdf5_lock, dlpar_error *err);
 /* One time step of sample idx, normalised into out: part 0 its input
  * (in_channels x height x width floats), part 1 its target (out_channels x
  * height x width). NaN/inf are errors naming the file and the element; a
  * file that cannot be read, one naming it and the sample. stage:
  * scratch_floats floats of the caller's, one per thread; seconds:
  * added to. Thread-safe. */
-int era5_read(era5_data *data, long idx, int part, float *stage, float *out, era5_seconds *seconds, char *err,
-              size_t errlen);
+int era5_read(era5_data *data, long idx, int part, float *stage, float *out, era5_seconds *seconds, dlpar_error *err);
 void era5_close(era5_data *data);
 
 /* Loads the per-channel means and stds (.npy, or HDF5 with a dataset of that
  * name's stem) of shape (1, C, 1, 1) with C >= channels. */
-int era5_load_stats(const char *path, int channels, float **values, char *err, size_t errlen);
+int era5_load_stats(const char *path, int channels, float **values, dlpar_error *err);
 
 typedef struct {
   void *(*alloc)(size_t bytes); /* slot memory: pinned host memory for GPUs */
@@ -106,18 +106,18 @@ typedef struct loader loader;
  * batch is what the model takes as it is: local_batch inputs of
  * in_channels, then local_batch targets of out_channels. */
 int loader_create(loader **l, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
-                  int depth, const loader_memory *memory, char *err, size_t errlen);
+                  int depth, const loader_memory *memory, dlpar_error *err);
 long loader_steps_per_epoch(const loader *l);
 /* The one definition of an epoch's end, for the loader and the trainer's
  * saved position alike: step steps_per_epoch of an epoch (all its steps
  * done) is step 0 of the next. Returns DLPAR_ERR_INPUT, with err naming the
  * position, when step is outside 0..steps_per_epoch. */
-int loader_position(const loader *l, long *epoch, long *step, char *err, size_t errlen);
+int loader_position(const loader *l, long *epoch, long *step, dlpar_error *err);
 /* Produce `count` batches (-1: no end) from (epoch, step) on; the position
  * as loader_position leaves it. */
 void loader_start(loader *l, long epoch, long step, long count);
 /* The next batch in order (blocks); valid until loader_release. */
-int loader_next(loader *l, const float **inp, const float **tgt, char *err, size_t errlen);
+int loader_next(loader *l, const float **inp, const float **tgt, dlpar_error *err);
 void loader_release(loader *l);
 /* Seconds the consumer spent waiting in loader_next (I/O not hidden). */
 double loader_wait_seconds(const loader *l);

@@ -127,8 +127,7 @@ static void guess_chunk(const hsize_t dims[4], hsize_t chunk[4])
 
 /* The dataset creation properties of the layout; *slab: the [t, c, H, W]
  * block written at once (whole chunks along t and c). */
-static int layout_props(const gen_args *a, const hsize_t dims[4], hid_t props, hsize_t slab[4], char *err,
-                        size_t errlen)
+static int layout_props(const gen_args *a, const hsize_t dims[4], hid_t props, hsize_t slab[4], dlpar_error *err)
 {
   hsize_t chunk[4] = {1, dims[1], dims[2], dims[3]};
   int rc = DLPAR_OK;
@@ -139,11 +138,11 @@ static int layout_props(const gen_args *a, const hsize_t dims[4], hid_t props, h
   slab[2] = dims[2];
   slab[3] = dims[3];
   if (a->layout != LAYOUT_CONTIGUOUS)
-    H5_TRY_GOTO(H5Pset_chunk(props, 4, chunk), "the chunk shape");
+    H5_TRY_GOTO(H5Pset_chunk(props, 4, chunk), "the chunk shape", err, rc, out);
   if (a->layout == LAYOUT_SHUFFLE_GZIP)
-    H5_TRY_GOTO(H5Pset_shuffle(props), "the shuffle filter");
+    H5_TRY_GOTO(H5Pset_shuffle(props), "the shuffle filter", err, rc, out);
   if (a->layout >= LAYOUT_GZIP)
-    H5_TRY_GOTO(H5Pset_deflate(props, 4), "the gzip filter");
+    H5_TRY_GOTO(H5Pset_deflate(props, 4), "the gzip filter", err, rc, out);
 out:
   return rc;
 }
@@ -187,7 +186,7 @@ static int make_dir(const char *path)
 /* One year's file, a slab (whole chunks along t and c) at a time;
  * accumulates the statistics of training years. */
 static int write_year(const gen_args *a, const char *path, int year, double *sum, double *sum2, double *time_sum,
-                      char *err, size_t errlen)
+                      dlpar_error *err)
 {
   const size_t plane = (size_t)a->height * a->width;
   const hsize_t dims[4] = {(hsize_t)a->steps, (hsize_t)a->channels, (hsize_t)a->height, (hsize_t)a->width};
@@ -198,19 +197,18 @@ static int write_year(const gen_args *a, const char *path, int year, double *sum
   atomic_file af;
   int rc = DLPAR_OK;
   atomic_file_prepare(&af, path);
-  H5_TRY_GOTO(props = H5Pcreate(H5P_DATASET_CREATE), path);
-  if ((rc = layout_props(a, dims, props, slab, err, errlen)) != DLPAR_OK)
-    goto out;
+  H5_TRY_GOTO(props = H5Pcreate(H5P_DATASET_CREATE), path, err, rc, out);
+  DLPAR_TRY_GOTO(layout_props(a, dims, props, slab, err), rc, out);
   if (!waves || !(block = malloc(sizeof(float) * plane * (size_t)(slab[0] * slab[1])))) {
-    snprintf(err, errlen, "out of memory");
-    rc = DLPAR_ERR_SYSTEM;
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
     goto out;
   }
   for (int c = 0; c < a->channels; c++)
     waves_of(a, year, c, &waves[c]);
-  H5_TRY_GOTO(file = H5Fcreate(af.temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), af.temp);
-  H5_TRY_GOTO(space = H5Screate_simple(4, dims, NULL), path);
-  H5_TRY_GOTO(dset = H5Dcreate2(file, "fields", H5T_IEEE_F32LE, space, H5P_DEFAULT, props, H5P_DEFAULT), path);
+  H5_TRY_GOTO(file = H5Fcreate(af.temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), af.temp, err, rc, out);
+  H5_TRY_GOTO(space = H5Screate_simple(4, dims, NULL), path, err, rc, out);
+  H5_TRY_GOTO(dset = H5Dcreate2(file, "fields", H5T_IEEE_F32LE, space, H5P_DEFAULT, props, H5P_DEFAULT),
+              path, err, rc, out);
   for (hsize_t t0 = 0; t0 < dims[0]; t0 += slab[0]) {
     for (hsize_t c0 = 0; c0 < dims[1]; c0 += slab[1]) {
       const hsize_t start[4] = {t0, c0, 0, 0};
@@ -229,9 +227,9 @@ static int write_year(const gen_args *a, const char *path, int year, double *sum
         }
       }
       h5_close(mem);
-      H5_TRY_GOTO(mem = H5Screate_simple(4, count, NULL), path);
-      H5_TRY_GOTO(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL), path);
-      H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, block), path);
+      H5_TRY_GOTO(mem = H5Screate_simple(4, count, NULL), path, err, rc, out);
+      H5_TRY_GOTO(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL), path, err, rc, out);
+      H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, block), path, err, rc, out);
     }
   }
 out:
@@ -240,9 +238,9 @@ out:
   h5_close(props);
   h5_close(space);
   if (file >= 0 && H5Fclose(file) < 0 && rc == DLPAR_OK)
-    rc = TRAINER_ERR_HDF5;
+    rc = DLPAR_ERR_SYSTEM;
   if (rc == DLPAR_OK)
-    rc = atomic_file_commit(&af, err, errlen);
+    rc = atomic_file_commit(&af, err);
   else if (file >= 0)
     atomic_file_abandon(&af);
   free(block);
@@ -250,8 +248,8 @@ out:
   return rc;
 }
 
-static int write_stats(const gen_args *a, const double *sum, const double *sum2, const double *time_sum, char *err,
-                       size_t errlen)
+static int write_stats(const gen_args *a, const double *sum, const double *sum2, const double *time_sum,
+                       dlpar_error *err)
 {
   const size_t plane = (size_t)a->height * a->width;
   const double n = (double)a->years * a->steps * (double)plane;
@@ -269,13 +267,11 @@ static int write_stats(const gen_args *a, const double *sum, const double *sum2,
   for (size_t i = 0; i < plane * (size_t)a->channels; i++)
     time_means[i] = (float)(time_sum[i] / ((double)a->years * a->steps));
   snprintf(path, sizeof(path), "%s/stats/global_means.npy", a->dir);
-  if ((rc = npy_write(path, means, stat_shape, 4, err, errlen)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(npy_write(path, means, stat_shape, 4, err), rc, out);
   snprintf(path, sizeof(path), "%s/stats/global_stds.npy", a->dir);
-  if ((rc = npy_write(path, stds, stat_shape, 4, err, errlen)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(npy_write(path, stds, stat_shape, 4, err), rc, out);
   snprintf(path, sizeof(path), "%s/stats/time_means.npy", a->dir);
-  rc = npy_write(path, time_means, time_shape, 4, err, errlen);
+  rc = npy_write(path, time_means, time_shape, 4, err);
 out:
   free(means);
   free(stds);
@@ -286,7 +282,8 @@ out:
 int main(int argc, char **argv)
 {
   gen_args a;
-  char path[PATH_MAX + 64], err[DLPAR_ERRLEN];
+  char path[PATH_MAX + 64];
+  dlpar_error err = {0};
   const char *const splits[3] = {"train", "valid", "test"};
   double *sum, *sum2, *time_sum;
   int year;
@@ -304,15 +301,15 @@ int main(int argc, char **argv)
       return 1;
     for (int y = 0; y < (s == 0 ? a.years : 1); y++, year++) {
       snprintf(path, sizeof(path), "%s/%s/%d.h5", a.dir, splits[s], year);
-      if (write_year(&a, path, year, s == 0 ? sum : NULL, sum2, time_sum, err, sizeof(err)) != DLPAR_OK) {
-        fprintf(stderr, "dlpar-gen-data: %s\n", err);
+      if (write_year(&a, path, year, s == 0 ? sum : NULL, sum2, time_sum, &err) != DLPAR_OK) {
+        fprintf(stderr, "dlpar-gen-data: %s\n", err.text);
         return 1;
       }
     }
   }
   snprintf(path, sizeof(path), "%s/stats", a.dir);
-  if (make_dir(path) != 0 || write_stats(&a, sum, sum2, time_sum, err, sizeof(err)) != DLPAR_OK) {
-    fprintf(stderr, "dlpar-gen-data: %s\n", err);
+  if (make_dir(path) != 0 || write_stats(&a, sum, sum2, time_sum, &err) != DLPAR_OK) {
+    fprintf(stderr, "dlpar-gen-data: %s\n", err.text);
     return 1;
   }
   printf("dlpar-gen-data: %s: %d training %s, 1 validation and 1 test year of fields[%d, %d, %d, %d] (%s), "

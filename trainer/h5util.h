@@ -8,11 +8,8 @@
 #include <hdf5.h>
 #include <stddef.h>
 
+#include "common/status.h"
 #include "common/text.h"
-
-/* The status of a failed HDF5 call: the trainer's own code, beside (and
- * below) libdlpar's dlpar_status codes, which know nothing of HDF5. */
-enum { TRAINER_ERR_HDF5 = -100 };
 
 /* Turns off HDF5's own error printing (once, at start-up). */
 void h5_quiet(void);
@@ -23,23 +20,23 @@ void h5_close(hid_t id);
 /* H5Fopen read-only of a regular file only (a FIFO named *.h5 would hang
  * HDF5): status, with "PATH: CANNOT_OPEN", "PATH: not a regular file (...)"
  * or "PATH: HDF5's error" in err. */
-int h5_open_read(const char *path, const char *cannot_open, hid_t *file, char *err, size_t errlen);
+int h5_open_read(const char *path, const char *cannot_open, hid_t *file, dlpar_error *err);
 /* The innermost description on HDF5's error stack, e.g. "unable to open file",
  * shown escaped (HDF5 quotes the names it was given). */
 const char *h5_error_string(char *buf, size_t len);
 
 /* For a call returning a negative value on failure: records
- * "context: HDF5's error (file:line: call)" in err, the context (a path, a
- * dataset name) shown escaped, and jumps to `out`. */
-#define H5_TRY_GOTO(call, context)                                                                \
-  do {                                                                                            \
-    if ((call) < 0) {                                                                             \
-      char h5msg_[256];                                                                           \
-      snprintf(err, errlen, "%s: %s (%s:%d: %s)", dlpar_show(context).text,                       \
-               h5_error_string(h5msg_, sizeof(h5msg_)), __FILE__, __LINE__, #call);               \
-      rc = TRAINER_ERR_HDF5;                                                                      \
-      goto out;                                                                                   \
-    }                                                                                             \
+ * DLPAR_ERR_SYSTEM and "context: HDF5's error (file:line: call)" in err
+ * (a dlpar_error *), the context (a path, a dataset name) shown escaped,
+ * keeps the status in rc and goes to label. */
+#define H5_TRY_GOTO(call, context, err, rc, label)                                                    \
+  do {                                                                                                \
+    if ((call) < 0) {                                                                                 \
+      char h5msg_[256];                                                                               \
+      (rc) = dlpar_error_set((err), DLPAR_ERR_SYSTEM, "%s: %s (%s:%d: %s)", dlpar_show(context).text, \
+                             h5_error_string(h5msg_, sizeof(h5msg_)), __FILE__, __LINE__, #call);     \
+      goto label;                                                                                     \
+    }                                                                                                 \
   } while (0)
 
 #endif

@@ -10,11 +10,13 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "common/status.h"
+
 /* A read-only descriptor of path and its size. On failure err holds
  * "PATH: CANNOT_OPEN" (the caller's words for a missing file) or
  * "PATH: not a regular file (...)". */
-int input_file_open(const char *path, const char *cannot_open, int *fd, off_t *size, char *err, size_t errlen);
+int input_file_open(const char *path, const char *cannot_open, int *fd, off_t *size, dlpar_error *err);
 /* The same check alone, for libraries that open by name (HDF5). */
-int input_file_check(const char *path, const char *cannot_open, char *err, size_t errlen);
+int input_file_check(const char *path, const char *cannot_open, dlpar_error *err);
 
 #endif

@@ -24,7 +24,7 @@ trainer_dlpar_train_CFLAGS = $(AM_CFLAGS) $(OPENMP_CFLAGS) $(HDF5_CFLAGS) $(PTHR
 trainer_dlpar_train_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 trainer_dlpar_train_LDADD =
 trainer_dlpar_gen_data_SOURCES = trainer/gen_data.c trainer/rng.c trainer/npy.c trainer/atomic_file.c trainer/h5util.c \
-	common/text.c trainer/input_file.c
+	common/text.c common/error.c trainer/input_file.c
 trainer_dlpar_gen_data_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 trainer_dlpar_gen_data_LDADD = $(HDF5_LIBS) -lm
 if HAVE_CUDA

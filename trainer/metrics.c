@@ -138,7 +138,7 @@ static int scalar(metrics_writer *w, const char *tag, long step, double value)
 
 /* ------------------------------------------------------------ writer */
 
-int metrics_open(metrics_writer **out, const char *run_dir, char *err, size_t errlen)
+int metrics_open(metrics_writer **out, const char *run_dir, dlpar_error *err)
 {
   char path[PATH_MAX], host[64] = "host";
   unsigned char record[128];
@@ -149,18 +149,16 @@ int metrics_open(metrics_writer **out, const char *run_dir, char *err, size_t er
   snprintf(path, sizeof(path), "%s/metrics.jsonl", run_dir);
   w->json = fopen(path, "a");
   snprintf(path, sizeof(path), "%s/logs", run_dir);
-  if (!w->json || (mkdir(path, 0755) != 0 && errno != EEXIST)) {
-    snprintf(err, errlen, "%s: cannot write metrics: %s (check expdir)", dlpar_show(run_dir).text, strerror(errno));
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!w->json || (mkdir(path, 0755) != 0 && errno != EEXIST))
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: cannot write metrics: %s (check expdir)",
+                           dlpar_show(run_dir).text, strerror(errno));
   gethostname(host, sizeof(host) - 1);
   snprintf(path, sizeof(path), "%s/logs/events.out.tfevents.%ld.%s.%ld", run_dir, (long)time(NULL), host,
            (long)getpid());
   w->events = fopen(path, "wb");
-  if (!w->events || write_record(w->events, record, tfevent_encode_version(record, sizeof(record), wall_time())) != 0) {
-    snprintf(err, errlen, "%s: cannot write TensorBoard events: %s", dlpar_show(path).text, strerror(errno));
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!w->events || write_record(w->events, record, tfevent_encode_version(record, sizeof(record), wall_time())) != 0)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: cannot write TensorBoard events: %s", dlpar_show(path).text,
+                           strerror(errno));
   return DLPAR_OK;
 }
 

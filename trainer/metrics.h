@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include "common/status.h"
+
 typedef struct metrics_writer metrics_writer;
 
 typedef struct {
@@ -20,7 +22,7 @@ typedef struct {
   double peak_memory_gb;
 } epoch_summary;
 
-int metrics_open(metrics_writer **w, const char *run_dir, char *err, size_t errlen);
+int metrics_open(metrics_writer **w, const char *run_dir, dlpar_error *err);
 int metrics_step(metrics_writer *w, long step, double loss, double lr);
 int metrics_epoch(metrics_writer *w, const epoch_summary *s);
 /* The tutorial's step-0 values (TensorBoard only). */

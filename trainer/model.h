@@ -74,7 +74,7 @@ struct model {
   dlpar_ctx *comm;
   void *stream;            /* where the step's work is queued: the CUDA stream, NULL on the CPU */
   vit_dims dims;           /* this rank's sizes (local batch dims.B) */
-  char error[DLPAR_ERRLEN];
+  dlpar_error error;
 };
 
 /* The sizes of the model of cfg on one of tp tensor-parallel ranks with a
@@ -105,10 +105,9 @@ void attention_describe(const attention_choice *c, const char *cudnn_version, ch
 /* Records a one-line error in m->error and returns status. */
 int model_fail(model *m, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, char *err, size_t errlen);
+int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, dlpar_error *err);
 #ifdef HAVE_CUDA
-int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, char *err,
-                      size_t errlen);
+int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, dlpar_error *err);
 /* The bytes of the CUDA model's arena (its own device memory: weights,
  * optimizer state, activations, the batch, scratch) for cfg on one of tp
  * ranks with local_batch samples, computed on the host (no GPU needed);

@@ -61,9 +61,8 @@ int model_fail(model *m, int status, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(m->error, sizeof(m->error), fmt, ap);
+  dlpar_error_vset(&m->error, status, fmt, ap);
   va_end(ap);
-  dlpar_one_line(m->error);
   return status;
 }
 
@@ -96,12 +95,9 @@ int grad_buckets_ready(grad_buckets *b, dlpar_ctx *comm, float *grads, int first
     return DLPAR_OK;
   for (int i = 0; i < b->n; i++) {
     grad_bucket *bucket = &b->buckets[i];
-    int rc;
     if (bucket->launched || bucket->first_param < first_done)
       continue;
-    rc = dlpar_allreduce(comm, DLPAR_DP, grads + bucket->offset, bucket->count, DLPAR_FLOAT32, DLPAR_AVG, stream);
-    if (rc != 0)
-      return rc;
+    DLPAR_TRY(dlpar_allreduce(comm, DLPAR_DP, grads + bucket->offset, bucket->count, DLPAR_FLOAT32, DLPAR_AVG, stream));
     bucket->launched = 1;
   }
   return DLPAR_OK;

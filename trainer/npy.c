@@ -38,15 +38,13 @@ static int parse_shape(const char *header, npy_array *a)
   return *p == ')' ? 0 : -1;
 }
 
-static int read_header(FILE *f, const char *path, char *header, size_t cap, char *err, size_t errlen)
+static int read_header(FILE *f, const char *path, char *header, size_t cap, dlpar_error *err)
 {
   unsigned char magic[8], len_bytes[4];
   size_t len;
-  if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "\x93NUMPY", 6) != 0 || magic[6] < 1 || magic[6] > 3) {
-    snprintf(err, errlen, "%s: not a NumPy .npy file (write it with numpy.save, or give an HDF5 file)",
-             dlpar_show(path).text);
-    return DLPAR_ERR_INPUT;
-  }
+  if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "\x93NUMPY", 6) != 0 || magic[6] < 1 || magic[6] > 3)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: not a NumPy .npy file (write it with numpy.save, or give an HDF5 "
+                           "file)", dlpar_show(path).text);
   if (magic[6] == 1) {
     if (fread(len_bytes, 1, 2, f) != 2)
       goto truncated;
@@ -61,42 +59,40 @@ static int read_header(FILE *f, const char *path, char *header, size_t cap, char
   header[len] = '\0';
   return DLPAR_OK;
 truncated:
-  snprintf(err, errlen, "%s: truncated .npy header (regenerate the file)", dlpar_show(path).text);
-  return DLPAR_ERR_INPUT;
+  return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: truncated .npy header (regenerate the file)",
+                         dlpar_show(path).text);
 }
 
-int npy_read_stream(FILE *f, long size, const char *path, npy_array *a, char *err, size_t errlen)
+int npy_read_stream(FILE *f, long size, const char *path, npy_array *a, dlpar_error *err)
 {
   char header[4096];
   long values_in_file;
   int is_f8, rc;
   memset(a, 0, sizeof(*a));
-  if ((rc = read_header(f, path, header, sizeof(header), err, errlen)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(read_header(f, path, header, sizeof(header), err), rc, out);
   rc = DLPAR_ERR_INPUT;
   is_f8 = strstr(header, "'<f8'") != NULL;
   if ((!is_f8 && !strstr(header, "'<f4'")) || strstr(header, "'fortran_order': True") || parse_shape(header, a)) {
-    snprintf(err, errlen, "%s: expected a C-ordered little-endian float32 or float64 array, header %s",
-             dlpar_show(path).text, dlpar_show(header).text);
+    dlpar_error_set(err, rc, "%s: expected a C-ordered little-endian float32 or float64 array, header %s",
+                    dlpar_show(path).text, dlpar_show(header).text);
     goto out;
   }
   values_in_file = (size - ftell(f)) / (is_f8 ? 8 : 4);
   if (a->count > values_in_file) {
-    snprintf(err, errlen, "%s: the header says %ld values, the file holds %ld (regenerate it)", dlpar_show(path).text,
-             a->count, values_in_file);
+    dlpar_error_set(err, rc, "%s: the header says %ld values, the file holds %ld (regenerate it)",
+                    dlpar_show(path).text, a->count, values_in_file);
     goto out;
   }
   if (!(a->data = malloc(sizeof(float) * (size_t)(a->count ? a->count : 1)))) {
-    snprintf(err, errlen, "%s: out of memory for %ld values", dlpar_show(path).text, a->count);
-    rc = DLPAR_ERR_SYSTEM;
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: out of memory for %ld values", dlpar_show(path).text, a->count);
     goto out;
   }
   for (long i = 0; i < a->count; i++) {
     double d;
     float s;
     if ((is_f8 ? fread(&d, 8, 1, f) : fread(&s, 4, 1, f)) != 1) {
-      snprintf(err, errlen, "%s: file ends after %ld of %ld values (regenerate it)", dlpar_show(path).text, i,
-               a->count);
+      dlpar_error_set(err, rc, "%s: file ends after %ld of %ld values (regenerate it)", dlpar_show(path).text, i,
+                      a->count);
       goto out;
     }
     a->data[i] = is_f8 ? (float)d : s;
@@ -108,31 +104,30 @@ out:
   return rc;
 }
 
-int npy_read(const char *path, npy_array *a, char *err, size_t errlen)
+int npy_read(const char *path, npy_array *a, dlpar_error *err)
 {
   off_t size;
   FILE *f = NULL;
-  int fd, rc = input_file_open(path, "cannot open (check the stats path in the config)", &fd, &size, err, errlen);
+  int fd, rc = input_file_open(path, "cannot open (check the stats path in the config)", &fd, &size, err);
   memset(a, 0, sizeof(*a));
   if (rc != DLPAR_OK)
     return rc;
   if (!(f = fdopen(fd, "rb"))) {
     close(fd);
-    snprintf(err, errlen, "%s: cannot open (check the stats path in the config)", dlpar_show(path).text);
-    return DLPAR_ERR_SYSTEM;
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: cannot open (check the stats path in the config)",
+                           dlpar_show(path).text);
   }
-  rc = npy_read_stream(f, (long)size, path, a, err, errlen);
+  rc = npy_read_stream(f, (long)size, path, a, err);
   fclose(f);
   return rc;
 }
 
-int npy_write(const char *path, const float *data, const long *shape, int ndim, char *err, size_t errlen)
+int npy_write(const char *path, const float *data, const long *shape, int ndim, dlpar_error *err)
 {
   char header[256], dims[128] = "";
   size_t used = 0, total;
   long count = 1;
   atomic_file file;
-  int rc;
   for (int i = 0; i < ndim; i++) {
     used += (size_t)snprintf(dims + used, sizeof(dims) - used, "%ld,%s", shape[i], ndim > 1 && i < ndim - 1 ? " " : "");
     count *= shape[i];
@@ -141,8 +136,7 @@ int npy_write(const char *path, const float *data, const long *shape, int ndim, 
   total = (10 + used + 1 + 63) / 64 * 64; /* magic+version+len, header, '\n', padded */
   memset(header + used, ' ', total - 10 - used - 1);
   header[total - 10 - 1] = '\n';
-  if ((rc = atomic_file_open(&file, path, err, errlen)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(atomic_file_open(&file, path, err));
   {
     const unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((total - 10) & 0xff),
                                       (unsigned char)((total - 10) >> 8)};
@@ -150,7 +144,7 @@ int npy_write(const char *path, const float *data, const long *shape, int ndim, 
     fwrite(header, 1, total - 10, file.stream);
     fwrite(data, sizeof(float), (size_t)count, file.stream);
   }
-  return atomic_file_commit(&file, err, errlen);
+  return atomic_file_commit(&file, err);
 }
 
 void npy_free(npy_array *a)

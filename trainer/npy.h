@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/status.h"
+
 #define NPY_MAX_DIMS 8
 
 typedef struct {
@@ -17,11 +19,11 @@ typedef struct {
 } npy_array;
 
 /* A regular file only; every header field and the data's length checked. */
-int npy_read(const char *path, npy_array *out, char *err, size_t errlen);
+int npy_read(const char *path, npy_array *out, dlpar_error *err);
 /* The same from an open stream of size bytes (path names it in messages). */
-int npy_read_stream(FILE *f, long size, const char *path, npy_array *out, char *err, size_t errlen);
+int npy_read_stream(FILE *f, long size, const char *path, npy_array *out, dlpar_error *err);
 /* Writes float32 data of the given shape atomically (temp, fsync, rename). */
-int npy_write(const char *path, const float *data, const long *shape, int ndim, char *err, size_t errlen);
+int npy_write(const char *path, const float *data, const long *shape, int ndim, dlpar_error *err);
 void npy_free(npy_array *a);
 
 #endif

@@ -23,31 +23,27 @@ struct progress {
   int open_width;     /* characters of a line left open on the terminal; 0: none */
 };
 
-int progress_parse(const char *text, double *seconds, char *err, size_t errlen)
+int progress_parse(const char *text, double *seconds, dlpar_error *err)
 {
   if (strcmp(text, "off") == 0)
     *seconds = -1;
   else if (strcmp(text, "on") == 0)
     *seconds = 0;
-  else if (dlpar_parse_seconds(text, seconds) != 0) {
-    snprintf(err, errlen, "--progress=%s: expected off, on or the seconds between lines (e.g. --progress=10)",
-             dlpar_show(text).text);
-    return DLPAR_ERR_INPUT;
-  }
+  else if (dlpar_parse_seconds(text, seconds) != 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--progress=%s: expected off, on or the seconds between lines (e.g. "
+                           "--progress=10)", dlpar_show(text).text);
   return DLPAR_OK;
 }
 
-int progress_create(progress **out, FILE *stream, bool terminal, double seconds, char *err, size_t errlen)
+int progress_create(progress **out, FILE *stream, bool terminal, double seconds, dlpar_error *err)
 {
   progress *p;
   *out = NULL;
   if (seconds < 0)
     return DLPAR_OK;
   p = calloc(1, sizeof(*p));
-  if (!p) {
-    snprintf(err, errlen, "out of memory for the progress line");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!p)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the progress line");
   p->stream = stream;
   p->terminal = terminal;
   p->seconds = seconds > 0 ? seconds : terminal ? PROGRESS_TERMINAL_SECONDS : PROGRESS_LOG_SECONDS;

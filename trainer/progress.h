@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/status.h"
+
 /* Seconds between lines when none are given: on a terminal, in a log. */
 #define PROGRESS_TERMINAL_SECONDS 2.0
 #define PROGRESS_LOG_SECONDS 30.0
@@ -28,12 +30,12 @@ typedef struct {
 
 /* --progress=off|on|SECONDS: *seconds < 0 for off, 0 for the default
  * interval, else the interval. DLPAR_OK or DLPAR_ERR_INPUT with one line in err. */
-int progress_parse(const char *text, double *seconds, char *err, size_t errlen);
+int progress_parse(const char *text, double *seconds, dlpar_error *err);
 
 /* A progress line on stream (a terminal or not), a line at most every
  * seconds (0: the default for the kind of stream). *out is NULL when
  * seconds < 0: every function below takes NULL as "no progress line". */
-int progress_create(progress **out, FILE *stream, bool terminal, double seconds, char *err, size_t errlen);
+int progress_create(progress **out, FILE *stream, bool terminal, double seconds, dlpar_error *err);
 
 /* After each step, at time now (seconds, any monotonic origin). Writes a
  * line when the interval has passed since the last one (on a terminal also

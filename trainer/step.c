@@ -72,17 +72,18 @@ double train_learning_rate(const trainer *t, long i)
 void train_check(trainer *t, int rc, const char *what)
 {
   if (rc != DLPAR_OK)
-    train_die(t, true, "%s: %s", what, t->net->error);
+    train_die(t, true, "%s: %s", what, t->net->error.text);
 }
 
 void train_save_checkpoint(trainer *t)
 {
-  char path[PATH_MAX + 16], err[DLPAR_ERRLEN];
+  char path[PATH_MAX + 16];
+  dlpar_error err = {0};
   checkpoint_position pos = t->pos; /* at an epoch's last step: the next epoch's first, as the loader counts */
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
-  loader_position(t->train, &pos.epoch, &pos.step_in_epoch, NULL, 0);
-  if (checkpoint_save(t->net, &pos, t->config_yaml, path, err, sizeof(err)) != DLPAR_OK)
-    train_die(t, true, "checkpoint: %s", err);
+  loader_position(t->train, &pos.epoch, &pos.step_in_epoch, NULL);
+  if (checkpoint_save(t->net, &pos, t->config_yaml, path, &err) != DLPAR_OK)
+    train_die(t, true, "checkpoint: %s", err.text);
   t->saved_step = t->pos.step;
   train_say(t, "  Saved checkpoint at step %ld: %s\n", t->pos.step, dlpar_show(path).text);
 }
@@ -217,13 +218,13 @@ int train_step(trainer *t, epoch_progress *e)
 {
   const train_config *c = &t->config.cfg;
   const float *inp, *tgt;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   int stop = 0;
   dlpar_profile_step(t->comm, t->pos.step);
   dlpar_range_push(t->comm, "step");
   dlpar_range_push(t->comm, "data");
-  if (loader_next(t->train, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
-    train_die(t, true, "%s", err);
+  if (loader_next(t->train, &inp, &tgt, &err) != DLPAR_OK)
+    train_die(t, true, "%s", err.text);
   dlpar_range_pop(t->comm);
   dlpar_range_push(t->comm, "forward_backward");
   train_check(t, t->net->ops->forward_backward(t->net, inp, tgt), "forward/backward");

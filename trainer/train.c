@@ -75,14 +75,21 @@ static int make_dirs(const char *path)
   return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* The config: loaded, checked against the grid, and kept as YAML (for the
+ * checkpoints). */
+static int load_config(trainer *t, const train_args *a, dlpar_error *err)
+{
+  DLPAR_TRY(config_load(&t->config, a->config_file, a->config_name, a->overrides, a->noverrides, err));
+  DLPAR_TRY(config_check(&t->config, t->info->tp_size, t->info->dp_size, err));
+  return config_to_yaml(&t->config.cfg, t->config_yaml, sizeof(t->config_yaml), err);
+}
+
 static void setup_config(trainer *t, const train_args *a)
 {
   const train_config *c = &t->config.cfg;
-  char err[DLPAR_ERRLEN];
-  if (config_load(&t->config, a->config_file, a->config_name, a->overrides, a->noverrides, err, sizeof(err)) != DLPAR_OK ||
-      config_check(&t->config, t->info->tp_size, t->info->dp_size, err, sizeof(err)) != DLPAR_OK ||
-      config_to_yaml(c, t->config_yaml, sizeof(t->config_yaml), err, sizeof(err)) != DLPAR_OK)
-    train_die(t, false, "%s", err);
+  dlpar_error err = {0};
+  if (load_config(t, a, &err) != DLPAR_OK)
+    train_die(t, false, "%s", err.text);
   snprintf(t->run_dir, sizeof(t->run_dir), "%s/%s/%dx%d/%s", c->expdir, c->name, t->info->tp_size, t->info->dp_size,
            a->run);
   if (t->info->rank == 0 && make_dirs(t->run_dir) != 0)
@@ -102,51 +109,65 @@ static loader_memory batch_memory(const trainer *t)
   return (loader_memory){NULL, NULL};
 }
 
+/* The normalisation's means and standard deviations of each channel. */
+static int load_stats(trainer *t, int channels, dlpar_error *err)
+{
+  const train_config *c = &t->config.cfg;
+  DLPAR_TRY(era5_load_stats(c->global_means_path, channels, &t->means, err));
+  return era5_load_stats(c->global_stds_path, channels, &t->stds, err);
+}
+
+/* The training and validation data, each with its loader of B samples a
+ * rank (the training batches in memory's kind). */
+static int open_data(trainer *t, int B, const loader_memory *memory, dlpar_error *err)
+{
+  const train_config *c = &t->config.cfg;
+  DLPAR_TRY(era5_open(&t->train_data, c->train_data_path, c, c->limit_nsamples, t->means, t->stds, &t->hdf5_lock,
+                      err));
+  DLPAR_TRY(era5_open(&t->valid_data, c->valid_data_path, c, c->limit_nsamples_val, t->means, t->stds,
+                      &t->hdf5_lock, err));
+  DLPAR_TRY(loader_create(&t->train, &t->train_data, B, t->info->dp_rank, t->info->dp_size, true, c->seed,
+                          c->num_data_workers, memory->alloc ? memory : NULL, err));
+  return loader_create(&t->valid, &t->valid_data, B, t->info->dp_rank, t->info->dp_size, false, c->seed, 2, NULL, err);
+}
+
 static void setup_data(trainer *t)
 {
   const train_config *c = &t->config.cfg;
   const int channels = c->n_in_channels > c->n_out_channels ? c->n_in_channels : c->n_out_channels;
   const int B = c->global_batch_size / t->info->dp_size;
   loader_memory memory = batch_memory(t);
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   pthread_mutex_init(&t->hdf5_lock, NULL);
-  if (era5_load_stats(c->global_means_path, channels, &t->means, err, sizeof(err)) != DLPAR_OK ||
-      era5_load_stats(c->global_stds_path, channels, &t->stds, err, sizeof(err)) != DLPAR_OK)
-    train_die(t, true, "%s", err);
+  if (load_stats(t, channels, &err) != DLPAR_OK)
+    train_die(t, true, "%s", err.text);
   for (int ch = 0; ch < channels; ch++) {
     if (t->stds[ch] <= 0)
       train_die(t, true, "%s: the std of channel %d is %g (a constant channel cannot be normalised)",
                 dlpar_show(c->global_stds_path).text, ch, t->stds[ch]);
   }
-  if (era5_open(&t->train_data, c->train_data_path, c, c->limit_nsamples, t->means, t->stds, &t->hdf5_lock, err,
-                sizeof(err)) != DLPAR_OK ||
-      era5_open(&t->valid_data, c->valid_data_path, c, c->limit_nsamples_val, t->means, t->stds, &t->hdf5_lock, err,
-                sizeof(err)) != DLPAR_OK ||
-      loader_create(&t->train, &t->train_data, B, t->info->dp_rank, t->info->dp_size, true, c->seed,
-                    c->num_data_workers, memory.alloc ? &memory : NULL, err, sizeof(err)) != DLPAR_OK ||
-      loader_create(&t->valid, &t->valid_data, B, t->info->dp_rank, t->info->dp_size, false, c->seed, 2, NULL, err,
-                    sizeof(err)) != DLPAR_OK)
-    train_die(t, true, "%s", err);
+  if (open_data(t, B, &memory, &err) != DLPAR_OK)
+    train_die(t, true, "%s", err.text);
 }
 
 static void setup_model(trainer *t)
 {
   const train_config *c = &t->config.cfg;
   const int B = c->global_batch_size / t->info->dp_size;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   int rc;
 #ifdef HAVE_CUDA
   if (t->on_gpu)
-    rc = model_create_cuda(&t->net, c, t->comm, B, err, sizeof(err));
+    rc = model_create_cuda(&t->net, c, t->comm, B, &err);
   else
 #endif
   {
     if (c->amp != AMP_NONE)
       train_say(t, "dlpar-train: amp_mode applies to --device=cuda; the CPU path computes in fp32\n");
-    rc = model_create_cpu(&t->net, c, t->comm, B, err, sizeof(err));
+    rc = model_create_cpu(&t->net, c, t->comm, B, &err);
   }
   if (rc != DLPAR_OK)
-    train_die(t, true, "%s", err);
+    train_die(t, true, "%s", err.text);
 }
 
 /* ------------------------------------------------------------ the loop */
@@ -156,12 +177,12 @@ static void validate(trainer *t, double *val_loss, double *val_rmse)
 {
   const long steps = loader_steps_per_epoch(t->valid);
   model_metrics m;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   loader_start(t->valid, 0, 0, steps);
   for (long i = 0; i < steps; i++) {
     const float *inp, *tgt;
-    if (loader_next(t->valid, &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
-      train_die(t, true, "%s", err);
+    if (loader_next(t->valid, &inp, &tgt, &err) != DLPAR_OK)
+      train_die(t, true, "%s", err.text);
     train_check(t, t->net->ops->evaluate(t->net, inp, tgt), "validation");
     loader_release(t->valid);
   }
@@ -244,14 +265,14 @@ static void manual_profiling(trainer *t)
 static void initial_losses(trainer *t)
 {
   const float *inp, *tgt;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   model_metrics train_m, valid_m;
   loader *loaders[2] = {t->train, t->valid};
   model_metrics *sums[2] = {&train_m, &valid_m};
   for (int k = 0; k < 2; k++) {
     loader_start(loaders[k], 0, 0, 1);
-    if (loader_next(loaders[k], &inp, &tgt, err, sizeof(err)) != DLPAR_OK)
-      train_die(t, true, "%s", err);
+    if (loader_next(loaders[k], &inp, &tgt, &err) != DLPAR_OK)
+      train_die(t, true, "%s", err.text);
     train_check(t, t->net->ops->evaluate(t->net, inp, tgt), "step-0 losses");
     loader_release(loaders[k]);
     metrics_now(t, sums[k]);
@@ -281,7 +302,7 @@ static void train(trainer *t)
       break;
     }
     end_epoch(t, &e, t->pos.step_in_epoch - first);
-    loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, NULL, 0);
+    loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, NULL);
   }
   if (!saved && !(c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0))
     train_save_checkpoint(t);
@@ -291,16 +312,16 @@ static void train(trainer *t)
 
 static void resume(trainer *t)
 {
-  char path[PATH_MAX + 16], err[DLPAR_ERRLEN];
+  char path[PATH_MAX + 16];
+  dlpar_error err = {0};
   snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
-  if (checkpoint_load(t->net, &t->pos, path, err, sizeof(err)) != DLPAR_OK)
-    train_die(t, true, "--resume: %s", err);
-  if (checkpoint_check_position(&t->pos, t->total_steps, loader_steps_per_epoch(t->train), path, err,
-                                sizeof(err)) != DLPAR_OK)
-    train_die(t, false, "--resume: %s", err);
-  if (loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, err, sizeof(err)) != DLPAR_OK)
+  if (checkpoint_load(t->net, &t->pos, path, &err) != DLPAR_OK)
+    train_die(t, true, "--resume: %s", err.text);
+  if (checkpoint_check_position(&t->pos, t->total_steps, loader_steps_per_epoch(t->train), path, &err) != DLPAR_OK)
+    train_die(t, false, "--resume: %s", err.text);
+  if (loader_position(t->train, &t->pos.epoch, &t->pos.step_in_epoch, &err) != DLPAR_OK)
     train_die(t, false, "--resume: %s: %s (the data or limit_nsamples changed since; resume with the same)",
-              dlpar_show(path).text, err);
+              dlpar_show(path).text, err.text);
   if (t->pos.seed != t->config.cfg.seed)
     train_die(t, false, "--resume: %s was written with seed %ld, the config has %ld (resume with the same seed)",
               dlpar_show(path).text,
@@ -354,13 +375,13 @@ int main(int argc, char **argv)
   trainer t;
   train_args args;
   dlpar_options options = {0};
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   int threads, rc, exit_code;
   memset(&t, 0, sizeof(t));
   h5_quiet();
-  if (args_parse(argc, argv, &args, err, sizeof(err)) != DLPAR_OK || args.help) {
+  if (args_parse(argc, argv, &args, &err) != DLPAR_OK || args.help) {
     if (!args.help)
-      dlpar_eprintf("dlpar-train: %s\n", err);
+      dlpar_eprintf("dlpar-train: %s\n", err.text);
     else
       args_usage();
     args_free(&args);
@@ -392,11 +413,11 @@ int main(int argc, char **argv)
   t.saved_step = -1;
   if (args.resume)
     resume(&t);
-  if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, err, sizeof(err)) != DLPAR_OK)
-    train_die(&t, false, "%s", err);
-  if (t.info->rank == 0 && progress_create(&t.progress, stdout, isatty(STDOUT_FILENO), args.progress_seconds, err,
-                                           sizeof(err)) != DLPAR_OK)
-    train_die(&t, false, "%s", err);
+  if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, &err) != DLPAR_OK)
+    train_die(&t, false, "%s", err.text);
+  if (t.info->rank == 0 &&
+      progress_create(&t.progress, stdout, isatty(STDOUT_FILENO), args.progress_seconds, &err) != DLPAR_OK)
+    train_die(&t, false, "%s", err.text);
   banner(&t);
   if (args.benchy)
     benchy(&t);

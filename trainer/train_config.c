@@ -242,19 +242,18 @@ int config_notes(const train_config *c, const char **notes, int max)
   return n;
 }
 
-static int apply_value(config_set *set, int key, const ynode *value, const char *source, char *err, size_t errlen)
+static int apply_value(config_set *set, int key, const ynode *value, const char *source, dlpar_error *err)
 {
-  if (store(&keys[key], value, &set->cfg) != 0) {
-    snprintf(err, errlen, "%s: %s: expected %s, got '%s'", source, keys[key].name, type_name(keys[key].type),
-             value->kind == YNODE_SCALAR ? dlpar_show(value->text).text
-             : value->kind == YNODE_SEQUENCE ? "a list" : "a mapping");
-    return DLPAR_ERR_INPUT;
-  }
+  if (store(&keys[key], value, &set->cfg) != 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: %s: expected %s, got '%s'", source, keys[key].name,
+                           type_name(keys[key].type),
+                           value->kind == YNODE_SCALAR ? dlpar_show(value->text).text
+                           : value->kind == YNODE_SEQUENCE ? "a list" : "a mapping");
   snprintf(set->source[key], sizeof(set->source[key]), "%s", source);
   return DLPAR_OK;
 }
 
-static int apply_mapping(config_set *set, const ynode *map, const char *file, char *err, size_t errlen)
+static int apply_mapping(config_set *set, const ynode *map, const char *file, dlpar_error *err)
 {
   for (int i = 0; i + 1 < map->n; i += 2) {
     const ynode *key = map->items[i];
@@ -262,43 +261,38 @@ static int apply_mapping(config_set *set, const ynode *map, const char *file, ch
     int index;
     snprintf(source, sizeof(source), "%s:%d", dlpar_show(file).text, key->line);
     index = key->kind == YNODE_SCALAR ? find_key(key->text) : -1;
-    if (index < 0) {
-      snprintf(err, errlen, "%s: unknown key '%s' in config '%s' (see dlpar-train(1) for the keys)", source,
-               key->kind == YNODE_SCALAR ? dlpar_show(key->text).text : "?", dlpar_show(set->cfg.name).text);
-      return DLPAR_ERR_INPUT;
-    }
-    if (apply_value(set, index, map->items[i + 1], source, err, errlen) != DLPAR_OK)
-      return DLPAR_ERR_INPUT;
+    if (index < 0)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: unknown key '%s' in config '%s' (see dlpar-train(1) for the "
+                             "keys)", source, key->kind == YNODE_SCALAR ? dlpar_show(key->text).text : "?",
+                             dlpar_show(set->cfg.name).text);
+    DLPAR_TRY(apply_value(set, index, map->items[i + 1], source, err));
   }
   return DLPAR_OK;
 }
 
 /* "--key=value": the value is read as YAML (so [32, 64] and 5E-4 work). */
-static int apply_override(config_set *set, const char *arg, char *err, size_t errlen)
+static int apply_override(config_set *set, const char *arg, dlpar_error *err)
 {
   const char *eq = strchr(arg, '=');
   char key[64], name[80];
   ytree *tree = NULL;
   int index, rc;
-  if (strncmp(arg, "--", 2) != 0 || !eq || eq - arg - 2 <= 0 || eq - arg - 2 >= (long)sizeof(key)) {
-    snprintf(err, errlen, "%s: expected --key=value (e.g. --lr=1e-3)", dlpar_show(arg).text);
-    return DLPAR_ERR_INPUT;
-  }
+  if (strncmp(arg, "--", 2) != 0 || !eq || eq - arg - 2 <= 0 || eq - arg - 2 >= (long)sizeof(key))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: expected --key=value (e.g. --lr=1e-3)", dlpar_show(arg).text);
   snprintf(key, sizeof(key), "%.*s", (int)(eq - arg - 2), arg + 2);
-  if ((index = find_key(key)) < 0) {
-    snprintf(err, errlen, "--%s: unknown key (see dlpar-train(1) for the keys)", dlpar_show(key).text);
-    return DLPAR_ERR_INPUT;
-  }
+  if ((index = find_key(key)) < 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--%s: unknown key (see dlpar-train(1) for the keys)",
+                           dlpar_show(key).text);
   snprintf(name, sizeof(name), "--%s", key);
-  rc = ytree_parse_string(*(eq + 1) ? eq + 1 : "~", name, &tree, err, errlen);
+  rc = ytree_parse_string(*(eq + 1) ? eq + 1 : "~", name, &tree, err);
   if (rc == DLPAR_OK)
-    rc = apply_value(set, index, ytree_root(tree), "command line", err, errlen);
+    rc = apply_value(set, index, ytree_root(tree), "command line", err);
   ytree_free(tree);
   return rc;
 }
 
 int config_load(config_set *set, const char *path, const char *name, char *const *overrides, int noverrides,
-                char *err, size_t errlen)
+                dlpar_error *err)
 {
   ytree *tree = NULL;
   const ynode *config;
@@ -309,19 +303,16 @@ int config_load(config_set *set, const char *path, const char *name, char *const
   snprintf(set->cfg.file, sizeof(set->cfg.file), "%s", path);
   for (int i = 0; i < NKEYS; i++)
     snprintf(set->source[i], sizeof(set->source[i]), "default");
-  if ((rc = ytree_parse_file(path, &tree, err, errlen)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(ytree_parse_file(path, &tree, err), rc, out);
   config = ynode_get(ytree_root(tree), name);
   if (!config || config->kind != YNODE_MAPPING) {
-    snprintf(err, errlen, "%s: no config named '%s' (give --config=NAME with a top-level mapping of the file)",
-             dlpar_show(path).text, dlpar_show(name).text);
-    rc = DLPAR_ERR_INPUT;
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no config named '%s' (give --config=NAME with a top-level mapping "
+                         "of the file)", dlpar_show(path).text, dlpar_show(name).text);
     goto out;
   }
-  if ((rc = apply_mapping(set, config, path, err, errlen)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(apply_mapping(set, config, path, err), rc, out);
   for (int i = 0; i < noverrides && rc == DLPAR_OK; i++)
-    rc = apply_override(set, overrides[i], err, errlen);
+    rc = apply_override(set, overrides[i], err);
 out:
   ytree_free(tree);
   return rc;
@@ -362,72 +353,76 @@ static void resolve_batch(config_set *set, int dp)
 }
 
 /* The tutorial's model-parallel flags name the grid dlpar got from the launcher. */
-static int check_parallel(const config_set *set, int tp, char *err, size_t errlen)
+static int check_parallel(const config_set *set, int tp, dlpar_error *err)
 {
   const train_config *c = &set->cfg;
   if (c->row_parallel_size > 0 && c->row_parallel_size != tp)
-    snprintf(err, errlen, "%s: row_parallel_size=%d, but the grid has %d tensor-parallel rank(s) (launch with "
-             "--dl-parallel=%dxD, or drop the flag)", source_of(set, "row_parallel_size"), c->row_parallel_size, tp,
-             c->row_parallel_size);
-  else if (c->col_parallel_size != 1)
-    snprintf(err, errlen, "%s: col_parallel_size=%d: dlpar-train splits over rows only, as the tutorial's "
-             "train_mp.py does (set it to 1)", source_of(set, "col_parallel_size"), c->col_parallel_size);
-  else if (c->context_parallel != 1)
-    snprintf(err, errlen, "%s: context_parallel=%d: dlpar-train has no context parallelism (set it to 1; "
-             "--dl-parallel=MxD gives tensor x data)", source_of(set, "context_parallel"), c->context_parallel);
-  else if (strcmp(c->parallel_order, "tp-cp-dp") && strcmp(c->parallel_order, "tp-dp"))
-    snprintf(err, errlen, "%s: parallel_order=%s: dlpar's grid puts tensor-parallel ranks next to each other "
-             "(tp-cp-dp or tp-dp)", source_of(set, "parallel_order"), dlpar_show(c->parallel_order).text);
-  else
-    return DLPAR_OK;
-  return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: row_parallel_size=%d, but the grid has %d tensor-parallel "
+                           "rank(s) (launch with --dl-parallel=%dxD, or drop the flag)",
+                           source_of(set, "row_parallel_size"), c->row_parallel_size, tp, c->row_parallel_size);
+  if (c->col_parallel_size != 1)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: col_parallel_size=%d: dlpar-train splits over rows only, as the "
+                           "tutorial's train_mp.py does (set it to 1)", source_of(set, "col_parallel_size"),
+                           c->col_parallel_size);
+  if (c->context_parallel != 1)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: context_parallel=%d: dlpar-train has no context parallelism (set "
+                           "it to 1; --dl-parallel=MxD gives tensor x data)", source_of(set, "context_parallel"),
+                           c->context_parallel);
+  if (strcmp(c->parallel_order, "tp-cp-dp") && strcmp(c->parallel_order, "tp-dp"))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: parallel_order=%s: dlpar's grid puts tensor-parallel ranks next "
+                           "to each other (tp-cp-dp or tp-dp)", source_of(set, "parallel_order"),
+                           dlpar_show(c->parallel_order).text);
+  return DLPAR_OK;
 }
 
-int config_check(config_set *set, int tp, int dp, char *err, size_t errlen)
+int config_check(config_set *set, int tp, int dp, dlpar_error *err)
 {
   const train_config *c = &set->cfg;
   resolve_batch(set, dp);
-  if (check_parallel(set, tp, err, errlen) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
+  DLPAR_TRY(check_parallel(set, tp, err));
   if (c->embed_dim % c->num_heads)
-    snprintf(err, errlen, "%s: embed_dim=%d is not a multiple of num_heads=%d (choose num_heads dividing embed_dim)",
-             source_of(set, "num_heads"), c->embed_dim, c->num_heads);
-  else if (c->num_heads % tp)
-    snprintf(err, errlen, "%s: num_heads=%d cannot be split over %d tensor-parallel ranks (use --dl-parallel=MxD "
-             "with M dividing %d)", source_of(set, "num_heads"), c->num_heads, tp, c->num_heads);
-  else if (c->img_size[0] % c->patch_size || c->img_size[1] % c->patch_size)
-    snprintf(err, errlen, "%s: img_size=[%d, %d] is not a multiple of patch_size=%d (crop it to a multiple)",
-             source_of(set, "img_size"), c->img_size[0], c->img_size[1], c->patch_size);
-  else if (c->global_batch_size % dp)
-    snprintf(err, errlen, "%s: global_batch_size=%d cannot be split over %d data-parallel ranks (use a multiple "
-             "of %d, or another grid)", source_of(set, "global_batch_size"), c->global_batch_size, dp, dp);
-  else if (c->dropout != 0)
-    snprintf(err, errlen, "%s: dropout=%g: dlpar-train has no dropout (set dropout: 0.0)", source_of(set, "dropout"),
-             c->dropout);
-  else if (strcmp(c->optimizer, "Adam") != 0)
-    snprintf(err, errlen, "%s: optimizer=%s: dlpar-train implements Adam only (set optimizer: 'Adam')",
-             source_of(set, "optimizer"), dlpar_show(c->optimizer).text);
-  else if (strcmp(c->lr_schedule, "cosine") && strcmp(c->lr_schedule, "constant") && strcmp(c->lr_schedule, "none"))
-    snprintf(err, errlen, "%s: lr_schedule=%s: expected cosine, constant or none", source_of(set, "lr_schedule"),
-             dlpar_show(c->lr_schedule).text);
-  else if (too_large(c, dp))
-    snprintf(err, errlen, "%s: %s makes tensors beyond 32-bit sizes (img_size=[%d, %d], patch_size=%d, embed_dim=%d, "
-             "depth=%d, %d samples per rank: lower it)", source_of(set, too_large(c, dp)), too_large(c, dp),
-             c->img_size[0], c->img_size[1], c->patch_size, c->embed_dim, c->depth, c->global_batch_size / dp);
-  else if (c->lr <= 0)
-    snprintf(err, errlen, "%s: lr=%g: the learning rate must be positive", source_of(set, "lr"), c->lr);
-  else if (strcmp(c->attention, "cudnn") && strcmp(c->attention, "reference"))
-    snprintf(err, errlen, "%s: attention=%s: expected cudnn or reference", source_of(set, "attention"),
-             dlpar_show(c->attention).text);
-  else if (!HAVE_CUDNN_ATTENTION && !strcmp(c->attention, "cudnn"))
-    snprintf(err, errlen, "%s: attention=cudnn: this dlpar-train was built without cuDNN (set attention: reference, "
-             "or rebuild where configure finds cuDNN 9.13.1 or later)", source_of(set, "attention"));
-  else if (strcmp(c->recompute, "gelu") && strcmp(c->recompute, "none"))
-    snprintf(err, errlen, "%s: recompute=%s: expected gelu (GELU's output recomputed in the backward: less memory) "
-             "or none (kept from the forward)", source_of(set, "recompute"), dlpar_show(c->recompute).text);
-  else
-    return DLPAR_OK;
-  return DLPAR_ERR_INPUT;
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: embed_dim=%d is not a multiple of num_heads=%d (choose num_heads "
+                           "dividing embed_dim)", source_of(set, "num_heads"), c->embed_dim, c->num_heads);
+  if (c->num_heads % tp)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: num_heads=%d cannot be split over %d tensor-parallel ranks (use "
+                           "--dl-parallel=MxD with M dividing %d)", source_of(set, "num_heads"), c->num_heads, tp,
+                           c->num_heads);
+  if (c->img_size[0] % c->patch_size || c->img_size[1] % c->patch_size)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: img_size=[%d, %d] is not a multiple of patch_size=%d (crop it to "
+                           "a multiple)", source_of(set, "img_size"), c->img_size[0], c->img_size[1], c->patch_size);
+  if (c->global_batch_size % dp)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: global_batch_size=%d cannot be split over %d data-parallel ranks "
+                           "(use a multiple of %d, or another grid)", source_of(set, "global_batch_size"),
+                           c->global_batch_size, dp, dp);
+  if (c->dropout != 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: dropout=%g: dlpar-train has no dropout (set dropout: 0.0)",
+                           source_of(set, "dropout"), c->dropout);
+  if (strcmp(c->optimizer, "Adam") != 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: optimizer=%s: dlpar-train implements Adam only (set optimizer: "
+                           "'Adam')", source_of(set, "optimizer"), dlpar_show(c->optimizer).text);
+  if (strcmp(c->lr_schedule, "cosine") && strcmp(c->lr_schedule, "constant") && strcmp(c->lr_schedule, "none"))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: lr_schedule=%s: expected cosine, constant or none",
+                           source_of(set, "lr_schedule"), dlpar_show(c->lr_schedule).text);
+  if (too_large(c, dp))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: %s makes tensors beyond 32-bit sizes (img_size=[%d, %d], "
+                           "patch_size=%d, embed_dim=%d, depth=%d, %d samples per rank: lower it)",
+                           source_of(set, too_large(c, dp)), too_large(c, dp), c->img_size[0], c->img_size[1],
+                           c->patch_size, c->embed_dim, c->depth, c->global_batch_size / dp);
+  if (c->lr <= 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: lr=%g: the learning rate must be positive", source_of(set, "lr"),
+                           c->lr);
+  if (strcmp(c->attention, "cudnn") && strcmp(c->attention, "reference"))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: attention=%s: expected cudnn or reference",
+                           source_of(set, "attention"), dlpar_show(c->attention).text);
+  if (!HAVE_CUDNN_ATTENTION && !strcmp(c->attention, "cudnn"))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: attention=cudnn: this dlpar-train was built without cuDNN (set "
+                           "attention: reference, or rebuild where configure finds cuDNN 9.13.1 or later)",
+                           source_of(set, "attention"));
+  if (strcmp(c->recompute, "gelu") && strcmp(c->recompute, "none"))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: recompute=%s: expected gelu (GELU's output recomputed in the "
+                           "backward: less memory) or none (kept from the forward)", source_of(set, "recompute"),
+                           dlpar_show(c->recompute).text);
+  return DLPAR_OK;
 }
 
 /* Whether YAML keeps code point c as is inside a double-quoted scalar: not
@@ -465,7 +460,7 @@ static size_t yaml_quoted(const char *text, char *out, size_t len)
   return used < len ? used + (size_t)snprintf(out + used, len - used, "\"\n") : used;
 }
 
-int config_to_yaml(const train_config *c, char *out, size_t len, char *err, size_t errlen)
+int config_to_yaml(const train_config *c, char *out, size_t len, dlpar_error *err)
 {
   size_t used = 0;
   used += (size_t)snprintf(out + used, len - used, "# dlpar-train: config '%s' of %s, resolved\n",
@@ -500,7 +495,6 @@ int config_to_yaml(const train_config *c, char *out, size_t len, char *err, size
   }
   if (used < len)
     return DLPAR_OK;
-  snprintf(err, errlen, "config '%s': the resolved config is longer than %zu bytes (shorten its strings)",
-           dlpar_show(c->name).text, len);
-  return DLPAR_ERR_INPUT;
+  return dlpar_error_set(err, DLPAR_ERR_INPUT, "config '%s': the resolved config is longer than %zu bytes (shorten its "
+                         "strings)", dlpar_show(c->name).text, len);
 }

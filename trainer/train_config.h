@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/status.h"
+
 typedef enum { AMP_NONE = 0, AMP_BF16, AMP_FP16 } amp_mode;
 
 typedef struct {
@@ -67,16 +69,16 @@ typedef struct {
 
 /* Loads config `name` from `path`, then applies "--key=value" overrides. */
 int config_load(config_set *set, const char *path, const char *name, char *const *overrides, int noverrides,
-                char *err, size_t errlen);
+                dlpar_error *err);
 /* Impossible combinations for a grid of tp x dp ranks, naming key and source;
  * resolves local_batch_size into global_batch_size (local x dp). */
-int config_check(config_set *set, int tp, int dp, char *err, size_t errlen);
+int config_check(config_set *set, int tp, int dp, dlpar_error *err);
 /* The keys set that only name a PyTorch mechanism, each as one line saying
  * what dlpar does instead; returns how many (at most max). */
 int config_notes(const train_config *cfg, const char **notes, int max);
 /* The resolved config as YAML text (checkpoints, logs): a mapping of every
  * key, strings double-quoted and escaped, so it loads back as the same config. */
-int config_to_yaml(const train_config *cfg, char *out, size_t len, char *err, size_t errlen);
+int config_to_yaml(const train_config *cfg, char *out, size_t len, dlpar_error *err);
 bool config_is_key(const char *key);
 /* A key given on the command line without a value means true (--enable_jit). */
 bool config_key_is_bool(const char *key);

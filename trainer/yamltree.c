@@ -38,8 +38,7 @@ struct ytree {
   long merged;   /* entries copied by merge keys so far */
   yaml_parser_t parser;
   const char *name;
-  char *err;
-  size_t errlen;
+  dlpar_error *err;
 };
 
 static void *grow(void *array, int *cap, int need, size_t size)
@@ -157,10 +156,12 @@ static ynode *find_anchor(ytree *t, const char *name)
 /* "NAME:LINE: " and the message; arg (input text, or NULL) is shown printable. */
 static int fail(ytree *t, int line, const char *fmt, const char *arg)
 {
-  int n = snprintf(t->err, t->errlen, "%s:%d: ", dlpar_show(t->name).text, line);
-  if (n > 0 && (size_t)n < t->errlen)
-    snprintf(t->err + n, t->errlen - (size_t)n, fmt, arg ? dlpar_show(arg).text : "");
-  return DLPAR_ERR_INPUT;
+  char *text = t->err->text;
+  const size_t len = sizeof(t->err->text);
+  int n = snprintf(text, len, "%s:%d: ", dlpar_show(t->name).text, line);
+  if (n > 0 && (size_t)n < len)
+    snprintf(text + n, len - (size_t)n, fmt, arg ? dlpar_show(arg).text : "");
+  return t->err->status = DLPAR_ERR_INPUT;
 }
 
 static int next_event(ytree *t, yaml_event_t *event)
@@ -259,9 +260,8 @@ static int parse_sequence(ytree *t, ynode *seq)
   for (;;) {
     yaml_event_t event;
     ynode *item = NULL;
-    int rc = next_event(t, &event);
-    if (rc != DLPAR_OK)
-      return rc;
+    int rc;
+    DLPAR_TRY(next_event(t, &event));
     if (event.type == YAML_SEQUENCE_END_EVENT) {
       yaml_event_delete(&event);
       return DLPAR_OK;
@@ -330,8 +330,7 @@ static int parse_document(ytree *t)
   yaml_event_t event;
   int rc;
   do {
-    if ((rc = next_event(t, &event)) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(next_event(t, &event));
     if (event.type == YAML_STREAM_END_EVENT) {
       yaml_event_delete(&event);
       return fail(t, 1, "the document is empty", NULL);
@@ -347,19 +346,16 @@ static int parse_document(ytree *t)
   return rc;
 }
 
-int ytree_parse_string(const char *text, const char *name, ytree **out, char *err, size_t errlen)
+int ytree_parse_string(const char *text, const char *name, ytree **out, dlpar_error *err)
 {
   const size_t len = strlen(text);
   ytree *t = calloc(1, sizeof(*t));
   int rc;
   *out = t;
-  if (!t || !yaml_parser_initialize(&t->parser)) {
-    snprintf(err, errlen, "out of memory");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!t || !yaml_parser_initialize(&t->parser))
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
   t->name = name;
   t->err = err;
-  t->errlen = errlen;
   if (len > YTREE_MAX_BYTES)
     rc = fail(t, 1, "the document is larger than %s bytes (a config is a few KB: check what you gave)", "1048576");
   else {
@@ -371,24 +367,24 @@ int ytree_parse_string(const char *text, const char *name, ytree **out, char *er
 }
 
 /* The whole file, if it is a regular file of at most YTREE_MAX_BYTES. */
-static int read_document(const char *path, char **text, char *err, size_t errlen)
+static int read_document(const char *path, char **text, dlpar_error *err)
 {
   off_t size;
   ssize_t got = 0;
-  int fd, rc = input_file_open(path, "cannot open the config file (check the path)", &fd, &size, err, errlen);
+  int fd, rc = input_file_open(path, "cannot open the config file (check the path)", &fd, &size, err);
   *text = NULL;
   if (rc != DLPAR_OK)
     return rc;
   rc = DLPAR_ERR_INPUT;
   if (size > YTREE_MAX_BYTES)
-    snprintf(err, errlen, "%s: %lld bytes, more than the %d a config may have (check the path)", dlpar_show(path).text,
-             (long long)size, YTREE_MAX_BYTES);
+    dlpar_error_set(err, rc, "%s: %lld bytes, more than the %d a config may have (check the path)",
+                    dlpar_show(path).text, (long long)size, YTREE_MAX_BYTES);
   else if (!(*text = malloc((size_t)size + 1)))
-    snprintf(err, errlen, "%s: out of memory", dlpar_show(path).text), rc = DLPAR_ERR_SYSTEM;
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: out of memory", dlpar_show(path).text);
   else if ((got = read(fd, *text, (size_t)size)) != (ssize_t)size)
-    snprintf(err, errlen, "%s: cannot read the config file (check the path)", dlpar_show(path).text);
+    dlpar_error_set(err, rc, "%s: cannot read the config file (check the path)", dlpar_show(path).text);
   else if (memchr(*text, '\0', (size_t)got))
-    snprintf(err, errlen, "%s: holds a NUL byte, so it is not YAML text (check the path)", dlpar_show(path).text);
+    dlpar_error_set(err, rc, "%s: holds a NUL byte, so it is not YAML text (check the path)", dlpar_show(path).text);
   else {
     (*text)[got] = '\0';
     rc = DLPAR_OK;
@@ -397,13 +393,13 @@ static int read_document(const char *path, char **text, char *err, size_t errlen
   return rc;
 }
 
-int ytree_parse_file(const char *path, ytree **out, char *err, size_t errlen)
+int ytree_parse_file(const char *path, ytree **out, dlpar_error *err)
 {
   char *text;
-  int rc = read_document(path, &text, err, errlen);
+  int rc = read_document(path, &text, err);
   *out = NULL;
   if (rc == DLPAR_OK)
-    rc = ytree_parse_string(text, path, out, err, errlen);
+    rc = ytree_parse_string(text, path, out, err);
   free(text);
   return rc;
 }

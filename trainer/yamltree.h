@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/status.h"
+
 #define YTREE_MAX_BYTES (1 << 20)    /* a config is a few KB */
 #define YTREE_MAX_DEPTH 64           /* sequences and mappings inside each other */
 #define YTREE_MAX_MERGED (1 << 20)   /* entries merge keys copy, in all */
@@ -35,8 +37,8 @@ struct ynode {
 typedef struct ytree ytree;
 
 /* Parses a file (a regular file) or a string (name is used in messages). */
-int ytree_parse_file(const char *path, ytree **tree, char *err, size_t errlen);
-int ytree_parse_string(const char *text, const char *name, ytree **tree, char *err, size_t errlen);
+int ytree_parse_file(const char *path, ytree **tree, dlpar_error *err);
+int ytree_parse_string(const char *text, const char *name, ytree **tree, dlpar_error *err);
 void ytree_free(ytree *tree);
 
 const ynode *ytree_root(const ytree *tree);

@@ -13,12 +13,11 @@
 #include "trainer/checkpoint.h"
 #include "trainer/h5util.h"
 
-static int take_finite(void *ctx, model_tensor which, const float *host, char *err, size_t errlen)
+static int take_finite(void *ctx, model_tensor which, const float *host, dlpar_error *err)
 {
   const param_table *t = ctx;
   (void)which;
   (void)err;
-  (void)errlen;
   for (size_t i = 0; i < t->total; i++) {
     if (!isfinite(host[i]))
       abort(); /* the reader passed on a value it should have refused */
@@ -32,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   static float *values;
   checkpoint_edits e = {data, size};
   checkpoint_position pos;
-  char err[DLPAR_ERRLEN] = "";
+  dlpar_error err = {0};
   const char *path = fuzz_temp_path();
   int rc;
   if (!values) {
@@ -41,12 +40,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
       abort();
   }
   checkpoint_edits_write(path, &table, values, &e);
-  rc = checkpoint_read(&table, path, &pos, take_finite, &table, err, sizeof(err));
-  fuzz_expect_one_line(rc, err);
+  rc = checkpoint_read(&table, path, &pos, take_finite, &table, &err);
+  fuzz_expect_one_line(rc, err.text);
   if (rc == DLPAR_OK) {
     const long total = checkpoint_edits_long(&e), per_epoch = checkpoint_edits_long(&e);
-    rc = checkpoint_check_position(&pos, total ? total : 100, per_epoch ? per_epoch : 5, path, err, sizeof(err));
-    fuzz_expect_one_line(rc, err);
+    rc = checkpoint_check_position(&pos, total ? total : 100, per_epoch ? per_epoch : 5, path, &err);
+    fuzz_expect_one_line(rc, err.text);
   }
   return 0;
 }

@@ -45,7 +45,7 @@ static void expect_round_trip(const char *path, const char *yaml)
 {
   static config_set again;
   static char text[32768], yaml_again[16384];
-  char err[DLPAR_ERRLEN] = "";
+  dlpar_error err = {0};
   size_t used = (size_t)snprintf(text, sizeof(text), "r:\n");
   for (const char *line = yaml; *line && used < sizeof(text);) {
     const size_t len = strcspn(line, "\n");
@@ -53,10 +53,10 @@ static void expect_round_trip(const char *path, const char *yaml)
     line += len + (line[len] == '\n');
   }
   write_file(path, text, strlen(text));
-  if (config_load(&again, path, "r", NULL, 0, err, sizeof(err)) != DLPAR_OK ||
-      config_to_yaml(&again.cfg, yaml_again, sizeof(yaml_again), err, sizeof(err)) != DLPAR_OK ||
+  if (config_load(&again, path, "r", NULL, 0, &err) != DLPAR_OK ||
+      config_to_yaml(&again.cfg, yaml_again, sizeof(yaml_again), &err) != DLPAR_OK ||
       strcmp(strchr(yaml, '\n'), strchr(yaml_again, '\n')) != 0) {
-    fprintf(stderr, "fuzz: the printed config does not load back as itself: %s\n", err);
+    fprintf(stderr, "fuzz: the printed config does not load back as itself: %s\n", err.text);
     abort();
   }
 }
@@ -65,17 +65,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   static config_set set; /* large: 64 sources of PATH_MAX */
   static char yaml[16384];
-  char *text = fuzz_string(data, size), *overrides[MAX_OVERRIDES], err[DLPAR_ERRLEN] = "";
+  char *text = fuzz_string(data, size), *overrides[MAX_OVERRIDES];
+  dlpar_error err = {0};
   const char *path = fuzz_temp_path();
   int n, rc;
   write_file(path, text, split(text, overrides, &n));
-  rc = config_load(&set, path, "base", overrides, n, err, sizeof(err));
-  fuzz_expect_one_line(rc, err);
+  rc = config_load(&set, path, "base", overrides, n, &err);
+  fuzz_expect_one_line(rc, err.text);
   for (int tp = 1; rc == DLPAR_OK && tp <= 4; tp *= 2) {
-    int checked = config_check(&set, tp, 4 / tp, err, sizeof(err));
-    fuzz_expect_one_line(checked, err);
+    int checked = config_check(&set, tp, 4 / tp, &err);
+    fuzz_expect_one_line(checked, err.text);
   }
-  if (rc == DLPAR_OK && config_to_yaml(&set.cfg, yaml, sizeof(yaml), err, sizeof(err)) == DLPAR_OK)
+  if (rc == DLPAR_OK && config_to_yaml(&set.cfg, yaml, sizeof(yaml), &err) == DLPAR_OK)
     expect_round_trip(path, yaml);
   free(text);
   return 0;

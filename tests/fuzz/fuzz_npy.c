@@ -8,14 +8,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  char err[DLPAR_ERRLEN] = "";
+  dlpar_error err = {0};
   npy_array array;
   FILE *f = fmemopen(size ? (void *)data : (void *)"", size ? size : 1, "rb");
   int rc;
   if (!f)
     abort();
-  rc = npy_read_stream(f, size ? (long)size : 0, "fuzz.npy", &array, err, sizeof(err));
-  fuzz_expect_one_line(rc, err);
+  rc = npy_read_stream(f, size ? (long)size : 0, "fuzz.npy", &array, &err);
+  fuzz_expect_one_line(rc, err.text);
   if (rc == DLPAR_OK) {
     float sum = 0; /* every value read: the sanitizers see an array shorter than its count */
     for (long i = 0; i < array.count; i++)

@@ -25,11 +25,12 @@ static void walk(const ynode *node, long *budget)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  char *text = fuzz_string(data, size), err[DLPAR_ERRLEN] = "";
+  char *text = fuzz_string(data, size);
+  dlpar_error err = {0};
   ytree *tree = NULL;
   long budget = 100000;
-  int rc = ytree_parse_string(text, "fuzz.yaml", &tree, err, sizeof(err));
-  fuzz_expect_one_line(rc, err);
+  int rc = ytree_parse_string(text, "fuzz.yaml", &tree, &err);
+  fuzz_expect_one_line(rc, err.text);
   if (rc == DLPAR_OK)
     walk(ytree_root(tree), &budget);
   ytree_free(tree);

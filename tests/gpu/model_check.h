@@ -18,10 +18,11 @@
 static inline void load_config(config_set *set, const char *section, char *const *overrides, int n)
 {
   const char *srcdir = getenv("DLPAR_SRCDIR");
-  char yaml[4096], err[DLPAR_ERRLEN];
+  char yaml[4096];
+  dlpar_error err = {0};
   snprintf(yaml, sizeof(yaml), "%s/etc/vit.yaml", srcdir && *srcdir ? srcdir : DLPAR_TEST_SRCDIR);
-  if (config_load(set, yaml, section, overrides, n, err, sizeof(err)) != DLPAR_OK) {
-    fprintf(stderr, "%s\n", err);
+  if (config_load(set, yaml, section, overrides, n, &err) != DLPAR_OK) {
+    fprintf(stderr, "%s\n", err.text);
     exit(1);
   }
 }
@@ -29,11 +30,11 @@ static inline void load_config(config_set *set, const char *section, char *const
 static inline model *make_model(dlpar_ctx *ctx, const train_config *cfg, int cuda)
 {
   model *m = NULL;
-  char err[DLPAR_ERRLEN];
-  int rc = cuda ? model_create_cuda(&m, cfg, ctx, cfg->global_batch_size, err, sizeof(err))
-                : model_create_cpu(&m, cfg, ctx, cfg->global_batch_size, err, sizeof(err));
+  dlpar_error err = {0};
+  int rc = cuda ? model_create_cuda(&m, cfg, ctx, cfg->global_batch_size, &err)
+                : model_create_cpu(&m, cfg, ctx, cfg->global_batch_size, &err);
   if (rc != DLPAR_OK) {
-    fprintf(stderr, "%s model: %s\n", cuda ? "CUDA" : "CPU", err);
+    fprintf(stderr, "%s model: %s\n", cuda ? "CUDA" : "CPU", err.text);
     exit(1);
   }
   return m;
@@ -42,7 +43,7 @@ static inline model *make_model(dlpar_ctx *ctx, const train_config *cfg, int cud
 static inline void model_step(model *m, const float *inp, const float *tgt, double lr, long t)
 {
   if (m->ops->forward_backward(m, inp, tgt) != DLPAR_OK || m->ops->optimizer_step(m, lr, t) != DLPAR_OK) {
-    fprintf(stderr, "step %ld: %s\n", t, m->error);
+    fprintf(stderr, "step %ld: %s\n", t, m->error.text);
     exit(1);
   }
 }
@@ -52,7 +53,7 @@ static inline model_metrics window_metrics(model *m)
 {
   model_metrics metrics;
   if (m->ops->post_metrics(m) != DLPAR_OK || m->ops->take_metrics(m, &metrics) != DLPAR_OK) {
-    fprintf(stderr, "metrics: %s\n", m->error);
+    fprintf(stderr, "metrics: %s\n", m->error.text);
     exit(1);
   }
   return metrics;
@@ -68,7 +69,7 @@ static inline float *model_tensor_copy(model *m, model_tensor which)
 {
   float *host = malloc(sizeof(float) * m->table.total);
   if (!host || m->ops->read_tensor(m, which, host) != DLPAR_OK) {
-    fprintf(stderr, "read_tensor: %s\n", m->error);
+    fprintf(stderr, "read_tensor: %s\n", m->error.text);
     exit(1);
   }
   return host;

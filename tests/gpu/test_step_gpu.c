@@ -40,7 +40,7 @@ static void make_pair(pair *p, dlpar_ctx *ctx, const char *amp)
 static void compare_gradients(pair *p, const float *inp, const float *tgt)
 {
   if (p->cpu->ops->forward_backward(p->cpu, inp, tgt) || p->gpu->ops->forward_backward(p->gpu, inp, tgt)) {
-    fprintf(stderr, "test_step_gpu: %s %s\n", p->cpu->error, p->gpu->error);
+    fprintf(stderr, "test_step_gpu: %s %s\n", p->cpu->error.text, p->gpu->error.text);
     exit(1);
   }
   check_tensors("fp32 step: gradients", p->gpu, p->cpu, TENSOR_GRADS, 1e-4);
@@ -60,7 +60,7 @@ static void compare_recompute(dlpar_ctx *ctx, const char *amp, double bound, con
   load_config(&set, "test", overrides, 3);
   kept = make_model(ctx, &set.cfg, 1);
   if (recomputed->ops->forward_backward(recomputed, inp, tgt) || kept->ops->forward_backward(kept, inp, tgt)) {
-    fprintf(stderr, "test_step_gpu: %s %s\n", recomputed->error, kept->error);
+    fprintf(stderr, "test_step_gpu: %s %s\n", recomputed->error.text, kept->error.text);
     exit(1);
   }
   snprintf(what, sizeof(what), "%s step: gradients, GELU recomputed vs kept", amp);
@@ -72,7 +72,7 @@ static void compare_recompute(dlpar_ctx *ctx, const char *amp, double bound, con
 static void evaluate(model *m, const float *inp, const float *tgt)
 {
   if (m->ops->evaluate(m, inp, tgt) != DLPAR_OK) {
-    fprintf(stderr, "test_step_gpu: evaluate: %s\n", m->error);
+    fprintf(stderr, "test_step_gpu: evaluate: %s\n", m->error.text);
     exit(1);
   }
 }
@@ -103,7 +103,7 @@ static double loss_with(model *m, const float *weights, float *staging, const fl
   const size_t bytes = sizeof(float) * m->table.total;
   memcpy(staging, weights, bytes);
   if (m->ops->write_tensor(m, TENSOR_PARAMS, staging) != DLPAR_OK) {
-    fprintf(stderr, "test_step_gpu: write_tensor: %s\n", m->error);
+    fprintf(stderr, "test_step_gpu: write_tensor: %s\n", m->error.text);
     exit(1);
   }
   memset(staging, 0xff, bytes);

@@ -51,15 +51,15 @@ int main(int argc, char **argv)
   config_set set;
   dlpar_ctx *ctx;
   model *m;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   int steps;
   if (argc != 5 || (steps = atoi(argv[4])) < 1) {
     fprintf(stderr, "usage: vit_dump CONFIG.yaml NAME OUT.h5 STEPS\n");
     return 2;
   }
-  if (dlpar_init(argc, argv, NULL, &ctx) != 0 || config_load(&set, argv[1], argv[2], NULL, 0, err, sizeof(err)) != 0 ||
-      model_create_cpu(&m, &set.cfg, ctx, set.cfg.global_batch_size, err, sizeof(err)) != 0) {
-    fprintf(stderr, "vit_dump: %s\n", err);
+  if (dlpar_init(argc, argv, NULL, &ctx) != 0 || config_load(&set, argv[1], argv[2], NULL, 0, &err) != 0 ||
+      model_create_cpu(&m, &set.cfg, ctx, set.cfg.global_batch_size, &err) != 0) {
+    fprintf(stderr, "vit_dump: %s\n", err.text);
     return 1;
   }
   const train_config *c = &set.cfg;

@@ -24,7 +24,8 @@
 static size_t arena_of(const char *section, const char *amp, const char *recompute, int tp)
 {
   const char *srcdir = getenv("DLPAR_SRCDIR") ? getenv("DLPAR_SRCDIR") : DLPAR_TEST_SRCDIR;
-  char yaml[4096], err[512], amp_arg[32], recompute_arg[32];
+  char yaml[4096], amp_arg[32], recompute_arg[32];
+  dlpar_error err = {0};
   char *overrides[] = {amp_arg, recompute_arg, "--global_batch_size=16"};
   config_set set;
   size_t bytes = 0, scratch;
@@ -32,8 +33,8 @@ static size_t arena_of(const char *section, const char *amp, const char *recompu
   snprintf(yaml, sizeof yaml, "%s/etc/vit.yaml", srcdir);
   snprintf(amp_arg, sizeof amp_arg, "--amp_mode=%s", amp);
   snprintf(recompute_arg, sizeof recompute_arg, "--recompute=%s", recompute);
-  if (config_load(&set, yaml, section, overrides, 3, err, sizeof err) != DLPAR_OK) {
-    fprintf(stderr, "%s\n", err);
+  if (config_load(&set, yaml, section, overrides, 3, &err) != DLPAR_OK) {
+    fprintf(stderr, "%s\n", err.text);
     exit(99);
   }
   vit_dims_fill(&d, &set.cfg, tp, 16);

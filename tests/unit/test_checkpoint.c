@@ -16,16 +16,16 @@
 #include "trainer/checkpoint.h"
 #include "trainer/h5util.h"
 
-static char err[DLPAR_ERRLEN], path[64];
+static char path[64];
+static dlpar_error err;
 static param_table table;
 static float scratch[4096];
 
-static int count_groups(void *ctx, model_tensor which, const float *host, char *e, size_t len)
+static int count_groups(void *ctx, model_tensor which, const float *host, dlpar_error *e)
 {
   (void)which;
   (void)host;
   (void)e;
-  (void)len;
   ++*(int *)ctx;
   return DLPAR_OK;
 }
@@ -36,9 +36,9 @@ static int read_edited(const char *bytes, size_t n, checkpoint_position *pos)
   checkpoint_edits e = {(const uint8_t *)bytes, n};
   int groups = 0, rc;
   checkpoint_edits_write(path, &table, scratch, &e);
-  err[0] = '\0';
-  rc = checkpoint_read(&table, path, pos, count_groups, &groups, err, sizeof(err));
-  CHECK(rc == DLPAR_OK ? groups == 3 : err[0] && !strchr(err, '\n'));
+  err.text[0] = '\0';
+  rc = checkpoint_read(&table, path, pos, count_groups, &groups, &err);
+  CHECK(rc == DLPAR_OK ? groups == 3 : err.text[0] && !strchr(err.text, '\n'));
   return rc;
 }
 
@@ -46,9 +46,9 @@ static void expect_refused(const char *bytes, size_t n, const char *message)
 {
   checkpoint_position pos;
   CHECK_INT(read_edited(bytes, n, &pos), DLPAR_ERR_INPUT);
-  if (!strstr(err, message))
-    fprintf(stderr, "expected '%s' in '%s'\n", message, err);
-  CHECK(strstr(err, message) != NULL);
+  if (!strstr(err.text, message))
+    fprintf(stderr, "expected '%s' in '%s'\n", message, err.text);
+  CHECK(strstr(err.text, message) != NULL);
 }
 
 static void test_reader(void)
@@ -74,18 +74,18 @@ static void test_position(void)
 {
   const checkpoint_position ok = {7, 1, 2, 0}, end = {10, 1, 5, 0}, negative = {-3, 0, -3, 0};
   const checkpoint_position huge = {1L << 62, 0, 1L << 62, 0}, moved = {7, 0, 7, 0};
-  CHECK_INT(checkpoint_check_position(&ok, 20, 5, "c.h5", err, sizeof(err)), DLPAR_OK);
-  CHECK_INT(checkpoint_check_position(&end, 20, 5, "c.h5", err, sizeof(err)), DLPAR_OK); /* an epoch's last step */
-  CHECK_INT(checkpoint_check_position(&negative, 20, 5, "c.h5", err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "c.h5: negative position (step -3, epoch 0, step -3 in it; not written by dlpar-train, or damaged: "
-                 "resume from another checkpoint or start without --resume)");
-  CHECK_INT(checkpoint_check_position(&huge, 20, 5, "c.h5", err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK(strstr(err, "does not fit 5 steps per epoch") != NULL);
-  CHECK_INT(checkpoint_check_position(&moved, 20, 5, "c.h5", err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "c.h5: step 7 (epoch 0, step 7 in it) does not fit 5 steps per epoch (were limit_nsamples, "
-                 "global_batch_size or the data changed? resume with the checkpoint's)");
-  CHECK_INT(checkpoint_check_position(&ok, 6, 5, "c.h5", err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "c.h5: written at step 7, past this run's 6 steps (raise num_iters or num_epochs to train on)");
+  CHECK_INT(checkpoint_check_position(&ok, 20, 5, "c.h5", &err), DLPAR_OK);
+  CHECK_INT(checkpoint_check_position(&end, 20, 5, "c.h5", &err), DLPAR_OK); /* an epoch's last step */
+  CHECK_INT(checkpoint_check_position(&negative, 20, 5, "c.h5", &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "c.h5: negative position (step -3, epoch 0, step -3 in it; not written by dlpar-train, or "
+                      "damaged: resume from another checkpoint or start without --resume)");
+  CHECK_INT(checkpoint_check_position(&huge, 20, 5, "c.h5", &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "does not fit 5 steps per epoch") != NULL);
+  CHECK_INT(checkpoint_check_position(&moved, 20, 5, "c.h5", &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "c.h5: step 7 (epoch 0, step 7 in it) does not fit 5 steps per epoch (were limit_nsamples, "
+                      "global_batch_size or the data changed? resume with the checkpoint's)");
+  CHECK_INT(checkpoint_check_position(&ok, 6, 5, "c.h5", &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "c.h5: written at step 7, past this run's 6 steps (raise num_iters or num_epochs to train on)");
 }
 
 /* Checkpoints hold full tensors by name, so one written before q, k and v
@@ -94,11 +94,10 @@ static void test_position(void)
  * as its tp slice at its offset, here on rank 1 of 2. */
 static float params_read[4096];
 
-static int keep_params(void *ctx, model_tensor which, const float *host, char *e, size_t len)
+static int keep_params(void *ctx, model_tensor which, const float *host, dlpar_error *e)
 {
   const param_table *t = ctx;
   (void)e;
-  (void)len;
   if (which == TENSOR_PARAMS)
     memcpy(params_read, host, sizeof(float) * t->total);
   return DLPAR_OK;
@@ -124,7 +123,7 @@ static void test_fused_layout(void)
   H5Gclose(group);
   H5Fclose(file);
   CHECK_INT(checkpoint_edits_table(&half, 2, 1), DLPAR_OK);
-  CHECK_INT(checkpoint_read(&half, path, &pos, keep_params, &half, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(checkpoint_read(&half, path, &pos, keep_params, &half, &err), DLPAR_OK);
   for (int i = 0; i < half.n; i++) {
     const param_info *p = &half.p[i];
     for (long j = 0; j < params_full_count(p); j++)

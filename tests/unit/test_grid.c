@@ -12,22 +12,22 @@
 static void expect_parse_error(const char *text, const char *message)
 {
   dlpar_grid_request req;
-  char err[DLPAR_ERRLEN] = "";
-  CHECK_INT(dlpar_grid_parse(text, &req, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, message);
+  dlpar_error err = {0};
+  CHECK_INT(dlpar_grid_parse(text, &req, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, message);
 }
 
 static void test_parse(void)
 {
   dlpar_grid_request req;
-  char err[DLPAR_ERRLEN];
-  CHECK_INT(dlpar_grid_parse("4x2", &req, err, sizeof(err)), DLPAR_OK);
+  dlpar_error err = {0};
+  CHECK_INT(dlpar_grid_parse("4x2", &req, &err), DLPAR_OK);
   CHECK_INT(req.tp, 4);
   CHECK_INT(req.dp, 2);
-  CHECK_INT(dlpar_grid_parse("8", &req, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_grid_parse("8", &req, &err), DLPAR_OK);
   CHECK_INT(req.tp, 8);
   CHECK_INT(req.dp, 0);
-  CHECK_INT(dlpar_grid_parse("1X16", &req, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_grid_parse("1X16", &req, &err), DLPAR_OK);
   CHECK_INT(req.dp, 16);
   expect_parse_error("", "--dl-parallel needs a value MxD (e.g. --dl-parallel=4x2)");
   expect_parse_error("0x4", "--dl-parallel=0x4: M must be at least 1 (e.g. --dl-parallel=1x4)");
@@ -44,24 +44,24 @@ static void test_resolve(void)
 {
   dlpar_grid_request req;
   dlpar_grid grid;
-  char err[DLPAR_ERRLEN];
-  dlpar_grid_parse("4x3", &req, err, sizeof(err));
-  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-parallel=4x3 needs 12 tasks but the step has 8 (use -n 12 or --dl-parallel=4x2)");
-  dlpar_grid_parse("3x3", &req, err, sizeof(err));
-  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-parallel=3x3 needs 9 tasks but the step has 8 (use -n 9)");
-  dlpar_grid_parse("1x1", &req, err, sizeof(err)); /* counts agree with their nouns */
-  CHECK_INT(dlpar_grid_resolve(&req, 2, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-parallel=1x1 needs 1 task but the step has 2 (use -n 1 or --dl-parallel=1x2)");
-  dlpar_grid_parse("2", &req, err, sizeof(err));
-  CHECK_INT(dlpar_grid_resolve(&req, 1, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-parallel=2: 1 task cannot form groups of 2 (use a task count that is a multiple of 2, or "
-                 "--dl-parallel=M with M dividing 1)");
-  dlpar_grid_parse("3", &req, err, sizeof(err));
-  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_ERR_INPUT);
-  dlpar_grid_parse("2", &req, err, sizeof(err));
-  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, err, sizeof(err)), DLPAR_OK);
+  dlpar_error err = {0};
+  dlpar_grid_parse("4x3", &req, &err);
+  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-parallel=4x3 needs 12 tasks but the step has 8 (use -n 12 or --dl-parallel=4x2)");
+  dlpar_grid_parse("3x3", &req, &err);
+  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-parallel=3x3 needs 9 tasks but the step has 8 (use -n 9)");
+  dlpar_grid_parse("1x1", &req, &err); /* counts agree with their nouns */
+  CHECK_INT(dlpar_grid_resolve(&req, 2, &grid, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-parallel=1x1 needs 1 task but the step has 2 (use -n 1 or --dl-parallel=1x2)");
+  dlpar_grid_parse("2", &req, &err);
+  CHECK_INT(dlpar_grid_resolve(&req, 1, &grid, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-parallel=2: 1 task cannot form groups of 2 (use a task count that is a multiple of 2, or "
+                      "--dl-parallel=M with M dividing 1)");
+  dlpar_grid_parse("3", &req, &err);
+  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, &err), DLPAR_ERR_INPUT);
+  dlpar_grid_parse("2", &req, &err);
+  CHECK_INT(dlpar_grid_resolve(&req, 8, &grid, &err), DLPAR_OK);
   CHECK_INT(grid.dp, 4);
 }
 
@@ -98,26 +98,26 @@ static void test_span(void)
   const int per_node[2] = {3, 3};
   const char *names[2] = {"n1", "n2"};
   int rank_node[6], first = -1;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   dlpar_grid_block_nodes(per_node, 2, rank_node);
   CHECK(rank_node[2] == 0 && rank_node[3] == 1);
-  CHECK_INT(dlpar_grid_check_span(&grid, rank_node, names, DLPAR_SPAN_ERROR, &first, err, sizeof(err)),
+  CHECK_INT(dlpar_grid_check_span(&grid, rank_node, names, DLPAR_SPAN_ERROR, &first, &err),
             DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-parallel=2x3: tensor-parallel group 1 (ranks 2-3) spans n1 and n2 (give every "
-                 "node a multiple of 2 tasks, e.g. --ntasks-per-node=2, or ask the admin for tp_span=warn)");
+  CHECK_STR(err.text, "--dl-parallel=2x3: tensor-parallel group 1 (ranks 2-3) spans n1 and n2 (give every node a "
+                      "multiple of 2 tasks, e.g. --ntasks-per-node=2, or ask the admin for tp_span=warn)");
   CHECK_INT(first, 2);
-  CHECK_INT(dlpar_grid_check_span(&grid, rank_node, NULL, DLPAR_SPAN_WARN, NULL, err, sizeof(err)), DLPAR_WARN);
-  CHECK_STR(err, "warning: --dl-parallel=2x3: tensor-parallel group 1 (ranks 2-3) spans node 0 and node 1 (give "
-                 "every node a multiple of 2 tasks, e.g. --ntasks-per-node=2)");
+  CHECK_INT(dlpar_grid_check_span(&grid, rank_node, NULL, DLPAR_SPAN_WARN, NULL, &err), DLPAR_WARN);
+  CHECK_STR(err.text, "warning: --dl-parallel=2x3: tensor-parallel group 1 (ranks 2-3) spans node 0 and node 1 (give "
+                      "every node a multiple of 2 tasks, e.g. --ntasks-per-node=2)");
   first = -1;
-  CHECK_INT(dlpar_grid_check_span(&grid, rank_node, NULL, DLPAR_SPAN_ALLOW, &first, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_grid_check_span(&grid, rank_node, NULL, DLPAR_SPAN_ALLOW, &first, &err), DLPAR_OK);
   CHECK_INT(first, 2);
   {
     const dlpar_grid fits = {2, 2};
     const int two_each[2] = {2, 2};
     int nodes[4];
     dlpar_grid_block_nodes(two_each, 2, nodes);
-    CHECK_INT(dlpar_grid_check_span(&fits, nodes, NULL, DLPAR_SPAN_ERROR, NULL, err, sizeof(err)), DLPAR_OK);
+    CHECK_INT(dlpar_grid_check_span(&fits, nodes, NULL, DLPAR_SPAN_ERROR, NULL, &err), DLPAR_OK);
   }
 }
 

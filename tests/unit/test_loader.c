@@ -47,7 +47,8 @@ static const int layout_path[LAYOUTS] = {BY_STEPS, BY_STEPS,  BY_STEPS,  BY_CHUN
 /* chunks of parts of two steps, partial at every edge of [T, C, H, W] */
 static const hsize_t part_chunk[4] = {2, 2, 64, 300};
 
-static char err[DLPAR_ERRLEN], root[64];
+static char root[64];
+static dlpar_error err;
 static float *fields; /* [YEARS][T][C][H][W] */
 static const float means[C] = {1.5f, -2.25f, 0.3f}, stds[C] = {0.7f, 3.1f, 11.3f};
 static pthread_mutex_t hdf5_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -195,7 +196,7 @@ static void check_batches(loader *l, const train_config *cfg, long nsamples, lon
   for (long i = 0; i < take; i++, step++) {
     const float *got_inp, *got_tgt;
     int same;
-    CHECK_INT(loader_next(l, &got_inp, &got_tgt, err, sizeof(err)), DLPAR_OK);
+    CHECK_INT(loader_next(l, &got_inp, &got_tgt, &err), DLPAR_OK);
     loader_get_stats(l, &now);
     memcpy(inp, got_inp, inp_bytes);
     memcpy(tgt, got_tgt, tgt_bytes);
@@ -231,10 +232,10 @@ static void check_loader(const char *dir, const train_config *cfg, int readers, 
   char count[16];
   snprintf(count, sizeof(count), "%d", readers);
   setenv("DLPAR_DATA_READERS", count, 1);
-  CHECK_INT(era5_open(&data, dir, cfg, -1, means, stds, &hdf5_lock, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(era5_open(&data, dir, cfg, -1, means, stds, &hdf5_lock, &err), DLPAR_OK);
   for (int y = 0; y < YEARS; y++)
     CHECK_INT(read_path(&data, y), path);
-  CHECK_INT(loader_create(&l, &data, BATCH, RANK, DP, true, SEED, depth, NULL, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(loader_create(&l, &data, BATCH, RANK, DP, true, SEED, depth, NULL, &err), DLPAR_OK);
   CHECK_INT(loader_steps_per_epoch(l), YEARS * T / (BATCH * DP));
   check_batches(l, cfg, data.nsamples, 0, 1, 5, 5, what);
   check_batches(l, cfg, data.nsamples, 1, 0, -1, 1, what); /* the readers go on */
@@ -292,26 +293,27 @@ static void test_not_finite(void)
   *nan_at = kept[0];
   *inf_at = kept[1];
   setenv("DLPAR_DATA_READERS", "3", 1);
-  CHECK_INT(era5_open(&data, dir, &cfg, -1, means, stds, &hdf5_lock, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(era5_open(&data, dir, &cfg, -1, means, stds, &hdf5_lock, &err), DLPAR_OK);
   /* batch 0: samples 0-3 read steps 1, 2 (NaN), 1, 2, 2, 3 (inf), 3, 4 */
-  CHECK_INT(loader_create(&l, &data, 4, 0, 1, false, SEED, 2, NULL, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(loader_create(&l, &data, 4, 0, 1, false, SEED, 2, NULL, &err), DLPAR_OK);
   loader_start(l, 0, 0, 2);
-  CHECK_INT(loader_next(l, &inp, &tgt, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_INT(loader_next(l, &inp, &tgt, &err), DLPAR_ERR_INPUT);
   snprintf(want, sizeof(want), "%s/2016.h5: fields[2, 1, 250, 3] is NaN (clean the data or regenerate it)", dir);
-  CHECK_STR(err, want);
+  CHECK_STR(err.text, want);
   loader_release(l);
   loader_destroy(l);
   /* samples 3 on: step 3 (inf) first */
-  CHECK_INT(loader_create(&l, &data, 1, 0, 1, false, SEED, 2, NULL, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(loader_create(&l, &data, 1, 0, 1, false, SEED, 2, NULL, &err), DLPAR_OK);
   loader_start(l, 0, 3, 1);
-  CHECK_INT(loader_next(l, &inp, &tgt, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_INT(loader_next(l, &inp, &tgt, &err), DLPAR_ERR_INPUT);
   snprintf(want, sizeof(want), "%s/2016.h5: fields[3, 0, 0, 5] is infinite (clean the data or regenerate it)", dir);
-  CHECK_STR(err, want);
+  CHECK_STR(err.text, want);
   loader_release(l);
   loader_destroy(l);
   setenv("DLPAR_DATA_READERS", "two", 1);
-  CHECK_INT(loader_create(&l, &data, 1, 0, 1, false, SEED, 2, NULL, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "DLPAR_DATA_READERS=two: not a whole number of reader threads from 1 to 64 (e.g. 8, or unset it)");
+  CHECK_INT(loader_create(&l, &data, 1, 0, 1, false, SEED, 2, NULL, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text,
+            "DLPAR_DATA_READERS=two: not a whole number of reader threads from 1 to 64 (e.g. 8, or unset it)");
   loader_destroy(l);
   era5_close(&data);
   remove_years(dir);
@@ -328,9 +330,9 @@ static int read_sample(era5_data *data, long idx, const train_config *cfg)
   int rc;
   long t = idx % T % (T - DT);
   t += t < DT ? DT : 0;
-  CHECK_INT(loader_create(&l, data, 1, 0, 1, false, SEED, 2, NULL, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(loader_create(&l, data, 1, 0, 1, false, SEED, 2, NULL, &err), DLPAR_OK);
   loader_start(l, 0, idx, 1);
-  rc = loader_next(l, &inp, &tgt, err, sizeof(err));
+  rc = loader_next(l, &inp, &tgt, &err);
   expect_step(cfg, (int)(idx / T), t, C, want);
   expect_step(cfg, (int)(idx / T), t + DT, C, want + floats);
   if (rc == DLPAR_OK)
@@ -358,7 +360,7 @@ static void test_changed_files(void)
     mkdir(dir, 0700);
     write_years(dir, layouts[k]);
     setenv("DLPAR_DATA_READERS", "2", 1);
-    CHECK_INT(era5_open(&data, dir, &cfg, -1, means, stds, &hdf5_lock, err, sizeof(err)), DLPAR_OK);
+    CHECK_INT(era5_open(&data, dir, &cfg, -1, means, stds, &hdf5_lock, &err), DLPAR_OK);
     CHECK_INT(read_path(&data, 0), layout_path[layouts[k]]);
     snprintf(path, sizeof(path), "%s/2017.h5", dir);
     CHECK(unlink(path) == 0 && (f = fopen(path, "w")) && fputs("not the file that was opened", f) >= 0 && fclose(f) == 0);
@@ -370,7 +372,7 @@ static void test_changed_files(void)
     snprintf(want, sizeof(want), "%s: sample 2, fields[2]: the file shrank to %lld bytes from %lld since the run "
              "began (it was truncated or rewritten in place: restore it, then resume from the last checkpoint)", path,
              (long long)(st.st_size / 4 * 3), (long long)st.st_size);
-    CHECK_STR(err, want);
+    CHECK_STR(err.text, want);
     era5_close(&data);
     remove_years(dir);
   }
@@ -400,11 +402,11 @@ static void test_damaged_chunk(void)
   H5Fclose(file);
   CHECK((fd = open(path, O_WRONLY)) >= 0 && pwrite(fd, "\xff\xff", 2, (off_t)addr) == 2 && close(fd) == 0);
   setenv("DLPAR_DATA_READERS", "2", 1);
-  CHECK_INT(era5_open(&data, dir, &cfg, -1, means, stds, &hdf5_lock, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(era5_open(&data, dir, &cfg, -1, means, stds, &hdf5_lock, &err), DLPAR_OK);
   CHECK_INT(read_sample(&data, 0, &cfg), DLPAR_ERR_INPUT);
   snprintf(want, sizeof(want), "%s: sample 0, reading fields[1]: the chunk at byte %llu does not inflate (the file is "
            "damaged: copy or regenerate it)", path, (unsigned long long)addr);
-  CHECK_STR(err, want);
+  CHECK_STR(err.text, want);
   era5_close(&data);
   remove_years(dir);
 }

@@ -116,11 +116,12 @@ static int event_file(const char *logs, char *path, size_t len)
 static void test_writer(const char *dir)
 {
   metrics_writer *w;
-  char err[DLPAR_ERRLEN], path[4096], logs[4096], *text;
+  char path[4096], logs[4096], *text;
+  dlpar_error err = {0};
   size_t len;
   epoch_summary s = {.epoch = 2, .step = 24, .train_loss = 0.5, .val_loss = 0.25, .val_rmse_u10m = 1.5, .lr = 1e-4,
                      .iters_per_sec = 3, .samples_per_sec = 48};
-  CHECK_INT(metrics_open(&w, dir, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(metrics_open(&w, dir, &err), DLPAR_OK);
   CHECK_INT(metrics_initial(w, 1.0, 2.0, 3.0), DLPAR_OK);
   CHECK_INT(metrics_step(w, 1, 0.75, 5e-4), DLPAR_OK);
   CHECK_INT(metrics_epoch(w, &s), DLPAR_OK);
@@ -152,11 +153,12 @@ static void test_writer(const char *dir)
 static void test_unwritable(const char *dir)
 {
   metrics_writer *w;
-  char err[DLPAR_ERRLEN], missing[4096];
+  char missing[4096];
+  dlpar_error err = {0};
   snprintf(missing, sizeof(missing), "%s/no/such/dir", dir);
-  CHECK(metrics_open(&w, missing, err, sizeof(err)) != DLPAR_OK);
-  CHECK(strstr(err, "no/such/dir: cannot write metrics:") != NULL && strstr(err, "(check expdir)") != NULL);
-  CHECK(strchr(err, '\n') == NULL);
+  CHECK(metrics_open(&w, missing, &err) != DLPAR_OK);
+  CHECK(strstr(err.text, "no/such/dir: cannot write metrics:") != NULL && strstr(err.text, "(check expdir)") != NULL);
+  CHECK(strchr(err.text, '\n') == NULL);
   metrics_close(w);
 }
 

@@ -16,7 +16,8 @@
 #include "trainer/params.h"
 #include "trainer/rng.h"
 
-static char err[DLPAR_ERRLEN], path[64];
+static char path[64];
+static dlpar_error err;
 static config_set set;
 
 static int load(const char *yaml, char *const *overrides, int n)
@@ -24,8 +25,8 @@ static int load(const char *yaml, char *const *overrides, int n)
   FILE *f = fopen(path, "w");
   fputs(yaml, f);
   fclose(f);
-  err[0] = '\0';
-  return config_load(&set, path, "base", overrides, n, err, sizeof(err));
+  err.text[0] = '\0';
+  return config_load(&set, path, "base", overrides, n, &err);
 }
 
 /* The loaded config's table on tensor-parallel rank tp_rank of tp. */
@@ -77,11 +78,11 @@ static void expect_too_large(const char *override, const char *img_size, const c
   char *args[2] = {(char *)override, (char *)img_size};
   CHECK_INT(load("base: {embed_dim: 8, num_heads: 2, patch_size: 4, img_size: [8, 16], global_batch_size: 2}\n",
                  args, 2), DLPAR_OK);
-  CHECK_INT(config_check(&set, 1, 1, err, sizeof(err)), DLPAR_ERR_INPUT);
-  if (!strstr(err, "makes tensors beyond 32-bit sizes"))
-    fprintf(stderr, "%s: %s\n", override, err);
-  CHECK(strstr(err, "makes tensors beyond 32-bit sizes") != NULL);
-  CHECK(strncmp(err, "command line: ", 14) == 0 && strncmp(err + 14, key, strlen(key)) == 0);
+  CHECK_INT(config_check(&set, 1, 1, &err), DLPAR_ERR_INPUT);
+  if (!strstr(err.text, "makes tensors beyond 32-bit sizes"))
+    fprintf(stderr, "%s: %s\n", override, err.text);
+  CHECK(strstr(err.text, "makes tensors beyond 32-bit sizes") != NULL);
+  CHECK(strncmp(err.text, "command line: ", 14) == 0 && strncmp(err.text + 14, key, strlen(key)) == 0);
 }
 
 static void test_sizes(void)
@@ -96,11 +97,11 @@ static void test_quoting(void)
 {
   char *args[1] = {"--lr=\"1\\n2\""};
   CHECK_INT(load("base: {lr: \"fast\\nslow\"}\n", NULL, 0), DLPAR_ERR_INPUT);
-  CHECK(strstr(err, ":1: lr: expected a number, got 'fast\\nslow'") != NULL);
+  CHECK(strstr(err.text, ":1: lr: expected a number, got 'fast\\nslow'") != NULL);
   CHECK_INT(load("base: {embed_dim: 8}\n", args, 1), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "command line: lr: expected a number, got '1\\n2'");
+  CHECK_STR(err.text, "command line: lr: expected a number, got '1\\n2'");
   CHECK_INT(load("base: {\"a\\nb\": 1}\n", NULL, 0), DLPAR_ERR_INPUT);
-  CHECK(strstr(err, "unknown key 'a\\nb' in config 'base'") != NULL);
+  CHECK(strstr(err.text, "unknown key 'a\\nb' in config 'base'") != NULL);
 }
 
 /* A block's q, k, v weights side by side, then their biases (one

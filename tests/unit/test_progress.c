@@ -35,12 +35,12 @@ typedef struct {
 
 static progress *capture_start(capture *c, bool terminal, double seconds)
 {
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   progress *p = NULL;
   c->text = NULL;
   c->len = 0;
   c->out = open_memstream(&c->text, &c->len);
-  CHECK_INT(progress_create(&p, c->out, terminal, seconds, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(progress_create(&p, c->out, terminal, seconds, &err), DLPAR_OK);
   return p;
 }
 
@@ -94,26 +94,26 @@ static void test_terminal_blanks(void)
 static void test_epochs_and_flags(void)
 {
   capture c;
-  char err[DLPAR_ERRLEN] = "";
+  dlpar_error err = {0};
   progress *p = capture_start(&c, false, 1);
   progress_point next = {.epoch = 3, .step = 1, .steps = 100, .samples_per_step = 8, .loss = NAN};
   double seconds = 99;
   run_steps(p, 1, 1.0);
   progress_step(p, 500, &next); /* validation between: no line, the rate restarts */
   capture_check(&c, p, "");
-  CHECK_INT(progress_create(&p, stdout, true, -1, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(progress_create(&p, stdout, true, -1, &err), DLPAR_OK);
   CHECK(p == NULL);
   progress_step(p, 1, &next);
   progress_break(p);
   progress_destroy(p);
-  CHECK_INT(progress_parse("off", &seconds, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(progress_parse("off", &seconds, &err), DLPAR_OK);
   CHECK(seconds < 0);
-  CHECK_INT(progress_parse("on", &seconds, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(progress_parse("on", &seconds, &err), DLPAR_OK);
   CHECK(seconds == 0);
-  CHECK_INT(progress_parse("0.5", &seconds, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(progress_parse("0.5", &seconds, &err), DLPAR_OK);
   CHECK(seconds == 0.5);
-  CHECK_INT(progress_parse("false", &seconds, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--progress=false: expected off, on or the seconds between lines (e.g. --progress=10)");
+  CHECK_INT(progress_parse("false", &seconds, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--progress=false: expected off, on or the seconds between lines (e.g. --progress=10)");
 }
 
 int main(void)

@@ -38,7 +38,7 @@
 #define HOSTILE_YAML "\"x\\n\\x1b[2J\"" /* the same, as a YAML double-quoted scalar */
 #define SHOWN "x\\n\\x1b[2J"
 
-static char err[DLPAR_ERRLEN];
+static dlpar_error err;
 static char dir[64];
 
 static int one_line(const char *text)
@@ -53,12 +53,13 @@ static int one_line(const char *text)
 /* The call refuses, with one line that shows the hostile text escaped. */
 #define EXPECT_QUOTED(call)                                                                 \
   do {                                                                                      \
-    err[0] = '\0';                                                                          \
+    err.text[0] = '\0';                                                                     \
     CHECK((call) != DLPAR_OK);                                                              \
-    if (!one_line(err) || !strstr(err, SHOWN))                                              \
-      fprintf(stderr, "%s:%d: %s said \"%s\"\n", __FILE__, __LINE__, #call, dlpar_show(err).text); \
-    CHECK(one_line(err));                                                                   \
-    CHECK(strstr(err, SHOWN) != NULL);                                                      \
+    if (!one_line(err.text) || !strstr(err.text, SHOWN))                                    \
+      fprintf(stderr, "%s:%d: %s said \"%s\"\n", __FILE__, __LINE__, #call,                 \
+              dlpar_show(err.text).text);                                                   \
+    CHECK(one_line(err.text));                                                              \
+    CHECK(strstr(err.text, SHOWN) != NULL);                                                 \
   } while (0)
 
 static void test_common(void)
@@ -70,15 +71,15 @@ static void test_common(void)
   dlpar_topology topo;
   bool present;
   dlpar_profile_init(&profile);
-  EXPECT_QUOTED(dlpar_grid_parse(HOSTILE, &grid, err, sizeof(err)));
-  EXPECT_QUOTED(dlpar_profile_parse_tool(HOSTILE, &profile, err, sizeof(err)));
-  EXPECT_QUOTED(dlpar_profile_parse_steps(HOSTILE, &profile, err, sizeof(err)));
-  EXPECT_QUOTED(dlpar_profile_parse_ranks(HOSTILE, &profile, err, sizeof(err)));
-  EXPECT_QUOTED(dlpar_check_mode_parse(HOSTILE, &mode, err, sizeof(err)));
+  EXPECT_QUOTED(dlpar_grid_parse(HOSTILE, &grid, &err));
+  EXPECT_QUOTED(dlpar_profile_parse_tool(HOSTILE, &profile, &err));
+  EXPECT_QUOTED(dlpar_profile_parse_steps(HOSTILE, &profile, &err));
+  EXPECT_QUOTED(dlpar_profile_parse_ranks(HOSTILE, &profile, &err));
+  EXPECT_QUOTED(dlpar_check_mode_parse(HOSTILE, &mode, &err));
   setenv("DLPAR_VERSION", HOSTILE, 1);
-  EXPECT_QUOTED(dlpar_task_env_import(&env, &present, err, sizeof(err)));
+  EXPECT_QUOTED(dlpar_task_env_import(&env, &present, &err));
   unsetenv("DLPAR_VERSION");
-  EXPECT_QUOTED(dlpar_topology_load("/nonexistent/" HOSTILE ".xml", &topo, err, sizeof(err)));
+  EXPECT_QUOTED(dlpar_topology_load("/nonexistent/" HOSTILE ".xml", &topo, &err));
 }
 
 static void test_plugstack(void)
@@ -87,7 +88,7 @@ static void test_plugstack(void)
   char *args[][1] = {{"tp_span=" HOSTILE}, {"bind_cpus=" HOSTILE}, {"topology_xml=" HOSTILE},
                      {HOSTILE "=1"}, {HOSTILE}};
   for (size_t i = 0; i < sizeof(args) / sizeof(args[0]); i++)
-    EXPECT_QUOTED(dlpar_admin_config_parse(1, args[i], &config, err, sizeof(err)));
+    EXPECT_QUOTED(dlpar_admin_config_parse(1, args[i], &config, &err));
 }
 
 static void test_dlpar_run_flags(void)
@@ -95,15 +96,15 @@ static void test_dlpar_run_flags(void)
   dlpar_run_args args;
   char *ntasks[] = {"dlpar-run", "-n", HOSTILE, "prog", NULL};
   char *unknown[] = {"dlpar-run", "-n", "1", "--" HOSTILE, "prog", NULL};
-  EXPECT_QUOTED(dlpar_run_parse_args(4, ntasks, &args, err, sizeof(err)));
-  EXPECT_QUOTED(dlpar_run_parse_args(5, unknown, &args, err, sizeof(err)));
+  EXPECT_QUOTED(dlpar_run_parse_args(4, ntasks, &args, &err));
+  EXPECT_QUOTED(dlpar_run_parse_args(5, unknown, &args, &err));
 }
 
 static int parse_train_args(char *flag, char *second)
 {
   char *argv[] = {"dlpar-train", flag, second, NULL};
   train_args args;
-  int rc = args_parse(second ? 3 : 2, argv, &args, err, sizeof(err));
+  int rc = args_parse(second ? 3 : 2, argv, &args, &err);
   args_free(&args);
   return rc;
 }
@@ -117,7 +118,7 @@ static void test_train_flags(void)
   EXPECT_QUOTED(parse_train_args("--resume=" HOSTILE, NULL));
   EXPECT_QUOTED(parse_train_args("a.yaml", HOSTILE));
   EXPECT_QUOTED(parse_train_args("--" HOSTILE "=1", NULL));
-  EXPECT_QUOTED(progress_parse(HOSTILE, &seconds, err, sizeof(err)));
+  EXPECT_QUOTED(progress_parse(HOSTILE, &seconds, &err));
 }
 
 /* A config file holding text, loaded as config name, then checked on 1x1. */
@@ -128,8 +129,8 @@ static int load_config(const char *path, const char *text, const char *name, cha
   int rc;
   if (!f || fputs(text, f) < 0 || fclose(f) != 0)
     return -100;
-  rc = config_load(&set, path, name, &override, override ? 1 : 0, err, sizeof(err));
-  return rc != DLPAR_OK ? rc : config_check(&set, 1, 1, err, sizeof(err));
+  rc = config_load(&set, path, name, &override, override ? 1 : 0, &err);
+  return rc != DLPAR_OK ? rc : config_check(&set, 1, 1, &err);
 }
 
 static void test_config(void)
@@ -154,17 +155,17 @@ static void test_config(void)
   unlink(hostile_path);
   /* config_to_yaml's own refusal (no room) names the config */
   CHECK_INT(load_config(path, "base: {lr: 1}\n", "base", NULL), DLPAR_OK);
-  CHECK_INT(config_load(&set, path, "base", NULL, 0, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(config_load(&set, path, "base", NULL, 0, &err), DLPAR_OK);
   snprintf(set.cfg.name, sizeof(set.cfg.name), "%s", HOSTILE);
-  EXPECT_QUOTED(config_to_yaml(&set.cfg, yaml, sizeof(yaml), err, sizeof(err)));
+  EXPECT_QUOTED(config_to_yaml(&set.cfg, yaml, sizeof(yaml), &err));
 }
 
 static void test_yaml(void)
 {
   ytree *tree = NULL;
-  EXPECT_QUOTED(ytree_parse_string(HOSTILE_YAML ": 1\n" HOSTILE_YAML ": 2\n", "a.yaml", &tree, err, sizeof(err)));
+  EXPECT_QUOTED(ytree_parse_string(HOSTILE_YAML ": 1\n" HOSTILE_YAML ": 2\n", "a.yaml", &tree, &err));
   ytree_free(tree);
-  EXPECT_QUOTED(ytree_parse_file("/nonexistent/" HOSTILE ".yaml", &tree, err, sizeof(err)));
+  EXPECT_QUOTED(ytree_parse_file("/nonexistent/" HOSTILE ".yaml", &tree, &err));
 }
 
 static void test_files(void)
@@ -176,13 +177,13 @@ static void test_files(void)
   checkpoint_position pos = {.step = -1};
   static const char header[] = "\x93NUMPY\x01\x00\x13\x00{'descr': '" HOSTILE "'}";
   FILE *f = fmemopen((void *)header, sizeof(header) - 1, "rb");
-  EXPECT_QUOTED(npy_read("/nonexistent/" HOSTILE ".npy", &array, err, sizeof(err)));
-  EXPECT_QUOTED(npy_read_stream(f, (long)sizeof(header) - 1, "h.npy", &array, err, sizeof(err)));
+  EXPECT_QUOTED(npy_read("/nonexistent/" HOSTILE ".npy", &array, &err));
+  EXPECT_QUOTED(npy_read_stream(f, (long)sizeof(header) - 1, "h.npy", &array, &err));
   fclose(f);
-  EXPECT_QUOTED(era5_load_stats("/nonexistent/" HOSTILE ".npy", 1, &stats, err, sizeof(err)));
-  EXPECT_QUOTED(era5_load_stats("/nonexistent/" HOSTILE ".h5", 1, &stats, err, sizeof(err)));
-  EXPECT_QUOTED(era5_open(&data, "/nonexistent/" HOSTILE, &cfg, -1, NULL, NULL, NULL, err, sizeof(err)));
-  EXPECT_QUOTED(checkpoint_check_position(&pos, 10, 5, "/run/" HOSTILE "/checkpoint.h5", err, sizeof(err)));
+  EXPECT_QUOTED(era5_load_stats("/nonexistent/" HOSTILE ".npy", 1, &stats, &err));
+  EXPECT_QUOTED(era5_load_stats("/nonexistent/" HOSTILE ".h5", 1, &stats, &err));
+  EXPECT_QUOTED(era5_open(&data, "/nonexistent/" HOSTILE, &cfg, -1, NULL, NULL, NULL, &err));
+  EXPECT_QUOTED(checkpoint_check_position(&pos, 10, 5, "/run/" HOSTILE "/checkpoint.h5", &err));
 }
 
 /* Whether text is one line of valid, printable UTF-8: nothing dlpar_quote

@@ -22,20 +22,20 @@
 static void expect_admin_error(const char *arg, const char *message)
 {
   dlpar_admin_config config;
-  char err[DLPAR_ERRLEN] = "";
+  dlpar_error err = {0};
   char *argv[1] = {(char *)arg};
-  CHECK_INT(dlpar_admin_config_parse(1, argv, &config, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, message);
+  CHECK_INT(dlpar_admin_config_parse(1, argv, &config, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, message);
 }
 
 static void test_admin(void)
 {
   dlpar_admin_config config;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   char *argv[4] = {"tp_span=warn", "topology_xml=/etc/dlpar/node.xml", "bind_cpus=no", "profile_dir=/scratch/prof"};
-  CHECK_INT(dlpar_admin_config_parse(0, NULL, &config, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_admin_config_parse(0, NULL, &config, &err), DLPAR_OK);
   CHECK(config.tp_span == DLPAR_SPAN_ERROR && config.bind_cpus && config.bind_nic);
-  CHECK_INT(dlpar_admin_config_parse(4, argv, &config, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_admin_config_parse(4, argv, &config, &err), DLPAR_OK);
   CHECK(config.tp_span == DLPAR_SPAN_WARN && !config.bind_cpus);
   CHECK_STR(config.topology_xml, "/etc/dlpar/node.xml");
   CHECK_STR(config.profile_dir, "/scratch/prof");
@@ -55,7 +55,7 @@ static void test_admin(void)
 }
 
 static int parse(const char *parallel, const char *profile, const char *steps, const char *ranks,
-                 dlpar_profile_request *req, char *err)
+                 dlpar_profile_request *req, dlpar_error *err)
 {
   dlpar_user_options options = {0};
   dlpar_grid_request grid;
@@ -69,34 +69,35 @@ static int parse(const char *parallel, const char *profile, const char *steps, c
     dlpar_user_value_store(&options.profile_ranks, ranks);
   dlpar_check_mode check;
   bool torch_env;
-  return dlpar_request_parse(&options, &grid, req, &check, &torch_env, err, DLPAR_ERRLEN);
+  return dlpar_request_parse(&options, &grid, req, &check, &torch_env, err);
 }
 
 static void test_request(void)
 {
   dlpar_profile_request req;
-  char err[DLPAR_ERRLEN] = "", huge[4000];
-  CHECK_INT(parse("2x2", "nsys", "30-40", "0,3", &req, err), DLPAR_OK);
+  char huge[4000];
+  dlpar_error err = {0};
+  CHECK_INT(parse("2x2", "nsys", "30-40", "0,3", &req, &err), DLPAR_OK);
   CHECK(req.tool == DLPAR_PROFILE_NSYS && req.first_step == 30 && req.last_step == 40);
   CHECK(dlpar_profile_selects(&req, 3) && !dlpar_profile_selects(&req, 1));
-  CHECK_INT(dlpar_profile_check(&req, 3, err, DLPAR_ERRLEN), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-profile-ranks: rank 3 does not exist in a step of 3 tasks (use ranks 0-2)");
-  CHECK_INT(parse(NULL, "nvtx", NULL, NULL, &req, err), DLPAR_OK);
+  CHECK_INT(dlpar_profile_check(&req, 3, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-profile-ranks: rank 3 does not exist in a step of 3 tasks (use ranks 0-2)");
+  CHECK_INT(parse(NULL, "nvtx", NULL, NULL, &req, &err), DLPAR_OK);
   CHECK(dlpar_profile_selects(&req, 0) && !dlpar_profile_selects(&req, 1));
-  CHECK_INT(parse(NULL, "perf", NULL, NULL, &req, err), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-profile=perf: unknown profiler (use nsys, nvtx or off)");
-  CHECK_INT(parse(NULL, "nsys", "40-30", NULL, &req, err), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-profile-steps=40-30: the range is empty (use A-B with A <= B, e.g. 30-40)");
-  CHECK_INT(parse(NULL, "nsys", "30", NULL, &req, err), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-profile-steps=30: expected a step range A-B (e.g. --dl-profile-steps=30-40)");
-  CHECK_INT(parse(NULL, "nsys", NULL, "x", &req, err), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-profile-ranks=x: expected ranks like 0,2,4-7 or all (e.g. --dl-profile-ranks=0)");
-  CHECK_INT(parse(NULL, NULL, "1-2", NULL, &req, err), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-profile-steps needs a profiler (add --dl-profile=nsys or --dl-profile=nvtx)");
+  CHECK_INT(parse(NULL, "perf", NULL, NULL, &req, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-profile=perf: unknown profiler (use nsys, nvtx or off)");
+  CHECK_INT(parse(NULL, "nsys", "40-30", NULL, &req, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-profile-steps=40-30: the range is empty (use A-B with A <= B, e.g. 30-40)");
+  CHECK_INT(parse(NULL, "nsys", "30", NULL, &req, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-profile-steps=30: expected a step range A-B (e.g. --dl-profile-steps=30-40)");
+  CHECK_INT(parse(NULL, "nsys", NULL, "x", &req, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-profile-ranks=x: expected ranks like 0,2,4-7 or all (e.g. --dl-profile-ranks=0)");
+  CHECK_INT(parse(NULL, NULL, "1-2", NULL, &req, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-profile-steps needs a profiler (add --dl-profile=nsys or --dl-profile=nvtx)");
   memset(huge, '7', sizeof(huge) - 1);
   huge[sizeof(huge) - 1] = '\0';
-  CHECK_INT(parse(huge, NULL, NULL, NULL, &req, err), DLPAR_ERR_INPUT);
-  CHECK(strstr(err, "value too long") != NULL);
+  CHECK_INT(parse(huge, NULL, NULL, NULL, &req, &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "value too long") != NULL);
 }
 
 static void test_tasks_per_node(void)
@@ -121,30 +122,31 @@ static void test_check(void)
   dlpar_check_mode check = DLPAR_CHECK_ON;
   dlpar_task_env env = {.grid = {2, 2}, .local_size = 1}, back;
   dlpar_env_list list;
-  char err[DLPAR_ERRLEN] = "";
+  dlpar_error err = {0};
   bool present, torch_env = false;
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_OK);
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_OK);
   CHECK(check == DLPAR_CHECK_OFF && torch_env && !dlpar_user_options_active(&options));
   dlpar_user_value_store(&options.env, "none");
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_OK);
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_OK);
   CHECK(!torch_env && dlpar_user_options_active(&options));
   dlpar_user_value_store(&options.env, "torchrun");
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-env=torchrun: expected torch (export MASTER_ADDR, MASTER_PORT, RANK... for env://) or none");
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text,
+            "--dl-env=torchrun: expected torch (export MASTER_ADDR, MASTER_PORT, RANK... for env://) or none");
   options.env.given = false;
   for (int i = 0; i < 5; i++) {
     dlpar_user_value_store(&options.check, texts[i]);
-    CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_OK);
+    CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_OK);
     CHECK(check == modes[i] && dlpar_user_options_active(&options));
   }
   dlpar_user_value_store(&options.check, "sometimes");
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, err, DLPAR_ERRLEN), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-check=sometimes: expected nothing (check, then run), 'only' (check and stop) or 'off'");
+  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-check=sometimes: expected nothing (check, then run), 'only' (check and stop) or 'off'");
   env.check = DLPAR_CHECK_ONLY;
   dlpar_task_env_export(&env, &list);
   for (int i = 0; i < list.count; i++)
     setenv(list.var[i].name, list.var[i].value, 1);
-  CHECK_INT(dlpar_task_env_import(&back, &present, err, DLPAR_ERRLEN), DLPAR_OK);
+  CHECK_INT(dlpar_task_env_import(&back, &present, &err), DLPAR_OK);
   CHECK(present && back.check == DLPAR_CHECK_ONLY);
 }
 
@@ -153,48 +155,49 @@ static void test_check(void)
 static void test_torch_ports_ephemeral(void)
 {
   dlpar_admin_config config;
-  char err[DLPAR_ERRLEN] = "", arg[64], want[DLPAR_ERRLEN];
+  char arg[64], want[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   char *argv[1] = {arg};
   int lo, hi;
   CHECK_INT(dlpar_ephemeral_ports(&lo, &hi), DLPAR_OK);
   snprintf(arg, sizeof(arg), "torch_ports=%d-%d", lo, lo < 65535 ? lo + 1 : lo);
-  CHECK_INT(dlpar_admin_config_parse(1, argv, &config, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_admin_config_parse(1, argv, &config, &err), DLPAR_ERR_INPUT);
   snprintf(want, sizeof(want), "plugstack.conf: %s overlaps the kernel's ephemeral ports %d-%d", arg, lo, hi);
-  CHECK(strncmp(err, want, strlen(want)) == 0);
+  CHECK(strncmp(err.text, want, strlen(want)) == 0);
 }
 
 /* The env:// contract's rules in slurmstepd (spank/master.c) and srun. */
 static void test_master_rules(void)
 {
-  char err[DLPAR_ERRLEN] = "";
-  CHECK_INT(dlpar_busy_port_verdict(12000, true, false, "n1", err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "MASTER_PORT 12000, the port Slurm reserved for this step, is in use on n1, where rank 0 runs: ending "
-                 "the step (another process took it; run the step again, which gets other ports, or export "
-                 "MASTER_PORT)");
-  CHECK_INT(dlpar_busy_port_verdict(21234, false, true, "n1", err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "MASTER_PORT 21234 (derived from job and step) is in use on n1, where rank 0 runs: ending the step "
-                 "(run srun with --resv-ports=1 so Slurm reserves a port per step, which needs MpiParams=ports in "
-                 "slurm.conf, or export MASTER_PORT)");
-  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, "n1", err, sizeof(err)), DLPAR_WARN);
-  CHECK_STR(err, "MASTER_PORT 21234 (derived from job and step) is in use on n1, where rank 0 runs: env:// cannot "
-                 "open its store there, programs that do not use it run on (for env://: srun --resv-ports=1, which "
-                 "needs MpiParams=ports in slurm.conf, or export MASTER_PORT; without env://: --dl-env=none)");
-  CHECK_INT(dlpar_distribution_refusal("arbitrary", true, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "-m arbitrary may put rank 0 off the step's first node, whose address MASTER_ADDR is "
-                 "(--dl-env=torch, the default): use a block, cyclic or plane distribution, or --dl-env=none and your "
-                 "own MASTER_ADDR");
-  CHECK_INT(dlpar_distribution_refusal("arbitrary", false, err, sizeof(err)), DLPAR_OK);
-  CHECK_INT(dlpar_distribution_refusal("block", true, err, sizeof(err)), DLPAR_OK);
-  CHECK_INT(dlpar_distribution_refusal("plane=2", true, err, sizeof(err)), DLPAR_OK);
-  CHECK_INT(dlpar_distribution_refusal(NULL, true, err, sizeof(err)), DLPAR_OK);
+  dlpar_error err = {0};
+  CHECK_INT(dlpar_busy_port_verdict(12000, true, false, "n1", &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "MASTER_PORT 12000, the port Slurm reserved for this step, is in use on n1, where rank 0 runs: "
+                      "ending the step (another process took it; run the step again, which gets other ports, or export "
+                      "MASTER_PORT)");
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, true, "n1", &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "MASTER_PORT 21234 (derived from job and step) is in use on n1, where rank 0 runs: ending the "
+                      "step (run srun with --resv-ports=1 so Slurm reserves a port per step, which needs "
+                      "MpiParams=ports in slurm.conf, or export MASTER_PORT)");
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, "n1", &err), DLPAR_WARN);
+  CHECK_STR(err.text, "MASTER_PORT 21234 (derived from job and step) is in use on n1, where rank 0 runs: env:// cannot "
+                      "open its store there, programs that do not use it run on (for env://: srun --resv-ports=1, "
+                      "which needs MpiParams=ports in slurm.conf, or export MASTER_PORT; without env://: --dl-env=none)");
+  CHECK_INT(dlpar_distribution_refusal("arbitrary", true, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "-m arbitrary may put rank 0 off the step's first node, whose address MASTER_ADDR is "
+                      "(--dl-env=torch, the default): use a block, cyclic or plane distribution, or --dl-env=none and "
+                      "your own MASTER_ADDR");
+  CHECK_INT(dlpar_distribution_refusal("arbitrary", false, &err), DLPAR_OK);
+  CHECK_INT(dlpar_distribution_refusal("block", true, &err), DLPAR_OK);
+  CHECK_INT(dlpar_distribution_refusal("plane=2", true, &err), DLPAR_OK);
+  CHECK_INT(dlpar_distribution_refusal(NULL, true, &err), DLPAR_OK);
   /* a loopback NodeAddr is no MASTER_ADDR for a step of several nodes; on one node it is */
-  CHECK_INT(dlpar_master_addr_warning("n1", "127.0.1.1", 2, err, sizeof(err)), DLPAR_WARN);
-  CHECK_STR(err, "MASTER_ADDR: node n1's address 127.0.1.1 is loopback, which the other nodes cannot reach (its "
-                 "NodeAddr, or its name where NodeAddr is unset, resolves so, e.g. in /etc/hosts): set NodeAddr=ADDRESS "
-                 "for n1 in slurm.conf, or export your own MASTER_ADDR");
-  CHECK_INT(dlpar_master_addr_warning("n1", "::1", 4, err, sizeof(err)), DLPAR_WARN);
-  CHECK_INT(dlpar_master_addr_warning("n1", "127.0.1.1", 1, err, sizeof(err)), DLPAR_OK);
-  CHECK_INT(dlpar_master_addr_warning("n1", "10.77.0.11", 2, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_master_addr_warning("n1", "127.0.1.1", 2, &err), DLPAR_WARN);
+  CHECK_STR(err.text, "MASTER_ADDR: node n1's address 127.0.1.1 is loopback, which the other nodes cannot reach (its "
+                      "NodeAddr, or its name where NodeAddr is unset, resolves so, e.g. in /etc/hosts): set "
+                      "NodeAddr=ADDRESS for n1 in slurm.conf, or export your own MASTER_ADDR");
+  CHECK_INT(dlpar_master_addr_warning("n1", "::1", 4, &err), DLPAR_WARN);
+  CHECK_INT(dlpar_master_addr_warning("n1", "127.0.1.1", 1, &err), DLPAR_OK);
+  CHECK_INT(dlpar_master_addr_warning("n1", "10.77.0.11", 2, &err), DLPAR_OK);
 }
 
 /* Whether text is one line of valid, printable UTF-8 (no byte left of a
@@ -213,36 +216,38 @@ static int valid_one_line(const char *text)
  * is built with the trainer; these run in a plugin-only build too. */
 static void test_refusals_quoted(void)
 {
-  char err[DLPAR_ERRLEN], long_mpi[300];
-  dlpar_pmix_refusal("pmi2\nlevel=error \xe2\x80\xa8 \xe2\x80\xae\xc2\x85", err, sizeof(err));
-  CHECK_STR(err, "--dl-parallel needs PMIx but the step uses --mpi=pmi2\\nlevel=error \\xe2\\x80\\xa8 "
-                 "\\xe2\\x80\\xae\\xc2\\x85 (use --mpi=pmix, or ask the admin for MpiDefault=pmix)");
+  char long_mpi[300];
+  dlpar_error err = {0};
+  dlpar_pmix_refusal("pmi2\nlevel=error \xe2\x80\xa8 \xe2\x80\xae\xc2\x85", &err);
+  CHECK_STR(err.text, "--dl-parallel needs PMIx but the step uses --mpi=pmi2\\nlevel=error \\xe2\\x80\\xa8 "
+                      "\\xe2\\x80\\xae\\xc2\\x85 (use --mpi=pmix, or ask the admin for MpiDefault=pmix)");
   memset(long_mpi, 'x', sizeof(long_mpi) - 1);
   long_mpi[sizeof(long_mpi) - 1] = '\0';
-  dlpar_pmix_refusal(long_mpi, err, sizeof(err));
-  CHECK(strstr(err, "xxx... (use --mpi=pmix") != NULL && valid_one_line(err));
-  CHECK_INT(dlpar_het_refusal("1234567\xc3\xa9", "9", 4, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here 9 tasks in "
-                 "1234567\xc3\xa9 components): run the parallel program as a step of one component (srun --het-group=N)");
-  CHECK(valid_one_line(err));
-  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, "n1\n\xe2\x80\xa8", err, sizeof(err)), DLPAR_WARN);
-  CHECK(strstr(err, "in use on n1\\n\\xe2\\x80\\xa8, where") != NULL && valid_one_line(err));
+  dlpar_pmix_refusal(long_mpi, &err);
+  CHECK(strstr(err.text, "xxx... (use --mpi=pmix") != NULL && valid_one_line(err.text));
+  CHECK_INT(dlpar_het_refusal("1234567\xc3\xa9", "9", 4, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "--dl-* options do not support heterogeneous steps (srun A : B, --het-group=0,1; here 9 tasks in "
+                      "1234567\xc3\xa9 components): run the parallel program as a step of one component (srun "
+                      "--het-group=N)");
+  CHECK(valid_one_line(err.text));
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, "n1\n\xe2\x80\xa8", &err), DLPAR_WARN);
+  CHECK(strstr(err.text, "in use on n1\\n\\xe2\\x80\\xa8, where") != NULL && valid_one_line(err.text));
 }
 
 /* A key given twice is refused, naming both; two different keys are not. */
 static void test_admin_twice(void)
 {
   dlpar_admin_config config;
-  char err[DLPAR_ERRLEN] = "";
+  dlpar_error err = {0};
   char *twice[3] = {"tp_span=warn", "bind_nic=no", "tp_span=allow"}, *same[2] = {"bind_cpus=no", "bind_cpus=no"};
   char *prefix[2] = {"bind_cpus=no", "bind_cpus_x=1"};
-  CHECK_INT(dlpar_admin_config_parse(3, twice, &config, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "plugstack.conf: tp_span given twice (tp_span=warn, then tp_span=allow): keep one");
-  CHECK_INT(dlpar_admin_config_parse(2, same, &config, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "plugstack.conf: bind_cpus given twice (bind_cpus=no, then bind_cpus=no): keep one");
-  CHECK_INT(dlpar_admin_config_parse(2, prefix, &config, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK(strstr(err, "unknown key 'bind_cpus_x'") != NULL);
-  CHECK_INT(dlpar_admin_config_parse(2, twice, &config, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_admin_config_parse(3, twice, &config, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "plugstack.conf: tp_span given twice (tp_span=warn, then tp_span=allow): keep one");
+  CHECK_INT(dlpar_admin_config_parse(2, same, &config, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "plugstack.conf: bind_cpus given twice (bind_cpus=no, then bind_cpus=no): keep one");
+  CHECK_INT(dlpar_admin_config_parse(2, prefix, &config, &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "unknown key 'bind_cpus_x'") != NULL);
+  CHECK_INT(dlpar_admin_config_parse(2, twice, &config, &err), DLPAR_OK);
 }
 
 static char plugstack_dir[] = "/tmp/dlpar-plugstack.XXXXXX";
@@ -277,7 +282,8 @@ static void expect_check_refusal(const char *stack, const char *text, const char
 static void test_plugstack_files(void)
 {
   char slurm_conf[PATH_LEN], stack[PATH_LEN], snippet[PATH_LEN], plugin[PATH_LEN], other[PATH_LEN], text[PATH_LEN];
-  char out[PATH_LEN], err[DLPAR_ERRLEN], msg[8192], want[8192];
+  char out[PATH_LEN], msg[8192], want[8192];
+  dlpar_error err = {0};
   char *args[2] = {"tp_span=warn", "bind_nic=no"}, *fewer[1] = {"tp_span=warn"};
   dlpar_plugstack_entry entry;
   CHECK(mkdtemp(plugstack_dir) != NULL);
@@ -286,21 +292,21 @@ static void test_plugstack_files(void)
   write_file(DLPAR_PLUGIN_FILE, "", plugin);
   /* slurm.conf: the key in any case, a comment after it; else plugstack.conf beside it */
   write_file("slurm.conf", "ClusterName=x\n  plugstackconfig = /etc/other/stack.conf # moved\n", slurm_conf);
-  CHECK_INT(dlpar_plugstack_path(slurm_conf, out, sizeof(out), err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_plugstack_path(slurm_conf, out, sizeof(out), &err), DLPAR_OK);
   CHECK_STR(out, "/etc/other/stack.conf");
   write_file("slurm.conf", "ClusterName=x\n#PlugStackConfig=/nowhere\nPlugStackConfigX=/nowhere\n", slurm_conf);
-  CHECK_INT(dlpar_plugstack_path(slurm_conf, out, sizeof(out), err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_plugstack_path(slurm_conf, out, sizeof(out), &err), DLPAR_OK);
   snprintf(want, sizeof(want), "%s/plugstack.conf", plugstack_dir);
   CHECK_STR(out, want);
-  CHECK_INT(dlpar_plugstack_path("/nonexistent/slurm.conf", out, sizeof(out), err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "/nonexistent/slurm.conf: cannot read it (No such file or directory): name slurm.conf in "
-                 "SLURM_CONF, or give the file to check");
+  CHECK_INT(dlpar_plugstack_path("/nonexistent/slurm.conf", out, sizeof(out), &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "/nonexistent/slurm.conf: cannot read it (No such file or directory): name slurm.conf in "
+                      "SLURM_CONF, or give the file to check");
   /* Debian's layout: plugstack.conf includes conf.d/ *.conf, a relative glob */
   write_file("plugstack.conf", "# Slurm's\ninclude conf.d/*.conf\ninclude missing/*.conf\n", stack);
   write_file("conf.d/other.conf", "required /usr/lib/spank_other.so a=1\n", other);
   snprintf(text, sizeof(text), "# dlpar\n\n  required\t%s tp_span=warn   bind_nic=no # the admin's\n", plugin);
   write_file("conf.d/dlpar.conf", text, snippet);
-  CHECK_INT(dlpar_plugstack_read(stack, &entry, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_plugstack_read(stack, &entry, &err), DLPAR_OK);
   CHECK(entry.count == 1 && entry.line == 3 && entry.required && entry.argc == 2);
   CHECK_STR(entry.file, snippet);
   CHECK_STR(entry.plugin, plugin);
@@ -384,25 +390,25 @@ static void test_config_refusal(void)
 static void test_srun_mark(void)
 {
   dlpar_task_env env;
-  char err[DLPAR_ERRLEN] = "";
+  dlpar_error err = {0};
   bool present = true;
   unsetenv("DLPAR_VERSION");
   setenv("SLURM_JOB_ID", "12", 1);
   setenv("SLURM_STEP_ID", "3", 1);
   setenv("SLURMD_NODENAME", "n2", 1);
   setenv(DLPAR_SRUN_STEP, "12.3", 1);
-  CHECK_INT(dlpar_task_env_import(&env, &present, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_task_env_import(&env, &present, &err), DLPAR_ERR_INPUT);
   CHECK(!present);
-  CHECK_STR(err, "srun accepted --dl-* options for step 12.3, but dlpar's plugin did not run on n2: its "
-                 "plugstack.conf has no spank_dlpar.so line, and Slurm needs the same plugstack.conf on every node "
-                 "(ask the admin)");
+  CHECK_STR(err.text, "srun accepted --dl-* options for step 12.3, but dlpar's plugin did not run on n2: its "
+                      "plugstack.conf has no spank_dlpar.so line, and Slurm needs the same plugstack.conf on every "
+                      "node (ask the admin)");
   /* another step's mark (a nested srun inherits it): a plain run */
   setenv("SLURM_STEP_ID", "4", 1);
-  CHECK_INT(dlpar_task_env_import(&env, &present, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_task_env_import(&env, &present, &err), DLPAR_OK);
   CHECK(!present);
   unsetenv(DLPAR_SRUN_STEP);
   setenv("SLURM_STEP_ID", "3", 1);
-  CHECK_INT(dlpar_task_env_import(&env, &present, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_task_env_import(&env, &present, &err), DLPAR_OK);
   unsetenv("SLURM_JOB_ID");
   unsetenv("SLURM_STEP_ID");
   unsetenv("SLURMD_NODENAME");

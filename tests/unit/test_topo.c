@@ -22,12 +22,13 @@
 
 static void load(const char *name, dlpar_topology *topo)
 {
-  char path[4096], err[DLPAR_ERRLEN] = "";
+  char path[4096];
+  dlpar_error err = {0};
   const char *srcdir = getenv("DLPAR_SRCDIR");
   snprintf(path, sizeof(path), "%s/tests/topo/%s", srcdir ? srcdir : ".", name);
-  CHECK_INT(dlpar_topology_load(path, topo, err, sizeof(err)), DLPAR_OK);
-  if (err[0])
-    fprintf(stderr, "%s\n", err);
+  CHECK_INT(dlpar_topology_load(path, topo, &err), DLPAR_OK);
+  if (err.text[0])
+    fprintf(stderr, "%s\n", err.text);
 }
 
 typedef struct {
@@ -40,8 +41,8 @@ static void expect_map(const dlpar_topology *topo, const int *step_gpus, int nst
 {
   for (int rank = 0; rank < local_size; rank++) {
     dlpar_binding b;
-    char err[DLPAR_ERRLEN];
-    CHECK_INT(dlpar_map_task(topo, step_gpus, nstep, rank, local_size, &b, err, sizeof(err)), DLPAR_OK);
+    dlpar_error err = {0};
+    CHECK_INT(dlpar_map_task(topo, step_gpus, nstep, rank, local_size, &b, &err), DLPAR_OK);
     CHECK_INT(b.gpu, want[rank].gpu);
     CHECK_INT(b.device, want[rank].device);
     CHECK_STR(b.cpus, want[rank].cpus);
@@ -111,15 +112,16 @@ static void test_sharing_and_errors(void)
 {
   dlpar_topology topo;
   dlpar_binding b;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   const int missing[1] = {9};
   load("bed-node.xml", &topo);
-  CHECK_INT(dlpar_map_task(&topo, NULL, 0, 5, 6, &b, err, sizeof(err)), DLPAR_WARN);
+  CHECK_INT(dlpar_map_task(&topo, NULL, 0, 5, 6, &b, &err), DLPAR_WARN);
   CHECK_INT(b.gpu, 1);
-  CHECK_STR(err, "6 tasks share 4 GPUs on this node: GPU 1 is shared (request one GPU per task, e.g. --gpus-per-node=6)");
-  CHECK_INT(dlpar_map_task(&topo, missing, 1, 0, 1, &b, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_INT(dlpar_topology_load("/nonexistent.xml", &topo, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "topology /nonexistent.xml: not a readable hwloc XML file (check the topology_xml key)");
+  CHECK_STR(err.text, "6 tasks share 4 GPUs on this node: GPU 1 is shared (request one GPU per task, e.g. "
+                      "--gpus-per-node=6)");
+  CHECK_INT(dlpar_map_task(&topo, missing, 1, 0, 1, &b, &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_topology_load("/nonexistent.xml", &topo, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "topology /nonexistent.xml: not a readable hwloc XML file (check the topology_xml key)");
 }
 
 static void test_cpu_list(void)
@@ -139,7 +141,7 @@ static void test_env_roundtrip(void)
   dlpar_task_env out = {0}, in;
   dlpar_env_list list;
   bool present;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   out.grid = (dlpar_grid){2, 3};
   out.rank = 5;
   out.local_rank = 1;
@@ -183,21 +185,21 @@ static void test_env_roundtrip(void)
   CHECK_STR(getenv("CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
   CHECK_STR(getenv("NCCL_IB_HCA"), "=mlx5_0,mlx5_1");
   CHECK_STR(getenv("UCX_NET_DEVICES"), "mlx5_1:1");
-  CHECK_INT(dlpar_task_env_import(&in, &present, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_task_env_import(&in, &present, &err), DLPAR_OK);
   CHECK(present);
   CHECK(in.grid.tp == 2 && in.grid.dp == 3 && in.rank == 5 && in.local_rank == 1);
   CHECK(in.binding.device == 1 && in.span == DLPAR_SPAN_WARN && in.profile == DLPAR_PROFILE_NSYS);
   CHECK(in.profile_this_rank && in.profile_first_step == 30 && in.profile_last_step == 40);
   CHECK_STR(in.profile_output, "/p/dlpar-7.0.rank5");
   setenv("DLPAR_VERSION", "2", 1);
-  CHECK_INT(dlpar_task_env_import(&in, &present, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_STR(err, "the launcher exported dlpar environment version 2 but this libdlpar reads version 1 "
-                 "(rebuild the program against the installed libdlpar)");
+  CHECK_INT(dlpar_task_env_import(&in, &present, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "the launcher exported dlpar environment version 2 but this libdlpar reads version 1 (rebuild "
+                      "the program against the installed libdlpar)");
   setenv("DLPAR_VERSION", "1", 1);
   setenv("DLPAR_RANK", "6", 1);
-  CHECK_INT(dlpar_task_env_import(&in, &present, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_task_env_import(&in, &present, &err), DLPAR_ERR_INPUT);
   unsetenv("DLPAR_VERSION");
-  CHECK_INT(dlpar_task_env_import(&in, &present, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_task_env_import(&in, &present, &err), DLPAR_OK);
   CHECK(!present);
 }
 
@@ -269,7 +271,7 @@ static void test_torch_env(void)
 {
   char ifname[32], addr[64];
   int port, lo, hi;
-  char err[DLPAR_ERRLEN];
+  dlpar_error err = {0};
   CHECK_INT(dlpar_resv_ports_first("12000-12003"), 12000);
   CHECK_INT(dlpar_resv_ports_first("12005,12000"), 12005);
   CHECK_INT(dlpar_resv_ports_first("12000"), 12000);
@@ -286,21 +288,21 @@ static void test_torch_env(void)
     port = dlpar_torch_port_derive(4000000000u, step, 20000, 20009);
     CHECK(port >= 20000 && port <= 20009);
   }
-  CHECK_INT(dlpar_port_range_parse("torch_ports", "21000-21010", &lo, &hi, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(dlpar_port_range_parse("torch_ports", "21000-21010", &lo, &hi, &err), DLPAR_OK);
   CHECK(lo == 21000 && hi == 21010);
-  CHECK_INT(dlpar_port_range_parse("torch_ports", "21000", &lo, &hi, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK_INT(dlpar_port_range_parse("torch_ports", "1000-2000", &lo, &hi, err, sizeof(err)), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_port_range_parse("torch_ports", "21000", &lo, &hi, &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_port_range_parse("torch_ports", "1000-2000", &lo, &hi, &err), DLPAR_ERR_INPUT);
   /* a range inside the kernel's ephemeral ports, or across their edge, is refused; beside them, not */
-  CHECK_INT(dlpar_port_range_outside("torch_ports", 20000, 29399, 32768, 60999, false, err, sizeof(err)), DLPAR_OK);
-  CHECK_INT(dlpar_port_range_outside("torch_ports", 61000, 62000, 32768, 60999, true, err, sizeof(err)), DLPAR_OK);
-  CHECK_INT(dlpar_port_range_outside("torch_ports", 30000, 32768, 32768, 60999, true, err, sizeof(err)),
+  CHECK_INT(dlpar_port_range_outside("torch_ports", 20000, 29399, 32768, 60999, false, &err), DLPAR_OK);
+  CHECK_INT(dlpar_port_range_outside("torch_ports", 61000, 62000, 32768, 60999, true, &err), DLPAR_OK);
+  CHECK_INT(dlpar_port_range_outside("torch_ports", 30000, 32768, 32768, 60999, true, &err),
             DLPAR_ERR_INPUT);
-  CHECK_STR(err, "plugstack.conf: torch_ports=30000-32768 overlaps the kernel's ephemeral ports 32768-60999 "
-                 "(net.ipv4.ip_local_port_range), which any outgoing connection may take: set torch_ports=LO-HI "
-                 "outside them (LO at least 1024)");
-  CHECK_INT(dlpar_port_range_outside("torch_ports", 20000, 29399, 1024, 65535, false, err, sizeof(err)),
+  CHECK_STR(err.text, "plugstack.conf: torch_ports=30000-32768 overlaps the kernel's ephemeral ports 32768-60999 "
+                      "(net.ipv4.ip_local_port_range), which any outgoing connection may take: set torch_ports=LO-HI "
+                      "outside them (LO at least 1024)");
+  CHECK_INT(dlpar_port_range_outside("torch_ports", 20000, 29399, 1024, 65535, false, &err),
             DLPAR_ERR_INPUT);
-  CHECK(strstr(err, "torch_ports=20000-29399 (the default) overlaps") != NULL);
+  CHECK(strstr(err.text, "torch_ports=20000-29399 (the default) overlaps") != NULL);
   CHECK_INT(dlpar_ephemeral_ports(&lo, &hi), DLPAR_OK); /* Linux has the file */
   CHECK(lo >= 1 && lo <= hi && hi <= 65535);
   /* a port the kernel picks is free; held by a listener of either family, on

@@ -18,24 +18,24 @@
 #include "trainer/train_config.h"
 
 /* Parses a NULL-terminated argument list (argv[0] added). */
-static int parse(train_args *a, char *err, size_t errlen, ...)
+static int parse(train_args *a, dlpar_error *err, ...)
 {
   char *argv[64] = {"dlpar-train"};
   int argc = 1;
   va_list ap;
-  va_start(ap, errlen);
+  va_start(ap, err);
   for (char *arg; (arg = va_arg(ap, char *)) != NULL && argc < 63;)
     argv[argc++] = arg;
   va_end(ap);
-  err[0] = '\0';
-  return args_parse(argc, argv, a, err, errlen);
+  err->text[0] = '\0';
+  return args_parse(argc, argv, a, err);
 }
 
 static void test_forms(void)
 {
   train_args a;
-  char err[256];
-  CHECK_INT(parse(&a, err, sizeof(err), "--yaml_config", "c.yaml", "--config=short", "--num_epochs", "4",
+  dlpar_error err = {0};
+  CHECK_INT(parse(&a, &err, "--yaml_config", "c.yaml", "--config=short", "--num_epochs", "4",
                   "--num_data_workers=8", "--amp_mode=fp16", "--enable_apex", "--enable_jit", "--run_num", "07",
                   "--enable_fused=false", "--resume", NULL),
             DLPAR_OK);
@@ -54,12 +54,12 @@ static void test_forms(void)
   }
   args_free(&a);
   /* the bare boolean does not swallow the positional file after it */
-  CHECK_INT(parse(&a, err, sizeof(err), "--enable_benchy", "--noddp", "c.yaml", "--device", "cpu", NULL), DLPAR_OK);
+  CHECK_INT(parse(&a, &err, "--enable_benchy", "--noddp", "c.yaml", "--device", "cpu", NULL), DLPAR_OK);
   CHECK(a.benchy && a.device == DEVICE_CPU);
   CHECK_STR(a.config_file, "c.yaml");
   CHECK_INT(a.noverrides, 1);
   args_free(&a);
-  CHECK_INT(parse(&a, err, sizeof(err), "--config=short", "--help", NULL), DLPAR_OK); /* no file needed */
+  CHECK_INT(parse(&a, &err, "--config=short", "--help", NULL), DLPAR_OK); /* no file needed */
   CHECK(a.help);
   args_free(&a);
 }
@@ -68,8 +68,8 @@ static void test_forms(void)
 static void test_data_twice(void)
 {
   train_args a;
-  char err[256];
-  CHECK_INT(parse(&a, err, sizeof(err), "c.yaml", "--data=one", "--data", "two", NULL), DLPAR_OK);
+  dlpar_error err = {0};
+  CHECK_INT(parse(&a, &err, "c.yaml", "--data=one", "--data", "two", NULL), DLPAR_OK);
   CHECK_INT(a.noverrides, 12);
   if (a.noverrides == 12) {
     CHECK_STR(a.overrides[0], "--train_data_path=one/train");
@@ -83,17 +83,17 @@ static void refused(const char *want, ...)
   char *argv[16] = {"dlpar-train"};
   int argc = 1;
   train_args a;
-  char err[256] = "";
+  dlpar_error err = {0};
   va_list ap;
   va_start(ap, want);
   for (char *arg; (arg = va_arg(ap, char *)) != NULL && argc < 15;)
     argv[argc++] = arg;
   va_end(ap);
-  CHECK_INT(args_parse(argc, argv, &a, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK(strchr(err, '\n') == NULL);
-  if (!strstr(err, want)) {
+  CHECK_INT(args_parse(argc, argv, &a, &err), DLPAR_ERR_INPUT);
+  CHECK(strchr(err.text, '\n') == NULL);
+  if (!strstr(err.text, want)) {
     check_failures++;
-    fprintf(stderr, "FAILED: '%s' does not say '%s'\n", err, want);
+    fprintf(stderr, "FAILED: '%s' does not say '%s'\n", err.text, want);
   }
   args_free(&a);
 }
@@ -114,25 +114,26 @@ static void test_refusals(void)
 static void test_tutorial_yaml(void)
 {
   const char *srcdir = getenv("DLPAR_SRCDIR") ? getenv("DLPAR_SRCDIR") : ".";
-  char path[4096], err[512];
+  char path[4096];
+  dlpar_error err = {0};
   char *overrides[] = {"--local_batch_size=3", "--bucket_cap_mb=100", "--tensor_parallel=2", "--noddp=true"};
   const char *notes[16];
   config_set set;
   snprintf(path, sizeof(path), "%s/etc/tutorial/sc23/ViT.yaml", srcdir);
-  CHECK_INT(config_load(&set, path, "bs64_opt", overrides, 4, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(config_load(&set, path, "bs64_opt", overrides, 4, &err), DLPAR_OK);
   CHECK(set.cfg.enable_apex && set.cfg.enable_fused && set.cfg.noddp);
   CHECK_INT(set.cfg.global_batch_size, 64);
   CHECK(set.cfg.bucket_mb == 100);
   CHECK_INT(config_notes(&set.cfg, notes, 16), 4); /* apex, fused, dali, noddp */
-  CHECK_INT(config_check(&set, 2, 4, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(config_check(&set, 2, 4, &err), DLPAR_OK);
   CHECK_INT(set.cfg.global_batch_size, 12); /* local 3 x dp 4 */
-  CHECK_INT(config_check(&set, 1, 4, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK(strstr(err, "row_parallel_size=2, but the grid has 1 tensor-parallel rank") != NULL);
+  CHECK_INT(config_check(&set, 1, 4, &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "row_parallel_size=2, but the grid has 1 tensor-parallel rank") != NULL);
   snprintf(path, sizeof(path), "%s/etc/tutorial/sc24/ViT.yaml", srcdir);
   overrides[0] = "--context_parallel=4";
-  CHECK_INT(config_load(&set, path, "mp", overrides, 1, err, sizeof(err)), DLPAR_OK);
-  CHECK_INT(config_check(&set, 1, 1, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK(strstr(err, "no context parallelism") != NULL);
+  CHECK_INT(config_load(&set, path, "mp", overrides, 1, &err), DLPAR_OK);
+  CHECK_INT(config_check(&set, 1, 1, &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "no context parallelism") != NULL);
   CHECK(config_key_is_bool("enable_jit") && config_key_is_bool("disable_broadcast_buffers") &&
         !config_key_is_bool("num_epochs") && config_is_key("bucket_cap_mb"));
 }
@@ -161,12 +162,13 @@ static void test_attention_choice(void)
       {{"--amp_mode=none", "--attention=reference", "--deterministic=true"}, ATTENTION_FMA, 0, false,
        "reference kernels"},
   };
-  char path[4096], err[512], said[128];
+  char path[4096], said[128];
+  dlpar_error err = {0};
   config_set set;
   snprintf(path, sizeof(path), "%s/etc/vit.yaml", srcdir);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     attention_choice c;
-    CHECK_INT(config_load(&set, path, "base", (char *const *)cases[i].overrides, 3, err, sizeof(err)), DLPAR_OK);
+    CHECK_INT(config_load(&set, path, "base", (char *const *)cases[i].overrides, 3, &err), DLPAR_OK);
     c = attention_resolve(&set.cfg);
     CHECK_INT(c.kernels, cases[i].kernels);
     CHECK_INT(c.passes, cases[i].passes);
@@ -176,13 +178,13 @@ static void test_attention_choice(void)
   }
   CHECK_INT(attention_without_cudnn().kernels, ATTENTION_FMA); /* deterministic: true, no cuDNN plan */
   /* recompute: gelu by default; none keeps GELU's output; anything else refused in one line */
-  CHECK_INT(config_load(&set, path, "base", NULL, 0, err, sizeof(err)), DLPAR_OK);
+  CHECK_INT(config_load(&set, path, "base", NULL, 0, &err), DLPAR_OK);
   CHECK_STR(set.cfg.recompute, "gelu");
   {
     char *bad[] = {"--recompute=all"};
-    CHECK_INT(config_load(&set, path, "base", bad, 1, err, sizeof(err)), DLPAR_OK);
-    CHECK_INT(config_check(&set, 1, 1, err, sizeof(err)), DLPAR_ERR_INPUT);
-    CHECK(strstr(err, "recompute=all: expected gelu") != NULL);
+    CHECK_INT(config_load(&set, path, "base", bad, 1, &err), DLPAR_OK);
+    CHECK_INT(config_check(&set, 1, 1, &err), DLPAR_ERR_INPUT);
+    CHECK(strstr(err.text, "recompute=all: expected gelu") != NULL);
   }
 }
 

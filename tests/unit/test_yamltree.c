@@ -16,15 +16,15 @@
 #include "trainer/input_file.h"
 #include "trainer/yamltree.h"
 
-static char err[DLPAR_ERRLEN];
+static dlpar_error err;
 
 /* Parses text; DLPAR_OK or the status, with err one line. */
 static int parse(const char *text, ytree **tree)
 {
   int rc;
-  err[0] = '\0';
-  rc = ytree_parse_string(text, "t.yaml", tree, err, sizeof(err));
-  CHECK(rc == DLPAR_OK || (err[0] && !strchr(err, '\n')));
+  err.text[0] = '\0';
+  rc = ytree_parse_string(text, "t.yaml", tree, &err);
+  CHECK(rc == DLPAR_OK || (err.text[0] && !strchr(err.text, '\n')));
   return rc;
 }
 
@@ -33,8 +33,8 @@ static bool refused_with(const char *text, const char *message)
   ytree *tree;
   const int rc = parse(text, &tree);
   ytree_free(tree);
-  if (rc == DLPAR_OK || !strstr(err, message)) {
-    fprintf(stderr, "expected a refusal with '%s', got rc %d '%s'\n", message, rc, err);
+  if (rc == DLPAR_OK || !strstr(err.text, message)) {
+    fprintf(stderr, "expected a refusal with '%s', got rc %d '%s'\n", message, rc, err.text);
     return false;
   }
   return true;
@@ -171,11 +171,11 @@ static void test_files(void)
   CHECK(mkdtemp(dir) != NULL);
   snprintf(path, sizeof(path), "%s/fifo.yaml", dir);
   CHECK_INT(mkfifo(path, 0600), 0);
-  CHECK_INT(ytree_parse_file(path, &tree, err, sizeof(err)), DLPAR_ERR_INPUT); /* no writer: must not block */
-  CHECK(strstr(err, "fifo.yaml: a FIFO, not a regular file (put the file itself there)") != NULL);
+  CHECK_INT(ytree_parse_file(path, &tree, &err), DLPAR_ERR_INPUT); /* no writer: must not block */
+  CHECK(strstr(err.text, "fifo.yaml: a FIFO, not a regular file (put the file itself there)") != NULL);
   ytree_free(tree);
-  CHECK_INT(ytree_parse_file(dir, &tree, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK(strstr(err, ": a directory, not a regular file") != NULL);
+  CHECK_INT(ytree_parse_file(dir, &tree, &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, ": a directory, not a regular file") != NULL);
   ytree_free(tree);
   unlink(path);
   snprintf(path, sizeof(path), "%s/nul.yaml", dir);
@@ -184,8 +184,8 @@ static void test_files(void)
     fwrite("a: 1\n\0b: 2\n", 1, 11, f);
     fclose(f);
   }
-  CHECK_INT(ytree_parse_file(path, &tree, err, sizeof(err)), DLPAR_ERR_INPUT);
-  CHECK(strstr(err, "nul.yaml: holds a NUL byte") != NULL);
+  CHECK_INT(ytree_parse_file(path, &tree, &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "nul.yaml: holds a NUL byte") != NULL);
   ytree_free(tree);
   unlink(path);
   rmdir(dir);

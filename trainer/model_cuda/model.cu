@@ -181,22 +181,20 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   return mc_create_device_state(m);
 }
 
-extern "C" int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, char *err,
-                                 size_t errlen)
+extern "C" int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch,
+                                 dlpar_error *err)
 {
   model_cuda *m = (model_cuda *)calloc(1, sizeof(model_cuda));
   int rc;
   *out = &m->base;
-  if (!m) {
-    snprintf(err, errlen, "out of memory");
-    return DLPAR_ERR_SYSTEM;
-  }
+  if (!m)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
   m->base.ops = &cuda_ops;
   m->base.cfg = *cfg;
   m->base.comm = comm;
   vit_dims_fill(&m->base.dims, cfg, dlpar_get_info(comm)->tp_size, local_batch);
   rc = create(m, cfg, dlpar_get_info(comm));
   if (rc != DLPAR_OK)
-    snprintf(err, errlen, "%s", m->base.error);
+    dlpar_error_set(err, rc, "%s", m->base.error.text);
   return rc;
 }
