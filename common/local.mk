@@ -10,6 +10,7 @@ common_libdlpar_common_la_SOURCES = \
 	common/profile.c common/profile.h \
 	common/topo.c common/topo.h \
 	common/taskenv.c common/taskenv.h \
-	common/torchenv.c common/torchenv.h
+	common/torchenv.c common/torchenv.h \
+	common/netenv.c common/netenv.h
 common_libdlpar_common_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden $(HWLOC_CFLAGS)
 common_libdlpar_common_la_LIBADD = $(HWLOC_LIBS)

@@ -11,6 +11,7 @@
 
 #include "status.h"
 #include "text.h"
+#include "torchenv.h"
 
 static void add(dlpar_env_list *list, const char *name, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -41,6 +42,11 @@ int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, dlpar_error
                            "stop) or 'off'", dlpar_quote(text, quoted, sizeof(quoted)));
   }
   return DLPAR_OK;
+}
+
+bool dlpar_env_keeps_user_value(const char *name)
+{
+  return dlpar_env_is_torch_name(name) || strcmp(name, "NCCL_SOCKET_IFNAME") == 0;
 }
 
 void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
@@ -82,8 +88,10 @@ void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
     if (env->master_addr[0])
       add(list, "MASTER_ADDR", "%s", env->master_addr);
     add(list, "MASTER_PORT", "%d", env->master_port);
-    if (env->gloo_ifname[0])
+    if (env->gloo_ifname[0]) { /* NCCL's sockets too: the interface towards rank 0 */
       add(list, "GLOO_SOCKET_IFNAME", "%s", env->gloo_ifname);
+      add(list, "NCCL_SOCKET_IFNAME", "%s", env->gloo_ifname);
+    }
   }
   if (env->binding.gpu >= 0) {
     add(list, "CUDA_VISIBLE_DEVICES", "%s", env->binding.visible);

@@ -64,9 +64,13 @@ typedef struct {
   } var[DLPAR_ENV_MAX_VARS];
 } dlpar_env_list;
 
-/* The variables to set in the task's environment. The torch names
- * (dlpar_env_is_torch_name) are to be set without overwriting: a value the
- * user exported wins. */
+/* Whether the task keeps a value the user exported for name: the torch
+ * names (common/torchenv.h) and NCCL_SOCKET_IFNAME; the launcher's value
+ * replaces the rest. */
+bool dlpar_env_keeps_user_value(const char *name);
+
+/* The variables to set in the task's environment; those
+ * dlpar_env_keeps_user_value names without overwriting. */
 void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list);
 
 /* From the process environment. *present is false when no launcher exported

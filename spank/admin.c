@@ -48,8 +48,10 @@ static int parse_pair(const char *key, const char *value, dlpar_admin_config *co
     return parse_bool(key, value, &config->bind_nic, err);
   if (strcmp(key, "torch_ports") == 0)
     return dlpar_port_range_parse(key, value, &config->torch_port_lo, &config->torch_port_hi, err);
+  if (dlpar_net_is_key(key))
+    return dlpar_net_add(&config->net, key, value, err);
   return dlpar_error_set(err, DLPAR_ERR_INPUT, "plugstack.conf: unknown key '%s' (known: tp_span, topology_xml, "
-                         "profile_dir, bind_cpus, bind_nic, torch_ports)", dlpar_show(key).text);
+                         "profile_dir, bind_cpus, bind_nic, torch_ports, env.VAR[@NODES])", dlpar_show(key).text);
 }
 
 /* A key given twice is refused: which one the admin meant is not ours to guess. */
@@ -76,7 +78,7 @@ int dlpar_admin_config_parse(int argc, char **argv, dlpar_admin_config *config, 
   config->bind_nic = true;
   dlpar_port_range_parse("torch_ports", DLPAR_TORCH_PORTS_DEFAULT, &config->torch_port_lo, &config->torch_port_hi, err);
   for (int i = 0; i < argc; i++) {
-    char key[64];
+    char key[320];
     const char *eq = strchr(argv[i], '=');
     if (!eq || eq == argv[i] || (size_t)(eq - argv[i]) >= sizeof(key))
       return dlpar_error_set(err, DLPAR_ERR_INPUT, "plugstack.conf: '%s' is not key=value (e.g. tp_span=warn)",

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "common/grid.h"
+#include "common/netenv.h"
 #include "common/status.h"
 #include "common/torchenv.h"
 
@@ -19,6 +20,8 @@ typedef struct {
   bool bind_nic;             /* bind_nic=yes|no (default yes) */
   int torch_port_lo, torch_port_hi; /* torch_ports=LO-HI: MASTER_PORT's range without reserved ports,
                                      * from 1024 up, outside the node's ephemeral ports */
+  dlpar_net_config net;      /* env.VAR[@NODES]=VALUE: the site's NCCL_*, UCX_*, GLOO_SOCKET_IFNAME per node
+                              * class (common/netenv.h) */
 } dlpar_admin_config;
 
 /* Parses argv (the plugstack.conf arguments). Unknown keys, a key given

@@ -95,6 +95,14 @@ static int step_node(spank_t sp, uint32_t index, char *node, size_t len, dlpar_e
   return DLPAR_OK;
 }
 
+int dlpar_master_this_node(spank_t sp, char *node, size_t len, dlpar_error *err)
+{
+  uint32_t node_id = 0;
+  if (spank_get_item(sp, S_JOB_NODEID, &node_id) != ESPANK_SUCCESS)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot read this node's index in the step from slurmstepd");
+  return step_node(sp, node_id, node, len, err);
+}
+
 /* World rank 0's node (this one where rank 0 runs here, else the step's
  * first node) into dlpar_spank.master_node and its address into addr; a
  * warning in err where there is none to export. */

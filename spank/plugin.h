@@ -31,6 +31,8 @@ int dlpar_master_prepare(spank_t sp, bool torch_env);
 /* From task_init of rank 0's node when dlpar_master_prepare failed: ends
  * the whole step, every node's tasks; DLPAR_OK, or the error in err. */
 int dlpar_master_end_step(spank_t sp, dlpar_error *err);
+/* This node's name in the step's node list (what plugstack.conf's host lists name). */
+int dlpar_master_this_node(spank_t sp, char *node, size_t len, dlpar_error *err);
 int dlpar_stepd_user_init(spank_t sp);
 int dlpar_stepd_task_init_privileged(spank_t sp);
 int dlpar_stepd_task_init(spank_t sp);

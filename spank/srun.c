@@ -102,6 +102,33 @@ static void report_kept_torch_names(void)
                "exports none)", DLPAR_PLUGIN, line);
 }
 
+/* Whether var was named by an earlier setting than the i-th. */
+static bool named_before(const dlpar_net_config *net, int i)
+{
+  for (int j = 0; j < i; j++)
+    if (strcmp(net->setting[j].var, net->setting[i].var) == 0)
+      return true;
+  return false;
+}
+
+/* A name the site sets (plugstack.conf's env.) that the user exported wins
+ * on every task: said once per step, here. */
+static void report_kept_site_names(void)
+{
+  const dlpar_net_config *net = &dlpar_spank.admin.net;
+  char line[DLPAR_ERRLEN];
+  size_t used = 0;
+  for (int i = 0; i < net->count && used < sizeof(line); i++) {
+    const char *value = getenv(net->setting[i].var);
+    if (value && !named_before(net, i))
+      used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s=%s", used ? ", " : "", net->setting[i].var,
+                               dlpar_show(value).text);
+  }
+  if (used)
+    slurm_info("%s: keeping your exported %s for every task over plugstack.conf's env. settings (unset them to "
+               "get the site's)", DLPAR_PLUGIN, line);
+}
+
 /* DLPAR_SRUN_STEP=JOB.STEP in the tasks' environment (common/taskenv.h): a
  * node that read another plugstack.conf then says so. Set in srun's own
  * environment, which becomes the step's (spank_setenv here does not reach
@@ -147,6 +174,7 @@ int dlpar_srun_local_user_init(spank_t sp)
   if (check_mpi() != 0 || check_nsys() != 0)
     return -1;
   report_kept_torch_names();
+  report_kept_site_names();
   if (check_span(&grid, (int)ntasks, (int)nnodes) != 0)
     return -1;
   mark_step(sp);

@@ -165,15 +165,27 @@ static void set_torch_env(spank_t sp, dlpar_task_env *env)
   snprintf(env->gloo_ifname, sizeof(env->gloo_ifname), "%s", dlpar_spank.gloo_ifname);
 }
 
-/* DLPAR_* overwrite; the torch names keep a value the user exported. */
+static int set_task_env(spank_t sp, const char *name, const char *value, int overwrite)
+{
+  const spank_err_t rc = spank_setenv(sp, name, value, overwrite);
+  return rc == ESPANK_SUCCESS || (rc == ESPANK_ENV_EXISTS && !overwrite) ? 0 : -1;
+}
+
+/* The site's network settings for the node first, then the task's own:
+ * a value the user exported stays where dlpar_env_keeps_user_value says
+ * so, and for the site's names; a name the site sets keeps the site's (the NIC
+ * binding's NCCL_IB_HCA, UCX_NET_DEVICES; the derived interfaces). */
 static int export_env(spank_t sp, const dlpar_task_env *env)
 {
   dlpar_env_list list;
+  for (int i = 0; i < dlpar_spank.node_net.count; i++)
+    if (set_task_env(sp, dlpar_spank.node_net.setting[i].var, dlpar_spank.node_net.setting[i].value, 0) != 0)
+      return -1;
   dlpar_task_env_export(env, &list);
   for (int i = 0; i < list.count; i++) {
-    const int overwrite = !dlpar_env_is_torch_name(list.var[i].name);
-    const spank_err_t rc = spank_setenv(sp, list.var[i].name, list.var[i].value, overwrite);
-    if (rc != ESPANK_SUCCESS && !(rc == ESPANK_ENV_EXISTS && !overwrite))
+    const char *name = list.var[i].name;
+    const int overwrite = !dlpar_env_keeps_user_value(name);
+    if (!dlpar_net_find(&dlpar_spank.node_net, name) && set_task_env(sp, name, list.var[i].value, overwrite) != 0)
       return -1;
   }
   return 0;
@@ -195,6 +207,20 @@ int dlpar_stepd_task_init_privileged(spank_t sp)
   return 0;
 }
 
+/* The site's network settings that hold on this node, their interfaces
+ * checked here: once per node (user_init); a failure is said by the
+ * node's first task, every task refuses. */
+static void node_network(spank_t sp)
+{
+  char node[256];
+  dlpar_error *err = &dlpar_spank.net_error;
+  err->status = DLPAR_OK;
+  dlpar_spank.node_net.count = 0;
+  if (dlpar_master_this_node(sp, node, sizeof(node), err) == DLPAR_OK &&
+      dlpar_net_for_node(&dlpar_spank.admin.net, node, &dlpar_spank.node_net, err) == DLPAR_OK)
+    (void)dlpar_net_check_interfaces(&dlpar_spank.node_net, node, err);
+}
+
 int dlpar_stepd_user_init(spank_t sp)
 {
   if (!is_parallel_step(sp))
@@ -203,6 +229,7 @@ int dlpar_stepd_user_init(spank_t sp)
   dlpar_error parse_err;
   dlpar_spank.topology_error.status = dlpar_topology_load(xml, &dlpar_spank.topology, &dlpar_spank.topology_error);
   dlpar_spank.master_error.status = DLPAR_OK;
+  node_network(sp);
   if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
                           &dlpar_spank.torch_env, &parse_err) == DLPAR_OK)
     (void)dlpar_master_prepare(sp, dlpar_spank.torch_env); /* its failure: task_init raises it */
@@ -230,6 +257,10 @@ static int setup_task(spank_t sp, dlpar_error *err)
     dlpar_spank_error(err->text);
   if (dlpar_spank.topology_error.status != DLPAR_OK) {
     *err = dlpar_spank.topology_error;
+    return err->status;
+  }
+  if (dlpar_spank.net_error.status != DLPAR_OK) { /* said by the node's first task */
+    dlpar_error_set(err, dlpar_spank.net_error.status, "%s", facts.local_rank == 0 ? dlpar_spank.net_error.text : "");
     return err->status;
   }
   if (dlpar_spank.torch_env && dlpar_spank.master_error.status != DLPAR_OK) {

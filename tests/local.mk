@@ -45,7 +45,7 @@ SH_LOG_COMPILER = $(LOG_COMPILER) bash
 # The plugin's own; libdlpar's and the trainer's are in tests/libdlpar.mk
 # and tests/trainer.mk.
 INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_env.sh tests/integration/slurm_steps.sh \
-	tests/integration/spank_config.sh tests/integration/plugin_install.sh
+	tests/integration/spank_config.sh tests/integration/spank_network.sh tests/integration/plugin_install.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/lib/common.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary

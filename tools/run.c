@@ -156,8 +156,8 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   if (l->args.ntasks > sysconf(_SC_NPROCESSORS_ONLN)) /* oversubscribed: yield, as mpirun does */
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
   dlpar_task_env_export(env, &list);
-  for (int i = 0; i < list.count; i++) /* a torch name the user exported wins */
-    setenv(list.var[i].name, list.var[i].value, !dlpar_env_is_torch_name(list.var[i].name));
+  for (int i = 0; i < list.count; i++)
+    setenv(list.var[i].name, list.var[i].value, !dlpar_env_keeps_user_value(list.var[i].name));
   dlpar_bind_cpus(env->binding.cpus); /* none allowed: the inherited set */
   execvp(l->args.program[0], l->args.program);
   fprintf(stderr, "dlpar-run: cannot run %s: %s (check the path and that it is executable)\n",

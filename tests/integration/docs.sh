@@ -17,13 +17,13 @@ done
 
 echo "required /nonexistent/spank_dlpar.so no_such_key=1" >"$TEST_TMP/keys.conf"
 keys=$("$B/spank/dlpar-check-config" "$TEST_TMP/keys.conf" 2>&1 | sed -n 's/.*(known: \(.*\))$/\1/p' | tr -d ' ' | tr , '\n' | sort | paste -sd ' ')
-expect_eq "the parser knows the admin keys (dlpar-check-config says which)" "$(wc -w <<<"$keys")" 6
+expect_eq "the parser knows the admin keys (dlpar-check-config says which)" "$(wc -w <<<"$keys")" 7
 expect_eq "the shipped plugstack line's keys are the parser's" \
-  "$(sed -n 's/^#   \([a-z_]*\)=.*/\1/p' "$DLPAR_SRCDIR/etc/plugstack.conf.d/dlpar.conf.in" | sort | paste -sd ' ')" "$keys"
+  "$(sed -n 's/^#   \([][a-zA-Z_.@]*\)=.*/\1/p' "$DLPAR_SRCDIR/etc/plugstack.conf.d/dlpar.conf.in" | sort | paste -sd ' ')" "$keys"
 expect_eq "admin.md's keys are the parser's" \
-  "$(sed -n 's/^| `\([a-z_]*\)` | .* | .* | .* |$/\1/p' "$DLPAR_SRCDIR/doc/admin.md" | sort | paste -sd ' ')" "$keys"
+  "$(sed -n 's/^| `\([][a-zA-Z_.@]*\)` | .* | .* | .* |$/\1/p' "$DLPAR_SRCDIR/doc/admin.md" | sort | paste -sd ' ')" "$keys"
 expect_eq "spank_dlpar(8)'s keys are the parser's" \
-  "$(sed -n 's/^\.B[RI] \([a-z_]*\)= .*/\1/p' "$DLPAR_SRCDIR/doc/man/spank_dlpar.8" | sort | paste -sd ' ')" "$keys"
+  "$(sed -n 's/^\.B[RI] \([][a-zA-Z_.@]*\)= .*/\1/p' "$DLPAR_SRCDIR/doc/man/spank_dlpar.8" | sort | paste -sd ' ')" "$keys"
 
 use_bed
 work=$TEST_TMP/work

@@ -60,12 +60,13 @@ expect_contains "dlpar-run --check" "$out" "; running the program"
 expect_eq "dlpar-run --check: the program ran" "$(grep -c 'collectives ok' <<<"$out")" 4
 expect_contains "dlpar-run --check: tp groups of one have no allreduce" "$out" "ok       -              "
 
-# Rank 3 with its own NCCL_SOCKET_IFNAME, rank 1 throttled: both named, nothing runs.
+# Rank 3 with its own NCCL_SOCKET_IFNAME (the others have the plugin's, the
+# interface towards rank 0), rank 1 throttled: both named, nothing runs.
 out=$(DLPAR_TEST_SLOW_RANK=3 DLPAR_TEST_RANK_ENV=NCCL_SOCKET_IFNAME=eth9 \
       srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-check "$slow" "$hello" 2>&1)
 expect_rc "srun --dl-check, rank 3's NCCL setting" $? 1
 expect_contains "srun --dl-check, rank 3's NCCL setting" "$out" \
-  "dlpar-check: rank 3 on n2: NCCL settings differ from rank 0's (and the ranks like it): NCCL_SOCKET_IFNAME=eth9 here, nothing there"
+  "dlpar-check: rank 3 on n2: NCCL settings differ from rank 0's (and the ranks like it): NCCL_SOCKET_IFNAME=eth9 here, NCCL_SOCKET_IFNAME=eth0 there"
 expect_contains "srun --dl-check, rank 3's NCCL setting" "$out" "dlpar-check: FAILED in "
 grep -Eq "^3 .* 12\.5 NIC default$" <<<"$out" ||
   fail "rank 3's NCCL_SOCKET_IFNAME=eth9 (no such interface): its dp link is not the NIC default: $out"

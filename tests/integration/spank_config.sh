@@ -20,7 +20,7 @@ good="required $plugin $BED_TOPOLOGY"
 BED_TOPOLOGY="$BED_TOPOLOGY torch_port=20000-20999" use_bed private any
 dir=$(dirname "$SLURM_CONF")
 plugstack=$dir/plugstack.conf
-known="(known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic, torch_ports)"
+known="(known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic, torch_ports, env.VAR[@NODES])"
 typo="plugstack.conf: unknown key 'torch_port' $known (line 1 of $plugstack)"
 
 # slurmd: a warning, and the nodes run

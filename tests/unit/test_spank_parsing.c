@@ -5,7 +5,8 @@
  * refusals (a busy MASTER_PORT, -m arbitrary, a loopback NodeAddr), the
  * quoting of what Slurm's environment holds, Slurm's tasks-per-node text,
  * and plugstack.conf as Slurm reads it (spank/plugstack.c: dlpar-check-config,
- * where a bad line is, what it does in each context) with srun's step mark. */
+ * where a bad line is, what it does in each context) with srun's step mark,
+ * and the site's network settings per node class (common/netenv.c). */
 #include "config.h"
 
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/status.h"
+#include "common/netenv.h"
 #include "common/taskenv.h"
 #include "spank/admin.h"
 #include "spank/plugstack.h"
@@ -43,7 +45,7 @@ static void test_admin(void)
                      "1024-65535 (e.g. torch_ports=20000-29399)");
   expect_admin_error("torch_ports=30000-20000", "plugstack.conf: torch_ports=30000-20000: expected a port range LO-HI "
                      "within 1024-65535 (e.g. torch_ports=20000-29399)");
-  expect_admin_error("colour=blue", "plugstack.conf: unknown key 'colour' (known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic, torch_ports)");
+  expect_admin_error("colour=blue", "plugstack.conf: unknown key 'colour' (known: tp_span, topology_xml, profile_dir, bind_cpus, bind_nic, torch_ports, env.VAR[@NODES])");
   expect_admin_error("tp_span=maybe", "plugstack.conf: tp_span=maybe: expected error, warn or allow");
   expect_admin_error("bind_nic=perhaps", "plugstack.conf: bind_nic=perhaps: expected yes or no");
   /* yes or no only, as the docs and the error say */
@@ -325,7 +327,7 @@ static void test_plugstack_files(void)
   /* what dlpar-check-config refuses, in one line each */
   snprintf(text, sizeof(text), "required %s torch_port=20000-20999\n", plugin);
   snprintf(want, sizeof(want), "%s:1: plugstack.conf: unknown key 'torch_port' (known: tp_span, topology_xml, "
-           "profile_dir, bind_cpus, bind_nic, torch_ports)", snippet);
+           "profile_dir, bind_cpus, bind_nic, torch_ports, env.VAR[@NODES])", snippet);
   expect_check_refusal(stack, text, want);
   snprintf(text, sizeof(text), "optional %s\n", plugin);
   snprintf(want, sizeof(want), "%s:1: optional: Slurm ignores an optional plugin's refusals and launches the steps "
@@ -414,9 +416,73 @@ static void test_srun_mark(void)
   unsetenv("SLURMD_NODENAME");
 }
 
+static void test_hostlists(void)
+{
+  CHECK(dlpar_hostlist_has("gpu[01-16]", "gpu01") && dlpar_hostlist_has("gpu[01-16]", "gpu16"));
+  CHECK(!dlpar_hostlist_has("gpu[01-16]", "gpu1") && !dlpar_hostlist_has("gpu[01-16]", "gpu17"));
+  CHECK(dlpar_hostlist_has("n[1-3,7],login1", "n7") && dlpar_hostlist_has("n[1-3,7],login1", "login1"));
+  CHECK(!dlpar_hostlist_has("n[1-3,7],login1", "n4") && !dlpar_hostlist_has("n[1-3,7],login1", "n01"));
+  CHECK(!dlpar_hostlist_has("n[1-3,7],login1", "login10") && !dlpar_hostlist_has("n[1-3]", "nx"));
+  CHECK(dlpar_hostlist_has("rack[1-2]-gpu", "rack2-gpu") && !dlpar_hostlist_has("rack[1-2]-gpu", "rack2-cpu"));
+  CHECK(dlpar_hostlist_has("n[8-12]", "n10") && dlpar_hostlist_has("n1", "n1") && !dlpar_hostlist_has("n1", "n10"));
+}
+
+static void test_network_settings(void)
+{
+  char *argv[5] = {"env.NCCL_SOCKET_IFNAME=lo", "env.NCCL_SOCKET_IFNAME@gpu[01-16]=ib", "env.NCCL_IB_HCA@gpu[01-16]=mlx5_0,mlx5_1",
+                   "env.UCX_TLS=rc,sm", "env.GLOO_SOCKET_IFNAME@n[1-2]=nosuch0"};
+  dlpar_admin_config config;
+  dlpar_net_config node;
+  dlpar_error err = {0};
+  CHECK_INT(dlpar_admin_config_parse(5, argv, &config, &err), DLPAR_OK);
+  CHECK_INT(config.net.count, 5);
+  CHECK_INT(dlpar_net_for_node(&config.net, "gpu07", &node, &err), DLPAR_OK);
+  CHECK_INT(node.count, 3);
+  CHECK_STR(dlpar_net_find(&node, "NCCL_SOCKET_IFNAME")->value, "ib");
+  CHECK_STR(dlpar_net_find(&node, "NCCL_IB_HCA")->value, "mlx5_0,mlx5_1");
+  CHECK_STR(dlpar_net_find(&node, "UCX_TLS")->value, "rc,sm");
+  CHECK(dlpar_net_find(&node, "GLOO_SOCKET_IFNAME") == NULL);
+  CHECK_INT(dlpar_net_for_node(&config.net, "login1", &node, &err), DLPAR_OK);
+  CHECK_STR(dlpar_net_find(&node, "NCCL_SOCKET_IFNAME")->value, "lo");
+  CHECK(dlpar_net_find(&node, "NCCL_IB_HCA") == NULL);
+  CHECK_INT(dlpar_net_check_interfaces(&node, "login1", &err), DLPAR_OK); /* lo: every Linux host has it */
+  CHECK_INT(dlpar_net_for_node(&config.net, "n2", &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_check_interfaces(&node, "n2", &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "plugstack.conf: env.GLOO_SOCKET_IFNAME@n[1-2]=nosuch0: n2 has no such interface (`ip link` "
+            "on it lists them): fix the line or the node");
+  /* NCCL's list syntax: an exclusion finds nothing to check; =exact must match whole */
+  config.net.count = 0;
+  CHECK_INT(dlpar_net_add(&config.net, "env.NCCL_SOCKET_IFNAME", "^docker,lo", &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "x", &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_check_interfaces(&node, "x", &err), DLPAR_OK);
+  config.net.count = 0;
+  CHECK_INT(dlpar_net_add(&config.net, "env.NCCL_SOCKET_IFNAME", "=l", &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "x", &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_check_interfaces(&node, "x", &err), DLPAR_ERR_INPUT);
+  /* a node in two classes of one variable */
+  config.net.count = 0;
+  CHECK_INT(dlpar_net_add(&config.net, "env.NCCL_IB_HCA@n[1-4]", "mlx5_0", &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_add(&config.net, "env.NCCL_IB_HCA@n[4-8]", "mlx5_1", &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "n3", &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "n4", &node, &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "plugstack.conf: n4 is in two classes of NCCL_IB_HCA (n[1-4] and n[4-8]): make them disjoint");
+  expect_admin_error("env.NCCL_SOCKET_IFNAM=ib0", "plugstack.conf: env.NCCL_SOCKET_IFNAM: NCCL reads no "
+                   "NCCL_SOCKET_IFNAM (NCCL would ignore it): did you mean NCCL_SOCKET_IFNAME?");
+  expect_admin_error("env.NCCL_IB_HCAS=mlx5_0", "plugstack.conf: env.NCCL_IB_HCAS: NCCL reads no NCCL_IB_HCAS (NCCL "
+                   "would ignore it): did you mean NCCL_IB_HCA?");
+  expect_admin_error("env.CUDA_VISIBLE_DEVICES=0", "plugstack.conf: env.CUDA_VISIBLE_DEVICES: CUDA_VISIBLE_DEVICES is "
+                   "not a network setting (env. takes NCCL_*, UCX_* and GLOO_SOCKET_IFNAME)");
+  expect_admin_error("env.NCCL_IB_HCA@=mlx5_0", "plugstack.conf: env.NCCL_IB_HCA@=mlx5_0: expected env.VAR=VALUE or "
+                   "env.VAR@NODES=VALUE (e.g. env.NCCL_SOCKET_IFNAME@gpu[01-16]=ib0)");
+  expect_admin_error("env.UCX_TLS=", "plugstack.conf: env.UCX_TLS=: expected env.VAR=VALUE or env.VAR@NODES=VALUE "
+                   "(e.g. env.NCCL_SOCKET_IFNAME@gpu[01-16]=ib0)");
+}
+
 int main(void)
 {
   test_admin();
+  test_hostlists();
+  test_network_settings();
   test_admin_twice();
   test_plugstack_files();
   test_config_refusal();

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* common/netenv.h: the site's network settings, once, per node class: the
+ * plugstack.conf keys env.VAR=VALUE (every node) and env.VAR@NODES=VALUE
+ * (a Slurm host list, e.g. gpu[01-16],login1) for NCCL_*, UCX_* and
+ * GLOO_SOCKET_IFNAME, which the plugin exports to every task of a node, a
+ * user's own export winning. An NCCL name NCCL itself does not read (a
+ * misspelling: NCCL would ignore it silently) is refused, so is a node in
+ * two classes of one variable, and, on the node, an interface it does not
+ * have. Plain C, unit-tested without Slurm. */
+#ifndef DLPAR_COMMON_NETENV_H
+#define DLPAR_COMMON_NETENV_H
+
+#include <stdbool.h>
+
+#include "common/status.h"
+
+#define DLPAR_NET_MAX 32
+
+typedef struct {
+  char var[64];     /* NCCL_SOCKET_IFNAME */
+  char nodes[256];  /* the class, a host list; "": every node */
+  char value[256];
+} dlpar_net_setting;
+
+typedef struct {
+  int count;
+  dlpar_net_setting setting[DLPAR_NET_MAX];
+} dlpar_net_config;
+
+/* Whether a plugstack.conf key (the text before '=') is a network setting's (env.). */
+bool dlpar_net_is_key(const char *key);
+/* Adds key=value (key: env.VAR or env.VAR@NODES), refusing a variable that
+ * is not a network setting, an NCCL name NCCL does not read (with the
+ * nearest one it does), an empty host list or value, more than
+ * DLPAR_NET_MAX settings. */
+int dlpar_net_add(dlpar_net_config *config, const char *key, const char *value, dlpar_error *err);
+/* The settings that hold on node, one per variable: its class's over the
+ * every-node one; a node in two classes of one variable is refused,
+ * naming both. */
+int dlpar_net_for_node(const dlpar_net_config *config, const char *node, dlpar_net_config *out, dlpar_error *err);
+/* The interfaces node's settings name (NCCL_SOCKET_IFNAME and
+ * NCCL_OOB_NET_IFNAME: a prefix, or =exact, in a list, ^ excludes;
+ * GLOO_SOCKET_IFNAME: exact names) exist here; else refused, naming the
+ * setting and the node. */
+int dlpar_net_check_interfaces(const dlpar_net_config *node_settings, const char *node, dlpar_error *err);
+/* The setting of var in a node's settings, or NULL. */
+const dlpar_net_setting *dlpar_net_find(const dlpar_net_config *node_settings, const char *var);
+/* Whether host is in a Slurm host list ("n[1-3,7],gpu[01-16],login1"). */
+bool dlpar_hostlist_has(const char *list, const char *host);
+
+#endif

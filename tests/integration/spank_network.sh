@@ -1,0 +1,52 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/integration/spank_network.sh: the site's network settings, once,
+# in plugstack.conf (env.VAR=VALUE for every node, env.VAR@NODES=VALUE for
+# a node class; common/netenv.h), on a 2-node bed of this test's own:
+#  - every task of a node gets its class's settings over the every-node
+#    ones, and the site's NCCL_IB_HCA over the NIC binding's;
+#  - NCCL_SOCKET_IFNAME, where the site sets none, is the interface towards
+#    rank 0, as GLOO_SOCKET_IFNAME;
+#  - the user's own export wins on every task, said once by srun;
+#  - an interface a node lacks refuses the step in one line naming the
+#    node (its first task's), and steps elsewhere run;
+#  - a misspelled NCCL name is refused before any daemon reads it
+#    (dlpar-check-config), with the name NCCL reads.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+check_config=$B/spank/dlpar-check-config
+site="env.NCCL_SOCKET_IFNAME@n2=lo env.NCCL_IB_HCA@n[1-2]=mlx5_0 env.UCX_TLS=rc,sm"
+BED_TOPOLOGY="$BED_TOPOLOGY $site" use_bed private
+show='echo "$SLURM_NODEID NCCL_SOCKET_IFNAME=$NCCL_SOCKET_IFNAME GLOO_SOCKET_IFNAME=$GLOO_SOCKET_IFNAME NCCL_IB_HCA=$NCCL_IB_HCA UCX_TLS=$UCX_TLS"'
+
+out=$(srun -N2 -n2 --dl-parallel=1x2 bash -c "$show" 2>&1 | sort)
+expect_rc "srun with the site's settings" "${PIPESTATUS[0]}" 0
+gloo() { sed -n "s/^$1 .*GLOO_SOCKET_IFNAME=\([^ ]*\) .*/\1/p" <<<"$out"; }
+gloo1=$(gloo 0) gloo2=$(gloo 1)
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ -n "$gloo1" ] && [ -n "$gloo2" ] || fail "no GLOO_SOCKET_IFNAME (the interface towards rank 0): $out"
+expect_eq "n1: NCCL_SOCKET_IFNAME derived as GLOO_SOCKET_IFNAME; n2: its class's; both: the site's HCA and UCX_TLS" "$out" \
+  "$(printf '0 NCCL_SOCKET_IFNAME=%s GLOO_SOCKET_IFNAME=%s NCCL_IB_HCA=mlx5_0 UCX_TLS=rc,sm\n1 NCCL_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=%s NCCL_IB_HCA=mlx5_0 UCX_TLS=rc,sm' "$gloo1" "$gloo1" "$gloo2")"
+
+out=$(NCCL_IB_HCA=mine NCCL_SOCKET_IFNAME=myif srun -N2 -n2 --dl-parallel=1x2 bash -c "$show" 2>&1 | sort)
+expect_eq "the user's exports win on every task, said once" "$out" \
+  "$(printf '0 NCCL_SOCKET_IFNAME=myif GLOO_SOCKET_IFNAME=%s NCCL_IB_HCA=mine UCX_TLS=rc,sm\n1 NCCL_SOCKET_IFNAME=myif GLOO_SOCKET_IFNAME=%s NCCL_IB_HCA=mine UCX_TLS=rc,sm\n%s' "$gloo1" "$gloo2" \
+    "srun: dlpar: keeping your exported NCCL_SOCKET_IFNAME=myif, NCCL_IB_HCA=mine for every task over plugstack.conf's env. settings (unset them to get the site's)")"
+
+# an interface n2 lacks: a bed of its own
+"$DLPAR_SRCDIR/tests/testbed/dlpar-bed" stop --state "$TEST_TMP/bed" >/dev/null
+BED_TOPOLOGY="$BED_TOPOLOGY env.GLOO_SOCKET_IFNAME@n2=nosuch0" use_bed private
+out=$(srun -N2 -n4 --dl-parallel=1x4 true 2>&1)
+expect_rc "a missing interface on n2" $? 1
+expect_eq "a missing interface on n2: one line naming it" "$(grep -c dlpar: <<<"$out")" 1
+expect_contains "a missing interface on n2: the line" "$out" \
+  "dlpar: plugstack.conf: env.GLOO_SOCKET_IFNAME@n2=nosuch0: n2 has no such interface (\`ip link\` on it lists them): fix the line or the node"
+out=$(srun -N1 -n2 -w n1 --dl-parallel=1x2 true 2>&1)
+expect_rc "the same line on n1, which is not in the class" $? 0
+
+# a misspelled NCCL name, before any daemon reads it
+echo "required $B/spank/.libs/spank_dlpar.so env.NCCL_SOCKET_IFNAM=ib0" >"$TEST_TMP/plugstack.conf"
+out=$("$check_config" "$TEST_TMP/plugstack.conf" 2>&1)
+expect_rc "dlpar-check-config: a misspelled NCCL name" $? 1
+expect_eq "dlpar-check-config: a misspelled NCCL name: one line, the fix" "$out" \
+  "dlpar-check-config: $TEST_TMP/plugstack.conf:1: plugstack.conf: env.NCCL_SOCKET_IFNAM: NCCL reads no NCCL_SOCKET_IFNAM (NCCL would ignore it): did you mean NCCL_SOCKET_IFNAME?"
+finish
