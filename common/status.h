@@ -22,16 +22,23 @@
 
 /* Passing a status up, one call per statement (a debugger and a reader
  * see which call failed): DLPAR_TRY returns the call's status when it is
- * not DLPAR_OK; DLPAR_TRY_GOTO keeps it in rc and goes to the function's
- * one cleanup label. The whole code base names its error macros so:
+ * not DLPAR_OK; DLPAR_TRY_GOTO(call, rc, label) keeps it in rc and goes to
+ * the function's cleanup label. The whole code base names its error
+ * macros so:
  *   X_TRY(...)       on failure, return the status (a library's own status
  *                    translated, its words and file:line recorded where the
  *                    macro has a context): MPI_TRY, PMIX_TRY, CUDA_TRY,
  *                    NCCL_TRY (libdlpar), MODEL_TRY, MODEL_TRY_COMM (the
  *                    CUDA model), DL_TRY, DL_TRY_CUDA, DL_TRY_CUBLAS,
  *                    DL_TRY_CUDNN (the kernels);
- *   X_TRY_GOTO(...)  keep it in rc and go to the one cleanup label:
- *                    CUBLAS_TRY_GOTO, H5_TRY_GOTO;
+ *   X_TRY_GOTO(call, ..., rc, label)
+ *                    on failure, keep the status in rc and go to label;
+ *                    as NCCL's NCCLCHECKGOTO, the status variable, the
+ *                    label and (where the macro records a message) the
+ *                    error are always arguments, never locals it assumes:
+ *                    DLPAR_TRY_GOTO(call, rc, label),
+ *                    CUBLAS_TRY_GOTO(call, calls, ctx, rc, label) (libdlpar),
+ *                    H5_TRY_GOTO(call, context, err, rc, label) (the trainer);
  *   X_OR_EXIT(...)   tests and bench programs only: print, exit 1;
  *   CHECK*(...)      tests only: an assertion, counted. */
 #define DLPAR_TRY(call)                                                                        \
@@ -40,7 +47,7 @@
     if (try_rc_ != DLPAR_OK)                                                                   \
       return try_rc_;                                                                          \
   } while (0)
-#define DLPAR_TRY_GOTO(rc, call, label)                                                        \
+#define DLPAR_TRY_GOTO(call, rc, label)                                                        \
   do {                                                                                         \
     if (((rc) = (call)) != DLPAR_OK)                                                           \
       goto label;                                                                              \

@@ -152,19 +152,17 @@ int dlpar_task_env_import(dlpar_task_env *env, bool *present, dlpar_error *err)
   *present = getenv("DLPAR_VERSION") != NULL;
   if (!*present)
     return srun_without_plugin(err);
-  if (get_int("DLPAR_VERSION", 1, 1000000, &version, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
+  DLPAR_TRY(get_int("DLPAR_VERSION", 1, 1000000, &version, err));
   if (version != DLPAR_ENV_VERSION)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "the launcher exported dlpar environment version %ld but this "
                            "libdlpar reads version %d (rebuild the program against the installed libdlpar)", version,
                            DLPAR_ENV_VERSION);
-  if (get_int("DLPAR_TP_SIZE", 1, DLPAR_GRID_MAX, &tp, err) ||
-      get_int("DLPAR_DP_SIZE", 1, DLPAR_GRID_MAX, &dp, err) ||
-      get_int("DLPAR_RANK", 0, tp * dp - 1, &rank, err) ||
-      get_int("DLPAR_LOCAL_SIZE", 1, DLPAR_GRID_MAX, &local_size, err) ||
-      get_int("DLPAR_LOCAL_RANK", 0, local_size - 1, &local_rank, err) ||
-      get_int("DLPAR_DEVICE", -1, DLPAR_MAX_GPUS - 1, &device, err))
-    return DLPAR_ERR_INPUT;
+  DLPAR_TRY(get_int("DLPAR_TP_SIZE", 1, DLPAR_GRID_MAX, &tp, err));
+  DLPAR_TRY(get_int("DLPAR_DP_SIZE", 1, DLPAR_GRID_MAX, &dp, err));
+  DLPAR_TRY(get_int("DLPAR_RANK", 0, tp * dp - 1, &rank, err));
+  DLPAR_TRY(get_int("DLPAR_LOCAL_SIZE", 1, DLPAR_GRID_MAX, &local_size, err));
+  DLPAR_TRY(get_int("DLPAR_LOCAL_RANK", 0, local_size - 1, &local_rank, err));
+  DLPAR_TRY(get_int("DLPAR_DEVICE", -1, DLPAR_MAX_GPUS - 1, &device, err));
   env->grid.tp = (int)tp;
   env->grid.dp = (int)dp;
   env->rank = (int)rank;
@@ -177,8 +175,8 @@ int dlpar_task_env_import(dlpar_task_env *env, bool *present, dlpar_error *err)
   snprintf(env->binding.cpus, sizeof(env->binding.cpus), "%s", getenv("DLPAR_CPUS") ? getenv("DLPAR_CPUS") : "");
   snprintf(env->binding.nic, sizeof(env->binding.nic), "%s", getenv("DLPAR_NIC") ? getenv("DLPAR_NIC") : "");
   env->verbose = verbose && strcmp(verbose, "1") == 0;
-  if (getenv("DLPAR_CHECK") && dlpar_check_mode_parse(getenv("DLPAR_CHECK"), &env->check, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
+  if (getenv("DLPAR_CHECK"))
+    DLPAR_TRY(dlpar_check_mode_parse(getenv("DLPAR_CHECK"), &env->check, err));
   return import_profile(env, err);
 }
 

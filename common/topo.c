@@ -141,10 +141,8 @@ int dlpar_hwloc_load(const char *xml_path, hwloc_topology_t *topology, dlpar_err
 int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, dlpar_error *err)
 {
   hwloc_topology_t topology;
-  int rc;
   memset(topo, 0, sizeof(*topo));
-  if ((rc = dlpar_hwloc_load(xml_path, &topology, err)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_hwloc_load(xml_path, &topology, err));
   hwloc_bitmap_list_snprintf(topo->all_cpus, sizeof(topo->all_cpus),
                              hwloc_topology_get_topology_cpuset(topology));
   for (hwloc_obj_t dev = NULL; (dev = hwloc_get_next_pcidev(topology, dev));) {

@@ -119,8 +119,7 @@ int dlpar_mpi_start_early(dlpar_ctx *ctx)
       setenv("OMPI_MCA_pmix_base_collect_data", "0", 0) != 0)
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "setenv OMPI_MCA_pmix_base_*: out of memory");
   dlpar_init_guard *guard;
-  if ((rc = dlpar_pmix_guard_start(ctx, &guard)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_pmix_guard_start(ctx, &guard));
   rc = mpi_start(ctx);
   ctx->phase_at[DLPAR_PHASE_PMIX] = dlpar_pmix_guard_stop(guard);
   ctx->backend = &dlpar_backend_mpi; /* so that dlpar_finalize ends MPI whatever happens next */
@@ -134,15 +133,15 @@ int dlpar_mpi_start_early(dlpar_ctx *ctx)
 static int mpi_init(dlpar_ctx *ctx)
 {
   mpi_state *st;
-  int rank = -1, size = 0, rc;
-  if (!ctx->backend_state && (rc = mpi_start(ctx)) != DLPAR_OK)
-    return rc;
+  int rank = -1, size = 0;
+  if (!ctx->backend_state)
+    DLPAR_TRY(mpi_start(ctx));
   st = state_of(ctx);
   /* No MPI message before every rank is out of MPI_Init: Open MPI 4.1.4's
    * TCP BTL calls a NULL handler (a crash) when a peer's first message
    * reaches a rank still inside it. */
-  if (st->initialized_here && (rc = dlpar_pmix_barrier(ctx, "the end of MPI_Init")) != DLPAR_OK)
-    return rc;
+  if (st->initialized_here)
+    DLPAR_TRY(dlpar_pmix_barrier(ctx, "the end of MPI_Init"));
   MPI_TRY(ctx, MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   MPI_TRY(ctx, MPI_Comm_size(MPI_COMM_WORLD, &size));
   if (rank != ctx->info.rank || size != ctx->info.size)
@@ -182,9 +181,8 @@ static void mpi_finalize(dlpar_ctx *ctx)
 static int mpi_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
                          dlpar_op op, void *stream)
 {
-  int rc = check_args(ctx, count, dtype, op, stream);
-  if (rc != DLPAR_OK)
-    return rc;
+  int rc;
+  DLPAR_TRY(check_args(ctx, count, dtype, op, stream));
   dlpar_inflight_begin(ctx, group, "allreduce");
   rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(dtype), mpi_op(op), state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
@@ -197,9 +195,8 @@ static int mpi_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t co
 static int mpi_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
                          dlpar_dtype dtype, void *stream)
 {
-  int rc = check_args(ctx, count, dtype, DLPAR_SUM, stream);
-  if (rc != DLPAR_OK)
-    return rc;
+  int rc;
+  DLPAR_TRY(check_args(ctx, count, dtype, DLPAR_SUM, stream));
   dlpar_inflight_begin(ctx, group, "allgather");
   rc = MPI_Allgather(send, (int)count, mpi_type(dtype), recv, (int)count, mpi_type(dtype),
                      state_of(ctx)->comm[group]);
@@ -211,9 +208,8 @@ static int mpi_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, vo
 static int mpi_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *send, void *recv, size_t count,
                               dlpar_dtype dtype, dlpar_op op, void *stream)
 {
-  int rc = check_args(ctx, count, dtype, op, stream);
-  if (rc != DLPAR_OK)
-    return rc;
+  int rc;
+  DLPAR_TRY(check_args(ctx, count, dtype, op, stream));
   dlpar_inflight_begin(ctx, group, "reduce_scatter");
   rc = MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(dtype), mpi_op(op), state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
@@ -226,9 +222,8 @@ static int mpi_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *sen
 static int mpi_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t count, dlpar_dtype dtype,
                          int root, void *stream)
 {
-  int rc = check_args(ctx, count, dtype, DLPAR_SUM, stream);
-  if (rc != DLPAR_OK)
-    return rc;
+  int rc;
+  DLPAR_TRY(check_args(ctx, count, dtype, DLPAR_SUM, stream));
   dlpar_inflight_begin(ctx, group, "broadcast");
   rc = MPI_Bcast(buf, (int)count, mpi_type(dtype), root, state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);

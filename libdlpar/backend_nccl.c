@@ -403,9 +403,7 @@ static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
 static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
 {
   nccl_state *st = state_of(ctx);
-  int rc = nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream));
   CUDA_TRY(ctx, cudaStreamSynchronize(st->barrier_stream));
   return DLPAR_OK;
 }
@@ -418,13 +416,11 @@ static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
 static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
 {
   nccl_state *st = state_of(ctx);
-  int rc;
   st->stop_host[0] = local;
   CUDA_TRY(ctx, cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
                                           (cudaStream_t)stream));
-  rc = dlpar_world_allreduce_by_groups(ctx, nccl_allreduce, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX, stream);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_world_allreduce_by_groups(ctx, nccl_allreduce, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX,
+                                            stream));
   CUDA_TRY(ctx, cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
                                           (cudaStream_t)stream));
   CUDA_TRY(ctx, cudaEventRecord(st->stop_done, (cudaStream_t)stream));
@@ -446,14 +442,12 @@ static int nccl_stop_wait(dlpar_ctx *ctx, int *global)
 static int nccl_times_post(dlpar_ctx *ctx, double local, void *stream)
 {
   nccl_state *st = state_of(ctx);
-  int rc;
   st->times_host[0] = local;
   CUDA_TRY(ctx, cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
                                           (cudaStream_t)stream));
-  rc = dlpar_world_allgather_by_groups(ctx, nccl_allgather, st->times_device, st->times_device + 1 + ctx->info.size,
-                                       st->times_device + 1, 1, DLPAR_FLOAT64, stream);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_world_allgather_by_groups(ctx, nccl_allgather, st->times_device,
+                                            st->times_device + 1 + ctx->info.size, st->times_device + 1, 1,
+                                            DLPAR_FLOAT64, stream));
   CUDA_TRY(ctx, cudaMemcpyAsync(st->times_host + 1, st->times_device + 1,
                                           sizeof(double) * (size_t)ctx->info.size,
                                           cudaMemcpyDeviceToHost, (cudaStream_t)stream));

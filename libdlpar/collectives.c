@@ -87,9 +87,7 @@ static int world_barrier_by_groups(dlpar_ctx *ctx)
 
 DLPAR_API int dlpar_barrier(dlpar_ctx *ctx, dlpar_group_id group)
 {
-  int rc = check(ctx, group, DLPAR_FLOAT32);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(check(ctx, group, DLPAR_FLOAT32));
   if (group == DLPAR_WORLD && dlpar_world_by_groups(ctx))
     return world_barrier_by_groups(ctx);
   return ctx->backend->barrier(ctx, (dlpar_group)group);

@@ -389,6 +389,14 @@ DLPAR_API int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char 
   return share_in_turn(ctx, key, text, out, len);
 }
 
+/* The collectives still posted (a stop agreement, a step-time gather)
+ * waited for, before the watchdog and the communicators go. */
+static int drain(dlpar_ctx *ctx)
+{
+  DLPAR_TRY(dlpar_stop_drain(ctx));
+  return dlpar_times_drain(ctx);
+}
+
 DLPAR_API int dlpar_finalize(dlpar_ctx *ctx)
 {
   int rc;
@@ -397,7 +405,7 @@ DLPAR_API int dlpar_finalize(dlpar_ctx *ctx)
   if (ctx->failed_rendezvous[0]) /* a bootstrap context whose program ran its cleanup: now the step ends */
     dlpar_pmix_abort(ctx, 1, ctx->failed_rendezvous);
   dlpar_profiling_finish(ctx);
-  if ((rc = dlpar_stop_drain(ctx)) != DLPAR_OK || (rc = dlpar_times_drain(ctx)) != DLPAR_OK)
+  if ((rc = drain(ctx)) != DLPAR_OK)
     dlpar_eprintf("dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error.text);
   dlpar_watchdog_stop(ctx);
   if (ctx->backend)

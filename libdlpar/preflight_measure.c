@@ -335,7 +335,6 @@ static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, dlpar_link *in_node
 {
   double fraction = ctx->info.backend == DLPAR_BACKEND_NCCL ? DEFAULT_FRACTION_GPU : DEFAULT_FRACTION_CPU;
   dlpar_link link = {.gbs = 0};
-  int rc;
   if (dlpar_group_size(ctx, group) == 1)
     snprintf(link_text, len, "-");
   else {
@@ -347,8 +346,7 @@ static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, dlpar_link *in_node
       link_between_nodes(ctx, &link);
     snprintf(link_text, len, "%.3g %s", link.gbs, link.source);
   }
-  if ((rc = dlpar_env_positive(ctx, "DLPAR_CHECK_BUSBW_FRACTION", "a factor", 1e6, fraction, &fraction)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_env_positive(ctx, "DLPAR_CHECK_BUSBW_FRACTION", "a factor", 1e6, fraction, &fraction));
   *expected = fraction * link.gbs;
   return dlpar_env_positive(ctx, "DLPAR_CHECK_MIN_BUSBW", "a rate in GB/s", 1e6, *expected > 0 ? *expected : 10,
                             expected);
@@ -360,7 +358,6 @@ static int time_allreduce(dlpar_ctx *ctx, dlpar_group group, float *buf, double 
   const int n = dlpar_group_size(ctx, group);
   const double bytes = sizeof(float) * (double)ALLREDUCE_FLOATS;
   double start;
-  int rc;
   *busbw = -1;
   if (n == 1)
     return DLPAR_OK;
@@ -369,10 +366,8 @@ static int time_allreduce(dlpar_ctx *ctx, dlpar_group group, float *buf, double 
   DLPAR_TRY(ctx->backend->barrier(ctx, group));
   start = dlpar_now();
   for (int i = 0; i < ALLREDUCE_ITERS; i++)
-    if ((rc = ctx->backend->allreduce(ctx, group, buf, ALLREDUCE_FLOATS, DLPAR_FLOAT32, DLPAR_SUM, NULL)) != DLPAR_OK)
-      return rc;
-  if ((rc = synchronize_device(ctx)) != DLPAR_OK)
-    return rc;
+    DLPAR_TRY(ctx->backend->allreduce(ctx, group, buf, ALLREDUCE_FLOATS, DLPAR_FLOAT32, DLPAR_SUM, NULL));
+  DLPAR_TRY(synchronize_device(ctx));
   *busbw = bytes * ALLREDUCE_ITERS / (dlpar_now() - start) / 1e9 * 2.0 * (n - 1) / n;
   return DLPAR_OK;
 }
@@ -456,15 +451,16 @@ static int load_cublas(dlpar_ctx *ctx, cublas_calls *calls)
                     "cublasGetStatusString (CUDA %d's cuBLAS expected)", name, CUBLAS_VER_MAJOR);
 }
 
-/* On a cuBLAS error: file:line, the call and cuBLAS's string recorded in
- * ctx (dlpar_fail) as rc, and on to the function's `done:`. */
-#define CUBLAS_TRY_GOTO(ctx, calls, call)                                                           \
+/* On a cuBLAS error: file:line, the call and cuBLAS's string (from calls,
+ * the loaded cublas_calls) recorded in ctx (dlpar_fail), the status kept in
+ * rc, and on to label. */
+#define CUBLAS_TRY_GOTO(call, calls, ctx, rc, label)                                                \
   do {                                                                                              \
     cublasStatus_t st_ = (call);                                                                    \
     if (st_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-      rc = dlpar_fail(ctx, DLPAR_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call,              \
-                      (calls).status_string(st_));                                                  \
-      goto done;                                                                                    \
+      (rc) = dlpar_fail(ctx, DLPAR_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call,            \
+                        (calls).status_string(st_));                                                \
+      goto label;                                                                                   \
     }                                                                                               \
   } while (0)
 
@@ -477,19 +473,18 @@ static int gemm_rate_gpu(dlpar_ctx *ctx, double *gflops)
   cublasHandle_t handle = NULL;
   float *m = NULL;
   double start = 0;
-  int rc = load_cublas(ctx, &cublas);
-  if (rc != DLPAR_OK || (rc = buffer_alloc(ctx, 3 * elems * sizeof(float), &m)) != DLPAR_OK)
-    goto done;
-  CUBLAS_TRY_GOTO(ctx, cublas, cublas.create(&handle));
+  int rc;
+  DLPAR_TRY_GOTO(load_cublas(ctx, &cublas), rc, done);
+  DLPAR_TRY_GOTO(buffer_alloc(ctx, 3 * elems * sizeof(float), &m), rc, done);
+  CUBLAS_TRY_GOTO(cublas.create(&handle), cublas, ctx, rc, done);
   for (int rep = 0; rep <= GPU_GEMM_REPS; rep++) {
     if (rep == 1) {
-      if ((rc = synchronize_device(ctx)) != DLPAR_OK)
-        goto done;
+      DLPAR_TRY_GOTO(synchronize_device(ctx), rc, done);
       start = dlpar_now();
     }
-    CUBLAS_TRY_GOTO(ctx, cublas, cublas.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, GPU_GEMM_N, GPU_GEMM_N, GPU_GEMM_N,
-                                                   &one, m, GPU_GEMM_N, m + elems, GPU_GEMM_N, &zero, m + 2 * elems,
-                                                   GPU_GEMM_N));
+    CUBLAS_TRY_GOTO(cublas.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, GPU_GEMM_N, GPU_GEMM_N, GPU_GEMM_N, &one, m,
+                                 GPU_GEMM_N, m + elems, GPU_GEMM_N, &zero, m + 2 * elems, GPU_GEMM_N),
+                    cublas, ctx, rc, done);
   }
   if ((rc = synchronize_device(ctx)) == DLPAR_OK)
     *gflops = 2.0 * GPU_GEMM_N * GPU_GEMM_N * (double)GPU_GEMM_N * GPU_GEMM_REPS / (dlpar_now() - start) / 1e9;
@@ -507,9 +502,7 @@ done:
 /* Every rank starts together, so a slow node is slow against its peers. */
 static int check_gemm(dlpar_ctx *ctx, rank_report *report)
 {
-  int rc = dlpar_barrier(ctx, DLPAR_WORLD);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_barrier(ctx, DLPAR_WORLD));
 #ifdef HAVE_CUDA
   if (ctx->info.backend == DLPAR_BACKEND_NCCL)
     return gemm_rate_gpu(ctx, &report->gemm);
@@ -519,13 +512,11 @@ static int check_gemm(dlpar_ctx *ctx, rank_report *report)
 
 int dlpar_preflight_measure(dlpar_ctx *ctx, rank_report *report)
 {
-  int rc;
   memset(report, 0, sizeof(*report));
   report->binding = check_binding(ctx, report->cpus, sizeof(report->cpus));
   snprintf(report->nic, sizeof(report->nic), "%s", ctx->env.binding.nic[0] ? ctx->env.binding.nic : "-");
   check_device(ctx, report);
   collect_settings(report->settings, sizeof(report->settings));
-  if ((rc = check_allreduce(ctx, report)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(check_allreduce(ctx, report));
   return check_gemm(ctx, report);
 }

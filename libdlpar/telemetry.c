@@ -99,8 +99,7 @@ DLPAR_API int dlpar_startup_done(dlpar_ctx *ctx, void *stream)
   if (ctx->startup_reported)
     return DLPAR_OK;
   ctx->startup_reported = true;
-  if ((rc = wait_stream(ctx, stream)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(wait_stream(ctx, stream));
   dlpar_phase_mark(ctx, DLPAR_PHASE_FIRST_STEP);
   for (int phase = 0; phase < DLPAR_PHASES; phase++)
     mine[phase] = ctx->phase_at[phase] > 0 ? ctx->phase_at[phase] - ctx->process_start : -1;
@@ -122,18 +121,15 @@ DLPAR_API double dlpar_wait_seconds(const dlpar_ctx *ctx)
 
 DLPAR_API int dlpar_step_times(dlpar_ctx *ctx, double seconds, void *stream, double *times, int *ready)
 {
-  int rc;
   *ready = 0;
   if (!ctx->backend)
     return dlpar_fail(ctx, DLPAR_ERR_STATE, "step times need dlpar_init's collectives (not dlpar_init_bootstrap)");
   *ready = ctx->skew_posted;
   if (ctx->skew_posted) {
     ctx->skew_posted = false;
-    if ((rc = ctx->backend->times_wait(ctx, times)) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(ctx->backend->times_wait(ctx, times));
   }
-  if ((rc = ctx->backend->times_post(ctx, seconds, stream)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(ctx->backend->times_post(ctx, seconds, stream));
   ctx->skew_posted = true;
   return DLPAR_OK;
 }

@@ -28,27 +28,22 @@ int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *g
 {
   dlpar_profile_init(profile);
   *check = DLPAR_CHECK_OFF;
-  if (options->check.given && dlpar_check_mode_parse(options->check.text, check, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  if (dlpar_env_mode_parse(options->env.given ? options->env.text : NULL, torch_env, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
+  if (options->check.given)
+    DLPAR_TRY(dlpar_check_mode_parse(options->check.text, check, err));
+  DLPAR_TRY(dlpar_env_mode_parse(options->env.given ? options->env.text : NULL, torch_env, err));
   if (options->parallel.given) {
-    if (dlpar_grid_parse(options->parallel.text, grid, err) != DLPAR_OK)
-      return DLPAR_ERR_INPUT;
+    DLPAR_TRY(dlpar_grid_parse(options->parallel.text, grid, err));
   } else {
     memset(grid, 0, sizeof(*grid));
     grid->tp = 1;
     snprintf(grid->text, sizeof(grid->text), "1");
   }
-  if (options->profile.given &&
-      dlpar_profile_parse_tool(options->profile.text, profile, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  if (options->profile_steps.given &&
-      dlpar_profile_parse_steps(options->profile_steps.text, profile, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  if (options->profile_ranks.given &&
-      dlpar_profile_parse_ranks(options->profile_ranks.text, profile, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
+  if (options->profile.given)
+    DLPAR_TRY(dlpar_profile_parse_tool(options->profile.text, profile, err));
+  if (options->profile_steps.given)
+    DLPAR_TRY(dlpar_profile_parse_steps(options->profile_steps.text, profile, err));
+  if (options->profile_ranks.given)
+    DLPAR_TRY(dlpar_profile_parse_ranks(options->profile_ranks.text, profile, err));
   return dlpar_profile_check(profile, 0, err);
 }
 

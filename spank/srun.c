@@ -116,6 +116,20 @@ static void mark_step(spank_t sp)
   setenv(DLPAR_SRUN_STEP, text, 1);
 }
 
+/* The step srun is about to launch, refused where the plugin cannot serve
+ * it (a heterogeneous step, a grid that does not fit its tasks, a profile
+ * of ranks it lacks, a distribution MASTER_ADDR cannot follow). */
+static int check_step(uint32_t ntasks, dlpar_grid *grid, dlpar_error *err)
+{
+  /* srun's own SLURM_NTASKS is the whole step's; the task count SPANK gives
+   * is one component's (24.11: the last one's, so the grid's task count would
+   * be refused instead of the heterogeneous step). */
+  DLPAR_TRY(dlpar_het_refusal(getenv("SLURM_HET_SIZE"), getenv("SLURM_NTASKS"), (long)ntasks, err));
+  DLPAR_TRY(dlpar_grid_resolve(&dlpar_spank.grid_request, (int)ntasks, grid, err));
+  DLPAR_TRY(dlpar_profile_check(&dlpar_spank.profile, (int)ntasks, err));
+  return dlpar_distribution_refusal(getenv("SLURM_DISTRIBUTION"), dlpar_spank.torch_env, err);
+}
+
 int dlpar_srun_local_user_init(spank_t sp)
 {
   dlpar_error err = {0};
@@ -126,13 +140,7 @@ int dlpar_srun_local_user_init(spank_t sp)
     dlpar_spank_error("cannot read the step's task and node counts from srun");
     return -1;
   }
-  /* srun's own SLURM_NTASKS is the whole step's; the task count SPANK gives
-   * is one component's (24.11: the last one's, so the grid's task count would
-   * be refused instead of the heterogeneous step). */
-  if (dlpar_het_refusal(getenv("SLURM_HET_SIZE"), getenv("SLURM_NTASKS"), (long)ntasks, &err) != DLPAR_OK ||
-      dlpar_grid_resolve(&dlpar_spank.grid_request, (int)ntasks, &grid, &err) != DLPAR_OK ||
-      dlpar_profile_check(&dlpar_spank.profile, (int)ntasks, &err) != DLPAR_OK ||
-      dlpar_distribution_refusal(getenv("SLURM_DISTRIBUTION"), dlpar_spank.torch_env, &err) != DLPAR_OK) {
+  if (check_step(ntasks, &grid, &err) != DLPAR_OK) {
     dlpar_spank_error(err.text);
     return -1;
   }

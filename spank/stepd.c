@@ -217,13 +217,12 @@ static int setup_task(spank_t sp, dlpar_error *err)
   memset(&env, 0, sizeof(env));
   if (read_task_facts(sp, &facts) != 0)
     return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot read the task's rank and step from slurmstepd");
-  if (check_not_heterogeneous(sp, &facts, err) != DLPAR_OK ||
-      dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
-                          &dlpar_spank.check, &dlpar_spank.torch_env, err) != DLPAR_OK ||
-      dlpar_grid_resolve(&dlpar_spank.grid_request, (int)facts.ntasks, &env.grid, err) != DLPAR_OK ||
-      dlpar_profile_check(&dlpar_spank.profile, (int)facts.ntasks, err) != DLPAR_OK ||
-      check_pmix(sp, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
+  DLPAR_TRY(check_not_heterogeneous(sp, &facts, err));
+  DLPAR_TRY(dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
+                                &dlpar_spank.check, &dlpar_spank.torch_env, err));
+  DLPAR_TRY(dlpar_grid_resolve(&dlpar_spank.grid_request, (int)facts.ntasks, &env.grid, err));
+  DLPAR_TRY(dlpar_profile_check(&dlpar_spank.profile, (int)facts.ntasks, err));
+  DLPAR_TRY(check_pmix(sp, err));
   rc = check_groups_local(sp, &env.grid, &facts, err);
   if (rc == DLPAR_ERR_INPUT)
     return rc;
@@ -263,9 +262,7 @@ static int setup_task(spank_t sp, dlpar_error *err)
     dlpar_spank_error(dlpar_spank.master_warning.text);
   if (env.torch_env && dlpar_spank.port_warning[0] && facts.rank == 0)
     dlpar_spank_error(dlpar_spank.port_warning);
-  rc = prepare_profile(sp, &facts, &env, err);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(prepare_profile(sp, &facts, &env, err));
   if (export_env(sp, &env) != 0)
     return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot set the task's DLPAR_* environment");
   if (env.verbose) {

@@ -79,9 +79,7 @@ int dlpar_run_parse_args(int argc, char **argv, dlpar_run_args *args, dlpar_erro
   if (xml)
     snprintf(args->topology_xml, sizeof(args->topology_xml), "%s", xml);
   for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-    int rc = parse_option(argc, argv, &i, args, &parallel_given, err);
-    if (rc != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(parse_option(argc, argv, &i, args, &parallel_given, err));
   }
   if (i + 1 >= argc)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "no program to run (usage: dlpar-run -n N [--dl-parallel=MxD] -- "
@@ -99,8 +97,6 @@ int dlpar_run_parse_args(int argc, char **argv, dlpar_run_args *args, dlpar_erro
                              DLPAR_GRID_MAX);
     args->ntasks = args->grid_request.tp * args->grid_request.dp;
   }
-  if (dlpar_grid_resolve(&args->grid_request, args->ntasks, &grid, err) != DLPAR_OK ||
-      dlpar_profile_check(&args->profile, args->ntasks, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
-  return DLPAR_OK;
+  DLPAR_TRY(dlpar_grid_resolve(&args->grid_request, args->ntasks, &grid, err));
+  return dlpar_profile_check(&args->profile, args->ntasks, err);
 }

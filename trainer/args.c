@@ -74,8 +74,7 @@ static int set_data(train_args *a, const char *dir, dlpar_error *err)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "--data: give the dataset's directory (e.g. --data=./data)");
   for (size_t k = 0; k < sizeof(layout) / sizeof(layout[0]); k++) {
     snprintf(path, sizeof(path), "%s/%s", dir, layout[k][1]);
-    if (add_override(a, layout[k][0], path, err) != DLPAR_OK)
-      return DLPAR_ERR_INPUT;
+    DLPAR_TRY(add_override(a, layout[k][0], path, err));
   }
   return DLPAR_OK;
 }

@@ -122,16 +122,14 @@ static int measure_node(const trainer *t, node_rates *r, dlpar_error *err)
   const era5_data *d = &t->train_data;
   const size_t batch_bytes = sizeof(float) * (size_t)t->net->dims.B * (size_t)(d->in_channels + d->out_channels) *
                              (size_t)d->height * (size_t)d->width;
-  int rc;
   r->h2d = 0;
-  if ((rc = pread_rate(d, &r->pread, err)) != DLPAR_OK ||
-      (rc = memcpy_rate(batch_bytes, &r->memcpy, err)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(pread_rate(d, &r->pread, err));
+  DLPAR_TRY(memcpy_rate(batch_bytes, &r->memcpy, err));
 #ifdef HAVE_CUDA
   if (t->on_gpu)
-    rc = h2d_rate(batch_bytes, &r->h2d, err);
+    return h2d_rate(batch_bytes, &r->h2d, err);
 #endif
-  return rc;
+  return DLPAR_OK;
 }
 
 /* The second line: this rank's readers over its IO phase (`steps`

@@ -48,9 +48,9 @@ static int write_attr(hid_t file, const char *name, long value, dlpar_error *err
 {
   hid_t space = -1, attr = -1;
   int rc = DLPAR_OK;
-  H5_TRY_GOTO(space = H5Screate(H5S_SCALAR), name);
-  H5_TRY_GOTO(attr = H5Acreate2(file, name, H5T_NATIVE_LONG, space, H5P_DEFAULT, H5P_DEFAULT), name);
-  H5_TRY_GOTO(H5Awrite(attr, H5T_NATIVE_LONG, &value), name);
+  H5_TRY_GOTO(space = H5Screate(H5S_SCALAR), name, err, rc, out);
+  H5_TRY_GOTO(attr = H5Acreate2(file, name, H5T_NATIVE_LONG, space, H5P_DEFAULT, H5P_DEFAULT), name, err, rc, out);
+  H5_TRY_GOTO(H5Awrite(attr, H5T_NATIVE_LONG, &value), name, err, rc, out);
 out:
   h5_close(attr);
   h5_close(space);
@@ -61,11 +61,11 @@ static int write_text(hid_t file, const char *name, const char *text, dlpar_erro
 {
   hid_t type = -1, space = -1, dset = -1;
   int rc = DLPAR_OK;
-  H5_TRY_GOTO(type = H5Tcopy(H5T_C_S1), name);
-  H5_TRY_GOTO(H5Tset_size(type, strlen(text) + 1), name);
-  H5_TRY_GOTO(space = H5Screate(H5S_SCALAR), name);
-  H5_TRY_GOTO(dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
-  H5_TRY_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), name);
+  H5_TRY_GOTO(type = H5Tcopy(H5T_C_S1), name, err, rc, out);
+  H5_TRY_GOTO(H5Tset_size(type, strlen(text) + 1), name, err, rc, out);
+  H5_TRY_GOTO(space = H5Screate(H5S_SCALAR), name, err, rc, out);
+  H5_TRY_GOTO(dset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name, err, rc, out);
+  H5_TRY_GOTO(H5Dwrite(dset, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, text), name, err, rc, out);
 out:
   h5_close(dset);
   h5_close(space);
@@ -80,9 +80,10 @@ static int write_tensor(hid_t group, const param_info *p, const float *values, d
   int rc = DLPAR_OK;
   for (int d = 0; d < p->ndim; d++)
     dims[d] = (hsize_t)p->shape[d];
-  H5_TRY_GOTO(space = H5Screate_simple(p->ndim, dims, NULL), p->name);
-  H5_TRY_GOTO(dset = H5Dcreate2(group, p->name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), p->name);
-  H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), p->name);
+  H5_TRY_GOTO(space = H5Screate_simple(p->ndim, dims, NULL), p->name, err, rc, out);
+  H5_TRY_GOTO(dset = H5Dcreate2(group, p->name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+              p->name, err, rc, out);
+  H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values), p->name, err, rc, out);
 out:
   h5_close(dset);
   h5_close(space);
@@ -209,8 +210,7 @@ int checkpoint_save(model *m, const checkpoint_position *pos, const char *config
   int write_rc = DLPAR_OK, rc = make_buffers(&m->table, &b);
   if (rc != DLPAR_OK)
     dlpar_error_set(err, rc, "out of memory for a checkpoint");
-  if ((rc = agree(m, rc, err)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(agree(m, rc, err), rc, out);
   if (writer) {
     remove_stale_temps(path);
     atomic_file_prepare(&af, path);
@@ -240,15 +240,15 @@ static int read_attr(hid_t file, const char *path, const char *name, long *value
   int rc = DLPAR_OK;
   if (H5Aexists(file, name) <= 0)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no attribute '%s' (%s)", dlpar_show(path).text, name, NOT_OURS);
-  H5_TRY_GOTO(attr = H5Aopen(file, name, H5P_DEFAULT), name);
-  H5_TRY_GOTO(space = H5Aget_space(attr), name);
-  H5_TRY_GOTO(type = H5Aget_type(attr), name);
+  H5_TRY_GOTO(attr = H5Aopen(file, name, H5P_DEFAULT), name, err, rc, out);
+  H5_TRY_GOTO(space = H5Aget_space(attr), name, err, rc, out);
+  H5_TRY_GOTO(type = H5Aget_type(attr), name, err, rc, out);
   if (H5Sget_simple_extent_npoints(space) != 1 || H5Tget_class(type) != H5T_INTEGER) {
     rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: attribute '%s' is not one whole number (%s)", dlpar_show(path).text,
                          name, NOT_OURS);
     goto out;
   }
-  H5_TRY_GOTO(H5Aread(attr, H5T_NATIVE_LONG, value), name);
+  H5_TRY_GOTO(H5Aread(attr, H5T_NATIVE_LONG, value), name, err, rc, out);
 out:
   h5_close(type);
   h5_close(space);
@@ -262,8 +262,8 @@ static int check_tensor(hid_t dset, const param_info *p, const char *path, dlpar
   hsize_t dims[4];
   hid_t space = -1, type = -1;
   int rc = DLPAR_OK, ndim;
-  H5_TRY_GOTO(space = H5Dget_space(dset), p->name);
-  H5_TRY_GOTO(type = H5Dget_type(dset), p->name);
+  H5_TRY_GOTO(space = H5Dget_space(dset), p->name, err, rc, out);
+  H5_TRY_GOTO(type = H5Dget_type(dset), p->name, err, rc, out);
   if ((ndim = H5Sget_simple_extent_ndims(space)) != p->ndim || H5Tget_class(type) != H5T_FLOAT) {
     rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: %s is %s with %d dimensions, the config makes floats with %d "
                          "(resume with the config the checkpoint was written with)", dlpar_show(path).text, p->name,
@@ -293,10 +293,9 @@ static int read_tensor(hid_t group, const param_info *p, float *full, const char
   if (H5Lexists(group, p->name, H5P_DEFAULT) <= 0)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no tensor %s (this checkpoint is of another model; resume with "
                            "its config)", dlpar_show(path).text, p->name);
-  H5_TRY_GOTO(dset = H5Dopen2(group, p->name, H5P_DEFAULT), p->name);
-  if ((rc = check_tensor(dset, p, path, err)) != DLPAR_OK)
-    goto out;
-  H5_TRY_GOTO(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), p->name);
+  H5_TRY_GOTO(dset = H5Dopen2(group, p->name, H5P_DEFAULT), p->name, err, rc, out);
+  DLPAR_TRY_GOTO(check_tensor(dset, p, path, err), rc, out);
+  H5_TRY_GOTO(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, full), p->name, err, rc, out);
   for (long i = 0; i < n; i++) {
     if (!isfinite(full[i])) {
       rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: %s[%ld] is %g (a diverged run's checkpoint: resume from an "
@@ -317,7 +316,7 @@ static int read_group(const param_table *t, hid_t file, int which, buffers *b, c
   if (H5Lexists(file, groups[which], H5P_DEFAULT) <= 0)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no group '%s' (%s)", dlpar_show(path).text, groups[which],
                            NOT_OURS);
-  H5_TRY_GOTO(group = H5Gopen2(file, groups[which], H5P_DEFAULT), groups[which]);
+  H5_TRY_GOTO(group = H5Gopen2(file, groups[which], H5P_DEFAULT), groups[which], err, rc, out);
   for (int i = 0; i < t->n && rc == DLPAR_OK; i++) {
     if ((rc = read_tensor(group, &t->p[i], b->full, path, err)) == DLPAR_OK)
       params_slice(&t->p[i], t->tp, t->tp_rank, b->full, b->host + t->p[i].offset);
@@ -337,12 +336,12 @@ int checkpoint_read(const param_table *t, const char *path, checkpoint_position 
     dlpar_error_set(err, rc, "out of memory to load a checkpoint");
     goto out;
   }
-  DLPAR_TRY_GOTO(rc, h5_open_read(path, "no checkpoint to resume from (run without --resume first)", &file, err),
-                 out);
-  DLPAR_TRY_GOTO(rc, read_attr(file, path, "step", &pos->step, err), out);
-  DLPAR_TRY_GOTO(rc, read_attr(file, path, "epoch", &pos->epoch, err), out);
-  DLPAR_TRY_GOTO(rc, read_attr(file, path, "step_in_epoch", &pos->step_in_epoch, err), out);
-  DLPAR_TRY_GOTO(rc, read_attr(file, path, "seed", &pos->seed, err), out);
+  DLPAR_TRY_GOTO(h5_open_read(path, "no checkpoint to resume from (run without --resume first)", &file, err),
+                 rc, out);
+  DLPAR_TRY_GOTO(read_attr(file, path, "step", &pos->step, err), rc, out);
+  DLPAR_TRY_GOTO(read_attr(file, path, "epoch", &pos->epoch, err), rc, out);
+  DLPAR_TRY_GOTO(read_attr(file, path, "step_in_epoch", &pos->step_in_epoch, err), rc, out);
+  DLPAR_TRY_GOTO(read_attr(file, path, "seed", &pos->seed, err), rc, out);
   for (int which = 0; which < 3 && rc == DLPAR_OK; which++) {
     if ((rc = read_group(t, file, which, &b, path, err)) == DLPAR_OK)
       rc = take(ctx, tensors[which], b.host, err);

@@ -104,14 +104,13 @@ static int open_fields(era5_data *d, int i, dlpar_error *err)
   hid_t file = -1, dset = -1;
   struct stat st;
   int rc = DLPAR_OK;
-  if ((rc = h5_open_read(path, "cannot open (check the data path in the config)", &file, err)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(h5_open_read(path, "cannot open (check the data path in the config)", &file, err), rc, out);
   if (H5Lexists(file, "fields", H5P_DEFAULT) <= 0) {
     rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])",
                          dlpar_show(path).text);
     goto out;
   }
-  H5_TRY_GOTO(dset = H5Dopen2(file, "fields", H5P_DEFAULT), path);
+  H5_TRY_GOTO(dset = H5Dopen2(file, "fields", H5P_DEFAULT), path, err, rc, out);
   if ((d->fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(d->fds[i], &st) != 0) {
     rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: %s (check the file's permissions)", dlpar_show(path).text,
                          strerror(errno));
@@ -135,8 +134,8 @@ static int check_shape(era5_data *d, int i, dlpar_error *err)
   hsize_t dims[4];
   hid_t space = -1, type = -1;
   int rc = DLPAR_OK, ndims;
-  H5_TRY_GOTO(space = H5Dget_space((hid_t)d->fields_dset[i]), path);
-  H5_TRY_GOTO(type = H5Dget_type((hid_t)d->fields_dset[i]), path);
+  H5_TRY_GOTO(space = H5Dget_space((hid_t)d->fields_dset[i]), path, err, rc, out);
+  H5_TRY_GOTO(type = H5Dget_type((hid_t)d->fields_dset[i]), path, err, rc, out);
   ndims = H5Sget_simple_extent_ndims(space);
   if (ndims != 4 || H5Tget_class(type) != H5T_FLOAT) {
     rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is %s with %d %s, expected floats [T, C, H, W]",
@@ -228,7 +227,7 @@ static int resolve_steps(era5_data *d, int i, bool contiguous, long per_chunk, d
       addr = H5Dget_offset(dset);
       size = H5Dget_storage_size(dset);
     } else if (!contiguous && t % per_chunk == 0) {
-      H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path);
+      H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path, err, rc, out);
     }
     if (addr == HADDR_UNDEF || size != (hsize_t)(per_chunk * step_bytes)) /* never written */
       goto out;
@@ -264,8 +263,8 @@ static int resolve_chunks(era5_data *d, int i, const hsize_t shape[4], bool shuf
   }
   k->shuffle = shuffle;
   k->deflate = deflate;
-  H5_TRY_GOTO(space = H5Dget_space(dset), path);
-  H5_TRY_GOTO(H5Dget_num_chunks(dset, space, &written), path);
+  H5_TRY_GOTO(space = H5Dget_space(dset), path, err, rc, out);
+  H5_TRY_GOTO(H5Dget_num_chunks(dset, space, &written), path, err, rc, out);
   if (written != (hsize_t)count || chunk_bytes > CHUNK_LIMIT)
     goto out;
   k->offset = malloc(sizeof(long long) * (size_t)count);
@@ -280,7 +279,7 @@ static int resolve_chunks(era5_data *d, int i, const hsize_t shape[4], bool shuf
     unsigned filter_mask = 0;
     haddr_t addr = HADDR_UNDEF;
     hsize_t size = 0;
-    H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path);
+    H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path, err, rc, out);
     k->skipped[n] = (unsigned char)filter_mask;
     if (addr == HADDR_UNDEF || size == 0 || size > UINT32_MAX || filter_mask > 3u ||
         (!chunk_deflated(k, n) && size != chunk_bytes))
@@ -313,9 +312,9 @@ static int resolve_layout(era5_data *d, int i, dlpar_error *err)
   H5D_layout_t layout;
   bool shuffle, deflate, whole_steps;
   int rc = DLPAR_OK;
-  H5_TRY_GOTO(plist = H5Dget_create_plist(dset), path);
-  H5_TRY_GOTO(type = H5Dget_type(dset), path);
-  H5_TRY_GOTO(layout = H5Pget_layout(plist), path);
+  H5_TRY_GOTO(plist = H5Dget_create_plist(dset), path, err, rc, out);
+  H5_TRY_GOTO(type = H5Dget_type(dset), path, err, rc, out);
+  H5_TRY_GOTO(layout = H5Pget_layout(plist), path, err, rc, out);
   if (H5Tequal(type, H5T_NATIVE_FLOAT) <= 0 || H5Pget_external_count(plist) != 0 ||
       !known_filters(plist, &shuffle, &deflate))
     goto out;
@@ -349,11 +348,19 @@ static size_t stage_need(const era5_data *d, int i)
   return need;
 }
 
+/* File i: its fields opened, their shape checked, their layout resolved. */
+static int open_file(era5_data *d, int i, dlpar_error *err)
+{
+  DLPAR_TRY(open_fields(d, i, err));
+  DLPAR_TRY(check_shape(d, i, err));
+  return resolve_layout(d, i, err);
+}
+
 int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit, const float *means,
               const float *stds, pthread_mutex_t *hdf5_lock, dlpar_error *err)
 {
   size_t piece_rows;
-  int rc;
+  int rc = DLPAR_OK;
   memset(d, 0, sizeof(*d));
   d->in_channels = cfg->n_in_channels;
   d->out_channels = cfg->n_out_channels;
@@ -363,13 +370,10 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
   d->means = means;
   d->stds = stds;
   d->hdf5_lock = hdf5_lock;
-  if ((rc = list_files(d, dir, err)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(list_files(d, dir, err));
   pthread_mutex_lock(hdf5_lock);
-  for (int i = 0; i < d->nfiles && rc == DLPAR_OK; i++) {
-    if ((rc = open_fields(d, i, err)) == DLPAR_OK && (rc = check_shape(d, i, err)) == DLPAR_OK)
-      rc = resolve_layout(d, i, err);
-  }
+  for (int i = 0; i < d->nfiles && rc == DLPAR_OK; i++)
+    rc = open_file(d, i, err);
   pthread_mutex_unlock(hdf5_lock);
   if (rc != DLPAR_OK)
     return rc;
@@ -436,10 +440,11 @@ static int hdf5_read_step(era5_data *d, int year, long t, int channels, float *o
   int rc = DLPAR_OK;
   char context[PATH_MAX + 64];
   snprintf(context, sizeof(context), "%s: reading fields[%ld]", dlpar_show(d->files[year]).text, t);
-  H5_TRY_GOTO(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context);
-  H5_TRY_GOTO(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context);
-  H5_TRY_GOTO(mem_space = H5Screate_simple(4, count, NULL), context);
-  H5_TRY_GOTO(H5Dread((hid_t)d->fields_dset[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out), context);
+  H5_TRY_GOTO(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context, err, rc, out);
+  H5_TRY_GOTO(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context, err, rc, out);
+  H5_TRY_GOTO(mem_space = H5Screate_simple(4, count, NULL), context, err, rc, out);
+  H5_TRY_GOTO(H5Dread((hid_t)d->fields_dset[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out),
+              context, err, rc, out);
 out:
   h5_close(mem_space);
   h5_close(file_space);
@@ -559,8 +564,7 @@ static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, i
   if (!shuffled && !deflated)
     return pread_whole(d, year, idx, t, stage, sizeof(float) * want, k->offset[n] + (long long)(sizeof(float) * from),
                        err);
-  if ((rc = pread_whole(d, year, idx, t, stored, k->stored[n], k->offset[n], err)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(pread_whole(d, year, idx, t, stored, k->stored[n], k->offset[n], err));
   if (deflated) {
     unpacked = (const unsigned char *)whole;
     rc = inflate_chunk(stored, k->stored[n], (unsigned char *)whole,
@@ -709,22 +713,21 @@ static int read_h5_stats(const char *path, npy_array *a, dlpar_error *err)
   int rc = DLPAR_OK;
   snprintf(name, sizeof(name), "%.*s", (int)(strcspn(base, ".")), base);
   memset(a, 0, sizeof(*a));
-  if ((rc = h5_open_read(path, "cannot open (check the stats path in the config)", &file, err)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(h5_open_read(path, "cannot open (check the stats path in the config)", &file, err), rc, out);
   if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
     rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no such dataset '%s' (give a .npy file, or an HDF5 file with a "
                          "dataset named after it)", dlpar_show(path).text, dlpar_show(name).text);
     goto out;
   }
-  H5_TRY_GOTO(dset = H5Dopen2(file, name, H5P_DEFAULT), path);
-  H5_TRY_GOTO(space = H5Dget_space(dset), path);
+  H5_TRY_GOTO(dset = H5Dopen2(file, name, H5P_DEFAULT), path, err, rc, out);
+  H5_TRY_GOTO(space = H5Dget_space(dset), path, err, rc, out);
   a->count = (long)H5Sget_simple_extent_npoints(space);
   a->data = malloc(sizeof(float) * (size_t)(a->count > 0 ? a->count : 1));
   if (!a->data) {
     rc = DLPAR_ERR_SYSTEM;
     goto out;
   }
-  H5_TRY_GOTO(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a->data), path);
+  H5_TRY_GOTO(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a->data), path, err, rc, out);
 out:
   h5_close(space);
   h5_close(dset);
@@ -736,10 +739,8 @@ int era5_load_stats(const char *path, int channels, float **values, dlpar_error 
 {
   npy_array a;
   const size_t len = strlen(path);
-  int rc = len > 4 && strcmp(path + len - 4, ".npy") == 0 ? npy_read(path, &a, err)
-                                                           : read_h5_stats(path, &a, err);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(len > 4 && strcmp(path + len - 4, ".npy") == 0 ? npy_read(path, &a, err)
+                                                            : read_h5_stats(path, &a, err));
   if (a.count < channels) {
     npy_free(&a);
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: %ld %s, expected one per channel for %d %s (shape (1, C, 1, 1))",
@@ -905,7 +906,6 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
                   int depth, const loader_memory *memory, dlpar_error *err)
 {
   loader *l = calloc(1, sizeof(*l));
-  int rc;
   *out = l;
   if (!l)
     goto oom;
@@ -927,8 +927,7 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
                            "global_batch_size)", data->nsamples,
                            dlpar_plural(data->nsamples, "sample makes", "samples make"), local_batch, dp_size,
                            dlpar_plural(dp_size, "rank", "ranks"));
-  if ((rc = choose_readers(&l->nreaders, err)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(choose_readers(&l->nreaders, err));
   l->inp = calloc((size_t)l->depth, sizeof(float *));
   l->tgt = calloc((size_t)l->depth, sizeof(float *));
   l->left = calloc((size_t)l->depth, sizeof(int));

@@ -138,11 +138,11 @@ static int layout_props(const gen_args *a, const hsize_t dims[4], hid_t props, h
   slab[2] = dims[2];
   slab[3] = dims[3];
   if (a->layout != LAYOUT_CONTIGUOUS)
-    H5_TRY_GOTO(H5Pset_chunk(props, 4, chunk), "the chunk shape");
+    H5_TRY_GOTO(H5Pset_chunk(props, 4, chunk), "the chunk shape", err, rc, out);
   if (a->layout == LAYOUT_SHUFFLE_GZIP)
-    H5_TRY_GOTO(H5Pset_shuffle(props), "the shuffle filter");
+    H5_TRY_GOTO(H5Pset_shuffle(props), "the shuffle filter", err, rc, out);
   if (a->layout >= LAYOUT_GZIP)
-    H5_TRY_GOTO(H5Pset_deflate(props, 4), "the gzip filter");
+    H5_TRY_GOTO(H5Pset_deflate(props, 4), "the gzip filter", err, rc, out);
 out:
   return rc;
 }
@@ -197,18 +197,18 @@ static int write_year(const gen_args *a, const char *path, int year, double *sum
   atomic_file af;
   int rc = DLPAR_OK;
   atomic_file_prepare(&af, path);
-  H5_TRY_GOTO(props = H5Pcreate(H5P_DATASET_CREATE), path);
-  if ((rc = layout_props(a, dims, props, slab, err)) != DLPAR_OK)
-    goto out;
+  H5_TRY_GOTO(props = H5Pcreate(H5P_DATASET_CREATE), path, err, rc, out);
+  DLPAR_TRY_GOTO(layout_props(a, dims, props, slab, err), rc, out);
   if (!waves || !(block = malloc(sizeof(float) * plane * (size_t)(slab[0] * slab[1])))) {
     rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
     goto out;
   }
   for (int c = 0; c < a->channels; c++)
     waves_of(a, year, c, &waves[c]);
-  H5_TRY_GOTO(file = H5Fcreate(af.temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), af.temp);
-  H5_TRY_GOTO(space = H5Screate_simple(4, dims, NULL), path);
-  H5_TRY_GOTO(dset = H5Dcreate2(file, "fields", H5T_IEEE_F32LE, space, H5P_DEFAULT, props, H5P_DEFAULT), path);
+  H5_TRY_GOTO(file = H5Fcreate(af.temp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), af.temp, err, rc, out);
+  H5_TRY_GOTO(space = H5Screate_simple(4, dims, NULL), path, err, rc, out);
+  H5_TRY_GOTO(dset = H5Dcreate2(file, "fields", H5T_IEEE_F32LE, space, H5P_DEFAULT, props, H5P_DEFAULT),
+              path, err, rc, out);
   for (hsize_t t0 = 0; t0 < dims[0]; t0 += slab[0]) {
     for (hsize_t c0 = 0; c0 < dims[1]; c0 += slab[1]) {
       const hsize_t start[4] = {t0, c0, 0, 0};
@@ -227,9 +227,9 @@ static int write_year(const gen_args *a, const char *path, int year, double *sum
         }
       }
       h5_close(mem);
-      H5_TRY_GOTO(mem = H5Screate_simple(4, count, NULL), path);
-      H5_TRY_GOTO(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL), path);
-      H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, block), path);
+      H5_TRY_GOTO(mem = H5Screate_simple(4, count, NULL), path, err, rc, out);
+      H5_TRY_GOTO(H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL), path, err, rc, out);
+      H5_TRY_GOTO(H5Dwrite(dset, H5T_NATIVE_FLOAT, mem, space, H5P_DEFAULT, block), path, err, rc, out);
     }
   }
 out:
@@ -267,11 +267,9 @@ static int write_stats(const gen_args *a, const double *sum, const double *sum2,
   for (size_t i = 0; i < plane * (size_t)a->channels; i++)
     time_means[i] = (float)(time_sum[i] / ((double)a->years * a->steps));
   snprintf(path, sizeof(path), "%s/stats/global_means.npy", a->dir);
-  if ((rc = npy_write(path, means, stat_shape, 4, err)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(npy_write(path, means, stat_shape, 4, err), rc, out);
   snprintf(path, sizeof(path), "%s/stats/global_stds.npy", a->dir);
-  if ((rc = npy_write(path, stds, stat_shape, 4, err)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(npy_write(path, stds, stat_shape, 4, err), rc, out);
   snprintf(path, sizeof(path), "%s/stats/time_means.npy", a->dir);
   rc = npy_write(path, time_means, time_shape, 4, err);
 out:

@@ -76,7 +76,7 @@ int h5_open_read(const char *path, const char *cannot_open, hid_t *file, dlpar_e
   *file = -1;
   if (rc != DLPAR_OK)
     return rc;
-  H5_TRY_GOTO(*file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path);
+  H5_TRY_GOTO(*file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path, err, rc, out);
 out:
   return rc;
 }

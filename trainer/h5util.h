@@ -26,16 +26,17 @@ int h5_open_read(const char *path, const char *cannot_open, hid_t *file, dlpar_e
 const char *h5_error_string(char *buf, size_t len);
 
 /* For a call returning a negative value on failure: records
- * DLPAR_ERR_SYSTEM and "context: HDF5's error (file:line: call)" in err,
- * the context (a path, a dataset name) shown escaped, and jumps to `out`. */
-#define H5_TRY_GOTO(call, context)                                                                \
-  do {                                                                                            \
-    if ((call) < 0) {                                                                             \
-      char h5msg_[256];                                                                           \
-      rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: %s (%s:%d: %s)", dlpar_show(context).text, \
-                           h5_error_string(h5msg_, sizeof(h5msg_)), __FILE__, __LINE__, #call);   \
-      goto out;                                                                                   \
-    }                                                                                             \
+ * DLPAR_ERR_SYSTEM and "context: HDF5's error (file:line: call)" in err
+ * (a dlpar_error *), the context (a path, a dataset name) shown escaped,
+ * keeps the status in rc and goes to label. */
+#define H5_TRY_GOTO(call, context, err, rc, label)                                                    \
+  do {                                                                                                \
+    if ((call) < 0) {                                                                                 \
+      char h5msg_[256];                                                                               \
+      (rc) = dlpar_error_set((err), DLPAR_ERR_SYSTEM, "%s: %s (%s:%d: %s)", dlpar_show(context).text, \
+                             h5_error_string(h5msg_, sizeof(h5msg_)), __FILE__, __LINE__, #call);     \
+      goto label;                                                                                     \
+    }                                                                                                 \
   } while (0)
 
 #endif

@@ -95,12 +95,9 @@ int grad_buckets_ready(grad_buckets *b, dlpar_ctx *comm, float *grads, int first
     return DLPAR_OK;
   for (int i = 0; i < b->n; i++) {
     grad_bucket *bucket = &b->buckets[i];
-    int rc;
     if (bucket->launched || bucket->first_param < first_done)
       continue;
-    rc = dlpar_allreduce(comm, DLPAR_DP, grads + bucket->offset, bucket->count, DLPAR_FLOAT32, DLPAR_AVG, stream);
-    if (rc != 0)
-      return rc;
+    DLPAR_TRY(dlpar_allreduce(comm, DLPAR_DP, grads + bucket->offset, bucket->count, DLPAR_FLOAT32, DLPAR_AVG, stream));
     bucket->launched = 1;
   }
   return DLPAR_OK;

@@ -70,7 +70,6 @@ static int block_forward(model_cpu *m, int l, float *x_out)
   const block_params *p = &m->base.table.blocks[l];
   block_acts *a = &m->blocks[l];
   const long BT = d->BT;
-  int rc;
   layernorm_fwd_f32(a->ln1, a->ln1_mean, a->ln1_rstd, a->x_in, param(m, p->norm1_w), param(m, p->norm1_b), (int)BT,
                     d->D, LN_EPS);
   matmul_fwd_f32(a->q, a->ln1, param(m, p->q_w), param(m, p->q_b), (int)BT, d->D, d->Dl);
@@ -78,16 +77,14 @@ static int block_forward(model_cpu *m, int l, float *x_out)
   matmul_fwd_f32(a->v, a->ln1, param(m, p->v_w), param(m, p->v_b), (int)BT, d->D, d->Dl);
   attention_fwd_f32(a->att, a->lse, a->q, a->k, a->v, d->B, d->N, d->heads, d->HD, 1.0f / sqrtf((float)d->HD));
   matmul_fwd_f32(a->x_mid, a->att, param(m, p->proj_w), NULL, (int)BT, d->Dl, d->D);
-  if ((rc = tp_sum(m, a->x_mid, (size_t)BT * d->D)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(tp_sum(m, a->x_mid, (size_t)BT * d->D));
   add_bias_and_residual(a->x_mid, param(m, p->proj_b), a->x_in, BT, d->D);
   layernorm_fwd_f32(a->ln2, a->ln2_mean, a->ln2_rstd, a->x_mid, param(m, p->norm2_w), param(m, p->norm2_b), (int)BT,
                     d->D, LN_EPS);
   matmul_fwd_f32(a->fc1, a->ln2, param(m, p->fc1_w), param(m, p->fc1_b), (int)BT, d->D, d->Fl);
   gelu_fwd_f32(a->gelu, a->fc1, (size_t)BT * d->Fl);
   matmul_fwd_f32(x_out, a->gelu, param(m, p->fc2_w), NULL, (int)BT, d->Fl, d->D);
-  if ((rc = tp_sum(m, x_out, (size_t)BT * d->D)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(tp_sum(m, x_out, (size_t)BT * d->D));
   add_bias_and_residual(x_out, param(m, p->fc2_b), a->x_mid, BT, d->D);
   return DLPAR_OK;
 }
@@ -98,7 +95,6 @@ static int forward(model_cpu *m, const float *inp)
   const param_table *t = &m->base.table;
   const float *pos = param(m, t->pos_embed);
   float *x0 = m->blocks[0].x_in;
-  int rc;
   patchify_f32(m->patches, inp, d->B, d->Cin, d->H, d->W, d->P);
   matmul_fwd_f32(x0, m->patches, param(m, t->patch_w), param(m, t->patch_b), (int)d->BT, d->Cin * d->P * d->P, d->D);
 #pragma omp parallel for
@@ -106,8 +102,7 @@ static int forward(model_cpu *m, const float *inp)
     for (int c = 0; c < d->D; c++)
       x0[i * d->D + c] += pos[(i % d->N) * d->D + c];
   for (int l = 0; l < d->depth; l++) {
-    if ((rc = block_forward(m, l, l + 1 < d->depth ? m->blocks[l + 1].x_in : m->x_final)) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(block_forward(m, l, l + 1 < d->depth ? m->blocks[l + 1].x_in : m->x_final));
   }
   layernorm_fwd_f32(m->lnf, m->lnf_mean, m->lnf_rstd, m->x_final, param(m, t->norm_w), param(m, t->norm_b),
                     (int)d->BT, d->D, LN_EPS);
@@ -126,7 +121,6 @@ static int block_backward(model_cpu *m, int l)
   block_acts *a = &m->blocks[l];
   const long BT = d->BT;
   const size_t nD = (size_t)BT * d->D;
-  int rc;
   /* MLP branch */
   memset(m->dgelu, 0, sizeof(float) * (size_t)BT * d->Fl);
   matmul_bwd_f32(m->dgelu, grad(m, p->fc2_w), grad(m, p->fc2_b), m->dx, a->gelu, param(m, p->fc2_w), (int)BT, d->Fl,
@@ -135,8 +129,7 @@ static int block_backward(model_cpu *m, int l)
   memset(m->dln, 0, sizeof(float) * nD);
   matmul_bwd_f32(m->dln, grad(m, p->fc1_w), grad(m, p->fc1_b), m->dfc1, a->ln2, param(m, p->fc1_w), (int)BT, d->D,
                  d->Fl);
-  if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(tp_sum(m, m->dln, nD));
   layernorm_bwd_f32(m->dx, grad(m, p->norm2_w), grad(m, p->norm2_b), m->dln, a->x_mid, param(m, p->norm2_w),
                     a->ln2_mean, a->ln2_rstd, (int)BT, d->D);
   /* attention branch */
@@ -149,8 +142,7 @@ static int block_backward(model_cpu *m, int l)
   matmul_bwd_f32(m->dln, grad(m, p->q_w), grad(m, p->q_b), m->dq, a->ln1, param(m, p->q_w), (int)BT, d->D, d->Dl);
   matmul_bwd_f32(m->dln, grad(m, p->k_w), grad(m, p->k_b), m->dk, a->ln1, param(m, p->k_w), (int)BT, d->D, d->Dl);
   matmul_bwd_f32(m->dln, grad(m, p->v_w), grad(m, p->v_b), m->dv, a->ln1, param(m, p->v_w), (int)BT, d->D, d->Dl);
-  if ((rc = tp_sum(m, m->dln, nD)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(tp_sum(m, m->dln, nD));
   layernorm_bwd_f32(m->dx, grad(m, p->norm1_w), grad(m, p->norm1_b), m->dln, a->x_in, param(m, p->norm1_w),
                     a->ln1_mean, a->ln1_rstd, (int)BT, d->D);
   return DLPAR_OK;
@@ -168,7 +160,6 @@ static int backward(model_cpu *m, const float *tgt)
   const vit_dims *d = &m->base.dims;
   const param_table *t = &m->base.table;
   float *dpos = grad(m, t->pos_embed);
-  int rc;
   l2_loss_bwd_f32(m->dpred, m->pred, tgt, d->B, (size_t)d->Cout * d->H * d->W, 1.0f);
   unpatchify_bwd_f32(m->dhead, m->dpred, d->B, d->Cout, d->H, d->W, d->P);
   memset(m->dln, 0, sizeof(float) * (size_t)d->BT * d->D);
@@ -177,8 +168,7 @@ static int backward(model_cpu *m, const float *tgt)
   memset(m->dx, 0, sizeof(float) * (size_t)d->BT * d->D);
   layernorm_bwd_f32(m->dx, grad(m, t->norm_w), grad(m, t->norm_b), m->dln, m->x_final, param(m, t->norm_w),
                     m->lnf_mean, m->lnf_rstd, (int)d->BT, d->D);
-  if ((rc = buckets_ready(m, t->norm_w)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(buckets_ready(m, t->norm_w));
   for (int l = d->depth - 1; l >= 0; l--) {
     DLPAR_TRY(block_backward(m, l));
     DLPAR_TRY(buckets_ready(m, t->blocks[l].norm1_w));
@@ -199,7 +189,6 @@ static int cpu_forward_backward(model *base, const float *inp, const float *tgt)
 {
   model_cpu *m = (model_cpu *)base;
   const vit_dims *d = &m->base.dims;
-  int rc;
   if (!inp) {
     inp = m->last_inp;
     tgt = m->last_tgt;
@@ -208,8 +197,7 @@ static int cpu_forward_backward(model *base, const float *inp, const float *tgt)
   m->last_tgt = tgt;
   memset(m->grads, 0, sizeof(float) * base->table.total);
   grad_buckets_reset(&m->buckets);
-  if ((rc = forward(m, inp)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(forward(m, inp));
   m->metrics.train_loss_sum += l2_loss_fwd_f32(NULL, m->pred, tgt, d->B, (size_t)d->Cout * d->H * d->W);
   m->metrics.train_steps++;
   return backward(m, tgt);
@@ -231,9 +219,7 @@ static int cpu_optimizer_step(model *base, double lr, long t)
 {
   model_cpu *m = (model_cpu *)base;
   double nonfinite;
-  int rc = grads_nonfinite(m, &nonfinite);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(grads_nonfinite(m, &nonfinite));
   if (nonfinite > 0)
     m->metrics.skipped_steps++;
   else
@@ -245,9 +231,7 @@ static int cpu_evaluate(model *base, const float *inp, const float *tgt)
 {
   model_cpu *m = (model_cpu *)base;
   const vit_dims *d = &m->base.dims;
-  int rc = forward(m, inp);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(forward(m, inp));
   m->metrics.val_loss_sum += (double)l2_loss_fwd_f32(NULL, m->pred, tgt, d->B, (size_t)d->Cout * d->H * d->W) * d->B;
   m->metrics.val_rmse_sum += weighted_rmse_f32(m->pred, tgt, m->lat_w, d->B, d->Cout, d->H, d->W, 0);
   m->metrics.val_samples += d->B;
@@ -345,8 +329,7 @@ static int allocate(model_cpu *m)
                                {&a->q, BT * Dl}, {&a->k, BT * Dl}, {&a->v, BT * Dl}, {&a->att, BT * Dl},
                                {&a->lse, heads_rows}, {&a->x_mid, BT * D}, {&a->ln2, BT * D}, {&a->ln2_mean, BT},
                                {&a->ln2_rstd, BT}, {&a->fc1, BT * Fl}, {&a->gelu, BT * Fl}};
-    if ((rc = allocate_all(m, block_list, (int)(sizeof(block_list) / sizeof(block_list[0])))) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(allocate_all(m, block_list, (int)(sizeof(block_list) / sizeof(block_list[0]))));
   }
   return DLPAR_OK;
 }
@@ -388,6 +371,16 @@ static const model_ops cpu_ops = {
     .destroy = cpu_destroy,
 };
 
+/* The parameter table, every buffer, the initial weights and the gradient
+ * buckets: DLPAR_OK, or a status for out of memory. */
+static int build(model_cpu *m, const train_config *cfg, int tp_rank)
+{
+  DLPAR_TRY(params_build(&m->base.table, &m->base.dims, tp_rank));
+  DLPAR_TRY(allocate(m));
+  DLPAR_TRY(params_init(&m->base.table, cfg->seed, m->params));
+  return grad_buckets_plan(&m->buckets, &m->base.table, cfg->bucket_mb);
+}
+
 int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, dlpar_error *err)
 {
   const dlpar_info *info = dlpar_get_info(comm);
@@ -399,12 +392,9 @@ int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int 
   m->base.cfg = *cfg;
   m->base.comm = comm;
   vit_dims_fill(&m->base.dims, cfg, info->tp_size, local_batch);
-  if (params_build(&m->base.table, &m->base.dims, info->tp_rank) != DLPAR_OK || allocate(m) != DLPAR_OK ||
-      params_init(&m->base.table, cfg->seed, m->params) != DLPAR_OK ||
-      grad_buckets_plan(&m->buckets, &m->base.table, cfg->bucket_mb) != DLPAR_OK) {
+  if (build(m, cfg, info->tp_rank) != DLPAR_OK)
     return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the model (%.1f GB so far; lower "
                            "global_batch_size or img_size, or use more ranks)", (double)m->bytes / 1e9);
-  }
   lat_weights_f32(m->lat_w, m->base.dims.H);
   return DLPAR_OK;
 }

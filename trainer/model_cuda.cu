@@ -980,7 +980,8 @@ extern "C" void model_cuda_host_free(void *ptr)
   cudaFreeHost(ptr);
 }
 
-extern "C" int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, dlpar_error *err)
+extern "C" int model_create_cuda(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch,
+                                 dlpar_error *err)
 {
   model_cuda *m = (model_cuda *)calloc(1, sizeof(model_cuda));
   int rc;

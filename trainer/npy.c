@@ -69,8 +69,7 @@ int npy_read_stream(FILE *f, long size, const char *path, npy_array *a, dlpar_er
   long values_in_file;
   int is_f8, rc;
   memset(a, 0, sizeof(*a));
-  if ((rc = read_header(f, path, header, sizeof(header), err)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(read_header(f, path, header, sizeof(header), err), rc, out);
   rc = DLPAR_ERR_INPUT;
   is_f8 = strstr(header, "'<f8'") != NULL;
   if ((!is_f8 && !strstr(header, "'<f4'")) || strstr(header, "'fortran_order': True") || parse_shape(header, a)) {
@@ -129,7 +128,6 @@ int npy_write(const char *path, const float *data, const long *shape, int ndim, 
   size_t used = 0, total;
   long count = 1;
   atomic_file file;
-  int rc;
   for (int i = 0; i < ndim; i++) {
     used += (size_t)snprintf(dims + used, sizeof(dims) - used, "%ld,%s", shape[i], ndim > 1 && i < ndim - 1 ? " " : "");
     count *= shape[i];
@@ -138,8 +136,7 @@ int npy_write(const char *path, const float *data, const long *shape, int ndim, 
   total = (10 + used + 1 + 63) / 64 * 64; /* magic+version+len, header, '\n', padded */
   memset(header + used, ' ', total - 10 - used - 1);
   header[total - 10 - 1] = '\n';
-  if ((rc = atomic_file_open(&file, path, err)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(atomic_file_open(&file, path, err));
   {
     const unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)((total - 10) & 0xff),
                                       (unsigned char)((total - 10) >> 8)};

@@ -74,13 +74,20 @@ static int make_dirs(const char *path)
   return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* The config: loaded, checked against the grid, and kept as YAML (for the
+ * checkpoints). */
+static int load_config(trainer *t, const train_args *a, dlpar_error *err)
+{
+  DLPAR_TRY(config_load(&t->config, a->config_file, a->config_name, a->overrides, a->noverrides, err));
+  DLPAR_TRY(config_check(&t->config, t->info->tp_size, t->info->dp_size, err));
+  return config_to_yaml(&t->config.cfg, t->config_yaml, sizeof(t->config_yaml), err);
+}
+
 static void setup_config(trainer *t, const train_args *a)
 {
   const train_config *c = &t->config.cfg;
   dlpar_error err = {0};
-  if (config_load(&t->config, a->config_file, a->config_name, a->overrides, a->noverrides, &err) != DLPAR_OK ||
-      config_check(&t->config, t->info->tp_size, t->info->dp_size, &err) != DLPAR_OK ||
-      config_to_yaml(c, t->config_yaml, sizeof(t->config_yaml), &err) != DLPAR_OK)
+  if (load_config(t, a, &err) != DLPAR_OK)
     train_die(t, false, "%s", err.text);
   snprintf(t->run_dir, sizeof(t->run_dir), "%s/%s/%dx%d/%s", c->expdir, c->name, t->info->tp_size, t->info->dp_size,
            a->run);
@@ -101,6 +108,28 @@ static loader_memory batch_memory(const trainer *t)
   return (loader_memory){NULL, NULL};
 }
 
+/* The normalisation's means and standard deviations of each channel. */
+static int load_stats(trainer *t, int channels, dlpar_error *err)
+{
+  const train_config *c = &t->config.cfg;
+  DLPAR_TRY(era5_load_stats(c->global_means_path, channels, &t->means, err));
+  return era5_load_stats(c->global_stds_path, channels, &t->stds, err);
+}
+
+/* The training and validation data, each with its loader of B samples a
+ * rank (the training batches in memory's kind). */
+static int open_data(trainer *t, int B, const loader_memory *memory, dlpar_error *err)
+{
+  const train_config *c = &t->config.cfg;
+  DLPAR_TRY(era5_open(&t->train_data, c->train_data_path, c, c->limit_nsamples, t->means, t->stds, &t->hdf5_lock,
+                      err));
+  DLPAR_TRY(era5_open(&t->valid_data, c->valid_data_path, c, c->limit_nsamples_val, t->means, t->stds,
+                      &t->hdf5_lock, err));
+  DLPAR_TRY(loader_create(&t->train, &t->train_data, B, t->info->dp_rank, t->info->dp_size, true, c->seed,
+                          c->num_data_workers, memory->alloc ? memory : NULL, err));
+  return loader_create(&t->valid, &t->valid_data, B, t->info->dp_rank, t->info->dp_size, false, c->seed, 2, NULL, err);
+}
+
 static void setup_data(trainer *t)
 {
   const train_config *c = &t->config.cfg;
@@ -109,22 +138,14 @@ static void setup_data(trainer *t)
   loader_memory memory = batch_memory(t);
   dlpar_error err = {0};
   pthread_mutex_init(&t->hdf5_lock, NULL);
-  if (era5_load_stats(c->global_means_path, channels, &t->means, &err) != DLPAR_OK ||
-      era5_load_stats(c->global_stds_path, channels, &t->stds, &err) != DLPAR_OK)
+  if (load_stats(t, channels, &err) != DLPAR_OK)
     train_die(t, true, "%s", err.text);
   for (int ch = 0; ch < channels; ch++) {
     if (t->stds[ch] <= 0)
       train_die(t, true, "%s: the std of channel %d is %g (a constant channel cannot be normalised)",
                 dlpar_show(c->global_stds_path).text, ch, t->stds[ch]);
   }
-  if (era5_open(&t->train_data, c->train_data_path, c, c->limit_nsamples, t->means, t->stds, &t->hdf5_lock,
-                &err) != DLPAR_OK ||
-      era5_open(&t->valid_data, c->valid_data_path, c, c->limit_nsamples_val, t->means, t->stds, &t->hdf5_lock,
-                &err) != DLPAR_OK ||
-      loader_create(&t->train, &t->train_data, B, t->info->dp_rank, t->info->dp_size, true, c->seed,
-                    c->num_data_workers, memory.alloc ? &memory : NULL, &err) != DLPAR_OK ||
-      loader_create(&t->valid, &t->valid_data, B, t->info->dp_rank, t->info->dp_size, false, c->seed, 2, NULL,
-                    &err) != DLPAR_OK)
+  if (open_data(t, B, &memory, &err) != DLPAR_OK)
     train_die(t, true, "%s", err.text);
 }
 

@@ -265,8 +265,7 @@ static int apply_mapping(config_set *set, const ynode *map, const char *file, dl
       return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: unknown key '%s' in config '%s' (see dlpar-train(1) for the "
                              "keys)", source, key->kind == YNODE_SCALAR ? dlpar_show(key->text).text : "?",
                              dlpar_show(set->cfg.name).text);
-    if (apply_value(set, index, map->items[i + 1], source, err) != DLPAR_OK)
-      return DLPAR_ERR_INPUT;
+    DLPAR_TRY(apply_value(set, index, map->items[i + 1], source, err));
   }
   return DLPAR_OK;
 }
@@ -304,16 +303,14 @@ int config_load(config_set *set, const char *path, const char *name, char *const
   snprintf(set->cfg.file, sizeof(set->cfg.file), "%s", path);
   for (int i = 0; i < NKEYS; i++)
     snprintf(set->source[i], sizeof(set->source[i]), "default");
-  if ((rc = ytree_parse_file(path, &tree, err)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(ytree_parse_file(path, &tree, err), rc, out);
   config = ynode_get(ytree_root(tree), name);
   if (!config || config->kind != YNODE_MAPPING) {
     rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no config named '%s' (give --config=NAME with a top-level mapping "
                          "of the file)", dlpar_show(path).text, dlpar_show(name).text);
     goto out;
   }
-  if ((rc = apply_mapping(set, config, path, err)) != DLPAR_OK)
-    goto out;
+  DLPAR_TRY_GOTO(apply_mapping(set, config, path, err), rc, out);
   for (int i = 0; i < noverrides && rc == DLPAR_OK; i++)
     rc = apply_override(set, overrides[i], err);
 out:
@@ -382,8 +379,7 @@ int config_check(config_set *set, int tp, int dp, dlpar_error *err)
 {
   const train_config *c = &set->cfg;
   resolve_batch(set, dp);
-  if (check_parallel(set, tp, err) != DLPAR_OK)
-    return DLPAR_ERR_INPUT;
+  DLPAR_TRY(check_parallel(set, tp, err));
   if (c->embed_dim % c->num_heads)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: embed_dim=%d is not a multiple of num_heads=%d (choose num_heads "
                            "dividing embed_dim)", source_of(set, "num_heads"), c->embed_dim, c->num_heads);

@@ -260,9 +260,8 @@ static int parse_sequence(ytree *t, ynode *seq)
   for (;;) {
     yaml_event_t event;
     ynode *item = NULL;
-    int rc = next_event(t, &event);
-    if (rc != DLPAR_OK)
-      return rc;
+    int rc;
+    DLPAR_TRY(next_event(t, &event));
     if (event.type == YAML_SEQUENCE_END_EVENT) {
       yaml_event_delete(&event);
       return DLPAR_OK;
@@ -331,8 +330,7 @@ static int parse_document(ytree *t)
   yaml_event_t event;
   int rc;
   do {
-    if ((rc = next_event(t, &event)) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(next_event(t, &event));
     if (event.type == YAML_STREAM_END_EVENT) {
       yaml_event_delete(&event);
       return fail(t, 1, "the document is empty", NULL);

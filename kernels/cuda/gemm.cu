@@ -293,7 +293,6 @@ static int describe(dl_blas *blas, const gemm_call *g, gemm_plan *plan)
   const cublasComputeType_t compute =
       g->ab_type == DL_F32 && blas->allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cublasOperation_t ta = g->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g->transb ? CUBLAS_OP_T : CUBLAS_OP_N;
-  int rc;
   DL_TRY_CUBLAS(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F));
   DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   DL_TRY_CUBLAS(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
@@ -302,9 +301,9 @@ static int describe(dl_blas *blas, const gemm_call *g, gemm_plan *plan)
   DL_TRY_CUBLAS(cublasLtMatrixLayoutCreate(&plan->lb, cuda_type(g->ab_type), g->transb ? g->n : g->k,
                                                     g->transb ? g->k : g->n, g->transb ? g->n : g->k));
   DL_TRY_CUBLAS(cublasLtMatrixLayoutCreate(&plan->lc, cuda_type(g->d_type), g->m, g->n, g->m));
-  if ((rc = set_epilogue(plan->op, g, key)) != 0 || (rc = set_planes(plan->la, key->planes, key->stride_a)) != 0 ||
-      (rc = set_planes(plan->lb, key->planes, key->stride_b)) != 0)
-    return rc;
+  DL_TRY(set_epilogue(plan->op, g, key));
+  DL_TRY(set_planes(plan->la, key->planes, key->stride_a));
+  DL_TRY(set_planes(plan->lb, key->planes, key->stride_b));
   return set_planes(plan->lc, key->planes, key->stride_d);
 }
 
@@ -344,8 +343,8 @@ static int make_plan(dl_blas *blas, const gemm_call *g, const gemm_key *key, gem
   int rc;
   memset(&plan, 0, sizeof(plan));
   plan.key = *key;
-  if (2 * (blas->nplans + 1) > blas->capacity && (rc = grow_plans(blas)) != 0)
-    return rc;
+  if (2 * (blas->nplans + 1) > blas->capacity)
+    DL_TRY(grow_plans(blas));
   rc = describe(blas, g, &plan);
   if (rc == 0 && !(blas->epilogues_refused && key->epilogue != (int)CUBLASLT_EPILOGUE_DEFAULT))
     rc = ask_heuristic(blas, &plan);
@@ -366,9 +365,8 @@ static int plan_for(dl_blas *blas, const gemm_call *g, gemm_plan **out)
 {
   const gemm_key key = gemm_key_of(g);
   gemm_plan *plan = find_slot(blas->plans, blas->capacity, &key);
-  int rc;
-  if (!plan->used && (rc = make_plan(blas, g, &key, &plan)) != 0)
-    return rc;
+  if (!plan->used)
+    DL_TRY(make_plan(blas, g, &key, &plan));
   *out = plan;
   return plan->usable ? set_pointers(plan->op, g) : NO_ALGO;
 }
@@ -423,8 +421,7 @@ extern "C" int dl_matmul_fwd_planes(dl_blas *blas, void *out, const void *inp, c
   int rc = lt_matmul(blas, &fused, s);
   if (rc != NO_ALGO || !bias)
     return rc;
-  if ((rc = lt_matmul(blas, &plain, s)) != 0)
-    return rc;
+  DL_TRY(lt_matmul(blas, &plain, s));
   return dl_add_bias_planes(out, bias, planes > 1 ? planes : 1, BT, OC, act, s);
 }
 
@@ -469,8 +466,7 @@ static int weight_and_bias_grad(dl_blas *blas, float *dw, float *dbias, const vo
   int rc = dbias ? lt_matmul(blas, &fused, s) : lt_matmul(blas, &plain, s);
   if (rc != NO_ALGO || !dbias)
     return rc;
-  if ((rc = lt_matmul(blas, &plain, s)) != 0)
-    return rc;
+  DL_TRY(lt_matmul(blas, &plain, s));
   return bias_grad(blas, dbias, dout, planes, BT, OC, act, s);
 }
 
@@ -486,8 +482,8 @@ static int input_grad(dl_blas *blas, void *dinp, float *sum, int accumulate, con
   int rc = 0;
   if (in_fp32 && !sum)
     return (int)cudaErrorInvalidValue;
-  if (in_fp32 && accumulate && (rc = dl_cast(sum, DL_F32, dinp, act, n, s)) != 0)
-    return rc;
+  if (in_fp32 && accumulate)
+    DL_TRY(dl_cast(sum, DL_F32, dinp, act, n, s));
   for (int p = 0; p < planes && rc == 0; p++) {
     gemm_call g = input_grad_call(in_fp32 ? sum : dinp, p > 0 || accumulate, plane_at(dout, p, (size_t)BT * OC, act),
                                   plane_at(w, p, (size_t)OC * C, act), BT, C, OC, act, CUBLASLT_EPILOGUE_DEFAULT, NULL);
@@ -503,9 +499,8 @@ extern "C" int dl_matmul_bwd_planes(dl_blas *blas, void *dinp, float *dinp_sum, 
                                     float *dbias, const void *dout, const void *inp, const void *w, int planes,
                                     int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
-  int rc;
-  if (dinp && (rc = input_grad(blas, dinp, dinp_sum, accumulate, dout, w, planes, BT, C, OC, act, s)) != 0)
-    return rc;
+  if (dinp)
+    DL_TRY(input_grad(blas, dinp, dinp_sum, accumulate, dout, w, planes, BT, C, OC, act, s));
   if (dw)
     return weight_and_bias_grad(blas, dw, dbias, dout, inp, planes, BT, C, OC, act, s);
   return dbias ? bias_grad(blas, dbias, dout, planes, BT, OC, act, s) : 0;
@@ -549,8 +544,7 @@ extern "C" int dl_matmul_gelu_fwd(dl_blas *blas, int fused, void *out, void *pre
   int rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
   if (rc != NO_ALGO)
     return rc;
-  if ((rc = dl_matmul_fwd(blas, pre, inp, w, bias, BT, C, OC, act, s)) != 0)
-    return rc;
+  DL_TRY(dl_matmul_fwd(blas, pre, inp, w, bias, BT, C, OC, act, s));
   return dl_gelu_fwd(out, pre, (size_t)BT * OC, act, s);
 }
 
@@ -563,14 +557,12 @@ extern "C" int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, const vo
                                   dl_dtype act, cudaStream_t s)
 {
   const gemm_call g = input_grad_call(dpre, 0, dout, w, BT, C, OC, act, CUBLASLT_EPILOGUE_DGELU, (void *)pre);
-  int rc = weight_and_bias_grad(blas, dw, dbias, dout, inp, 1, BT, C, OC, act, s);
-  if (rc != 0)
-    return rc;
+  int rc;
+  DL_TRY(weight_and_bias_grad(blas, dw, dbias, dout, inp, 1, BT, C, OC, act, s));
   rc = fused ? lt_matmul(blas, &g, s) : NO_ALGO;
   if (rc != NO_ALGO)
     return rc;
-  if ((rc = input_grad(blas, dpre, NULL, 0, dout, w, 1, BT, C, OC, act, s)) != 0)
-    return rc;
+  DL_TRY(input_grad(blas, dpre, NULL, 0, dout, w, 1, BT, C, OC, act, s));
   return dl_gelu_bwd(dpre, pre, dpre, (size_t)BT * C, act, s);
 }
 

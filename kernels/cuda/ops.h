@@ -6,7 +6,9 @@
  * Adam state and reductions are fp32. Every function returns 0 on
  * success, a cudaError_t, DL_CUBLAS_BASE + a cublasStatus_t or
  * DL_CUDNN_BASE + a cudnnStatus_t;
- * dl_status_string() names it. */
+ * dl_status_string() names it. These codes are the kernels' own layer,
+ * below dlpar_status: the model's MODEL_TRY turns a non-zero one into
+ * DLPAR_ERR_CUDA with dl_status_string's words (common/status.h). */
 #ifndef DLPAR_KERNELS_CUDA_OPS_H
 #define DLPAR_KERNELS_CUDA_OPS_H
 
