@@ -16,6 +16,9 @@ if BUILD_LIBDLPAR
 dist_torchsbatch_SCRIPTS = contrib/sbatch/pytorch.sbatch
 dist_pytorch_DATA = contrib/pytorch/ddp_example.py
 endif
+# dlpar-restart serves any srun step: installed whatever is built.
+restartbindir = $(bindir)
+dist_restartbin_SCRIPTS = contrib/dlpar-restart
 EXTRA_DIST += contrib/demo contrib/dlpar-bundle
 
 # The README's main job: a real 2x2 training on a generated dataset.

@@ -44,6 +44,10 @@
 /* How long the asking rank waits for the others' signatures (those not
  * read by then count as none). */
 #define STACKS_WAIT_SECONDS 4.0
+/* How long the asking rank lets the others write and publish before it
+ * reads their signatures: PMIx caches a remote rank's keys at the first
+ * read, so a read before the rank published would miss it for good. */
+#define PUBLISH_WAIT_SECONDS 1.0
 /* How long the ranks that asked but do not print the summary let the one that does. */
 #define SUMMARY_GRACE_SECONDS 3.0
 #define SIGNATURE_KEY "dlpar.stack"
@@ -313,6 +317,7 @@ void dlpar_stacks_request(dlpar_ctx *ctx)
   atomic_store(&mailbox.fresh, 0);
   if (ctx->pmix)
     publish(ctx, true);
+  nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = (long)(PUBLISH_WAIT_SECONDS * 1e9)}, NULL);
   sigs = calloc((size_t)ctx->info.size, sizeof(*sigs));
   have = calloc((size_t)ctx->info.size, sizeof(*have));
   if (!sigs || !have || !ctx->pmix)

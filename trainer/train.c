@@ -332,6 +332,16 @@ static void resume(trainer *t)
       t->pos.epoch + 1, t->pos.step_in_epoch);
 }
 
+/* A step dlpar-restart started again (DLPAR_RESTART 1 or more) resumes
+ * from its run's checkpoint where there is one, as under --resume. */
+static bool restarted_with_checkpoint(const trainer *t)
+{
+  char path[PATH_MAX + 16];
+  const char *attempt = getenv("DLPAR_RESTART");
+  snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
+  return attempt && atoi(attempt) > 0 && access(path, R_OK) == 0;
+}
+
 static void banner(const trainer *t)
 {
   const train_config *c = &t->config.cfg;
@@ -411,7 +421,7 @@ int main(int argc, char **argv)
   if (args.manual_profiling)
     manual_profiling(&t);
   t.saved_step = -1;
-  if (args.resume)
+  if (args.resume || restarted_with_checkpoint(&t))
     resume(&t);
   if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, &err) != DLPAR_OK)
     train_die(&t, false, "%s", err.text);

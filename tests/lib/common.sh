@@ -57,19 +57,20 @@ finish() {
 # (it needs PMIx; spank_options.sh checks that refusal with --mpi=none),
 # and no PMIx program starts under srun.
 use_bed() {
-  local out rc state=$DLPAR_BUILDDIR/tests/.bed owner=${DLPAR_CHECK_OWNER:-$PPID} need_pmix=yes arg plugstack=()
+  local out rc state=$DLPAR_BUILDDIR/tests/.bed owner=${DLPAR_CHECK_OWNER:-$PPID} need_pmix=yes arg plugstack=() nodes=()
   for arg in "$@"; do
     case $arg in
       private) state=$TEST_TMP/bed owner=$$ ;;
       any) need_pmix=no ;;
       plugstack=*) state=$TEST_TMP/bed owner=$$ plugstack=(--plugstack "${arg#plugstack=}") ;;
+      nodes=*) state=$TEST_TMP/bed owner=$$ nodes=(--nodes "${arg#nodes=}") ;;
     esac
   done
   [ $need_pmix = no ] || "$DLPAR_SRCDIR/tests/testbed/dlpar-bed" has-pmix ||
     skip "this Slurm ($(srun --version 2>/dev/null | head -n 1)) has no mpi/pmix plugin, so no PMIx program starts under srun (Debian testing's slurm-wlm 26.05 is built without it: Slurm builds mpi/pmix against PMIx majors 2 to 6, Debian testing ships PMIx 7)"
   out=$("$DLPAR_SRCDIR/tests/testbed/dlpar-bed" ensure --state "$state" --owner "$owner" \
         --plugin "$DLPAR_BUILDDIR/spank/.libs/spank_dlpar.so" \
-        --plugin-args "$BED_TOPOLOGY" "${plugstack[@]}" \
+        --plugin-args "$BED_TOPOLOGY" "${plugstack[@]}" "${nodes[@]}" \
         --share "$DLPAR_BUILDDIR" --share "$DLPAR_SRCDIR" 2>"$TEST_TMP/bed.err")
   rc=$?
   [ $rc = 77 ] && skip "$(cat "$TEST_TMP/bed.err")"

@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/integration/restart.sh: a job that survives a bad node
+# (contrib/dlpar-restart), on a 3-node bed of this test's own, each step on
+# 2 nodes with the third as the spare:
+#  - a rank stopped (SIGSTOP) mid-training on n2: its node-mate names it,
+#    the step ends, dlpar-restart names n2 and why in one line, runs the
+#    step again on n1 and n3 with DLPAR_RESTART=1, dlpar-train resumes from
+#    the last checkpoint, and the losses are the uninterrupted run's, bit
+#    for bit;
+#  - --dl-check failing a rank on n2: n2 excluded at the first attempt;
+#  - a failure that names no node (the program's own): not restarted, its
+#    exit status; no spare left: stops, saying what the step needs.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+use_bed nodes=3
+restart=$DLPAR_SRCDIR/contrib/dlpar-restart
+make_data
+export OMP_NUM_THREADS=1 DLPAR_STOPPED_TIMEOUT=2
+train=("$B/trainer/dlpar-train" --config=test "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=24 --checkpoint_every=4)
+losses() { step_losses "$TEST_TMP/runs/test/2x2/$1/metrics.jsonl" | sort -n | uniq; }
+
+out=$(salloc -N3 --ntasks-per-node=2 srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "${train[@]}" --run=whole 2>&1)
+expect_rc "uninterrupted run" $? 0
+
+# rank 2's process (n2's first) stops itself once the first checkpoint is written, in the first attempt only
+cat >"$TEST_TMP/stop_on_n2" <<'SH'
+#!/bin/bash
+if [ "$SLURMD_NODENAME" = n2 ] && [ "$SLURM_LOCALID" = 0 ] && [ "$DLPAR_RESTART" = 0 ]; then
+  (while [ ! -e "$CKPT" ]; do sleep 0.05; done; kill -STOP $$) &
+fi
+exec "$@"
+SH
+chmod +x "$TEST_TMP/stop_on_n2"
+start=$(date +%s.%N)
+out=$(CKPT=$TEST_TMP/runs/test/2x2/restarted/checkpoint.h5 salloc -N3 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
+      srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/stop_on_n2" "${train[@]}" --run=restarted 2>&1)
+expect_rc "a rank stopped on n2: the job ends well" $? 0
+echo "stopped rank to the job's end: $(elapsed_since "$start") s"
+expect_eq "dlpar-restart: one line naming n2 and why" "$(grep -c '^dlpar-restart: ' <<<"$out")" 1
+expect_contains "dlpar-restart: the line" "$out" \
+  "dlpar-restart: excluding n2 (a rank stopped (SIGSTOP, SIGTSTP)): restart 1 of 1 on n1,n3 (DLPAR_RESTART=1)"
+expect_contains "dlpar-train resumed from the checkpoint" "$out" "dlpar-train: resumed from $TEST_TMP/runs/test/2x2/restarted/checkpoint.h5"
+expect_eq "losses bit for bit, the restart's and the uninterrupted run's" "$(losses restarted)" "$(losses whole)"
+
+# --dl-check fails a rank on n2 (NCCL settings that differ from rank 0's): excluded at once
+hello=$B/tools/dlpar-hello
+out=$(salloc -N3 --ntasks-per-node=2 "$restart" --max=2 srun -N2 -n2 --ntasks-per-node=1 --dl-parallel=1x2 --dl-check \
+      bash -c '[ "$SLURMD_NODENAME" != n2 ] || export NCCL_IB_TIMEOUT=20; exec "$0"' "$hello" 2>&1)
+expect_rc "--dl-check failing on n2" $? 0
+expect_contains "--dl-check failing on n2: excluded" "$out" \
+  "dlpar-restart: excluding n2 (--dl-check failed there): restart 1 of 2 on n1,n3"
+
+# the program's own failure: not restarted; no spare: stopped
+out=$(salloc -N2 "$restart" srun -N2 -n2 --dl-parallel=1x2 bash -c 'exit 3' 2>&1)
+expect_rc "the program's own failure" $? 3
+expect_contains "the program's own failure: not restarted" "$out" \
+  "dlpar-restart: the step failed (exit 3) and named no node: the program's own failure, not restarted"
+out=$(salloc -N2 "$restart" srun -N2 -n2 --ntasks-per-node=1 --dl-parallel=1x2 --dl-check \
+      bash -c '[ "$SLURMD_NODENAME" != n2 ] || export NCCL_IB_TIMEOUT=20; exec "$0"' "$hello" 2>&1)
+expect_rc "no spare" $? 1
+expect_contains "no spare: what the step needs" "$out" \
+  "dlpar-restart: excluding n2 (--dl-check failed there): 1 node(s) left, the step needs 2: no spare to restart on (allocate spares: sbatch -N 3 --no-kill)"
+finish
