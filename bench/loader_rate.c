@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* bench/loader_rate.c: dlpar's loader alone (trainer/data.c), the dlpar
+/* bench/loader_rate.c: dlpar's loader alone (trainer/data/data.c), the dlpar
  * side of bench/loader-vs-torch (a PyTorch DataLoader over h5py reading the
  * same files, bench/torch_loader.py, is the anchor):
  *   dlpar-loader-rate DIR CHANNELS HEIGHT WIDTH BATCH DEPTH WARMUP BATCHES
@@ -20,8 +20,8 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "common/text.h"
-#include "trainer/data.h"
-#include "trainer/h5util.h"
+#include "trainer/data/data.h"
+#include "trainer/data/h5util.h"
 
 typedef struct {
   const char *dir;

@@ -16,7 +16,7 @@
 
 /* The kernels' part of the error family (common/status.h): DL_TRY returns
  * a call's non-zero dl status; DL_TRY_CUDA a CUDA error as one (cudaSuccess
- * is 0). The caller (the CUDA model's MODEL_TRY, trainer/model_cuda/)
+ * is 0). The caller (the CUDA model's MODEL_TRY, trainer/model/cuda/)
  * prints its file:line, the call and dl_status_string's words. */
 #define DL_TRY(call)                                                                          \
   do {                                                                                        \

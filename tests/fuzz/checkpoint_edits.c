@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "trainer/model.h"
+#include "trainer/model/model.h"
 
 static unsigned next_byte(checkpoint_edits *e)
 {

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trainer/params.h"
+#include "trainer/model/params.h"
 
 typedef struct {
   const uint8_t *p;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/fuzz/fuzz_checkpoint.c: the checkpoint reader (trainer/checkpoint.c)
+/* tests/fuzz/fuzz_checkpoint.c: the checkpoint reader (trainer/run/checkpoint.c)
  * on any content: the input is a list of edits to a valid checkpoint of a
  * tiny model (checkpoint_edits.h), written with HDF5 and read back; the
  * position is then checked against the run as --resume does. The bytes of
@@ -10,8 +10,8 @@
 
 #include "tests/fuzz/checkpoint_edits.h"
 #include "tests/fuzz/fuzz.h"
-#include "trainer/checkpoint.h"
-#include "trainer/h5util.h"
+#include "trainer/run/checkpoint.h"
+#include "trainer/data/h5util.h"
 
 static int take_finite(void *ctx, model_tensor which, const float *host, dlpar_error *err)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/fuzz/fuzz_config.c: a config file and --key=value overrides
- * (trainer/train_config.c over yamltree) on any input: the text up to a
+ * (trainer/config/train_config.c over yamltree) on any input: the text up to a
  * line "--8<--" is the file (config 'base' is loaded), each line after it
  * one override; a loaded config is then checked against grids and
  * printed, as dlpar-train does, and what is printed (the config a
@@ -8,7 +8,7 @@
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
-#include "trainer/train_config.h"
+#include "trainer/config/train_config.h"
 
 #define MAX_OVERRIDES 64
 

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/fuzz/fuzz_npy.c: the .npy reader (trainer/npy.c) on any bytes, from
+/* tests/fuzz/fuzz_npy.c: the .npy reader (trainer/data/npy.c) on any bytes, from
  * memory through the stream it reads files with. */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
-#include "trainer/npy.h"
+#include "trainer/data/npy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/fuzz/fuzz_yaml.c: the YAML tree (trainer/yamltree.c) on any text:
+/* tests/fuzz/fuzz_yaml.c: the YAML tree (trainer/config/yamltree.c) on any text:
  * parsed, then walked the way a reader would (keys looked up, nulls
  * tested) with a budget, since aliases share nodes. */
 #include "config.h"
 
 #include "tests/fuzz/fuzz.h"
-#include "trainer/yamltree.h"
+#include "trainer/config/yamltree.h"
 
 static void walk(const ynode *node, long *budget)
 {

@@ -33,10 +33,11 @@ if HAVE_LIBFUZZER
 # libtool against libdlpar (checkpoint.c's collective save needs it).
 LIBFUZZER_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DHAVE_CONFIG_H \
 	-I$(top_srcdir) -I$(top_builddir) $(HDF5_CFLAGS) $(YAML_CFLAGS)
-LIBFUZZER_READERS = $(top_srcdir)/trainer/yamltree.c $(top_srcdir)/trainer/input_file.c \
-	$(top_srcdir)/trainer/train_config.c $(top_srcdir)/trainer/npy.c $(top_srcdir)/trainer/atomic_file.c \
-	$(top_srcdir)/trainer/checkpoint.c $(top_srcdir)/trainer/h5util.c $(top_srcdir)/trainer/params.c $(top_srcdir)/trainer/model_common.c \
-	$(top_srcdir)/trainer/rng.c $(top_srcdir)/tests/fuzz/fuzz_common.c $(top_srcdir)/tests/fuzz/checkpoint_edits.c
+LIBFUZZER_READERS = $(top_srcdir)/trainer/config/yamltree.c $(top_srcdir)/trainer/config/input_file.c \
+	$(top_srcdir)/trainer/config/train_config.c $(top_srcdir)/trainer/data/npy.c \
+	$(top_srcdir)/trainer/data/atomic_file.c $(top_srcdir)/trainer/data/h5util.c $(top_srcdir)/trainer/data/rng.c \
+	$(top_srcdir)/trainer/model/params.c $(top_srcdir)/trainer/model/model_common.c \
+	$(top_srcdir)/trainer/run/checkpoint.c $(top_srcdir)/tests/fuzz/fuzz_common.c $(top_srcdir)/tests/fuzz/checkpoint_edits.c
 LIBFUZZER_TARGETS = tests/fuzz/libfuzzer/fuzz_yaml tests/fuzz/libfuzzer/fuzz_config tests/fuzz/libfuzzer/fuzz_npy \
 	tests/fuzz/libfuzzer/fuzz_checkpoint
 $(LIBFUZZER_TARGETS): $(LIBFUZZER_READERS) $(top_srcdir)/tests/fuzz/fuzz.h $(top_srcdir)/tests/fuzz/checkpoint_edits.h \

@@ -1,4 +1,4 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# tests/fuzz/yaml.sh: the YAML tree (trainer/yamltree.c): its fuzz corpus replayed (see tests/fuzz/run.sh).
+# tests/fuzz/yaml.sh: the YAML tree (trainer/config/yamltree.c): its fuzz corpus replayed (see tests/fuzz/run.sh).
 . "$DLPAR_SRCDIR/tests/fuzz/run.sh" yaml

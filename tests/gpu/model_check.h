@@ -12,7 +12,7 @@
 
 #include "include/dlpar/dlpar.h"
 #include "tests/gpu/gpu_check.h"
-#include "trainer/model.h"
+#include "trainer/model/model.h"
 
 /* The config with `overrides` ("--key=value"), or exit 1 naming the problem. */
 static inline void load_config(config_set *set, const char *section, char *const *overrides, int n)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/train_progress.sh: the progress line of dlpar-train
-# (trainer/progress.c) in a real 1x2 run under dlpar-run: on a terminal (a
+# (trainer/run/progress.c) in a real 1x2 run under dlpar-run: on a terminal (a
 # pty from script(1)) one line rewritten in place with \r, ending on the
 # epoch's last step; in a log (a pipe) plain lines; from rank 0 alone;
 # --progress=off silences it and a bad value is one line and a failure.

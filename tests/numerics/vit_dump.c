@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "include/dlpar/dlpar.h"
-#include "trainer/model.h"
-#include "trainer/rng.h"
-#include "trainer/train_config.h"
+#include "trainer/model/model.h"
+#include "trainer/data/rng.h"
+#include "trainer/config/train_config.h"
 
 static int write_array(hid_t loc, const char *name, const float *data, int ndim, const hsize_t *dims)
 {

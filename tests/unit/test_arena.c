@@ -19,7 +19,7 @@
 #include "common/status.h"
 #include "kernels/cuda/ops.h"
 #include "tests/unit/check.h"
-#include "trainer/model.h"
+#include "trainer/model/model.h"
 
 static size_t arena_of(const char *section, const char *amp, const char *recompute, int tp)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_checkpoint.c: the checkpoint reader (trainer/checkpoint.c)
+/* tests/unit/test_checkpoint.c: the checkpoint reader (trainer/run/checkpoint.c)
  * never trusts the file: every attribute one whole number, every tensor the
  * table's rank (checked before its dimensions are read), shape and float
  * type with finite values, the groups present, and the position consistent
@@ -13,8 +13,8 @@
 #include "common/status.h"
 #include "tests/fuzz/checkpoint_edits.h"
 #include "tests/unit/check.h"
-#include "trainer/checkpoint.h"
-#include "trainer/h5util.h"
+#include "trainer/run/checkpoint.h"
+#include "trainer/data/h5util.h"
 
 static char path[64];
 static dlpar_error err;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_loader.c: the ERA5 loader (trainer/data.c) against the
+/* tests/unit/test_loader.c: the ERA5 loader (trainer/data/data.c) against the
  * fields it was given, normalised here, bit for bit: every batch in order
  * at 1, 2 and 3 reader threads and 2 and 3 batches ahead, across epochs'
  * ends and a restart while the readers are ahead; in every HDF5 layout,
@@ -26,9 +26,9 @@
 
 #include "common/status.h"
 #include "tests/unit/check.h"
-#include "trainer/data.h"
-#include "trainer/h5util.h"
-#include "trainer/rng.h"
+#include "trainer/data/data.h"
+#include "trainer/data/h5util.h"
+#include "trainer/data/rng.h"
 
 /* Two years of fields[T, C, H, W]; a plane (H x W floats) is more than the
  * loader's 1 MiB staging piece, so a channel is read in two pieces. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_metrics.c: trainer/metrics.c on its own: CRC32C against
+/* tests/unit/test_metrics.c: trainer/run/metrics.c on its own: CRC32C against
  * its published check value, one scalar Event encoded byte for byte as the
  * protobuf wire format lays it out, records that do not fit refused, and
  * a writer's files: metrics.jsonl lines, and an event file whose every
@@ -19,7 +19,7 @@
 
 #include "common/status.h"
 #include "tests/unit/check.h"
-#include "trainer/metrics.h"
+#include "trainer/run/metrics.h"
 
 static void test_crc(void)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_npy.c: the .npy reader and writer (trainer/npy.c): a
+/* tests/unit/test_npy.c: the .npy reader and writer (trainer/data/npy.c): a
  * round trip, and headers or files that lie (a shape whose count overflows,
  * more values than the file holds, other types, a newline in the header,
  * a FIFO), each refused in one line without a huge allocation or a hang. */
@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "tests/unit/check.h"
-#include "trainer/npy.h"
+#include "trainer/data/npy.h"
 
 static dlpar_error err;
 

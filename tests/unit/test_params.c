@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_params.c: the parameter table (trainer/params.c) and the
- * config checks in front of it (trainer/train_config.c): the tensors' names,
+/* tests/unit/test_params.c: the parameter table (trainer/model/params.c) and the
+ * config checks in front of it (trainer/config/train_config.c): the tensors' names,
  * shapes and split, a tensor-parallel slice and assembly round trip, the
  * same initial values on every grid, q, k and v side by side (the fused
  * GEMM's layout) with the initial values of separate q, k and v, and configs whose sizes overflow the
@@ -12,9 +12,9 @@
 
 #include "common/status.h"
 #include "tests/unit/check.h"
-#include "trainer/model.h"
-#include "trainer/params.h"
-#include "trainer/rng.h"
+#include "trainer/model/model.h"
+#include "trainer/model/params.h"
+#include "trainer/data/rng.h"
 
 static char path[64];
 static dlpar_error err;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_progress.c: the trainer's progress line (trainer/progress.c)
+/* tests/unit/test_progress.c: the trainer's progress line (trainer/run/progress.c)
  * driven by a clock the test holds: when lines come, what they say, in place
  * on a terminal (\r, blanks over a longer line, a newline before other
  * output) and as plain lines in a log; --progress parsing. */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "common/status.h"
-#include "trainer/progress.h"
+#include "trainer/run/progress.h"
 #include "tests/unit/check.h"
 
 static progress_point at(long step, double loss)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_train_args.c: dlpar-train's command line (trainer/args.c)
- * and the tutorial's keys it feeds (trainer/train_config.c): both value
+/* tests/unit/test_train_args.c: dlpar-train's command line (trainer/config/args.c)
+ * and the tutorial's keys it feeds (trainer/config/train_config.c): both value
  * forms, bare booleans, aliases, --data given twice, one-line refusals, the
  * tutorials' verbatim YAML files (etc/tutorial) loading with the flags, and
  * the GPU attention a config resolves to (deterministic, tf32, recompute). */
@@ -13,9 +13,9 @@
 
 #include "common/status.h"
 #include "tests/unit/check.h"
-#include "trainer/args.h"
-#include "trainer/model.h"
-#include "trainer/train_config.h"
+#include "trainer/config/args.h"
+#include "trainer/model/model.h"
+#include "trainer/config/train_config.h"
 
 /* Parses a NULL-terminated argument list (argv[0] added). */
 static int parse(train_args *a, dlpar_error *err, ...)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_yamltree.c: the YAML tree (trainer/yamltree.c): anchors,
+/* tests/unit/test_yamltree.c: the YAML tree (trainer/config/yamltree.c): anchors,
  * aliases and merge keys as the tutorial's configs use them, and the limits
  * that bound any input's cost, each refused in one line: nesting depth, an
  * alias inside its own anchor, merged entries, document size, duplicate
@@ -13,8 +13,8 @@
 
 #include "common/status.h"
 #include "tests/unit/check.h"
-#include "trainer/input_file.h"
-#include "trainer/yamltree.h"
+#include "trainer/config/input_file.h"
+#include "trainer/config/yamltree.h"
 
 static dlpar_error err;
 

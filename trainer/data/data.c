@@ -1,0 +1,1068 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* trainer/data/data.c: ERA5 samples from HDF5 and the prefetching loader (see data.h). */
+#include "config.h"
+
+#include "trainer/data/data.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <glob.h>
+#include <sched.h>
+#include <hdf5.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define ZLIB_CONST /* next_in is const */
+#include <zlib.h>
+#ifdef HAVE_LIBDEFLATE
+#include <libdeflate.h>
+#endif
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "common/text.h"
+#include "trainer/data/h5util.h"
+#include "trainer/data/npy.h"
+#include "trainer/data/rng.h"
+
+/* ------------------------------------------------------------ files */
+
+/* A piece of a time step (whole rows of one channel): small enough to stay
+ * in the CPU's cache between its read and its normalisation. */
+enum { STAGE_BYTES = 1 << 20 };
+/* Larger chunks (unpacked) stay with HDF5: each reader holds up to two. */
+enum { CHUNK_LIMIT = 64 << 20 };
+
+/* A chunked file's chunks, read here rather than by HDF5 (data.h): their
+ * shape, HDF5's filters (byte shuffle then deflate, h5py's order, either
+ * or both), and each chunk's place in the file, resolved once at open. */
+struct era5_chunks {
+  long shape[4];          /* a chunk's [t, c, h, w] */
+  long grid[4];           /* chunks along each dimension */
+  bool shuffle, deflate;
+  size_t max_stored;      /* the largest chunk as stored, in bytes */
+  long long *offset;      /* per chunk, row-major over grid: its byte offset */
+  uint32_t *stored;       /* its bytes as stored */
+  unsigned char *skipped; /* its filter mask: bit i set, filter i was not applied (HDF5 skips optional ones that fail) */
+};
+
+static void chunks_free(era5_chunks *k)
+{
+  if (!k)
+    return;
+  free(k->offset);
+  free(k->stored);
+  free(k->skipped);
+  free(k);
+}
+
+static int list_files(era5_data *d, const char *dir, dlpar_error *err)
+{
+  char pattern[PATH_MAX + 8];
+  struct stat st;
+  glob_t found;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no such directory (fix the data path in the config, or generate "
+                           "data with dlpar-gen-data)", dlpar_show(dir).text);
+  snprintf(pattern, sizeof(pattern), "%s/*.h5", dir);
+  if (glob(pattern, 0, NULL, &found) != 0 || found.gl_pathc == 0) {
+    globfree(&found);
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no *.h5 files (the ERA5 layout has one file per year, e.g. "
+                           "2016.h5)", dlpar_show(dir).text);
+  }
+  d->nfiles = (int)found.gl_pathc;
+  d->files = calloc((size_t)d->nfiles, sizeof(char *));
+  d->fields_dset = malloc(sizeof(long) * (size_t)d->nfiles);
+  d->file_handle = malloc(sizeof(long) * (size_t)d->nfiles);
+  d->step_offset = calloc((size_t)d->nfiles, sizeof(long long *));
+  d->chunks = calloc((size_t)d->nfiles, sizeof(era5_chunks *));
+  d->fds = malloc(sizeof(int) * (size_t)d->nfiles);
+  d->file_bytes = calloc((size_t)d->nfiles, sizeof(long long));
+  if (!d->files || !d->fields_dset || !d->file_handle || !d->step_offset || !d->chunks || !d->fds || !d->file_bytes) {
+    globfree(&found);
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the list of %d data files", d->nfiles);
+  }
+  for (int i = 0; i < d->nfiles; i++) {
+    d->files[i] = strdup(found.gl_pathv[i]); /* glob sorts by name */
+    d->fields_dset[i] = d->file_handle[i] = -1;
+    d->fds[i] = -1;
+  }
+  globfree(&found);
+  return DLPAR_OK;
+}
+
+/* Opens file i's `fields` (kept open for the reads to come), and the file
+ * for pread, its size noted (a file that shrinks later is named). */
+static int open_fields(era5_data *d, int i, dlpar_error *err)
+{
+  const char *path = d->files[i];
+  hid_t file = -1, dset = -1;
+  struct stat st;
+  int rc = DLPAR_OK;
+  DLPAR_TRY_GOTO(h5_open_read(path, "cannot open (check the data path in the config)", &file, err), rc, out);
+  if (H5Lexists(file, "fields", H5P_DEFAULT) <= 0) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no dataset 'fields' (the ERA5 layout is fields[T, C, H, W])",
+                         dlpar_show(path).text);
+    goto out;
+  }
+  H5_TRY_GOTO(dset = H5Dopen2(file, "fields", H5P_DEFAULT), path, err, rc, out);
+  if ((d->fds[i] = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(d->fds[i], &st) != 0) {
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: %s (check the file's permissions)", dlpar_show(path).text,
+                         strerror(errno));
+    goto out;
+  }
+  d->file_bytes[i] = (long long)st.st_size;
+  d->fields_dset[i] = dset;
+  d->file_handle[i] = file;
+  return DLPAR_OK;
+out:
+  h5_close(dset);
+  h5_close(file);
+  return rc;
+}
+
+/* Shape and type of file i's fields; the first file sets the expectations. */
+static int check_shape(era5_data *d, int i, dlpar_error *err)
+{
+  const char *path = d->files[i];
+  const int channels = d->in_channels > d->out_channels ? d->in_channels : d->out_channels;
+  hsize_t dims[4];
+  hid_t space = -1, type = -1;
+  int rc = DLPAR_OK, ndims;
+  H5_TRY_GOTO(space = H5Dget_space((hid_t)d->fields_dset[i]), path, err, rc, out);
+  H5_TRY_GOTO(type = H5Dget_type((hid_t)d->fields_dset[i]), path, err, rc, out);
+  ndims = H5Sget_simple_extent_ndims(space);
+  if (ndims != 4 || H5Tget_class(type) != H5T_FLOAT) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is %s with %d %s, expected floats [T, C, H, W]",
+                         dlpar_show(path).text, H5Tget_class(type) == H5T_FLOAT ? "float" : "not float", ndims,
+                         dlpar_plural(ndims, "dimension", "dimensions"));
+    goto out;
+  }
+  H5Sget_simple_extent_dims(space, dims, NULL);
+  if (i == 0) {
+    d->per_file = (long)dims[0];
+    d->file_channels = (int)dims[1];
+    d->file_height = (int)dims[2];
+    d->file_width = (int)dims[3];
+  }
+  if ((long)dims[0] != d->per_file || (int)dims[1] != d->file_channels || (int)dims[2] != d->file_height ||
+      (int)dims[3] != d->file_width) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is [%llu, %llu, %llu, %llu] but %s has [%ld, %d, %d, %d] "
+                         "(all years need one shape)", dlpar_show(path).text, (unsigned long long)dims[0],
+                         (unsigned long long)dims[1], (unsigned long long)dims[2], (unsigned long long)dims[3],
+                         dlpar_show(d->files[0]).text, d->per_file, d->file_channels, d->file_height, d->file_width);
+  } else if (d->file_channels < channels || d->file_height < d->height || d->file_width < d->width) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT,
+                         "%s: fields [%ld, %d, %d, %d] is smaller than %d %s of %dx%d (lower "
+                         "n_in_channels/n_out_channels or img_size)",
+                         dlpar_show(path).text, d->per_file, d->file_channels, d->file_height, d->file_width, channels,
+                         dlpar_plural(channels, "channel", "channels"), d->height, d->width);
+  } else if (d->per_file < 3L * d->dt) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: %ld time steps per file, fewer than 3*dt=%d (lower dt or add time "
+                         "steps)", dlpar_show(path).text, d->per_file, 3 * d->dt);
+  }
+out:
+  h5_close(type);
+  h5_close(space);
+  return rc;
+}
+
+/* Whether this file undoes the dataset's HDF5 filters itself: none, or a
+ * 4-byte shuffle and/or deflate, in that order (h5py's). */
+static bool known_filters(hid_t plist, bool *shuffle, bool *deflate)
+{
+  const int n = H5Pget_nfilters(plist);
+  *shuffle = *deflate = false;
+  for (int f = 0; f < n; f++) {
+    unsigned flags, values[4] = {0};
+    size_t nvalues = 4;
+    const H5Z_filter_t id = H5Pget_filter2(plist, (unsigned)f, &flags, &nvalues, values, 0, NULL, NULL);
+    if (id == H5Z_FILTER_SHUFFLE && f == 0 && nvalues >= 1 && values[0] == sizeof(float))
+      *shuffle = true;
+    else if (id == H5Z_FILTER_DEFLATE && f == n - 1)
+      *deflate = true;
+    else
+      return false;
+  }
+  return n >= 0;
+}
+
+static bool chunk_shuffled(const era5_chunks *k, long n)
+{
+  return k->shuffle && !(k->skipped[n] & 1u);
+}
+
+static bool chunk_deflated(const era5_chunks *k, long n)
+{
+  return k->deflate && !(k->skipped[n] & (k->shuffle ? 2u : 1u));
+}
+
+/* The byte offset of every time step of file i, where each lies whole in
+ * one place: contiguous (`per_chunk` = T), or unfiltered chunks of whole
+ * steps, per_chunk steps each. Leaves step_offset[i] NULL where some are
+ * not written (HDF5 supplies the fill value). */
+static int resolve_steps(era5_data *d, int i, bool contiguous, long per_chunk, dlpar_error *err)
+{
+  const char *path = d->files[i];
+  const hid_t dset = (hid_t)d->fields_dset[i];
+  const long long step_bytes = (long long)sizeof(float) * d->file_channels * d->file_height * d->file_width;
+  long long *offset = malloc(sizeof(long long) * (size_t)d->per_file);
+  haddr_t addr = HADDR_UNDEF;
+  hsize_t size = 0;
+  int rc = DLPAR_OK;
+  if (!offset) {
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the offsets of %ld time steps of %s", d->per_file,
+                         dlpar_show(path).text);
+    goto out;
+  }
+  for (long t = 0; t < d->per_file; t++) {
+    const hsize_t at[4] = {(hsize_t)t, 0, 0, 0};
+    unsigned filter_mask = 0;
+    if (contiguous && t == 0) {
+      addr = H5Dget_offset(dset);
+      size = H5Dget_storage_size(dset);
+    } else if (!contiguous && t % per_chunk == 0) {
+      H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path, err, rc, out);
+    }
+    if (addr == HADDR_UNDEF || size != (hsize_t)(per_chunk * step_bytes)) /* never written */
+      goto out;
+    offset[t] = (long long)addr + t % per_chunk * step_bytes;
+  }
+  d->step_offset[i] = offset;
+  offset = NULL;
+out:
+  free(offset);
+  return rc;
+}
+
+/* Each chunk's place, where all are written and none is over CHUNK_LIMIT;
+ * else chunks[i] stays NULL (HDF5 reads the file). */
+static int resolve_chunks(era5_data *d, int i, const hsize_t shape[4], bool shuffle, bool deflate, dlpar_error *err)
+{
+  const char *path = d->files[i];
+  const hid_t dset = (hid_t)d->fields_dset[i];
+  const long dims[4] = {d->per_file, d->file_channels, d->file_height, d->file_width};
+  size_t chunk_bytes = sizeof(float);
+  era5_chunks *k = calloc(1, sizeof(*k));
+  hid_t space = -1;
+  hsize_t written = 0;
+  long count = 1;
+  int rc = DLPAR_OK;
+  if (!k)
+    goto oom;
+  for (int j = 0; j < 4; j++) {
+    k->shape[j] = (long)shape[j];
+    k->grid[j] = (dims[j] + k->shape[j] - 1) / k->shape[j];
+    count *= k->grid[j];
+    chunk_bytes *= (size_t)shape[j];
+  }
+  k->shuffle = shuffle;
+  k->deflate = deflate;
+  H5_TRY_GOTO(space = H5Dget_space(dset), path, err, rc, out);
+  H5_TRY_GOTO(H5Dget_num_chunks(dset, space, &written), path, err, rc, out);
+  if (written != (hsize_t)count || chunk_bytes > CHUNK_LIMIT)
+    goto out;
+  k->offset = malloc(sizeof(long long) * (size_t)count);
+  k->stored = malloc(sizeof(uint32_t) * (size_t)count);
+  k->skipped = malloc((size_t)count);
+  if (!k->offset || !k->stored || !k->skipped)
+    goto oom;
+  for (long n = 0; n < count; n++) {
+    const hsize_t at[4] = {(hsize_t)(n / (k->grid[1] * k->grid[2] * k->grid[3]) * k->shape[0]),
+                           (hsize_t)(n / (k->grid[2] * k->grid[3]) % k->grid[1] * k->shape[1]),
+                           (hsize_t)(n / k->grid[3] % k->grid[2] * k->shape[2]), (hsize_t)(n % k->grid[3] * k->shape[3])};
+    unsigned filter_mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = 0;
+    H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path, err, rc, out);
+    k->skipped[n] = (unsigned char)filter_mask;
+    if (addr == HADDR_UNDEF || size == 0 || size > UINT32_MAX || filter_mask > 3u ||
+        (!chunk_deflated(k, n) && size != chunk_bytes))
+      goto out;
+    k->offset[n] = (long long)addr;
+    k->stored[n] = (uint32_t)size;
+    k->max_stored = size > k->max_stored ? size : k->max_stored;
+  }
+  d->chunks[i] = k;
+  k = NULL;
+  goto out;
+oom:
+  rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the chunk index of %s", dlpar_show(path).text);
+out:
+  h5_close(space);
+  chunks_free(k);
+  return rc;
+}
+
+/* How file i is read (data.h): native floats, filtered at most by shuffle
+ * and deflate, in the file itself (not external): by steps where each lies
+ * whole in one place, unfiltered; else by chunks; else (other types and
+ * filters, compact or virtual layouts) through HDF5. */
+static int resolve_layout(era5_data *d, int i, dlpar_error *err)
+{
+  const char *path = d->files[i];
+  const hid_t dset = (hid_t)d->fields_dset[i];
+  hsize_t chunk[4];
+  hid_t plist = -1, type = -1;
+  H5D_layout_t layout;
+  bool shuffle, deflate, whole_steps;
+  int rc = DLPAR_OK;
+  H5_TRY_GOTO(plist = H5Dget_create_plist(dset), path, err, rc, out);
+  H5_TRY_GOTO(type = H5Dget_type(dset), path, err, rc, out);
+  H5_TRY_GOTO(layout = H5Pget_layout(plist), path, err, rc, out);
+  if (H5Tequal(type, H5T_NATIVE_FLOAT) <= 0 || H5Pget_external_count(plist) != 0 ||
+      !known_filters(plist, &shuffle, &deflate))
+    goto out;
+  if (layout == H5D_CONTIGUOUS) {
+    rc = resolve_steps(d, i, true, d->per_file, err);
+  } else if (layout == H5D_CHUNKED && H5Pget_chunk(plist, 4, chunk) == 4) {
+    whole_steps = !shuffle && !deflate && chunk[1] == (hsize_t)d->file_channels &&
+                  chunk[2] == (hsize_t)d->file_height && chunk[3] == (hsize_t)d->file_width;
+    rc = whole_steps ? resolve_steps(d, i, false, (long)chunk[0], err)
+                     : resolve_chunks(d, i, chunk, shuffle, deflate, err);
+  }
+out:
+  h5_close(type);
+  h5_close(plist);
+  return rc;
+}
+
+/* Floats of era5_read's staging buffer file i needs: a piece; for chunks, a
+ * chunk's slice of one step, the whole chunk where inflated, and the chunk
+ * as stored where filtered. */
+static size_t stage_need(const era5_data *d, int i)
+{
+  const era5_chunks *k = d->chunks[i];
+  size_t slice, need;
+  if (!k)
+    return d->stage_floats;
+  slice = (size_t)k->shape[1] * (size_t)k->shape[2] * (size_t)k->shape[3];
+  need = slice + (k->deflate ? slice * (size_t)k->shape[0] : 0);
+  if (k->shuffle || k->deflate)
+    need += (k->max_stored + sizeof(float) - 1) / sizeof(float);
+  return need;
+}
+
+/* File i: its fields opened, their shape checked, their layout resolved. */
+static int open_file(era5_data *d, int i, dlpar_error *err)
+{
+  DLPAR_TRY(open_fields(d, i, err));
+  DLPAR_TRY(check_shape(d, i, err));
+  return resolve_layout(d, i, err);
+}
+
+int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit, const float *means,
+              const float *stds, pthread_mutex_t *hdf5_lock, dlpar_error *err)
+{
+  size_t piece_rows;
+  int rc = DLPAR_OK;
+  memset(d, 0, sizeof(*d));
+  d->in_channels = cfg->n_in_channels;
+  d->out_channels = cfg->n_out_channels;
+  d->height = cfg->img_size[0];
+  d->width = cfg->img_size[1];
+  d->dt = cfg->dt;
+  d->means = means;
+  d->stds = stds;
+  d->hdf5_lock = hdf5_lock;
+  DLPAR_TRY(list_files(d, dir, err));
+  pthread_mutex_lock(hdf5_lock);
+  for (int i = 0; i < d->nfiles && rc == DLPAR_OK; i++)
+    rc = open_file(d, i, err);
+  pthread_mutex_unlock(hdf5_lock);
+  if (rc != DLPAR_OK)
+    return rc;
+  piece_rows = STAGE_BYTES / (sizeof(float) * (size_t)d->width); /* img_size is checked positive */
+  piece_rows = piece_rows < 1 ? 1 : piece_rows > (size_t)d->height ? (size_t)d->height : piece_rows;
+  d->stage_floats = piece_rows * (size_t)d->width;
+  for (int i = 0; i < d->nfiles; i++)
+    d->scratch_floats = stage_need(d, i) > d->scratch_floats ? stage_need(d, i) : d->scratch_floats;
+  d->nsamples = (long)d->nfiles * d->per_file;
+  if (limit > 0 && limit < d->nsamples)
+    d->nsamples = limit;
+  return rc;
+}
+
+/* out = (x - mean) / std for n floats of channel c from row h, column w of
+ * the crop on (within the row, or whole rows from w = 0), of step t (the
+ * tutorial's numpy arithmetic, bit for bit). One pass, vectorised (omp
+ * simd: GCC's -O2 vectorises no loop of unknown length, and the scalar
+ * divide runs at a quarter of memory speed): finiteness is a flag, searched
+ * only when it trips. */
+static int normalise_run(const era5_data *d, int year, long t, int c, long h, long w, size_t n, const float *restrict x,
+                         float *restrict out, dlpar_error *err)
+{
+  const float mean = d->means[c], std = d->stds[c];
+  int bad = 0;
+#pragma omp simd reduction(| : bad)
+  for (size_t i = 0; i < n; i++) {
+    bad |= !(fabsf(x[i]) <= FLT_MAX);
+    out[i] = (x[i] - mean) / std;
+  }
+  for (size_t i = 0; bad && i < n; i++) {
+    if (!isfinite(x[i])) {
+      const size_t at = (size_t)w + i;
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields[%ld, %d, %zu, %zu] is %s (clean the data or regenerate "
+                             "it)", dlpar_show(d->files[year]).text, t, c, (size_t)h + at / (size_t)d->width,
+                             at % (size_t)d->width, isnan(x[i]) ? "NaN" : "infinite");
+    }
+  }
+  return DLPAR_OK;
+}
+
+/* File `year` as long as it was opened, or an error naming it and the
+ * sample: checked before each step is read (a file truncated under the run
+ * reads short, or through HDF5 as zeros past its end), and after it through
+ * HDF5 or where a read fails. */
+static int check_intact(const era5_data *d, int year, long idx, long t, dlpar_error *err)
+{
+  struct stat st;
+  if (fstat(d->fds[year], &st) != 0 || (long long)st.st_size >= d->file_bytes[year])
+    return DLPAR_OK;
+  return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: sample %ld, fields[%ld]: the file shrank to %lld bytes from %lld "
+                         "since the run began (it was truncated or rewritten in place: restore it, then resume from "
+                         "the last checkpoint)", dlpar_show(d->files[year]).text, idx, t, (long long)st.st_size,
+                         d->file_bytes[year]);
+}
+
+/* The first `channels` channels of one time step of file `year` through
+ * HDF5, whole (caller holds the HDF5 lock). */
+static int hdf5_read_step(era5_data *d, int year, long t, int channels, float *out, dlpar_error *err)
+{
+  const hsize_t start[4] = {(hsize_t)t, 0, 0, 0};
+  const hsize_t count[4] = {1, (hsize_t)channels, (hsize_t)d->height, (hsize_t)d->width};
+  hid_t file_space = -1, mem_space = -1;
+  int rc = DLPAR_OK;
+  char context[PATH_MAX + 64];
+  snprintf(context, sizeof(context), "%s: reading fields[%ld]", dlpar_show(d->files[year]).text, t);
+  H5_TRY_GOTO(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context, err, rc, out);
+  H5_TRY_GOTO(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context, err, rc, out);
+  H5_TRY_GOTO(mem_space = H5Screate_simple(4, count, NULL), context, err, rc, out);
+  H5_TRY_GOTO(H5Dread((hid_t)d->fields_dset[year], H5T_NATIVE_FLOAT, mem_space, file_space, H5P_DEFAULT, out),
+              context, err, rc, out);
+out:
+  h5_close(mem_space);
+  h5_close(file_space);
+  return rc;
+}
+
+/* bytes at offset of file `year`, whole (retrying short reads); a failure
+ * named with the sample and step it was for. */
+static int pread_whole(const era5_data *d, int year, long idx, long t, void *buf, size_t bytes, long long offset,
+                       dlpar_error *err)
+{
+  char *at = buf;
+  while (bytes > 0) {
+    const ssize_t got = pread(d->fds[year], at, bytes, (off_t)offset);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      const int why = got == 0 ? EIO : errno; /* got 0: the file ends early */
+      if (check_intact(d, year, idx, t, err) == DLPAR_OK)
+        dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: sample %ld, reading fields[%ld]: %s (the file is unreadable: "
+                        "copy or regenerate it)", dlpar_show(d->files[year]).text, idx, t, strerror(why));
+      return DLPAR_ERR_SYSTEM;
+    }
+    at += got;
+    bytes -= (size_t)got;
+    offset += got;
+  }
+  return DLPAR_OK;
+}
+
+/* `rows` rows of channel c from row h of step t of file `year`, by pread
+ * into stage: one read, or one a row where the width is cropped. */
+static int pread_rows(const era5_data *d, int year, long idx, long t, int c, int h, int rows, float *stage,
+                      dlpar_error *err)
+{
+  const bool whole_rows = d->width == d->file_width;
+  const size_t floats = whole_rows ? (size_t)rows * d->width : (size_t)d->width;
+  int rc = DLPAR_OK;
+  for (int r = 0; r < (whole_rows ? 1 : rows) && rc == DLPAR_OK; r++) {
+    const long long offset = d->step_offset[year][t] +
+                             (long long)sizeof(float) * (((long long)c * d->file_height + h + r) * d->file_width);
+    rc = pread_whole(d, year, idx, t, stage + (size_t)r * d->width, sizeof(float) * floats, offset, err);
+  }
+  return rc;
+}
+
+/* The first `want` bytes a zlib stream (HDF5's deflate) inflates to, by
+ * zlib, which can stop there. DLPAR_ERR_INPUT for a damaged stream. */
+static int inflate_prefix(const unsigned char *src, size_t src_bytes, unsigned char *dst, size_t want)
+{
+  z_stream z;
+  int zrc;
+  memset(&z, 0, sizeof(z));
+  z.next_in = src;
+  z.avail_in = (uInt)src_bytes;
+  z.next_out = dst;
+  z.avail_out = (uInt)want;
+  if (inflateInit(&z) != Z_OK)
+    return DLPAR_ERR_SYSTEM;
+  zrc = inflate(&z, Z_FINISH);
+  inflateEnd(&z);
+  return (zrc == Z_STREAM_END || zrc == Z_BUF_ERROR) && z.total_out == want ? DLPAR_OK : DLPAR_ERR_INPUT;
+}
+
+/* At least the first `want` bytes of the stream, into dst of `capacity`
+ * bytes (the whole chunk's). libdeflate inflates about twice as fast as
+ * zlib but only whole streams, so it takes the chunks wanted past their
+ * half (a chunk's later time steps, every shuffled one), zlib the
+ * prefixes; without libdeflate, zlib all. */
+static int inflate_chunk(const unsigned char *src, size_t src_bytes, unsigned char *dst, size_t want, size_t capacity)
+{
+#ifdef HAVE_LIBDEFLATE
+  struct libdeflate_decompressor *decompressor;
+  enum libdeflate_result result;
+  size_t got = 0;
+  if (2 * want <= capacity)
+    return inflate_prefix(src, src_bytes, dst, want);
+  if (!(decompressor = libdeflate_alloc_decompressor()))
+    return DLPAR_ERR_SYSTEM;
+  result = libdeflate_zlib_decompress(decompressor, src, src_bytes, dst, capacity, &got);
+  libdeflate_free_decompressor(decompressor);
+  return result == LIBDEFLATE_SUCCESS && got >= want ? DLPAR_OK : DLPAR_ERR_INPUT;
+#else
+  (void)capacity;
+  return inflate_prefix(src, src_bytes, dst, want);
+#endif
+}
+
+/* Floats [from, from + n) of a byte-shuffled chunk of `elements` floats
+ * (HDF5's shuffle: byte 0 of every element, then byte 1, ...). */
+static void unshuffle(const unsigned char *restrict src, size_t elements, size_t from, size_t n, float *restrict out)
+{
+  const unsigned char *restrict b0 = src + from, *restrict b1 = b0 + elements, *restrict b2 = b1 + elements,
+                                *restrict b3 = b2 + elements;
+  for (size_t e = 0; e < n; e++) {
+    const unsigned char bytes[sizeof(float)] = {b0[e], b1[e], b2[e], b3[e]};
+    memcpy(out + e, bytes, sizeof(float));
+  }
+}
+
+/* Chunk n of file `year`'s part in step t (its slice t % shape[0], the first
+ * `channels` channels of it) into *x: by pread of that alone where stored
+ * unfiltered, else the chunk read whole into stage, inflated and
+ * unshuffled there (stage_need's layout: slice, whole chunk, stored). */
+static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, int channels, float *stage,
+                       const float **x, dlpar_error *err)
+{
+  const era5_chunks *k = d->chunks[year];
+  const size_t slice = (size_t)k->shape[1] * (size_t)k->shape[2] * (size_t)k->shape[3];
+  const size_t from = (size_t)(t % k->shape[0]) * slice, want = (size_t)channels * k->shape[2] * k->shape[3];
+  const bool shuffled = chunk_shuffled(k, n), deflated = chunk_deflated(k, n);
+  float *whole = stage + slice;
+  unsigned char *stored = (unsigned char *)(whole + (k->deflate ? slice * (size_t)k->shape[0] : 0));
+  const unsigned char *unpacked = stored;
+  int rc;
+  *x = stage;
+  if (!shuffled && !deflated)
+    return pread_whole(d, year, idx, t, stage, sizeof(float) * want, k->offset[n] + (long long)(sizeof(float) * from),
+                       err);
+  DLPAR_TRY(pread_whole(d, year, idx, t, stored, k->stored[n], k->offset[n], err));
+  if (deflated) {
+    unpacked = (const unsigned char *)whole;
+    rc = inflate_chunk(stored, k->stored[n], (unsigned char *)whole,
+                       sizeof(float) * (shuffled ? slice * (size_t)k->shape[0] : from + want),
+                       sizeof(float) * slice * (size_t)k->shape[0]);
+    if (rc == DLPAR_ERR_SYSTEM)
+      return dlpar_error_set(err, rc, "%s: sample %ld, reading fields[%ld]: out of memory for an inflater (free "
+                             "memory, or lower DLPAR_DATA_READERS)", dlpar_show(d->files[year]).text, idx, t);
+    if (rc != DLPAR_OK)
+      return dlpar_error_set(err, rc, "%s: sample %ld, reading fields[%ld]: the chunk at byte %lld does not inflate "
+                             "(the file is damaged: copy or regenerate it)", dlpar_show(d->files[year]).text, idx, t,
+                             k->offset[n]);
+  }
+  if (shuffled)
+    unshuffle(unpacked, slice * (size_t)k->shape[0], from, want, stage);
+  else
+    *x = (const float *)unpacked + from;
+  return DLPAR_OK;
+}
+
+/* The first `channels` channels of step t of file `year` from its chunks
+ * (the cropped part of each), each normalised into out as it is fetched. */
+static int read_chunked_step(era5_data *d, int year, long idx, long t, int channels, float *stage, float *out,
+                             era5_seconds *seconds, dlpar_error *err)
+{
+  const era5_chunks *k = d->chunks[year];
+  const long cc = k->shape[1], ch = k->shape[2], cw = k->shape[3];
+  const long run_rows = cw == d->width ? ch : 1; /* rows that follow each other in the chunk and in out */
+  double start = dlpar_now(), mid;
+  int rc = DLPAR_OK;
+  for (long kc = 0; kc * cc < channels && rc == DLPAR_OK; kc++) {
+    for (long kh = 0; kh * ch < d->height && rc == DLPAR_OK; kh++) {
+      for (long kw = 0; kw * cw < d->width && rc == DLPAR_OK; kw++) {
+        const long n = ((t / k->shape[0] * k->grid[1] + kc) * k->grid[2] + kh) * k->grid[3] + kw;
+        const long nc = channels - kc * cc < cc ? channels - kc * cc : cc;
+        const long rows = d->height - kh * ch < ch ? d->height - kh * ch : ch;
+        const long cols = d->width - kw * cw < cw ? d->width - kw * cw : cw;
+        const float *x;
+        rc = fetch_chunk(d, year, idx, t, n, (int)nc, stage, &x, err);
+        mid = dlpar_now();
+        seconds->read += mid - start;
+        for (long c = 0; c < nc && rc == DLPAR_OK; c++) {
+          for (long r = 0; r < rows && rc == DLPAR_OK; r += run_rows) {
+            const long many = rows - r < run_rows ? rows - r : run_rows;
+            const long cropped_c = kc * cc + c, row = kh * ch + r;
+            rc = normalise_run(d, year, t, (int)cropped_c, row, kw * cw, (size_t)(many == 1 ? cols : many * cw),
+                               x + (c * ch + r) * cw, out + ((size_t)cropped_c * d->height + (size_t)row) * d->width +
+                               (size_t)(kw * cw), err);
+          }
+        }
+        start = dlpar_now();
+        seconds->normalise += start - mid;
+      }
+    }
+  }
+  return rc;
+}
+
+/* The first `channels` channels of step t of file `year` (sample idx's),
+ * normalised into out, the file checked intact first: from its chunks where
+ * it has them (above), else
+ * piece by piece through stage: by pread where the step offsets are known
+ * (the kernel told first that the whole step is wanted: cold files are then
+ * read ahead of the pieces, not piece by piece), else the whole step through HDF5 into out first (under the lock), each
+ * piece then copied to stage and normalised back. */
+static int read_step(era5_data *d, int year, long idx, long t, int channels, float *stage, float *out,
+                     era5_seconds *seconds, dlpar_error *err)
+{
+  const int piece_rows = (int)(d->stage_floats / (size_t)d->width);
+  const bool by_pread = d->step_offset[year] != NULL;
+  double start = dlpar_now(), mid;
+  int rc = check_intact(d, year, idx, t, err);
+  if (rc != DLPAR_OK || d->chunks[year])
+    return rc != DLPAR_OK ? rc : read_chunked_step(d, year, idx, t, channels, stage, out, seconds, err);
+  if (by_pread) /* the whole step at once: the kernel reads ahead of the pieces below (a no-op where cached) */
+    posix_fadvise(d->fds[year], (off_t)d->step_offset[year][t],
+                  (off_t)(sizeof(float) * (size_t)channels * (size_t)d->file_height * (size_t)d->file_width),
+                  POSIX_FADV_WILLNEED);
+  else {
+    pthread_mutex_lock(d->hdf5_lock);
+    rc = hdf5_read_step(d, year, t, channels, out, err);
+    pthread_mutex_unlock(d->hdf5_lock);
+    if (check_intact(d, year, idx, t, err) != DLPAR_OK) /* HDF5 reads past the end as zeros */
+      rc = DLPAR_ERR_SYSTEM;
+  }
+  for (int c = 0; c < channels && rc == DLPAR_OK; c++) {
+    for (int h = 0; h < d->height && rc == DLPAR_OK; h += piece_rows) {
+      const int rows = d->height - h < piece_rows ? d->height - h : piece_rows;
+      float *at = out + ((size_t)c * d->height + h) * d->width;
+      if (by_pread)
+        rc = pread_rows(d, year, idx, t, c, h, rows, stage, err);
+      else
+        memcpy(stage, at, sizeof(float) * (size_t)rows * d->width);
+      mid = dlpar_now();
+      seconds->read += mid - start;
+      if (rc == DLPAR_OK)
+        rc = normalise_run(d, year, t, c, h, 0, (size_t)rows * d->width, stage, at, err);
+      start = dlpar_now();
+      seconds->normalise += start - mid;
+    }
+  }
+  return rc;
+}
+
+int era5_read(era5_data *d, long idx, int part, float *stage, float *out, era5_seconds *seconds, dlpar_error *err)
+{
+  const int year = (int)(idx / d->per_file);
+  long l = (idx % d->per_file) % (d->per_file - d->dt);
+  if (l < d->dt)
+    l += d->dt;
+  return part == 0 ? read_step(d, year, idx, l, d->in_channels, stage, out, seconds, err)
+                   : read_step(d, year, idx, l + d->dt, d->out_channels, stage, out, seconds, err);
+}
+
+void era5_close(era5_data *d)
+{
+  pthread_mutex_lock(d->hdf5_lock);
+  for (int i = 0; d->files && d->fields_dset && d->file_handle && d->step_offset && d->chunks && d->fds &&
+                  i < d->nfiles; i++) {
+    h5_close((hid_t)d->fields_dset[i]);
+    h5_close((hid_t)d->file_handle[i]);
+    if (d->fds[i] >= 0)
+      close(d->fds[i]);
+    free(d->step_offset[i]);
+    chunks_free(d->chunks[i]);
+    free(d->files[i]);
+  }
+  pthread_mutex_unlock(d->hdf5_lock);
+  free(d->files);
+  free(d->fields_dset);
+  free(d->file_handle);
+  free(d->step_offset);
+  free(d->chunks);
+  free(d->fds);
+  free(d->file_bytes);
+  memset(d, 0, sizeof(*d));
+}
+
+/* ------------------------------------------------------------ statistics */
+
+static int read_h5_stats(const char *path, npy_array *a, dlpar_error *err)
+{
+  char name[256];
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  hid_t file = -1, dset = -1, space = -1;
+  int rc = DLPAR_OK;
+  snprintf(name, sizeof(name), "%.*s", (int)(strcspn(base, ".")), base);
+  memset(a, 0, sizeof(*a));
+  DLPAR_TRY_GOTO(h5_open_read(path, "cannot open (check the stats path in the config)", &file, err), rc, out);
+  if (H5Lexists(file, name, H5P_DEFAULT) <= 0) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: no such dataset '%s' (give a .npy file, or an HDF5 file with a "
+                         "dataset named after it)", dlpar_show(path).text, dlpar_show(name).text);
+    goto out;
+  }
+  H5_TRY_GOTO(dset = H5Dopen2(file, name, H5P_DEFAULT), path, err, rc, out);
+  H5_TRY_GOTO(space = H5Dget_space(dset), path, err, rc, out);
+  a->count = (long)H5Sget_simple_extent_npoints(space);
+  a->data = malloc(sizeof(float) * (size_t)(a->count > 0 ? a->count : 1));
+  if (!a->data) {
+    rc = DLPAR_ERR_SYSTEM;
+    goto out;
+  }
+  H5_TRY_GOTO(H5Dread(dset, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a->data), path, err, rc, out);
+out:
+  h5_close(space);
+  h5_close(dset);
+  h5_close(file);
+  return rc;
+}
+
+int era5_load_stats(const char *path, int channels, float **values, dlpar_error *err)
+{
+  npy_array a;
+  const size_t len = strlen(path);
+  DLPAR_TRY(len > 4 && strcmp(path + len - 4, ".npy") == 0 ? npy_read(path, &a, err)
+                                                            : read_h5_stats(path, &a, err));
+  if (a.count < channels) {
+    npy_free(&a);
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: %ld %s, expected one per channel for %d %s (shape (1, C, 1, 1))",
+                           dlpar_show(path).text, a.count, dlpar_plural(a.count, "value", "values"), channels,
+                           dlpar_plural(channels, "channel", "channels"));
+  }
+  for (int c = 0; c < channels; c++) {
+    if (!isfinite(a.data[c])) {
+      const bool not_a_number = isnan(a.data[c]);
+      npy_free(&a);
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: channel %d is %s (recompute the statistics)",
+                             dlpar_show(path).text, c, not_a_number ? "NaN" : "infinite");
+    }
+  }
+  *values = a.data;
+  return DLPAR_OK;
+}
+
+/* ------------------------------------------------------------ loader */
+
+/* A reader thread and its staging buffer (era5_read's). */
+typedef struct {
+  struct loader *l;
+  float *stage;
+  pthread_t thread;
+} reader;
+
+/* One time step to read: item 2j + part of the batch (sample j's input or
+ * target), batch `batch` since loader_start of `generation`. */
+typedef struct {
+  long generation, batch, idx;
+  int slot, item;
+} work;
+
+struct loader {
+  era5_data *data;
+  int batch, dp_rank, dp_size, depth, nreaders, started;
+  int items; /* time steps a batch: 2 * batch */
+  reader *readers;
+  bool shuffle;
+  long seed, steps_per_epoch;
+  size_t inp_floats, tgt_floats; /* of one sample */
+  loader_memory memory;
+  float **inp, **tgt;
+  long *perm, perm_epoch;
+  pthread_mutex_t lock;
+  pthread_cond_t more_work, item_done;
+  /* guarded by lock */
+  long generation, first_epoch, first_step, count; /* since the last loader_start: where, how many batches */
+  long claimed;   /* items taken by readers, over all batches */
+  long consumed;  /* batches released by the consumer */
+  int in_flight;  /* items being read */
+  int *left;      /* per slot: items not yet read */
+  bool *ready;    /* per slot: every item read */
+  int *failed;    /* per slot: the first item that failed, or items */
+  dlpar_error *errors; /* per slot: the first failed item's */
+  bool stop;
+  double wait_seconds;
+  loader_stats stats;
+};
+
+static void *default_alloc(size_t bytes)
+{
+  return malloc(bytes);
+}
+
+/* The next item, if its batch is wanted and its slot free (lock held). */
+static bool claim(loader *l, work *w)
+{
+  const long batch = l->claimed / l->items, step = l->first_step + batch;
+  const long epoch = l->first_epoch + step / l->steps_per_epoch;
+  long position;
+  if ((l->count >= 0 && batch >= l->count) || batch >= l->consumed + l->depth)
+    return false;
+  w->generation = l->generation;
+  w->batch = batch;
+  w->slot = (int)(batch % l->depth);
+  w->item = (int)(l->claimed % l->items);
+  if (w->item == 0) {
+    l->left[w->slot] = l->items;
+    l->failed[w->slot] = l->items;
+  }
+  if (l->shuffle && l->perm_epoch != epoch) {
+    dlpar_rng rng;
+    rng_init(&rng, (uint64_t)l->seed, 1000000u + (uint64_t)epoch);
+    rng_permutation(&rng, l->perm, l->data->nsamples);
+    l->perm_epoch = epoch;
+  }
+  position = ((step % l->steps_per_epoch) * l->batch + w->item / 2) * l->dp_size + l->dp_rank;
+  w->idx = l->shuffle ? l->perm[position] : position;
+  l->claimed++;
+  return true;
+}
+
+/* An item read (lock held): the slot's count, its first error (a serial
+ * read's), and its readiness, unless loader_start has moved on. */
+static void finish(loader *l, const work *w, int rc, const dlpar_error *error)
+{
+  l->in_flight--;
+  if (w->generation == l->generation) {
+    if (rc != DLPAR_OK && w->item < l->failed[w->slot]) {
+      l->failed[w->slot] = w->item;
+      l->errors[w->slot] = *error;
+    }
+    l->ready[w->slot] = --l->left[w->slot] == 0;
+  }
+  pthread_cond_broadcast(&l->item_done);
+}
+
+static void *reader_main(void *arg)
+{
+  reader *r = arg;
+  loader *l = r->l;
+  dlpar_error error = {0};
+  h5_quiet(); /* this thread's HDF5 error stack (a thread-safe HDF5 keeps one a thread): errors come back in one line */
+  pthread_mutex_lock(&l->lock);
+  while (!l->stop) {
+    const double idle = dlpar_now();
+    era5_seconds seconds = {0, 0};
+    work w;
+    int rc;
+    float *out;
+    if (!claim(l, &w)) {
+      pthread_cond_wait(&l->more_work, &l->lock);
+      l->stats.idle_seconds += dlpar_now() - idle;
+      continue;
+    }
+    l->in_flight++;
+    pthread_mutex_unlock(&l->lock);
+    out = w.item % 2 == 0 ? l->inp[w.slot] + (size_t)(w.item / 2) * l->inp_floats
+                          : l->tgt[w.slot] + (size_t)(w.item / 2) * l->tgt_floats;
+    rc = era5_read(l->data, w.idx, w.item % 2, r->stage, out, &seconds, &error);
+    pthread_mutex_lock(&l->lock);
+    l->stats.seconds.read += seconds.read;
+    l->stats.seconds.normalise += seconds.normalise;
+    l->stats.bytes += (double)sizeof(float) * (double)(w.item % 2 == 0 ? l->inp_floats : l->tgt_floats);
+    finish(l, &w, rc, &error);
+  }
+  pthread_mutex_unlock(&l->lock);
+  return NULL;
+}
+
+/* Reader threads: DLPAR_DATA_READERS, else half the CPUs this process may
+ * run on, 2 to 8. */
+static int choose_readers(int *readers, dlpar_error *err)
+{
+  const char *env = getenv("DLPAR_DATA_READERS");
+  cpu_set_t set;
+  long n = 2;
+  if (env && *env) {
+    if (dlpar_parse_int(env, 1, 64, &n) != 0)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "DLPAR_DATA_READERS=%s: not a whole number of reader threads from 1 "
+                             "to 64 (e.g. 8, or unset it)", dlpar_show(env).text);
+  } else if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    n = CPU_COUNT(&set) / 2;
+    n = n < 2 ? 2 : n > 8 ? 8 : n;
+  }
+  *readers = (int)n;
+  return DLPAR_OK;
+}
+
+int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, int dp_size, bool shuffle, long seed,
+                  int depth, const loader_memory *memory, dlpar_error *err)
+{
+  loader *l = calloc(1, sizeof(*l));
+  *out = l;
+  if (!l)
+    goto oom;
+  l->data = data;
+  l->batch = local_batch;
+  l->items = 2 * local_batch;
+  l->dp_rank = dp_rank;
+  l->dp_size = dp_size;
+  l->shuffle = shuffle;
+  l->seed = seed;
+  l->depth = depth > 2 ? depth : 2;
+  l->perm_epoch = -1;
+  l->memory = memory ? *memory : (loader_memory){default_alloc, free};
+  l->inp_floats = (size_t)data->in_channels * data->height * data->width;
+  l->tgt_floats = (size_t)data->out_channels * data->height * data->width;
+  l->steps_per_epoch = data->nsamples / ((long)local_batch * dp_size);
+  if (l->steps_per_epoch == 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%ld %s no batch of %d x %d %s (raise limit_nsamples or lower "
+                           "global_batch_size)", data->nsamples,
+                           dlpar_plural(data->nsamples, "sample makes", "samples make"), local_batch, dp_size,
+                           dlpar_plural(dp_size, "rank", "ranks"));
+  DLPAR_TRY(choose_readers(&l->nreaders, err));
+  l->inp = calloc((size_t)l->depth, sizeof(float *));
+  l->tgt = calloc((size_t)l->depth, sizeof(float *));
+  l->left = calloc((size_t)l->depth, sizeof(int));
+  l->ready = calloc((size_t)l->depth, sizeof(bool));
+  l->failed = calloc((size_t)l->depth, sizeof(int));
+  l->errors = calloc((size_t)l->depth, sizeof(*l->errors));
+  l->perm = malloc(sizeof(long) * (size_t)data->nsamples);
+  l->readers = calloc((size_t)l->nreaders, sizeof(reader));
+  if (!l->inp || !l->tgt || !l->left || !l->ready || !l->failed || !l->errors || !l->perm || !l->readers)
+    goto oom;
+  for (int s = 0; s < l->depth; s++) {
+    l->inp[s] = l->memory.alloc(sizeof(float) * l->inp_floats * (size_t)local_batch);
+    l->tgt[s] = l->memory.alloc(sizeof(float) * l->tgt_floats * (size_t)local_batch);
+    if (!l->inp[s] || !l->tgt[s])
+      goto oom;
+  }
+  for (int r = 0; r < l->nreaders; r++) {
+    l->readers[r].l = l;
+    if (!(l->readers[r].stage = malloc(sizeof(float) * data->scratch_floats)))
+      goto oom;
+  }
+  l->stats.readers = l->nreaders;
+  l->stats.depth = l->depth;
+  pthread_mutex_init(&l->lock, NULL);
+  pthread_cond_init(&l->more_work, NULL);
+  pthread_cond_init(&l->item_done, NULL);
+  for (; l->started < l->nreaders; l->started++) {
+    if (pthread_create(&l->readers[l->started].thread, NULL, reader_main, &l->readers[l->started]) != 0)
+      return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot start the data loader's reader thread %d of %d (lower "
+                             "DLPAR_DATA_READERS, or raise the process limit)", l->started + 1, l->nreaders);
+  }
+  return DLPAR_OK;
+oom:
+  return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for %d %s of %d %s (lower num_data_workers)",
+                         l ? l->depth : 2, dlpar_plural(l ? l->depth : 2, "batch", "batches"), local_batch,
+                         dlpar_plural(local_batch, "sample", "samples"));
+}
+
+long loader_steps_per_epoch(const loader *l)
+{
+  return l->steps_per_epoch;
+}
+
+int loader_position(const loader *l, long *epoch, long *step, dlpar_error *err)
+{
+  if (*step < 0 || *step > l->steps_per_epoch || *epoch < 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "epoch %ld, step %ld of it: outside the %ld steps of an epoch", *epoch,
+                           *step, l->steps_per_epoch);
+  if (*step == l->steps_per_epoch) {
+    (*epoch)++;
+    *step = 0;
+  }
+  return DLPAR_OK;
+}
+
+void loader_start(loader *l, long epoch, long step, long count)
+{
+  loader_position(l, &epoch, &step, NULL);
+  pthread_mutex_lock(&l->lock);
+  l->generation++; /* the items being read are dropped as they finish */
+  while (l->in_flight > 0)
+    pthread_cond_wait(&l->item_done, &l->lock);
+  l->first_epoch = epoch;
+  l->first_step = step;
+  l->count = count;
+  l->claimed = l->consumed = 0;
+  memset(l->ready, 0, sizeof(bool) * (size_t)l->depth);
+  pthread_cond_broadcast(&l->more_work);
+  pthread_mutex_unlock(&l->lock);
+}
+
+int loader_next(loader *l, const float **inp, const float **tgt, dlpar_error *err)
+{
+  const double start = dlpar_now();
+  int rc = DLPAR_OK, slot;
+  pthread_mutex_lock(&l->lock);
+  slot = (int)(l->consumed % l->depth);
+  while (!l->ready[slot])
+    pthread_cond_wait(&l->item_done, &l->lock);
+  l->wait_seconds += dlpar_now() - start;
+  if (l->failed[slot] < l->items) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s", l->errors[slot].text);
+  }
+  *inp = l->inp[slot];
+  *tgt = l->tgt[slot];
+  pthread_mutex_unlock(&l->lock);
+  return rc;
+}
+
+void loader_release(loader *l)
+{
+  pthread_mutex_lock(&l->lock);
+  l->ready[l->consumed % l->depth] = false;
+  l->consumed++;
+  pthread_cond_broadcast(&l->more_work);
+  pthread_mutex_unlock(&l->lock);
+}
+
+double loader_wait_seconds(const loader *l)
+{
+  return l->wait_seconds;
+}
+
+void loader_get_stats(loader *l, loader_stats *stats)
+{
+  pthread_mutex_lock(&l->lock);
+  *stats = l->stats;
+  pthread_mutex_unlock(&l->lock);
+}
+
+void loader_destroy(loader *l)
+{
+  if (!l)
+    return;
+  if (l->started > 0) {
+    pthread_mutex_lock(&l->lock);
+    l->stop = true;
+    pthread_cond_broadcast(&l->more_work);
+    pthread_mutex_unlock(&l->lock);
+  }
+  for (int r = 0; r < l->started; r++)
+    pthread_join(l->readers[r].thread, NULL);
+  for (int s = 0; l->inp && s < l->depth; s++) {
+    l->memory.free(l->inp[s]);
+    l->memory.free(l->tgt[s]);
+  }
+  for (int r = 0; l->readers && r < l->nreaders; r++)
+    free(l->readers[r].stage);
+  free(l->inp);
+  free(l->tgt);
+  free(l->left);
+  free(l->ready);
+  free(l->failed);
+  free(l->errors);
+  free(l->perm);
+  free(l->readers);
+  free(l);
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* trainer/run/progress.h: the progress line of a training epoch (rank 0):
+ * step of steps, samples/s, the epoch's loss so far and the time left in
+ * the epoch. On a terminal one line rewritten in place (\r) every couple of
+ * seconds; in a log file a plain line every half minute. The caller passes
+ * the clock, so the module holds no time of its own and tests drive it. */
+#ifndef DLPAR_TRAINER_PROGRESS_H
+#define DLPAR_TRAINER_PROGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "common/status.h"
+
+/* Seconds between lines when none are given: on a terminal, in a log. */
+#define PROGRESS_TERMINAL_SECONDS 2.0
+#define PROGRESS_LOG_SECONDS 30.0
+
+typedef struct progress progress;
+
+/* Where a step left the epoch. loss: the epoch's mean train loss so far, NAN if none yet. */
+typedef struct {
+  long epoch;           /* 1-based */
+  long step;            /* steps of the epoch done, 1..steps */
+  long steps;           /* steps per epoch */
+  long samples_per_step; /* the global batch */
+  double loss;
+} progress_point;
+
+/* --progress=off|on|SECONDS: *seconds < 0 for off, 0 for the default
+ * interval, else the interval. DLPAR_OK or DLPAR_ERR_INPUT with one line in err. */
+int progress_parse(const char *text, double *seconds, dlpar_error *err);
+
+/* A progress line on stream (a terminal or not), a line at most every
+ * seconds (0: the default for the kind of stream). *out is NULL when
+ * seconds < 0: every function below takes NULL as "no progress line". */
+int progress_create(progress **out, FILE *stream, bool terminal, double seconds, dlpar_error *err);
+
+/* After each step, at time now (seconds, any monotonic origin). Writes a
+ * line when the interval has passed since the last one (on a terminal also
+ * at the epoch's last step). Output errors are ignored: the line is advice. */
+void progress_step(progress *p, double now, const progress_point *at);
+
+/* Before other output: ends a line left open on a terminal. */
+void progress_break(progress *p);
+
+void progress_destroy(progress *p);
+
+#endif
