@@ -6,7 +6,8 @@
 # sbatch to the 2-node test bed, scaled down on the command line (2 nodes x
 # 2 tasks) with the tiny `test` config: the job must run dlpar-train with
 # the grid it asked for (the profile template under the STAND-IN nsys of
-# tests/stand-ins: nsys cannot be installed here).
+# tests/stand-ins: nsys cannot be installed here). The restart template
+# trains on all nodes but a spare, through dlpar-restart.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 make_data
 use_bed
@@ -18,7 +19,7 @@ sbatch_value() { sed -n "s/^#SBATCH .*--$2=\([^ ]*\).*/\1/p" "$1" | head -n 1; }
 
 for template in "$DLPAR_SRCDIR"/contrib/sbatch/*.sbatch; do
   name=$(basename "$template" .sbatch)
-  [ "$name" = pytorch ] && continue # below
+  [ "$name" = pytorch ] || [ "$name" = restart ] && continue # below
   nodes=$(sbatch_value "$template" nodes) tasks=$(sbatch_value "$template" ntasks-per-node)
   gpus=$(sbatch_value "$template" gpus-per-node) grid=$(sbatch_value "$template" dl-parallel)
   m=${grid%x*} d=${grid#*x}
@@ -44,6 +45,20 @@ for template in "$DLPAR_SRCDIR"/contrib/sbatch/*.sbatch; do
     expect_contains "$name: ran" "$log" "dlpar-train: done at step 12"
   fi
 done
+# The restart template: the step on all nodes but the spare (here 1 of 2
+# nodes, 2 tasks: grid 2x1), through dlpar-restart, with --dl-check
+template=$DLPAR_SRCDIR/contrib/sbatch/restart.sbatch
+bash -n "$template"
+expect_rc "restart: shell syntax" $? 0
+out=$(env $CHECK_ANY_SPEED PATH="$DLPAR_SRCDIR/contrib:$PATH" sbatch -W -N2 --ntasks-per-node=2 --gpus-per-node=2 \
+        -o "$TEST_TMP/restart.out" \
+        --export=ALL,CONFIG=test,CONFIG_FILE=$DLPAR_SRCDIR/etc/vit.yaml,DATA=$TEST_TMP/data,EXTRA="--expdir=$TEST_TMP/runs --num_iters=12 --run=restart" \
+        "$template" 2>&1)
+expect_rc "restart: sbatch -W" $? 0
+log=$(cat "$TEST_TMP/restart.out" 2>/dev/null)
+expect_contains "restart: grid on the nodes but the spare" "$log" "dlpar-train: grid 2x1 (tensor x data parallel) on 1 node"
+expect_contains "restart: ran" "$log" "dlpar-train: done at step 12"
+
 # The PyTorch template: the example script as written (env://), then with dlpar's module
 template=$DLPAR_SRCDIR/contrib/sbatch/pytorch.sbatch
 expect_eq "pytorch: grid fits" "$(sbatch_value "$template" dl-parallel)" 2x2
