@@ -16,9 +16,12 @@ if BUILD_LIBDLPAR
 dist_torchsbatch_SCRIPTS = contrib/sbatch/pytorch.sbatch
 dist_pytorch_DATA = contrib/pytorch/ddp_example.py
 endif
-# dlpar-restart serves any srun step: installed whatever is built.
+# dlpar-restart serves any step of libdlpar's programs (the nodes it
+# excludes are those libdlpar and --dl-check name): installed with it.
 restartbindir = $(bindir)
+if BUILD_LIBDLPAR
 dist_restartbin_SCRIPTS = contrib/dlpar-restart
+endif
 EXTRA_DIST += contrib/demo contrib/dlpar-bundle
 
 # The README's main job: a real 2x2 training on a generated dataset.
