@@ -61,8 +61,10 @@ sys.stdout.write(f"ready {ctx.info.rank} {os.getpid()}\n"); sys.stdout.flush()
 waiting_here_for_a_peer()' >"$TEST_TMP/py.out" 2>&1 &
 runner=$!
 for i in $(seq 200); do [ "$(grep -c '^ready' "$TEST_TMP/py.out")" = 2 ] && break; sleep 0.1; done
-kill -URG $(awk '/^ready/ { print $3 }' "$TEST_TMP/py.out")
-sleep 1
+for pid in $(awk '/^ready/ { print $3 }' "$TEST_TMP/py.out"); do # one at a time: both write to one pipe here
+  kill -URG "$pid"
+  sleep 1
+done
 kill -TERM $runner 2>/dev/null
 wait $runner
 py=$(cat "$TEST_TMP/py.out")
