@@ -66,13 +66,6 @@ static struct {
   _Atomic double last_dump;
 } mailbox;
 
-static double monotonic_seconds(void)
-{
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now); /* async-signal-safe */
-  return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
-}
-
 static void chain_previous(int sig, siginfo_t *info, void *uctx)
 {
   if ((mailbox.previous.sa_flags & SA_SIGINFO) && mailbox.previous.sa_sigaction)
@@ -106,7 +99,7 @@ static void write_block(int n)
  * first (its lazy libgcc load is what is unsafe). */
 static void on_stack_request(int sig, siginfo_t *info, void *uctx)
 {
-  const double now = monotonic_seconds();
+  const double now = dlpar_now(); /* clock_gettime: async-signal-safe */
   int n;
   if (!pthread_equal(pthread_self(), mailbox.main_thread)) {
     pthread_kill(mailbox.main_thread, sig); /* the main thread's stack is the one that tells */
@@ -299,7 +292,7 @@ static bool prints_summary(dlpar_ctx *ctx, char (*sigs)[DLPAR_ERRLEN], const boo
 static bool own_dump_done(void)
 {
   return atomic_load(&mailbox.frame_count) > 0 &&
-         monotonic_seconds() - atomic_load(&mailbox.last_dump) < STACK_REPEAT_SECONDS;
+         dlpar_now() - atomic_load(&mailbox.last_dump) < STACK_REPEAT_SECONDS;
 }
 
 void dlpar_stacks_request(dlpar_ctx *ctx)
