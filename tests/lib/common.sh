@@ -74,7 +74,10 @@ use_bed() {
         --share "$DLPAR_BUILDDIR" --share "$DLPAR_SRCDIR" 2>"$TEST_TMP/bed.err")
   rc=$?
   [ $rc = 77 ] && skip "$(cat "$TEST_TMP/bed.err")"
-  [ $rc = 0 ] || { cat "$TEST_TMP/bed.err" >&2; echo "FAILED: the Slurm test bed did not start" >&2; exit 99; }
+  # the reason on the FAILED line and indented below it (tests/summary
+  # prints both: CI's log holds no test's own log)
+  [ $rc = 0 ] || { echo "FAILED: the Slurm test bed did not start (exit $rc): $(tail -n 1 "$TEST_TMP/bed.err")" >&2
+                   tail -n 20 "$TEST_TMP/bed.err" | sed 's/^/  /' >&2; exit 99; }
   eval "$out"
   export SLURM_CONF
 }
