@@ -8,11 +8,19 @@
 #    step again on n1 and n3 with DLPAR_RESTART=1, dlpar-train resumes from
 #    the last checkpoint, and the losses are the uninterrupted run's, bit
 #    for bit;
-#  - --dl-check failing a rank on n2: n2 excluded at the first attempt;
+#  - --dl-check failing a rank on n2: n2 excluded at the first attempt; the
+#    restart's tasks get DLPAR_CHECKPOINT, the path given to --checkpoint;
 #  - a failure that names no node (the program's own): not restarted, its
-#    exit status; no spare left: stops, saying what the step needs.
+#    exit status; no spare left in an salloc job: stops, saying what the
+#    step needs; in a batch job: requeued without the node, and the
+#    requeued job's step passes on the other nodes with DLPAR_RESTART=1;
+#  - n2 dies mid-run (every process of it killed, its ranks frozen just
+#    before so that the run cannot end first): once Slurm marks it down,
+#    dlpar-restart ends the srun left waiting for it, names n2, runs the
+#    step on n1 and n3, and the losses are the uninterrupted run's.
+# The bed's SlurmdTimeout is 15 s (a dead node is seen within a minute).
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
-use_bed nodes=3
+use_bed nodes=3 slurmd_timeout=15
 restart=$DLPAR_SRCDIR/contrib/dlpar-restart
 # A restart is a second step of the allocation on other nodes: skipped where
 # this Slurm's PMIx cannot run one (Slurm 24.11's mpi/pmix_v5 on this bed:
@@ -55,13 +63,19 @@ expect_eq "losses bit for bit, the restart's and the uninterrupted run's" "$(los
 
 # --dl-check fails a rank on n2 (NCCL settings that differ from rank 0's): excluded at once
 hello=$B/tools/dlpar-hello
-out=$(timeout 400 salloc -N3 --ntasks-per-node=2 "$restart" --max=2 srun -N2 -n2 --ntasks-per-node=1 --dl-parallel=1x2 --dl-check \
-      bash -c '[ "$SLURMD_NODENAME" != n2 ] || export NCCL_IB_TIMEOUT=20; exec "$0"' "$hello" 2>&1)
+# (and a PyTorch program's checkpoint, as if the first attempt had written it)
+echo weights >"$TEST_TMP/model.pt"
+show_restart='echo "attempt $DLPAR_RESTART on $SLURMD_NODENAME: checkpoint ${DLPAR_CHECKPOINT:-none}"'
+out=$(cd "$TEST_TMP" && timeout 400 salloc -N3 --ntasks-per-node=2 "$restart" --max=2 --checkpoint=model.pt \
+      srun -N2 -n2 --ntasks-per-node=1 --dl-parallel=1x2 --dl-check \
+      bash -c "$show_restart"'; [ "$SLURMD_NODENAME" != n2 ] || export NCCL_IB_TIMEOUT=20; exec "$0"' "$hello" 2>&1)
 rc=$?
 grep -q 'Cannot send message to' <<<"$out" && pmix_cannot
 expect_rc "--dl-check failing on n2" $rc 0
 expect_contains "--dl-check failing on n2: excluded" "$out" \
   "dlpar-restart: excluding n2 (--dl-check failed there): restart 1 of 2 on n1,n3"
+expect_eq "the first attempt: no checkpoint to resume" "$(grep -c '^attempt 0 on n[12]: checkpoint none$' <<<"$out")" 2
+expect_eq "the restart: the checkpoint's path" "$(grep -c "^attempt 1 on n[13]: checkpoint $TEST_TMP/model.pt\$" <<<"$out")" 2
 
 # the program's own failure: not restarted; no spare: stopped
 out=$(timeout 400 salloc -N2 "$restart" srun -N2 -n2 --dl-parallel=1x2 bash -c 'exit 3' 2>&1)
@@ -72,5 +86,50 @@ out=$(timeout 400 salloc -N2 "$restart" srun -N2 -n2 --ntasks-per-node=1 --dl-pa
       bash -c '[ "$SLURMD_NODENAME" != n2 ] || export NCCL_IB_TIMEOUT=20; exec "$0"' "$hello" 2>&1)
 expect_rc "no spare" $? 1
 expect_contains "no spare: what the step needs" "$out" \
-  "dlpar-restart: excluding n2 (--dl-check failed there): 1 node(s) left, the step needs 2: no spare to restart on (allocate spares: sbatch -N 3 --no-kill)"
+  "dlpar-restart: excluding n2 (--dl-check failed there): 1 node(s) left, the step needs 2: no spare to restart on, and no requeue: not a batch job (salloc and srun jobs cannot be requeued: submit it with sbatch) (allocate spares: sbatch -N 3 --no-kill)"
+
+# no spare in a batch job: requeued without n2, then passes on n1 and n3
+cat >"$TEST_TMP/requeue.sbatch" <<SH
+#!/bin/bash
+$restart --max=1 srun -N2 -n2 --ntasks-per-node=1 --dl-parallel=1x2 --dl-check \\
+  bash -c '$show_restart; [ "\$SLURMD_NODENAME" != n2 ] || export NCCL_IB_TIMEOUT=20; exec "\$0"' $hello
+SH
+job=$(cd "$TEST_TMP" && sbatch --parsable -N2 --ntasks-per-node=1 --requeue --open-mode=append -o "$TEST_TMP/requeue.out" "$TEST_TMP/requeue.sbatch")
+for _ in $(seq 1 300); do
+  [ -z "$(squeue -h -j "$job" -o %T 2>/dev/null)" ] && break
+  sleep 1
+done
+out=$(cat "$TEST_TMP/requeue.out")
+expect_contains "no spare in a batch job: requeued without n2" "$out" \
+  "dlpar-restart: excluding n2 (--dl-check failed there): 1 node(s) left, the step needs 2: requeued job $job without n2 (restart 1 of 1 once Slurm starts it again, about two minutes)"
+expect_eq "the requeued job's step on n1 and n3, DLPAR_RESTART=1" "$(grep -c '^attempt 1 on n[13]: checkpoint none$' <<<"$out")" 2
+expect_eq "the requeued job: Slurm's count and exclusion" "$(scontrol show job "$job" | grep -o -e 'JobState=[A-Z]*' -e 'Restarts=[0-9]*' -e 'ExcNodeList=[^ ]*' | paste -sd ' ')" \
+  "JobState=COMPLETED Restarts=1 ExcNodeList=n2"
+
+# n2 dies mid-run: its ranks frozen once the first checkpoint is written
+# (the run would otherwise end before the node's death), then every process
+# of the node killed
+cat >"$TEST_TMP/freeze_n2" <<'SH'
+#!/bin/bash
+if [ "$SLURMD_NODENAME" = n2 ] && [ "$DLPAR_RESTART" = 0 ]; then
+  (while [ ! -e "$CKPT" ]; do sleep 0.05; done; kill -STOP $$) &
+fi
+exec "$@"
+SH
+chmod +x "$TEST_TMP/freeze_n2"
+ckpt=$TEST_TMP/runs/test/2x2/node_death/checkpoint.h5
+(while [ ! -e "$ckpt" ]; do sleep 0.05; done; sleep 0.5
+ "$DLPAR_SRCDIR/tests/testbed/dlpar-bed" kill-node --dir "$(dirname "$SLURM_CONF")" n2) &
+start=$(date +%s.%N)
+out=$(CKPT=$ckpt DLPAR_STOPPED_TIMEOUT=600 timeout 400 salloc -N3 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
+      srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/freeze_n2" "${train[@]}" --run=node_death 2>&1)
+rc=$?
+wait
+expect_rc "n2 dies: the job ends well" $rc 0
+echo "node death to the job's end: $(elapsed_since "$start") s (Slurm's SlurmdTimeout: 15 s)"
+expect_eq "n2 dies: one line of dlpar-restart's" "$(grep -c '^dlpar-restart: ' <<<"$out")" 1
+expect_contains "n2 dies: the line" "$out" \
+  "dlpar-restart: excluding n2 (Slurm marks it down, not responding): restart 1 of 1 on n1,n3 (DLPAR_RESTART=1)"
+expect_contains "n2 dies: dlpar-train resumed from the checkpoint" "$out" "dlpar-train: resumed from $ckpt"
+expect_eq "n2 dies: losses bit for bit, the restart's and the uninterrupted run's" "$(losses node_death)" "$(losses whole)"
 finish

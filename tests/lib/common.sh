@@ -49,9 +49,11 @@ finish() {
 
 # The shared bed: 2 emulated nodes, the freshly built plugin (required), the
 # bed's synthetic topology (2 sockets x 1 core, 2 GPUs + 1 HCA each).
-# use_bed [private] [any] [plugstack=FILE]: private: a bed of this test's own
-# (it stops when the test ends), whose plugstack.conf the test may rewrite;
-# plugstack=FILE: its PlugStackConfig is FILE, as the test made it (private). On a Slurm
+# use_bed [private] [any] [plugstack=FILE] [nodes=N] [slurmd_timeout=S]:
+# private: a bed of this test's own (it stops when the test ends), whose
+# plugstack.conf the test may rewrite; plugstack=FILE: its PlugStackConfig
+# is FILE, as the test made it; nodes=N: N nodes; slurmd_timeout=S: Slurm
+# marks a node down S s after it stops answering (the last three private). On a Slurm
 # without mpi/pmix (dlpar-bed has-pmix) a bed test SKIPs unless it says
 # `any` (it runs no PMIx program): the plugin refuses --dl-parallel there
 # (it needs PMIx; spank_options.sh checks that refusal with --mpi=none),
@@ -63,7 +65,8 @@ use_bed() {
       private) state=$TEST_TMP/bed owner=$$ ;;
       any) need_pmix=no ;;
       plugstack=*) state=$TEST_TMP/bed owner=$$ plugstack=(--plugstack "${arg#plugstack=}") ;;
-      nodes=*) state=$TEST_TMP/bed owner=$$ nodes=(--nodes "${arg#nodes=}") ;;
+      nodes=*) state=$TEST_TMP/bed owner=$$ nodes+=(--nodes "${arg#nodes=}") ;;
+      slurmd_timeout=*) state=$TEST_TMP/bed owner=$$ nodes+=(--slurmd-timeout "${arg#slurmd_timeout=}") ;;
     esac
   done
   [ $need_pmix = no ] || "$DLPAR_SRCDIR/tests/testbed/dlpar-bed" has-pmix ||
