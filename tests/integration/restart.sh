@@ -8,6 +8,8 @@
 #    step again on n1 and n3 with DLPAR_RESTART=1, dlpar-train resumes from
 #    the last checkpoint, and the losses are the uninterrupted run's, bit
 #    for bit;
+#  - a rank killed on n2 (SIGKILL): n2 named, the step run again, the same
+#    losses;
 #  - --dl-check failing a rank on n2: n2 excluded at the first attempt; the
 #    restart's tasks get DLPAR_CHECKPOINT, the path given to --checkpoint;
 #  - a failure that names no node (the program's own): not restarted, its
@@ -43,7 +45,7 @@ expect_rc "uninterrupted run" $? 0
 cat >"$TEST_TMP/stop_on_n2" <<'SH'
 #!/bin/bash
 if [ "$SLURMD_NODENAME" = n2 ] && [ "$SLURM_LOCALID" = 0 ] && [ "$DLPAR_RESTART" = 0 ]; then
-  (while [ ! -e "$CKPT" ]; do sleep 0.05; done; kill -STOP $$) &
+  (while [ ! -e "$CKPT" ]; do sleep 0.01; done; kill -STOP $$) &
 fi
 exec "$@"
 SH
@@ -106,13 +108,23 @@ expect_eq "the requeued job's step on n1 and n3, DLPAR_RESTART=1" "$(grep -c '^a
 expect_eq "the requeued job: Slurm's count and exclusion" "$(scontrol show job "$job" | grep -o -e 'JobState=[A-Z]*' -e 'Restarts=[0-9]*' -e 'ExcNodeList=[^ ]*' | paste -sd ' ')" \
   "JobState=COMPLETED Restarts=1 ExcNodeList=n2"
 
+# a rank of n2 killed (SIGKILL, as the OOM killer does) once the first checkpoint is written
+sed 's/kill -STOP/kill -KILL/; s/SLURM_LOCALID" = 0/SLURM_LOCALID" = 1/' "$TEST_TMP/stop_on_n2" >"$TEST_TMP/kill_on_n2"
+chmod +x "$TEST_TMP/kill_on_n2"
+out=$(CKPT=$TEST_TMP/runs/test/2x2/killed/checkpoint.h5 timeout 400 salloc -N3 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
+      srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/kill_on_n2" "${train[@]}" --run=killed 2>&1)
+expect_rc "a rank killed on n2: the job ends well" $? 0
+expect_contains "a rank killed on n2: the line" "$out" \
+  "dlpar-restart: excluding n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)): restart 1 of 1 on n1,n3 (DLPAR_RESTART=1)"
+expect_eq "a rank killed on n2: losses bit for bit" "$(losses killed)" "$(losses whole)"
+
 # n2 dies mid-run: its ranks frozen once the first checkpoint is written
 # (the run would otherwise end before the node's death), then every process
 # of the node killed
 cat >"$TEST_TMP/freeze_n2" <<'SH'
 #!/bin/bash
 if [ "$SLURMD_NODENAME" = n2 ] && [ "$DLPAR_RESTART" = 0 ]; then
-  (while [ ! -e "$CKPT" ]; do sleep 0.05; done; kill -STOP $$) &
+  (while [ ! -e "$CKPT" ]; do sleep 0.01; done; kill -STOP $$) &
 fi
 exec "$@"
 SH
