@@ -10,6 +10,10 @@
 #    for bit;
 #  - a rank killed on n2 (SIGKILL): n2 named, the step run again, the same
 #    losses;
+#  - no spare left: the data-parallel size shrinks (2x2 to 2x1 on n1) and
+#    dlpar-train resumes the 2x2 run's checkpoint, same global batch, the
+#    same losses to fp32 tolerance; with --no-shrink, or where the grid
+#    cannot shrink, the cases below;
 #  - --dl-check failing a rank on n2: n2 excluded at the first attempt; the
 #    restart's tasks get DLPAR_CHECKPOINT, the path given to --checkpoint;
 #  - a failure that names no node (the program's own): not restarted, its
@@ -84,7 +88,7 @@ out=$(timeout 400 salloc -N2 "$restart" srun -N2 -n2 --dl-parallel=1x2 bash -c '
 expect_rc "the program's own failure" $? 3
 expect_contains "the program's own failure: not restarted" "$out" \
   "dlpar-restart: the step failed (exit 3) and named no node: the program's own failure, not restarted"
-out=$(timeout 400 salloc -N2 "$restart" srun -N2 -n2 --ntasks-per-node=1 --dl-parallel=1x2 --dl-check \
+out=$(timeout 400 salloc -N2 "$restart" --no-shrink srun -N2 -n2 --ntasks-per-node=1 --dl-parallel=1x2 --dl-check \
       bash -c '[ "$SLURMD_NODENAME" != n2 ] || export NCCL_IB_TIMEOUT=20; exec "$0"' "$hello" 2>&1)
 expect_rc "no spare" $? 1
 expect_contains "no spare: what the step needs" "$out" \
@@ -93,7 +97,7 @@ expect_contains "no spare: what the step needs" "$out" \
 # no spare in a batch job: requeued without n2, then passes on n1 and n3
 cat >"$TEST_TMP/requeue.sbatch" <<SH
 #!/bin/bash
-$restart --max=1 srun -N2 -n2 --ntasks-per-node=1 --dl-parallel=1x2 --dl-check \\
+$restart --max=1 --no-shrink srun -N2 -n2 --ntasks-per-node=1 --dl-parallel=1x2 --dl-check \\
   bash -c '$show_restart; [ "\$SLURMD_NODENAME" != n2 ] || export NCCL_IB_TIMEOUT=20; exec "\$0"' $hello
 SH
 job=$(cd "$TEST_TMP" && sbatch --parsable -N2 --ntasks-per-node=1 --requeue --open-mode=append -o "$TEST_TMP/requeue.out" "$TEST_TMP/requeue.sbatch")
@@ -117,6 +121,24 @@ expect_rc "a rank killed on n2: the job ends well" $? 0
 expect_contains "a rank killed on n2: the line" "$out" \
   "dlpar-restart: excluding n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)): restart 1 of 1 on n1,n3 (DLPAR_RESTART=1)"
 expect_eq "a rank killed on n2: losses bit for bit" "$(losses killed)" "$(losses whole)"
+
+# no spare: the data-parallel size shrinks (2x2 on 2 nodes to 2x1 on n1,
+# after a rank of n2 is killed), dlpar-train resumes from the 2x2 run's
+# checkpoint with the same global batch: the uninterrupted run's losses to
+# fp32 tolerance (the gradients' sums in another order)
+out=$(CKPT=$TEST_TMP/runs/test/2x2/shrunk/checkpoint.h5 timeout 400 salloc -N2 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
+      srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/kill_on_n2" "${train[@]}" --run=shrunk 2>&1)
+expect_rc "no spare, 2x2: the job ends well" $? 0
+expect_contains "no spare, 2x2: shrunk" "$out" \
+  "dlpar-restart: excluding n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)): 1 node(s) left, the step needs 2: the data-parallel size shrinks, grid 2x1 on n1 (the program keeps the global batch), restart 1 of 1 (DLPAR_RESTART=1)"
+expect_contains "no spare, 2x2: resumed from the 2x2 run's checkpoint" "$out" \
+  "dlpar-train: resumed from $TEST_TMP/runs/test/2x2/shrunk/checkpoint.h5"
+expect_contains "no spare, 2x2: the grid 2x1 with the same global batch" "$out" \
+  "dlpar-train: grid 2x1 (tensor x data parallel) on 1 node, backend mpi, global batch 4 (4 per rank)"
+shrunk=$(step_losses "$TEST_TMP/runs/test/2x1/shrunk/metrics.jsonl")
+read -r rel count <<<"$(max_rel "$shrunk" "$(losses whole)")"
+expect_eq "no spare, 2x2: the restart's losses, the uninterrupted run's to 1e-5 ($count steps, largest $rel)" \
+  "$(awk -v r="$rel" -v n="$count" 'BEGIN { print (n >= 8 && r == r + 0 && r < 1e-5) ? "yes" : "no" }')" yes
 
 # n2 dies mid-run: its ranks frozen once the first checkpoint is written
 # (the run would otherwise end before the node's death), then every process

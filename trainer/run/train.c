@@ -9,6 +9,7 @@
  * too. */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -310,11 +311,9 @@ static void train(trainer *t)
 
 /* ------------------------------------------------------------ main */
 
-static void resume(trainer *t)
+static void resume(trainer *t, const char *path)
 {
-  char path[PATH_MAX + 16];
   dlpar_error err = {0};
-  snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
   if (checkpoint_load(t->net, &t->pos, path, &err) != DLPAR_OK)
     train_die(t, true, "--resume: %s", err.text);
   if (checkpoint_check_position(&t->pos, t->total_steps, loader_steps_per_epoch(t->train), path, &err) != DLPAR_OK)
@@ -332,14 +331,42 @@ static void resume(trainer *t)
       t->pos.epoch + 1, t->pos.step_in_epoch);
 }
 
-/* A step dlpar-restart started again (DLPAR_RESTART 1 or more) resumes
- * from its run's checkpoint where there is one, as under --resume. */
-static bool restarted_with_checkpoint(const trainer *t)
+/* The checkpoint that a step dlpar-restart started again (DLPAR_RESTART 1
+ * or more) resumes from, into PATH: the run's newest at this
+ * tensor-parallel size and any data-parallel size (without a spare node,
+ * dlpar-restart shrinks D; the global batch, and so each step's samples,
+ * stay). False when there is none. */
+static bool restart_checkpoint(const trainer *t, const char *run, char *path, size_t len)
 {
-  char path[PATH_MAX + 16];
   const char *attempt = getenv("DLPAR_RESTART");
-  snprintf(path, sizeof(path), "%s/checkpoint.h5", t->run_dir);
-  return attempt && atoi(attempt) > 0 && access(path, R_OK) == 0;
+  char dir[PATH_MAX], candidate[2 * PATH_MAX];
+  struct timespec newest = {0};
+  const struct dirent *grid;
+  struct stat st;
+  bool found = false;
+  DIR *grids;
+  int m, d, end;
+  if (!attempt || atoi(attempt) <= 0)
+    return false;
+  snprintf(dir, sizeof(dir), "%s/%s", t->config.cfg.expdir, t->config.cfg.name);
+  if (!(grids = opendir(dir)))
+    return false;
+  while ((grid = readdir(grids))) {
+    end = 0;
+    if (sscanf(grid->d_name, "%dx%d%n", &m, &d, &end) != 2 || grid->d_name[end] != '\0' || m != t->info->tp_size)
+      continue;
+    snprintf(candidate, sizeof(candidate), "%s/%s/%s/checkpoint.h5", dir, grid->d_name, run);
+    if (stat(candidate, &st) != 0 || !S_ISREG(st.st_mode) || access(candidate, R_OK) != 0)
+      continue;
+    if (found && (st.st_mtim.tv_sec < newest.tv_sec ||
+                  (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec <= newest.tv_nsec)))
+      continue;
+    newest = st.st_mtim;
+    snprintf(path, len, "%s", candidate);
+    found = true;
+  }
+  closedir(grids);
+  return found;
 }
 
 static void banner(const trainer *t)
@@ -386,6 +413,7 @@ int main(int argc, char **argv)
   train_args args;
   dlpar_options options = {0};
   dlpar_error err = {0};
+  char checkpoint[2 * PATH_MAX];
   int threads, rc, exit_code;
   memset(&t, 0, sizeof(t));
   h5_quiet();
@@ -421,8 +449,11 @@ int main(int argc, char **argv)
   if (args.manual_profiling)
     manual_profiling(&t);
   t.saved_step = -1;
-  if (args.resume || restarted_with_checkpoint(&t))
-    resume(&t);
+  if (args.resume) {
+    snprintf(checkpoint, sizeof(checkpoint), "%s/checkpoint.h5", t.run_dir);
+    resume(&t, checkpoint);
+  } else if (restart_checkpoint(&t, args.run, checkpoint, sizeof(checkpoint)))
+    resume(&t, checkpoint);
   if (t.info->rank == 0 && metrics_open(&t.metrics, t.run_dir, &err) != DLPAR_OK)
     train_die(&t, false, "%s", err.text);
   if (t.info->rank == 0 &&
