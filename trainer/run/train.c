@@ -331,26 +331,20 @@ static void resume(trainer *t, const char *path)
       t->pos.epoch + 1, t->pos.step_in_epoch);
 }
 
-/* The checkpoint that a step dlpar-restart started again (DLPAR_RESTART 1
- * or more) resumes from, into PATH: the run's newest at this
- * tensor-parallel size and any data-parallel size (without a spare node,
- * dlpar-restart shrinks D; the global batch, and so each step's samples,
- * stay). False when there is none. */
-static bool restart_checkpoint(const trainer *t, const char *run, char *path, size_t len)
+/* The run's newest checkpoint at this tensor-parallel size and any
+ * data-parallel size, into PATH (empty when there is none). */
+static void newest_checkpoint(const trainer *t, const char *run, char *path, size_t len)
 {
-  const char *attempt = getenv("DLPAR_RESTART");
   char dir[PATH_MAX], candidate[2 * PATH_MAX];
   struct timespec newest = {0};
   const struct dirent *grid;
   struct stat st;
-  bool found = false;
   DIR *grids;
   int m, d, end;
-  if (!attempt || atoi(attempt) <= 0)
-    return false;
+  path[0] = '\0';
   snprintf(dir, sizeof(dir), "%s/%s", t->config.cfg.expdir, t->config.cfg.name);
   if (!(grids = opendir(dir)))
-    return false;
+    return;
   while ((grid = readdir(grids))) {
     end = 0;
     if (sscanf(grid->d_name, "%dx%d%n", &m, &d, &end) != 2 || grid->d_name[end] != '\0' || m != t->info->tp_size)
@@ -358,15 +352,29 @@ static bool restart_checkpoint(const trainer *t, const char *run, char *path, si
     snprintf(candidate, sizeof(candidate), "%s/%s/%s/checkpoint.h5", dir, grid->d_name, run);
     if (stat(candidate, &st) != 0 || !S_ISREG(st.st_mode) || access(candidate, R_OK) != 0)
       continue;
-    if (found && (st.st_mtim.tv_sec < newest.tv_sec ||
-                  (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec <= newest.tv_nsec)))
+    if (path[0] && (st.st_mtim.tv_sec < newest.tv_sec ||
+                    (st.st_mtim.tv_sec == newest.tv_sec && st.st_mtim.tv_nsec <= newest.tv_nsec)))
       continue;
     newest = st.st_mtim;
     snprintf(path, len, "%s", candidate);
-    found = true;
   }
   closedir(grids);
-  return found;
+}
+
+/* The checkpoint that a step dlpar-restart started again (DLPAR_RESTART 1
+ * or more) resumes from, into PATH: the run's newest at this
+ * tensor-parallel size and any data-parallel size (without a spare node,
+ * dlpar-restart shrinks D; the global batch, and so each step's samples,
+ * stay). Each rank looks for itself: the checkpoint was written by the
+ * attempt before, which ended before this one began. False when there is
+ * none. */
+static bool restart_checkpoint(const trainer *t, const char *run, char *path, size_t len)
+{
+  const char *attempt = getenv("DLPAR_RESTART");
+  if (!attempt || atoi(attempt) <= 0)
+    return false;
+  newest_checkpoint(t, run, path, len);
+  return path[0] != '\0';
 }
 
 static void banner(const trainer *t)
