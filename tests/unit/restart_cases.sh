@@ -1,0 +1,268 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/unit/restart_cases.sh: contrib/dlpar-restart's decisions, without
+# a bed: what it runs again, excludes, blames, requeues and says, each line
+# exactly, when srun's output or Slurm's answers are odd or fail. The Slurm
+# commands are STAND-INs (TEST_TMP/bin, first on PATH), as no real
+# slurmctld can be made to fail on cue: srun runs no program but follows
+# a plan (its step listed while it "runs", then its output and exit
+# status), squeue lists the steps the plan and the test put there (or
+# fails), sinfo prints the node states the test wrote, scontrol answers
+# show job from a file and fails requeuehold/update/release on cue; each
+# records its calls. Host lists go through the real scontrol's parser (a
+# slurm.conf of this test's, no daemon). tests/integration/restart.sh runs
+# the real srun on a bed.
+# RESTART=PATH runs another copy of dlpar-restart (the one before a fix,
+# to see these cases fail there).
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+restart=${RESTART:-$DLPAR_SRCDIR/contrib/dlpar-restart}
+real_scontrol=$(command -v scontrol) || skip "no scontrol (Slurm's client commands are not installed)"
+SI=$TEST_TMP/si
+mkdir -p "$SI/bin" "$TEST_TMP/cwd"
+printf 'ClusterName=standin\nSlurmctldHost=localhost\nNodeName=n[1-4] CPUs=1\nPartitionName=p Nodes=n[1-4]\n' >"$SI/slurm.conf"
+SLURM_CONF=$SI/slurm.conf "$real_scontrol" show hostnames 'n[1-2]' >/dev/null 2>&1 ||
+  skip "scontrol show hostnames does not run with a plain slurm.conf here"
+
+cat >"$SI/bin/srun" <<'SH'
+#!/bin/bash
+# STAND-IN for srun (tests/unit/restart_cases.sh): records its arguments,
+# then follows the plan for this attempt ($SI/plan, sourced).
+n=$(ls "$SI"/srun.* 2>/dev/null | wc -l)
+printf '%s\n' "$@" >"$SI/srun.$n"
+name=
+for a in "$@"; do case $a in --job-name=*) name=${a#--job-name=} ;; esac; done
+for ((i = 1; i <= $#; i++)); do [ "${!i}" = -J ] && { j=$((i + 1)); name=${!j}; }; done
+# register NODES: this step listed by squeue, as Slurm lists a running step
+register() { echo "$SLURM_JOB_ID.$((10 + n)) $1 ${name:-prog}" >>"$SI/steps"; }
+# unregister: the step gone from Slurm
+unregister() { grep -v "^$SLURM_JOB_ID.$((10 + n)) " "$SI/steps" >"$SI/steps.new"; mv "$SI/steps.new" "$SI/steps"; }
+attempt=$DLPAR_RESTART
+. "$SI/plan"
+SH
+cat >"$SI/bin/squeue" <<'SH'
+#!/bin/bash
+# STAND-IN for squeue (tests/unit/restart_cases.sh): records each call
+# (seconds since the epoch), fails where the test says, else lists
+# $SI/steps ("ID NODES NAME" a line) in the -o format asked.
+echo "$(date +%s.%N) $*" >>"$SI/squeue.calls"
+calls=$(wc -l <"$SI/squeue.calls")
+[ -e "$SI/squeue.fail.$calls" ] && { echo "squeue: error: slurm_load_jobs error: Socket timed out on send/recv operation" >&2; exit 1; }
+format=
+while [ $# -gt 0 ]; do [ "$1" = -o ] && format=$2; shift; done
+touch "$SI/steps"
+while read -r id nodes name; do
+  line=${format//%i/$id}; line=${line//%N/$nodes}; line=${line//%j/$name}
+  echo "$line"
+done <"$SI/steps"
+SH
+cat >"$SI/bin/sinfo" <<'SH'
+#!/bin/bash
+# STAND-IN for sinfo (tests/unit/restart_cases.sh): the states in
+# $SI/sinfo ("NODE STATE" a line) of the nodes -n names.
+echo "$*" >>"$SI/sinfo.calls"
+nodes=
+while [ $# -gt 0 ]; do [ "$1" = -n ] && nodes=$2; shift; done
+SLURM_CONF=$SI/slurm.conf scontrol show hostnames "$nodes" | while read -r node; do
+  grep "^$node " "$SI/sinfo" 2>/dev/null || echo "$node allocated"
+done
+SH
+cat >"$SI/bin/scontrol" <<SH
+#!/bin/bash
+# STAND-IN for scontrol (tests/unit/restart_cases.sh): host lists through
+# the real scontrol's parser; show job from \$SI/job; requeuehold, update
+# and release recorded, each failing with the text of \$SI/VERB.fail where
+# the test wrote one.
+case "\$1 \${2:-}" in
+  "show hostnames" | "show hostlist") SLURM_CONF=\$SI/slurm.conf exec $real_scontrol "\$@" ;;
+esac
+echo "\$*" >>"\$SI/scontrol.calls"
+case \$1 in
+  show) cat "\$SI/job" ;;
+  requeuehold | update | release)
+    [ -e "\$SI/\$1.fail" ] && { cat "\$SI/\$1.fail" >&2; exit 1; }
+    exit 0 ;;
+  *) echo "scontrol (stand-in): \$1 not planned" >&2; exit 1 ;;
+esac
+SH
+chmod +x "$SI"/bin/*
+# the scripts' own files in the working directory, for what a shell glob would take
+touch "$TEST_TMP/cwd/notes.txt" "$TEST_TMP/cwd/train.py"
+
+# fresh_case: no calls recorded, no steps, every node allocated, a batch job that may be requeued
+fresh_case() {
+  rm -f "$SI"/srun.* "$SI"/*.calls "$SI"/*.fail "$SI"/squeue.fail.* "$SI/steps" "$SI/sinfo"
+  echo "JobId=77 JobName=train BatchFlag=1 Requeue=1 Restarts=0 ExcNodeList=(null)" >"$SI/job"
+}
+# run NODES ARGS...: dlpar-restart ARGS in job 77 on NODES (a host list);
+# out holds its output, rc its exit status
+run() {
+  local nodes=$1
+  shift
+  out=$(cd "$TEST_TMP/cwd" && PATH=$SI/bin:$PATH SI=$SI SLURM_JOB_ID=77 SLURM_JOB_NODELIST=$nodes \
+        SLURM_JOB_NUM_NODES=$(SLURM_CONF=$SI/slurm.conf scontrol show hostnames "$nodes" | wc -l) SRUN_GRACE=2 \
+        timeout 150 "$restart" "$@" 2>&1)
+  rc=$?
+}
+# srun_args N: the arguments of srun's Nth call (0: the first), one a
+# line, the step's unique name's token shown as TOKEN
+srun_args() { sed -E 's/^(--job-name=.*@restart[0-9]+)\.[0-9a-f]+$/\1.TOKEN/' "$SI/srun.$1" 2>/dev/null | paste -sd ' '; }
+srun_calls() { ls "$SI"/srun.* 2>/dev/null | wc -l; }
+
+# 1. squeue fails as the attempt starts, while the job's last step (77.0,
+# an earlier srun's) is still ending: the new srun, whose step is still
+# being created, is never taken for that step's and never killed
+fresh_case
+echo "77.0 n[1-2] earlier" >"$SI/steps"
+touch "$SI/squeue.fail.1"
+(sleep 2; sed -i '/^77\.0 /d' "$SI/steps") &
+cat >"$SI/plan" <<'SH'
+sleep 9; register 'n[1-2]'; sleep 1; unregister; echo "step done"; exit 0
+SH
+run 'n[1-3]' srun -N 2 prog
+wait
+expect_rc "squeue failing as the step starts: the srun waiting for its step is not killed" $rc 0
+expect_eq "squeue failing as the step starts: the step's output alone" "$out" "step done"
+
+# 2. another step of the job (a monitoring srun) starts and ends while the
+# attempt's srun waits for its step
+fresh_case
+(sleep 1; echo "77.5 n1 monitor" >>"$SI/steps"; sleep 2; sed -i '/^77\.5 /d' "$SI/steps") &
+run 'n[1-3]' srun -N 2 prog
+wait
+expect_rc "a monitoring step starting and ending meanwhile: the srun is not killed" $rc 0
+expect_eq "a monitoring step meanwhile: the step's output alone" "$out" "step done"
+
+# 3. the step's own srun left waiting once Slurm ended its step (a dead
+# node, Slurm marks it down): ended after SRUN_GRACE, the node named, the
+# step run again; slurmctld asked at most once every 30 s once the step
+# is seen (1, 3, 7, 15 s while it is not)
+fresh_case
+echo "n2 down*" >"$SI/sinfo"
+cat >"$SI/plan" <<'SH'
+if [ "$attempt" = 0 ]; then register 'n[1-2]'; sleep 5; unregister; sleep 120; exit 1; fi
+echo "attempt $attempt"; exit 0
+SH
+start=$(date +%s)
+run 'n[1-3]' srun -N 2 prog
+expect_rc "srun left waiting on a dead node: ended, the step run again" $rc 0
+expect_eq "srun left waiting on a dead node: the output" "$out" \
+  "dlpar-restart: excluding n2 (Slurm marks it down, not responding): restart 1 of 2 on n1,n3 (DLPAR_RESTART=1)
+attempt 1"
+asks=$(wc -l <"$SI/squeue.calls")
+echo "squeue asked $asks times in a $(($(date +%s) - start)) s run"
+expect_eq "squeue asked at most 5 times (at 1, 3 s while the step is unseen, then every 30 s)" "$([ "$asks" -le 5 ] && echo yes || echo "no: $asks")" yes
+gaps=$(awk 'NR > 1 && $1 - last < 29 && seen { print $1 - last } { last = $1; seen = 1 }' "$SI/squeue.calls" | wc -l)
+expect_eq "squeue calls less than 30 s apart after the first few" "$([ "$gaps" -le 3 ] && echo yes || echo "no: $gaps")" yes
+expect_eq "srun left waiting on a dead node: the restart without n2" "$(srun_args 1)" \
+  "--nodes=2 --job-name=prog@restart1.TOKEN --exclude=n2 prog"
+
+# 4. "Node failure on *" in srun's output: no glob of the working directory
+# blamed, no node named
+fresh_case
+cat >"$SI/plan" <<'SH'
+[ "$attempt" = 0 ] && { echo "srun: error: Node failure on *" >&2; exit 1; }; exit 0
+SH
+run 'n[1-3]' srun -N 2 prog
+expect_rc "Node failure on *: not restarted" $rc 1
+expect_eq "Node failure on *: the output" "$out" "srun: error: Node failure on *
+dlpar-restart: the step failed (exit 1) and named no node: the program's own failure, not restarted"
+expect_eq "Node failure on *: srun run once" "$(srun_calls)" 1
+
+# 5. the program's own error while a node of the step is being drained (and
+# the spare outside the step is down): nothing blamed, no requeue
+fresh_case
+printf 'n2 draining\nn3 down\n' >"$SI/sinfo"
+cat >"$SI/plan" <<'SH'
+register 'n[1-2]'; sleep 3; unregister; echo "loss is NaN" >&2; exit 3
+SH
+run 'n[1-3]' --no-shrink srun -N 2 prog
+expect_rc "a node draining: the program's own failure" $rc 3
+expect_eq "a node draining: the output" "$out" "loss is NaN
+dlpar-restart: the step failed (exit 3) and named no node: the program's own failure, not restarted"
+expect_eq "a node draining: no requeue" "$(cat "$SI/scontrol.calls" 2>/dev/null)" ""
+expect_eq "a node draining: sinfo asked about the step's nodes only" "$(grep -o -- '-n [^ ]*' "$SI/sinfo.calls")" "-n n[1-2]"
+
+# 6. requeued, but scontrol update fails (the exclusion not set), and
+# separately scontrol release fails: said as it happened, exit 75
+fresh_case
+cat >"$SI/plan" <<'SH'
+[ "$attempt" = 0 ] && { echo "dlpar-check: rank 1 on n2: NCCL_IB_TIMEOUT is 20, rank 0's 18"; exit 1; }; exit 0
+SH
+echo "scontrol: error: Invalid node name specified" >"$SI/update.fail"
+run 'n[1-2]' --no-shrink srun -N 2 prog
+expect_rc "scontrol update failing after requeuehold: the job requeued, exit 75" $rc 75
+expect_eq "scontrol update failing: the output" "$out" "dlpar-check: rank 1 on n2: NCCL_IB_TIMEOUT is 20, rank 0's 18
+dlpar-restart: excluding n2 (--dl-check failed there): 1 node(s) left, the step needs 2: requeued job 77, but n2 could not be excluded from it (scontrol update: scontrol: error: Invalid node name specified): it may run there again (restart 1 of 2 once Slurm starts it again, about two minutes)"
+expect_eq "scontrol update failing: the calls" "$(cat "$SI/scontrol.calls")" "show job 77
+requeuehold 77
+update JobId=77 ExcNodeList=n2
+release 77"
+fresh_case
+echo "scontrol: error: Access/permission denied" >"$SI/release.fail"
+run 'n[1-2]' --no-shrink srun -N 2 prog
+expect_rc "scontrol release failing: the job requeued, exit 75" $rc 75
+expect_eq "scontrol release failing: the output" "$(tail -n 1 <<<"$out")" \
+  "dlpar-restart: excluding n2 (--dl-check failed there): 1 node(s) left, the step needs 2: requeued job 77 without n2; it stays held (scontrol release: scontrol: error: Access/permission denied): start it with scontrol release 77"
+fresh_case
+echo "scontrol: error: Job is no longer pending execution" >"$SI/requeuehold.fail"
+run 'n[1-2]' --no-shrink srun -N 2 prog
+expect_rc "scontrol requeuehold failing: not requeued, the step's exit status" $rc 1
+expect_eq "scontrol requeuehold failing: the output" "$(tail -n 1 <<<"$out")" \
+  "dlpar-restart: excluding n2 (--dl-check failed there): 1 node(s) left, the step needs 2: no spare to restart on, and no requeue: scontrol requeuehold 77 failed (scontrol: error: Job is no longer pending execution) (allocate spares: sbatch -N 3 --no-kill)"
+
+# 7. srun options before -N that take a value apart (--mail-type ALL,
+# --acctg-freq 30): -N read, the spare used, no requeue
+for opts in "--mail-type ALL" "--acctg-freq 30"; do
+  fresh_case
+  # shellcheck disable=SC2086
+  run 'n[1-3]' srun $opts -N 2 -n 2 prog
+  expect_rc "$opts -N 2: restarted on the spare" $rc 0
+  expect_eq "$opts -N 2: the output" "$out" "dlpar-check: rank 1 on n2: NCCL_IB_TIMEOUT is 20, rank 0's 18
+dlpar-restart: excluding n2 (--dl-check failed there): restart 1 of 2 on n1,n3 (DLPAR_RESTART=1)"
+  expect_eq "$opts -N 2: the restart's srun" "$(srun_args 1)" \
+    "${opts% *}=${opts#* } --nodes=2 --ntasks=2 --job-name=prog@restart1.TOKEN --exclude=n2 prog"
+done
+# an option it does not know, its value apart: refused, naming it and the fix
+fresh_case
+run 'n[1-3]' srun --frobnicate x -N 2 prog
+expect_rc "an unknown srun option: refused" $rc 2
+expect_eq "an unknown srun option: one line" "$out" \
+  "dlpar-restart: srun option --frobnicate is not one dlpar-restart knows, so it cannot tell whether the next argument is its value: write it --frobnicate=VALUE, or, a flag of another plugin, list it in DLPAR_RESTART_SRUN_FLAGS=frobnicate"
+expect_eq "an unknown srun option: srun not run" "$(srun_calls)" 0
+run 'n[1-3]' srun --exc=n3 -N 2 prog
+expect_eq "an ambiguous abbreviation: refused as srun does" "$rc: $out" \
+  "2: dlpar-restart: srun option --exc is ambiguous (--exclude, --exclusive): write it in full"
+
+# 8. the user's own exclusion, abbreviated or in a cluster of short
+# options: merged with the failed node, never overriding it
+for opts in "--exclud=n3" "-kxn3" "-kx n3" "--exclude=n4 -x n3"; do
+  fresh_case
+  # shellcheck disable=SC2086
+  run 'n[1-4]' srun $opts -N 2 prog
+  expect_eq "$opts: restarted on n1,n4" "$rc: $(tail -n 1 <<<"$out")" \
+    "0: dlpar-restart: excluding n2 (--dl-check failed there): restart 1 of 2 on n1,n4 (DLPAR_RESTART=1)"
+  expect_eq "$opts: the restart's srun excludes n2 and n3" "$(srun_args 1 | grep -o -e '--exclude=[^ ]*' -e ' -x[^ ]*' | paste -sd ' ')" "--exclude=n[2-3]"
+done
+
+# 9. an empty value (--comment '') through the shrink's rewrite
+fresh_case
+cat >"$SI/plan" <<'SH'
+[ "$attempt" = 0 ] && { echo "srun: error: n2: task 3: Killed" >&2; exit 9; }; exit 0
+SH
+run 'n[1-2]' srun --comment '' -N 2 -n 4 --dl-parallel=2x2 prog a ''
+expect_eq "--comment '': shrunk" "$rc: $(tail -n 1 <<<"$out")" \
+  "0: dlpar-restart: excluding n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)): 1 node(s) left, the step needs 2: the data-parallel size shrinks, grid 2x1 on n1 (the program keeps the global batch), restart 1 of 2 (DLPAR_RESTART=1)"
+expect_eq "--comment '': the restart's srun, word by word" "$(sed -E 's/\.[0-9a-f]+$/.TOKEN/' "$SI/srun.1" | sed 's/^$/(empty)/' | paste -sd ' ')" \
+  "--comment= --nodes=1 --ntasks=2 --dl-parallel=2x1 --job-name=prog@restart1.TOKEN --exclude=n2 prog a (empty)"
+
+# 10. SLURM_RESTART_COUNT is a number, never evaluated
+fresh_case
+value="x[\$(touch $TEST_TMP/evaluated)]"
+out=$(cd "$TEST_TMP/cwd" && PATH=$SI/bin:$PATH SI=$SI SLURM_JOB_ID=77 SLURM_JOB_NODELIST='n[1-2]' SLURM_RESTART_COUNT=$value \
+      "$restart" srun -N 2 prog 2>&1)
+rc=$?
+expect_rc "SLURM_RESTART_COUNT not a number: refused" $rc 2
+expect_eq "SLURM_RESTART_COUNT not a number: one line" "$out" \
+  "dlpar-restart: SLURM_RESTART_COUNT=$(printf %q "$value"): expected Slurm's count of the job's requeues, a whole number (unset it outside a requeued job)"
+expect_eq "SLURM_RESTART_COUNT not evaluated" "$([ -e "$TEST_TMP/evaluated" ] && echo evaluated || echo no)" no
+finish
