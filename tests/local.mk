@@ -31,6 +31,10 @@ TESTS += tests/unit/one_ending.sh
 # LICENSE, and the SPDX line in every source file.
 dist_check_SCRIPTS += tests/unit/licence.sh
 TESTS += tests/unit/licence.sh
+# contrib/dlpar-restart's decisions, exactly, with STAND-INs for srun,
+# squeue, sinfo and scontrol that fail or answer on cue (no bed).
+dist_check_SCRIPTS += tests/unit/restart_cases.sh
+TESTS += tests/unit/restart_cases.sh
 EXTRA_DIST += tests/unit/check.h
 
 EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topologies \
@@ -45,7 +49,8 @@ SH_LOG_COMPILER = $(LOG_COMPILER) bash
 # The plugin's own; libdlpar's and the trainer's are in tests/libdlpar.mk
 # and tests/trainer.mk.
 INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_env.sh tests/integration/slurm_steps.sh \
-	tests/integration/spank_config.sh tests/integration/spank_network.sh tests/integration/plugin_install.sh
+	tests/integration/spank_config.sh tests/integration/spank_network.sh tests/integration/plugin_install.sh \
+	tests/integration/restart_steps.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/lib/common.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary

@@ -257,7 +257,7 @@ expect_eq "--comment '': the restart's srun, word by word" "$(sed -E 's/\.[0-9a-
 
 # 10. SLURM_RESTART_COUNT is a number, never evaluated
 fresh_case
-value="x[\$(touch $TEST_TMP/evaluated)]"
+value="SLURM_JOB_ID[\$(touch $TEST_TMP/evaluated)]"
 out=$(cd "$TEST_TMP/cwd" && PATH=$SI/bin:$PATH SI=$SI SLURM_JOB_ID=77 SLURM_JOB_NODELIST='n[1-2]' SLURM_RESTART_COUNT=$value \
       "$restart" srun -N 2 prog 2>&1)
 rc=$?
