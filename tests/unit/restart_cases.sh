@@ -156,6 +156,23 @@ expect_eq "squeue calls less than 30 s apart after the first few" "$([ "$gaps" -
 expect_eq "srun left waiting on a dead node: the restart without n2" "$(srun_args 1)" \
   "--nodes=2 --job-name=prog@restart1.TOKEN --exclude=n2 prog"
 
+# 3b. the same, srun saying "Node failure on n2" as Slurm ends the step:
+# asked every 2 s from that line on, so ended within seconds, not 30
+fresh_case
+cat >"$SI/plan" <<'SH'
+if [ "$attempt" = 0 ]; then register 'n[1-2]'; sleep 3; unregister; echo "srun: error: Node failure on n2" >&2; sleep 120; exit 1; fi
+echo "attempt $attempt"; exit 0
+SH
+start=$(date +%s)
+run 'n[1-3]' srun -N 2 prog
+took=$(($(date +%s) - start))
+expect_eq "srun saying Node failure on n2: the output" "$rc: $out"   "0: srun: error: Node failure on n2
+dlpar-restart: excluding n2 (node failure): restart 1 of 2 on n1,n3 (DLPAR_RESTART=1)
+attempt 1"
+expect_eq "srun saying Node failure on n2: ended within 15 s (took $took s)" "$([ "$took" -lt 15 ] && echo yes || echo no)" yes
+asks=$(wc -l <"$SI/squeue.calls")
+expect_eq "srun saying Node failure on n2: squeue asked at most 12 times ($asks)" "$([ "$asks" -le 12 ] && echo yes || echo no)" yes
+
 # 4. "Node failure on *" in srun's output: no glob of the working directory
 # blamed, no node named
 fresh_case
