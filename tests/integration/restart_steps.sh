@@ -6,20 +6,21 @@
 #  - the step's name as Slurm lists it is the one dlpar-restart follows
 #    (PROGRAM@restart0.TOKEN);
 #  - another step of the job (a monitoring srun --overlap) starting and
-#    ending while the attempt's srun still waits for its own step (the
+#    ending (3 s) while the attempt's srun still waits for its own step (the
 #    node's CPUs held by an earlier step) does not get that srun killed:
 #    it runs when the CPUs free, and the job ends well.
-# --mpi=none steps: no PMIx program (use_bed any).
+# --mpi=none steps: no PMIx program (use_bed any). RESTART=PATH runs
+# another copy of dlpar-restart (the one before a fix).
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed any
-restart=$DLPAR_SRCDIR/contrib/dlpar-restart
+restart=${RESTART:-$DLPAR_SRCDIR/contrib/dlpar-restart}
 cat >"$TEST_TMP/job" <<SH
 #!/bin/bash
 # an earlier step holds the node's CPUs for 15 s
 srun -n1 -c 8 --mpi=none sleep 15 &
 sleep 1
-# a monitoring step starts 2 s later and ends at once
-(sleep 2; srun --overlap -n1 -c1 --mpi=none true) &
+# a monitoring step starts 2 s later and ends 3 s after
+(sleep 2; srun --overlap -n1 -c1 --mpi=none sleep 3) &
 $restart srun -n1 -c 8 --mpi=none bash -c 'squeue -h -s -j \$SLURM_JOB_ID -o "%i %j"; echo done'
 rc=\$?
 wait
