@@ -17,7 +17,7 @@
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 restart=${RESTART:-$DLPAR_SRCDIR/contrib/dlpar-restart}
 real_scontrol=$(command -v scontrol) || skip "no scontrol (Slurm's client commands are not installed)"
-SI=$TEST_TMP/si
+export SI=$TEST_TMP/si # the STAND-INs read it
 mkdir -p "$SI/bin" "$TEST_TMP/cwd"
 printf 'ClusterName=standin\nSlurmctldHost=localhost\nNodeName=n[1-4] CPUs=1\nPartitionName=p Nodes=n[1-4]\n' >"$SI/slurm.conf"
 SLURM_CONF=$SI/slurm.conf "$real_scontrol" show hostnames 'n[1-2]' >/dev/null 2>&1 ||
@@ -98,7 +98,7 @@ fresh_case() {
 run() {
   local nodes=$1
   shift
-  out=$(cd "$TEST_TMP/cwd" && PATH=$SI/bin:$PATH SI=$SI SLURM_JOB_ID=77 SLURM_JOB_NODELIST=$nodes \
+  out=$(cd "$TEST_TMP/cwd" && PATH=$SI/bin:$PATH SLURM_JOB_ID=77 SLURM_JOB_NODELIST=$nodes \
         SLURM_JOB_NUM_NODES=$(SLURM_CONF=$SI/slurm.conf scontrol show hostnames "$nodes" | wc -l) SRUN_GRACE=2 \
         timeout 150 "$restart" "$@" 2>&1)
   rc=$?
@@ -275,7 +275,7 @@ expect_eq "--comment '': the restart's srun, word by word" "$(sed -E 's/\.[0-9a-
 # 10. SLURM_RESTART_COUNT is a number, never evaluated
 fresh_case
 value="SLURM_JOB_ID[\$(touch $TEST_TMP/evaluated)]"
-out=$(cd "$TEST_TMP/cwd" && PATH=$SI/bin:$PATH SI=$SI SLURM_JOB_ID=77 SLURM_JOB_NODELIST='n[1-2]' SLURM_RESTART_COUNT=$value \
+out=$(cd "$TEST_TMP/cwd" && PATH=$SI/bin:$PATH SLURM_JOB_ID=77 SLURM_JOB_NODELIST='n[1-2]' SLURM_RESTART_COUNT=$value \
       "$restart" srun -N 2 prog 2>&1)
 rc=$?
 expect_rc "SLURM_RESTART_COUNT not a number: refused" $rc 2
