@@ -252,7 +252,8 @@ expect_eq "an ambiguous abbreviation: refused as srun does" "$rc: $out" \
 
 # 8. the user's own exclusion, abbreviated or in a cluster of short
 # options: merged with the failed node, never overriding it
-for opts in "--exclud=n3" "-kxn3" "-kx n3" "--exclude=n4 -x n3"; do
+printf 'n3\n' >"$TEST_TMP/exclude_file"
+for opts in "--exclud=n3" "-kxn3" "-kx n3" "--exclude=n4 -x n3" "-x $TEST_TMP/exclude_file"; do
   fresh_case
   # shellcheck disable=SC2086
   run 'n[1-4]' srun $opts -N 2 prog
@@ -260,6 +261,10 @@ for opts in "--exclud=n3" "-kxn3" "-kx n3" "--exclude=n4 -x n3"; do
     "0: dlpar-restart: excluding n2 (--dl-check failed there): restart 1 of 2 on n1,n4 (DLPAR_RESTART=1)"
   expect_eq "$opts: the restart's srun excludes n2 and n3" "$(srun_args 1 | grep -o -e '--exclude=[^ ]*' -e ' -x[^ ]*' | paste -sd ' ')" "--exclude=n[2-3]"
 done
+
+run 'n[1-4]' srun -x "$TEST_TMP/no_such_file" -N 2 prog
+expect_eq "an --exclude file that cannot be read: refused" "$rc: $out" \
+  "2: dlpar-restart: --exclude=$TEST_TMP/no_such_file: cannot read that file of host names"
 
 # 9. an empty value (--comment '') through the shrink's rewrite
 fresh_case
