@@ -110,10 +110,10 @@ struct dlpar_ctx {
   atomic_int watchdog_stop;
   atomic_int stop_signals;     /* SIGTERM/SIGINT/SIGUSR1 received */
   atomic_int quiet_exit_code;  /* set while this rank ends the step: a stop signal exits with it, silently */
-  atomic_int comms_abort_started, comms_aborted; /* end_step.c's abort of the communicators, once */
+  atomic_int comms_abort_started, comms_aborted; /* dlpar_abort_comms, once */
   bool keep_signals;           /* the program keeps its signals (DLPAR_SIGNALS=keep, options) */
   bool stacks_armed;           /* SIGURG asks this rank for its stack (stacks.c) */
-  /* The first condition that ends the step, kept for the host (end_step.c):
+  /* The first condition that ends the step, kept for the host (fatal.c):
    * fatal_status (0: none) is stored last; fatal_taken once the host has it
    * (dlpar_fatal_error, or a call that returned it); a context with one is
    * spent, and dlpar_finalize ends the step. fatal_grace: how long the host
@@ -185,8 +185,7 @@ extern const dlpar_backend_ops dlpar_backend_nccl;
 #endif
 
 /* context.c */
-/* Records a one-line error in ctx and returns status. */
-int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A failure is recorded in ctx->error with dlpar_fail (common/status.h). */
 /* Numbers from the environment, one checked reader per kind: unset or
  * empty leaves *out as it is; a bad value is DLPAR_ERR_INPUT naming the
  * variable, what it takes, and `example` as the fix. */
@@ -218,7 +217,9 @@ bool dlpar_world_by_groups(const dlpar_ctx *ctx);
 /* pmixboot.c */
 int dlpar_pmix_init(dlpar_ctx *ctx);
 /* The one rendezvous: this rank's host and pid, and the NCCL ids of the
- * groups that need one at init; then each rank gets only its groups' ids. */
+ * groups that need one at init; then each rank gets only its groups' ids.
+ * A rank missing past the rendezvous timeout: DLPAR_ERR_TIMEOUT, the line
+ * naming it in ctx->error (as for dlpar_pmix_share); the caller decides. */
 int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids);
 /* Later (the first world collective on NCCL): the world group's ids, put
  * by its roots at the rendezvous, got now. */
@@ -226,19 +227,22 @@ int dlpar_pmix_world_ids(dlpar_ctx *ctx);
 /* Whether the group gets NCCL ids at the rendezvous. */
 bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group);
 /* A fence without data: every rank got to `where` ("the end of MPI_Init");
- * past the rendezvous timeout the step ends with a message. */
+ * past the rendezvous timeout DLPAR_ERR_TIMEOUT, with a line naming where. */
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where);
 /* dlpar_share_from_root's exchange (see dlpar.h). */
 int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len);
 /* The pid of every rank on this node but this one into ctx->peer_pid (after the rendezvous). */
 int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
-/* Bounds Open MPI 5's MPI_Init (called between start and stop) by the
- * rendezvous timeout: past it, the ranks of this node that never started
- * are named and the step ends. stop: when PMIx was up inside MPI_Init
- * (dlpar_now(); 0: not seen). */
+/* mpi_init_guard.c: bounds Open MPI 5's MPI_Init (called between start
+ * and stop) by the rendezvous timeout: past it, the ranks of this node that
+ * never started are named and the step ends. stop: when PMIx was up inside
+ * MPI_Init (dlpar_now(); 0: not seen). */
 typedef struct dlpar_init_guard dlpar_init_guard;
 int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out);
 double dlpar_pmix_guard_stop(dlpar_init_guard *guard);
+/* Every rank out of MPI_Init before any MPI message: a fence, and the step
+ * ends when a rank is not out within the rendezvous timeout. */
+int dlpar_mpi_init_barrier(dlpar_ctx *ctx);
 /* PMIx_Abort of the whole step (nothing outside PMIx or with ctx NULL);
  * for end_step.c alone, which then ends the process. */
 void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message);
@@ -259,8 +263,9 @@ int dlpar_stacks_arm(dlpar_ctx *ctx);
 void dlpar_stacks_publish(dlpar_ctx *ctx);
 void dlpar_stacks_request(dlpar_ctx *ctx);
 
-/* end_step.c: the one place libdlpar ends the step or the process (every
- * condition is listed in dlpar.h). */
+/* end_step.c: how libdlpar ends the step or the process, the one path of
+ * every ending; it decides nothing (the callers do: see end_step.c's top
+ * comment; dlpar.h lists every condition). */
 typedef enum { DLPAR_LINE_TO_PRINT, DLPAR_LINE_PRINTED } dlpar_line_printed;
 /* Ends the whole step: prints "dlpar: line" unless it was printed
  * already, aborts the communicators (bounded), PMIx_Abort with line, then
@@ -270,15 +275,15 @@ void dlpar_end_step(dlpar_ctx *ctx, int code, const char *line, dlpar_line_print
 /* Ends this process alone (the launcher is ending the step): the second
  * stop signal, or a rank that is ending it already. */
 void dlpar_end_process(int code) __attribute__((noreturn));
-/* The watchdog found a condition that ends the step: without a grace the
- * step ends now; with one, the first is kept for the host and the
- * communicators are aborted (what waits on them returns). */
-void dlpar_fatal(dlpar_ctx *ctx, int status, const char *line);
-/* A condition a call returned to the host (a bootstrap rendezvous that
- * timed out): kept as taken, so the context is spent. */
-void dlpar_fatal_returned(dlpar_ctx *ctx, int status, const char *line);
-/* Each watchdog poll: a kept condition the host did not take within the grace ends the step. */
-void dlpar_fatal_deadline(dlpar_ctx *ctx);
+/* The backend's abort_comms on a thread of its own, waited for at most 5 s
+ * (then left running: the step is ending), once per context: what waits
+ * on the communicators returns. */
+void dlpar_abort_comms(dlpar_ctx *ctx);
+
+/* fatal.c: a condition kept for the host instead of ending the step now.
+ * keep: the first one is kept (false for a later one), taken when a call
+ * returned it to the program; the context is spent from then on. */
+bool dlpar_fatal_keep(dlpar_ctx *ctx, int status, const char *line, bool taken);
 /* DLPAR_OK, or DLPAR_ERR_STATE naming call when the context is spent. */
 int dlpar_spent(dlpar_ctx *ctx, const char *call);
 

@@ -78,12 +78,10 @@ int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link 
 {
   hwloc_topology_t topology;
   hwloc_obj_t gpu;
-  int rc = dlpar_hwloc_load(xml_path, &topology, err);
   dlpar_link_set(nvlink, 0, "");
   dlpar_link_set(pcie, 0, "");
   dlpar_link_set(memory, 0, "");
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_hwloc_load(xml_path, &topology, err));
   if (!gpu_busid)
     dlpar_link_set(memory, memory_gbs(topology), "memory hwloc");
   else if ((gpu = hwloc_get_pcidev_by_busidstring(topology, gpu_busid))) {

@@ -7,7 +7,7 @@
 # libdlpar.map: the version node) and is installed with dlpar.h and dlpar.pc.
 noinst_LTLIBRARIES += libdlpar/libdlpar_core.la
 libdlpar_libdlpar_core_la_SOURCES = \
-	include/dlpar/dlpar.h libdlpar/internal.h libdlpar/context.c libdlpar/init.c libdlpar/end_step.c libdlpar/procstat.c libdlpar/pmixboot.c libdlpar/pmix_internal.h \
+	include/dlpar/dlpar.h libdlpar/internal.h libdlpar/context.c libdlpar/init.c libdlpar/end_step.c libdlpar/fatal.c libdlpar/procstat.c libdlpar/pmixboot.c libdlpar/pmix_internal.h libdlpar/pmix_waiter.c \
 	libdlpar/rendezvous_diagnosis.c libdlpar/mpi_init_guard.c \
 	libdlpar/collectives.c libdlpar/watchdog.c libdlpar/stacks.c libdlpar/profiling.c libdlpar/ncclid.c libdlpar/telemetry.c \
 	libdlpar/preflight.c libdlpar/preflight.h libdlpar/preflight_measure.c libdlpar/preflight_judge.c \

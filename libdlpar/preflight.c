@@ -39,8 +39,7 @@ int dlpar_preflight(dlpar_ctx *ctx)
     rc = dlpar_barrier(ctx, DLPAR_WORLD); /* rank 0's table is out before any rank leaves */
   }
   free(all);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(rc);
   if (v.failures) /* every rank returns it: the verdict is the gathered one */
     return dlpar_fail(ctx, DLPAR_ERR_CHECK, "%d pre-flight check%s failed (rank 0's table above says which)",
                       v.failures, v.failures == 1 ? "" : "s");

@@ -1,0 +1,42 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/unit/module_graph.sh: libdlpar's modules depend on each other one
+# way, with no circle. The graph is read from the compiled objects of
+# libdlpar_core (one object per .c file), not from the text: a module uses
+# another when it names a symbol the other defines. A circle fails the
+# test, printed as "a -> b -> a" with the file names, so the one who adds
+# it sees which call closes it.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+archive="$B/libdlpar/.libs/libdlpar_core.a"
+[ -e "$archive" ] || skip "libdlpar is not built here (configure found no PMIx)"
+
+# "user used" for every global symbol an object names and another defines.
+edges=$(nm -A "$archive" | awk '
+  { object = $1; sub(/:[^:]*$/, "", object); sub(/^.*:/, "", object)
+    sub(/^libdlpar_core_la-/, "", object); sub(/\.o$/, "", object) }
+  $(NF - 1) ~ /^[TDBRC]$/ { owner[$NF] = object }
+  $(NF - 1) == "U" { wanted[object, $NF] = 1 }
+  END { for (pair in wanted) { split(pair, p, SUBSEP)
+          if ((p[2] in owner) && owner[p[2]] != p[1]) print p[1], owner[p[2]] } }' | sort -u)
+[ -n "$edges" ] || fail "no edges read from $archive: the test would check nothing"
+
+# A depth-first search: a module met again while it is still on the path
+# closes a circle, printed from that module round to itself.
+cycle=$(printf '%s\n' "$edges" | awk '
+  { uses[$1] = uses[$1] " " $2; modules[$1]; modules[$2] }
+  function visit(module,    used, count, i, j, path) {
+    state[module] = "open"; path_of[++depth] = module
+    count = split(uses[module], used, " ")
+    for (i = 1; i <= count && !circle; i++) {
+      if (state[used[i]] == "open") {
+        for (j = 1; path_of[j] != used[i]; j++) ;
+        for (; j <= depth; j++) circle = circle path_of[j] ".c -> "
+        circle = circle used[i] ".c"
+      } else if (!state[used[i]])
+        visit(used[i])
+    }
+    state[module] = "done"; depth--
+  }
+  END { for (module in modules) if (!circle && !state[module]) visit(module); print circle }')
+expect_eq "a circle among libdlpar's modules" "$cycle" ""
+finish
