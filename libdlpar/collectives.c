@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/ending/ending.h"
 
 static int check(dlpar_ctx *ctx, dlpar_group_id group, dlpar_dtype dtype)
 {

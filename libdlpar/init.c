@@ -23,6 +23,11 @@
 #endif
 
 #include "libdlpar/internal.h"
+#include "libdlpar/backends/backends.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
+#include "libdlpar/preflight/preflight.h"
+#include "libdlpar/telemetry/telemetry.h"
 #include "common/text.h"
 
 /* A timeout: the program's option, else the environment's, else fallback

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/backend_mpi.c: the CPU backend. MPI communicators with exactly
+/* libdlpar/backends/backend_mpi.c: the CPU backend. MPI communicators with exactly
  * the grid's membership (MPI_Comm_split by dp rank for the tensor-parallel
  * groups, by tp rank for the data-parallel groups), blocking collectives
  * watched by the watchdog (a collective that does not finish within the
@@ -13,6 +13,10 @@
 #include <string.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/backends/backends.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
+#include "libdlpar/telemetry/telemetry.h"
 
 typedef struct {
   MPI_Comm comm[3];   /* indexed by dlpar_group */
@@ -154,10 +158,10 @@ static int mpi_init(dlpar_ctx *ctx)
   MPI_TRY(MPI_Comm_set_errhandler(st->comm[DLPAR_GROUP_WORLD], MPI_ERRORS_RETURN), ctx);
   dlpar_phase_mark(ctx, DLPAR_PHASE_WORLD);
   MPI_TRY(MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.dp_rank, ctx->info.tp_rank,
-                           &st->comm[DLPAR_GROUP_TP]), ctx);
+                         &st->comm[DLPAR_GROUP_TP]), ctx);
   dlpar_phase_mark(ctx, DLPAR_PHASE_TP);
   MPI_TRY(MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.tp_rank, ctx->info.dp_rank,
-                           &st->comm[DLPAR_GROUP_DP]), ctx);
+                         &st->comm[DLPAR_GROUP_DP]), ctx);
   dlpar_phase_mark(ctx, DLPAR_PHASE_DP);
   if (!(st->times_all = calloc((size_t)size, sizeof(double))))
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
@@ -262,7 +266,7 @@ static int mpi_stop_post(dlpar_ctx *ctx, int local, void *stream)
   (void)stream; /* a host int: nothing to order against a device */
   st->stop_local = local;
   MPI_TRY(MPI_Iallreduce(&st->stop_local, &st->stop_global, 1, MPI_INT, MPI_MAX,
-                           st->comm[DLPAR_GROUP_WORLD], &st->stop_request), ctx);
+                         st->comm[DLPAR_GROUP_WORLD], &st->stop_request), ctx);
   return DLPAR_OK;
 }
 
@@ -292,7 +296,7 @@ static int mpi_times_post(dlpar_ctx *ctx, double local, void *stream)
   (void)stream; /* host-side times */
   st->times_local = local;
   MPI_TRY(MPI_Iallgather(&st->times_local, 1, MPI_DOUBLE, st->times_all, 1, MPI_DOUBLE,
-                           st->comm[DLPAR_GROUP_WORLD], &st->times_request), ctx);
+                         st->comm[DLPAR_GROUP_WORLD], &st->times_request), ctx);
   return DLPAR_OK;
 }
 

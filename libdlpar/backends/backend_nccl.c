@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/backend_nccl.c: the GPU backend. One NCCL communicator per group
+/* libdlpar/backends/backend_nccl.c: the GPU backend. One NCCL communicator per group
  * (tp, dp; world only when used) from the ids exchanged over PMIx,
  * initialised after cudaSetDevice with ncclCommInitRankConfig, or with
  * ncclCommInitRankScalable from one bootstrap root per ranks_per_root ranks
@@ -40,6 +40,10 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/backends/backends.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
+#include "libdlpar/telemetry/telemetry.h"
 #include "common/text.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
@@ -271,7 +275,7 @@ static int nccl_init(dlpar_ctx *ctx)
   CUDA_TRY(cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming), ctx);
   CUDA_TRY(cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1 + ctx->grid.tp)), ctx);
   CUDA_TRY(cudaHostAlloc((void **)&st->times_host, sizeof(double) * (size_t)(ctx->info.size + 1),
-                                   cudaHostAllocDefault), ctx);
+                         cudaHostAllocDefault), ctx);
   CUDA_TRY(cudaEventCreateWithFlags(&st->times_done, cudaEventDisableTiming), ctx);
   return DLPAR_OK;
 }
@@ -351,7 +355,7 @@ static int local_copy(dlpar_ctx *ctx, const void *send, void *recv, size_t count
 {
   if (send != recv)
     CUDA_TRY(cudaMemcpyAsync(recv, send, count * dlpar_dtype_size(dtype), cudaMemcpyDeviceToDevice,
-                                       (cudaStream_t)stream), ctx);
+                             (cudaStream_t)stream), ctx);
   return DLPAR_OK;
 }
 
@@ -418,11 +422,11 @@ static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
   nccl_state *st = state_of(ctx);
   st->stop_host[0] = local;
   CUDA_TRY(cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
-                                     (cudaStream_t)stream), ctx);
+                           (cudaStream_t)stream), ctx);
   DLPAR_TRY(dlpar_world_allreduce_by_groups(ctx, nccl_allreduce, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX,
                                             stream));
   CUDA_TRY(cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
-                                     (cudaStream_t)stream), ctx);
+                           (cudaStream_t)stream), ctx);
   CUDA_TRY(cudaEventRecord(st->stop_done, (cudaStream_t)stream), ctx);
   return DLPAR_OK;
 }
@@ -444,13 +448,13 @@ static int nccl_times_post(dlpar_ctx *ctx, double local, void *stream)
   nccl_state *st = state_of(ctx);
   st->times_host[0] = local;
   CUDA_TRY(cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
-                                     (cudaStream_t)stream), ctx);
+                           (cudaStream_t)stream), ctx);
   DLPAR_TRY(dlpar_world_allgather_by_groups(ctx, nccl_allgather, st->times_device,
                                             st->times_device + 1 + ctx->info.size, st->times_device + 1, 1,
                                             DLPAR_FLOAT64, stream));
   CUDA_TRY(cudaMemcpyAsync(st->times_host + 1, st->times_device + 1,
-                                     sizeof(double) * (size_t)ctx->info.size,
-                                     cudaMemcpyDeviceToHost, (cudaStream_t)stream), ctx);
+                           sizeof(double) * (size_t)ctx->info.size,
+                           cudaMemcpyDeviceToHost, (cudaStream_t)stream), ctx);
   CUDA_TRY(cudaEventRecord(st->times_done, (cudaStream_t)stream), ctx);
   return DLPAR_OK;
 }
@@ -519,12 +523,12 @@ static int nccl_host_allgather(dlpar_ctx *ctx, dlpar_group group, const void *se
     const size_t n = count - done < chunk ? count - done : chunk, piece = n * elem;
     unsigned char *gathered = st->staging + piece;
     CUDA_TRY(cudaMemcpyAsync(st->staging, (const unsigned char *)send + done * elem, piece,
-                                       cudaMemcpyHostToDevice, st->barrier_stream), ctx);
+                             cudaMemcpyHostToDevice, st->barrier_stream), ctx);
     DLPAR_TRY(nccl_allgather(ctx, group, st->staging, gathered, n, dtype, st->barrier_stream));
     const size_t copies = n == count ? 1 : ranks, copy_bytes = n == count ? ranks * piece : piece; /* one chunk: in place */
     for (size_t r = 0; r < copies; r++)
       CUDA_TRY(cudaMemcpyAsync((unsigned char *)recv + (r * count + done) * elem, gathered + r * piece,
-                                         copy_bytes, cudaMemcpyDeviceToHost, st->barrier_stream), ctx);
+                               copy_bytes, cudaMemcpyDeviceToHost, st->barrier_stream), ctx);
     CUDA_TRY(cudaStreamSynchronize(st->barrier_stream), ctx);
   }
   return DLPAR_OK;

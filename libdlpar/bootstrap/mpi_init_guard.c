@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/mpi_init_guard.c: Open MPI's MPI_Init, bounded by the
+/* libdlpar/bootstrap/mpi_init_guard.c: Open MPI's MPI_Init, bounded by the
  * rendezvous timeout at both ends. At its start, a thread bounds Open MPI
  * 5's MPI_Init (which waits without a limit for ranks that never start)
  * and names the missing ranks as the rendezvous does; at its end, a fence
@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
-#include "libdlpar/pmix_internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
+#include "libdlpar/bootstrap/pmix_internal.h"
 #include "common/text.h"
 
 /* Open MPI 5's MPI_Init, which comes before libdlpar's PMIx_Init there

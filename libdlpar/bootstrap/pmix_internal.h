@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/pmix_internal.h: what the PMIx exchange (pmixboot.c), the
+/* libdlpar/bootstrap/pmix_internal.h: what the PMIx exchange (pmixboot.c), the
  * rendezvous diagnosis (rendezvous_diagnosis.c) and Open MPI 5's MPI_Init
  * guard (mpi_init_guard.c) share: a wait for PMIx's callbacks with a
  * deadline and a rank's pmix_proc_t (pmix_waiter.c), and the diagnosis

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/pmix_waiter.c: waiting for PMIx's callbacks with a deadline, and
+/* libdlpar/bootstrap/pmix_waiter.c: waiting for PMIx's callbacks with a deadline, and
  * a rank's pmix_proc_t. The PMIx exchange (pmixboot.c), the rendezvous
  * diagnosis (rendezvous_diagnosis.c) and the MPI_Init guard
  * (mpi_init_guard.c) all wait so; this file calls nothing else of
@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "libdlpar/internal.h"
-#include "libdlpar/pmix_internal.h"
+#include "libdlpar/bootstrap/pmix_internal.h"
 
 pmix_proc_t dlpar_pmix_proc(const dlpar_ctx *ctx, pmix_rank_t rank)
 {

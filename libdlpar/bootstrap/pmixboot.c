@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/pmixboot.c: the PMIx exchange, everything libdlpar asks of PMIx.
+/* libdlpar/bootstrap/pmixboot.c: the PMIx exchange, everything libdlpar asks of PMIx.
  * Init and the job's shape (size, local rank and size, every rank's host:
  * job-level data the server already holds), then the one rendezvous: each
  * rank puts its host and pid (and, as a bootstrap root of a group, an NCCL
@@ -25,7 +25,8 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
-#include "libdlpar/pmix_internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/bootstrap/pmix_internal.h"
 #include "common/text.h"
 
 /* On a PMIx error: file:line, the call and PMIx's words recorded in ctx

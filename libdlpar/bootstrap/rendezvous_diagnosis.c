@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/rendezvous_diagnosis.c: after a PMIx fence that timed out, which
+/* libdlpar/bootstrap/rendezvous_diagnosis.c: after a PMIx fence that timed out, which
  * ranks never arrived, on which hosts: each node's lowest arrived rank asks
  * its own node's server for its node-mates' keys and names the missing
  * ones in one line. It returns that line with DLPAR_ERR_TIMEOUT and ends
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
-#include "libdlpar/pmix_internal.h"
+#include "libdlpar/bootstrap/pmix_internal.h"
 #include "common/text.h"
 
 typedef struct {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/end_step.c: how libdlpar ends the step or the process, the one
+/* libdlpar/ending/end_step.c: how libdlpar ends the step or the process, the one
  * path every ending takes; it decides nothing. dlpar_end_step ends the
  * whole step from any rank (the communicators aborted, for at most
  * ABORT_COMMS_SECONDS, then PMIx_Abort, then this process's exit);
@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
 #include "common/text.h"
 
 /* How long ranks other than 0 wait for rank 0 to report an error they all found. */

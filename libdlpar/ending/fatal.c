@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/fatal.c: what a context keeps of a condition that will end the
+/* libdlpar/ending/fatal.c: what a context keeps of a condition that will end the
  * step, when the step does not end at once (NCCL's asynchronous-error
  * model): the first condition, its line, and whether the program has taken
  * it. A context that keeps one is spent: its collectives and
@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/ending/ending.h"
 
 bool dlpar_fatal_keep(dlpar_ctx *ctx, int status, const char *line, bool taken)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/watchdog.c: a thread that keeps a step from hanging. Every
+/* libdlpar/ending/watchdog.c: a thread that keeps a step from hanging. Every
  * 100 ms it asks the backend for asynchronous errors and collectives that
  * exceeded the timeout (then the step ends with a message naming the
  * group), and it receives the stop signals: SIGTERM, SIGINT and SIGUSR1 are
@@ -35,6 +35,8 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
 #include "common/text.h"
 
 /* Groups up to this size get their suspects listed by rank. */

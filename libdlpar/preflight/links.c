@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/links.c: the rates of the links a rank's groups cross, for the
+/* libdlpar/preflight/links.c: the rates of the links a rank's groups cross, for the
  * pre-flight's expectations (links.h): NVLink and PCIe from hwloc, the
  * memory's from hwloc's attributes, the NIC's from sysfs and ethtool. */
 #include "config.h"
 
-#include "libdlpar/links.h"
+#include "libdlpar/preflight/links.h"
 
 #include <dirent.h>
 #include <ifaddrs.h>

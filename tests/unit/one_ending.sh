@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # tests/unit/one_ending.sh: one place in libdlpar ends the step or the
-# process (libdlpar/end_step.c; dlpar.h lists every condition that gets
+# process (libdlpar/ending/end_step.c; dlpar.h lists every condition that gets
 # there), read from what the compiled objects of libdlpar.so (libdlpar/ and
 # common/) call, not from the text: only end_step.o calls _exit and
 # pmixboot.c's dlpar_pmix_abort, only pmixboot.o calls PMIx_Abort, and no
