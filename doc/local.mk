@@ -11,4 +11,4 @@ man_MANS += doc/man/dlpar-gen-data.1 doc/man/dlpar-train.1 doc/man/dlpar-plot.1
 endif
 EXTRA_DIST += doc/man/dlpar-run.1 doc/man/dlpar-hello.1 doc/man/dlpar-bench-comm.1 doc/man/dlpar-gen-data.1 \
 	doc/man/dlpar-train.1 doc/man/dlpar-plot.1
-EXTRA_DIST += doc/admin.md doc/user.md doc/scaling.md doc/cudnn-attention.md
+EXTRA_DIST += doc/admin.md doc/user.md doc/scaling.md doc/cudnn-attention.md doc/hacking.md

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/ending/ending.h"
 
 static int check(dlpar_ctx *ctx, dlpar_group_id group, dlpar_dtype dtype)
 {
@@ -97,10 +98,8 @@ DLPAR_API int dlpar_barrier(dlpar_ctx *ctx, dlpar_group_id group)
 DLPAR_API int dlpar_allreduce_host(dlpar_ctx *ctx, dlpar_group_id group, void *buf, size_t count, dlpar_dtype dtype,
                          dlpar_op op)
 {
-  int rc = check(ctx, group, dtype);
   dlpar_allreduce_fn allreduce;
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(check(ctx, group, dtype));
   allreduce = ctx->backend->host_allreduce ? ctx->backend->host_allreduce : ctx->backend->allreduce;
   if (group == DLPAR_WORLD && dlpar_world_by_groups(ctx))
     return dlpar_world_allreduce_by_groups(ctx, allreduce, buf, count, dtype, op, NULL);
@@ -110,11 +109,10 @@ DLPAR_API int dlpar_allreduce_host(dlpar_ctx *ctx, dlpar_group_id group, void *b
 DLPAR_API int dlpar_allgather_host(dlpar_ctx *ctx, dlpar_group_id group, const void *send, void *recv, size_t count,
                          dlpar_dtype dtype)
 {
-  int rc = check(ctx, group, dtype);
   dlpar_allgather_fn allgather;
   void *row;
-  if (rc != DLPAR_OK)
-    return rc;
+  int rc;
+  DLPAR_TRY(check(ctx, group, dtype));
   allgather = ctx->backend->host_allgather ? ctx->backend->host_allgather : ctx->backend->allgather;
   if (group != DLPAR_WORLD || !dlpar_world_by_groups(ctx))
     return allgather(ctx, (dlpar_group)group, send, recv, count, dtype, NULL);

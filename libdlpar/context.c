@@ -1,26 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/context.c: the leaf every part of libdlpar uses: recording the
- * one-line error in the context, and what the context says about itself
+/* libdlpar/context.c: the leaf every part of libdlpar uses: what the
+ * context says about itself
  * (sizes, group names, hosts, the info the program reads). Calls nothing
  * else of libdlpar. */
 #include "config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "libdlpar/internal.h"
 #include "common/torchenv.h"
 #include "common/text.h"
-
-int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  dlpar_error_vset(&ctx->error, status, fmt, ap);
-  va_end(ap);
-  return status;
-}
 
 int dlpar_env_positive(dlpar_ctx *ctx, const char *name, const char *what, double max, double example, double *out)
 {

@@ -5,8 +5,12 @@
  * MPI where it must precede PMIx (Open MPI 5) -> PMIx (ranks, hosts) ->
  * grid cross-check and tensor-parallel locality ->
  * GPU device -> one PMIx rendezvous (hosts, NCCL ids) -> communicators ->
- * watchdog. The context's small helpers are in context.c, aborting the
- * step in abort.c. */
+ * watchdog. The context's small helpers are in context.c. This file owns
+ * two endings and decides each in one function: a rank missing at a
+ * rendezvous (on_missing_rank: dlpar_init's ends the step at once, a
+ * bootstrap context's dlpar_share_from_root returns the timeout so that
+ * the program's cleanup runs), and dlpar_finalize of a spent context
+ * (end_spent_context). Both end through end_step.c. */
 #include "config.h"
 
 #include <stdio.h>
@@ -19,6 +23,11 @@
 #endif
 
 #include "libdlpar/internal.h"
+#include "libdlpar/backends/backends.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
+#include "libdlpar/preflight/preflight.h"
+#include "libdlpar/telemetry/telemetry.h"
 #include "common/text.h"
 
 /* A timeout: the program's option, else the environment's, else fallback
@@ -263,6 +272,23 @@ static int set_device(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
+/* The one decision on a rank missing at a rendezvous (the fence returned
+ * DLPAR_ERR_TIMEOUT, its line naming the missing ranks printed by each
+ * node's reporter). On a dlpar_init context the step ends now: no program
+ * goes on without its ranks. On a bootstrap context the call returns the
+ * timeout and the context keeps it as taken, so that the program's cleanup
+ * runs; the context is spent, and dlpar_finalize ends the step
+ * (end_spent_context). Any other status is passed up unchanged. */
+static int on_missing_rank(dlpar_ctx *ctx, int rc)
+{
+  if (rc != DLPAR_ERR_TIMEOUT)
+    return rc;
+  if (!ctx->bootstrap_only)
+    dlpar_end_step(ctx, 1, ctx->error.text, DLPAR_LINE_PRINTED);
+  dlpar_fatal_keep(ctx, rc, ctx->error.text, true);
+  return rc;
+}
+
 static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options *options, double start)
 {
   const bool want_ids = options && options->exchange_nccl_ids;
@@ -280,7 +306,7 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
   DLPAR_TRY(settle_grid(ctx));
   DLPAR_TRY(select_backend(ctx, choose_backend(ctx, requested)));
   DLPAR_TRY(set_device(ctx));
-  DLPAR_TRY(dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL));
+  DLPAR_TRY(on_missing_rank(ctx, dlpar_pmix_rendezvous(ctx, want_ids || ctx->info.backend == DLPAR_BACKEND_NCCL)));
   ctx->info.rendezvous_seconds = dlpar_now() - start;
   dlpar_phase_mark(ctx, DLPAR_PHASE_IDS);
   DLPAR_TRY(dlpar_watchdog_peers(ctx));
@@ -379,7 +405,7 @@ static int share_in_turn(dlpar_ctx *ctx, const char *key, const char *text, char
   pthread_mutex_unlock(&ctx->share_lock);
   rc = dlpar_spent(ctx, "dlpar_share_from_root");
   if (rc == DLPAR_OK)
-    rc = dlpar_pmix_share(ctx, key, text, out, len);
+    rc = on_missing_rank(ctx, dlpar_pmix_share(ctx, key, text, out, len));
   if (rc != DLPAR_OK)
     snprintf(out, len, "%s", ctx->error.text); /* this call's, whatever another thread's call writes next */
   pthread_mutex_lock(&ctx->share_lock);
@@ -411,13 +437,22 @@ static int drain(dlpar_ctx *ctx)
   return dlpar_times_drain(ctx);
 }
 
+/* The one decision on a spent context at dlpar_finalize (a rank missing
+ * at a bootstrap exchange, or what the watchdog found during the host's
+ * grace): its program has run its cleanup, so the step ends now, with the
+ * kept line printed unless the program took it. */
+static void end_spent_context(dlpar_ctx *ctx)
+{
+  if (atomic_load(&ctx->fatal_status))
+    dlpar_end_step(ctx, 1, ctx->fatal_line, atomic_load(&ctx->fatal_taken) ? DLPAR_LINE_PRINTED : DLPAR_LINE_TO_PRINT);
+}
+
 DLPAR_API int dlpar_finalize(dlpar_ctx *ctx)
 {
   int rc;
   if (!ctx)
     return DLPAR_OK;
-  if (atomic_load(&ctx->fatal_status)) /* a spent context whose program ran its cleanup: now the step ends */
-    dlpar_end_step(ctx, 1, ctx->fatal_line, atomic_load(&ctx->fatal_taken) ? DLPAR_LINE_PRINTED : DLPAR_LINE_TO_PRINT);
+  end_spent_context(ctx);
   dlpar_profiling_finish(ctx);
   if ((rc = drain(ctx)) != DLPAR_OK)
     dlpar_eprintf("dlpar: rank %d: finalize: %s\n", ctx->info.rank, ctx->error.text);

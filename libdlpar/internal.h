@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/internal.h: libdlpar's context and the pieces that share it:
- * context.c (the leaf: errors, sizes, names), init.c (the order of things),
- * pmixboot.c (PMIx; rendezvous_diagnosis.c and mpi_init_guard.c beside it,
- * pmix_internal.h between them), backend_*.c (collectives on MPI, NCCL or a single
- * rank), watchdog.c (timeouts, async errors, signals), end_step.c (the one
- * place that ends the step or the process), profiling.c (nsys re-exec, NVTX, profiler range), telemetry.c,
- * preflight.c and ncclid.c. Dependencies run one way: context.c calls
- * nothing of libdlpar, end_step.c only PMIx and the backend, init.c calls all. */
+/* libdlpar/internal.h: libdlpar's context, and the functions its parts
+ * call in each other, grouped by the folder that defines them. The API at
+ * the top of libdlpar/ (init.c, the order of things; collectives.c; and
+ * the two leaves every part uses, context.c and procstat.c); bootstrap/
+ * (PMIx: pmixboot.c, pmix_waiter.c, rendezvous_diagnosis.c,
+ * mpi_init_guard.c, with pmix_internal.h between them; ncclid.c);
+ * backends/ (the collectives on MPI, NCCL or one rank); ending/
+ * (end_step.c, the one path every ending takes; fatal.c, a condition kept
+ * for the host; watchdog.c; stacks.c); preflight/ (--dl-check, with
+ * preflight.h and links.h of its own); telemetry/ (telemetry.c,
+ * profiling.c). Dependencies run one way, with no circle
+ * (tests/unit/module_graph.sh): context.c calls nothing of libdlpar, the
+ * transports in bootstrap/ end nothing, and init.c calls all. */
 #ifndef DLPAR_INTERNAL_H
 #define DLPAR_INTERNAL_H
 
@@ -110,10 +115,10 @@ struct dlpar_ctx {
   atomic_int watchdog_stop;
   atomic_int stop_signals;     /* SIGTERM/SIGINT/SIGUSR1 received */
   atomic_int quiet_exit_code;  /* set while this rank ends the step: a stop signal exits with it, silently */
-  atomic_int comms_abort_started, comms_aborted; /* end_step.c's abort of the communicators, once */
+  atomic_int comms_abort_started, comms_aborted; /* dlpar_abort_comms, once */
   bool keep_signals;           /* the program keeps its signals (DLPAR_SIGNALS=keep, options) */
   bool stacks_armed;           /* SIGURG asks this rank for its stack (stacks.c) */
-  /* The first condition that ends the step, kept for the host (end_step.c):
+  /* The first condition that ends the step, kept for the host (fatal.c):
    * fatal_status (0: none) is stored last; fatal_taken once the host has it
    * (dlpar_fatal_error, or a call that returned it); a context with one is
    * spent, and dlpar_finalize ends the step. fatal_grace: how long the host
@@ -175,18 +180,8 @@ struct dlpar_backend_ops {
   bool (*has_world)(const dlpar_ctx *ctx);
 };
 
-extern const dlpar_backend_ops dlpar_backend_self;
-extern const dlpar_backend_ops dlpar_backend_mpi;
-/* backend_mpi.c: starts MPI where it must precede PMIx_Init (Open MPI 5;
- * elsewhere nothing) and makes the MPI backend the one that serves. */
-int dlpar_mpi_start_early(dlpar_ctx *ctx);
-#ifdef HAVE_CUDA
-extern const dlpar_backend_ops dlpar_backend_nccl;
-#endif
-
 /* context.c */
-/* Records a one-line error in ctx and returns status. */
-int dlpar_fail(dlpar_ctx *ctx, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A failure is recorded in ctx->error with dlpar_fail (common/status.h). */
 /* Numbers from the environment, one checked reader per kind: unset or
  * empty leaves *out as it is; a bad value is DLPAR_ERR_INPUT naming the
  * variable, what it takes, and `example` as the fix. */
@@ -215,122 +210,8 @@ int dlpar_world_allgather_by_groups(dlpar_ctx *ctx, dlpar_allgather_fn allgather
 /* Whether this context's host world collectives are composed so. */
 bool dlpar_world_by_groups(const dlpar_ctx *ctx);
 
-/* pmixboot.c */
-int dlpar_pmix_init(dlpar_ctx *ctx);
-/* The one rendezvous: this rank's host and pid, and the NCCL ids of the
- * groups that need one at init; then each rank gets only its groups' ids. */
-int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids);
-/* Later (the first world collective on NCCL): the world group's ids, put
- * by its roots at the rendezvous, got now. */
-int dlpar_pmix_world_ids(dlpar_ctx *ctx);
-/* Whether the group gets NCCL ids at the rendezvous. */
-bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group);
-/* A fence without data: every rank got to `where` ("the end of MPI_Init");
- * past the rendezvous timeout the step ends with a message. */
-int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where);
-/* dlpar_share_from_root's exchange (see dlpar.h). */
-int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len);
-/* The pid of every rank on this node but this one into ctx->peer_pid (after the rendezvous). */
-int dlpar_pmix_peer_pids(dlpar_ctx *ctx);
-/* Bounds Open MPI 5's MPI_Init (called between start and stop) by the
- * rendezvous timeout: past it, the ranks of this node that never started
- * are named and the step ends. stop: when PMIx was up inside MPI_Init
- * (dlpar_now(); 0: not seen). */
-typedef struct dlpar_init_guard dlpar_init_guard;
-int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out);
-double dlpar_pmix_guard_stop(dlpar_init_guard *guard);
-/* PMIx_Abort of the whole step (nothing outside PMIx or with ctx NULL);
- * for end_step.c alone, which then ends the process. */
-void dlpar_pmix_abort(dlpar_ctx *ctx, int code, const char *message);
-void dlpar_pmix_finalize(dlpar_ctx *ctx);
-/* A text key published after the rendezvous (put, commit: no fence), and
- * read from a rank within `timeout` (whole seconds, at least 1). Neither
- * records an error in ctx: the watchdog's thread calls them. */
-int dlpar_pmix_put_text(dlpar_ctx *ctx, const char *key, const char *text);
-int dlpar_pmix_get_text(dlpar_ctx *ctx, int rank, const char *key, double timeout, char *out, size_t len);
-
-/* stacks.c: the stacks of a hung step (SIGURG asks every rank for its
- * stack; see the file). arm: install the request's handler (after the
- * rendezvous: the header names rank and host). publish: the watchdog's
- * share of a dump (its signature through PMIx). request: ask every rank,
- * wait for their signatures, print the summary line (the watchdog, before
- * the step ends on a hang). */
-int dlpar_stacks_arm(dlpar_ctx *ctx);
-void dlpar_stacks_publish(dlpar_ctx *ctx);
-void dlpar_stacks_request(dlpar_ctx *ctx);
-
-/* end_step.c: the one place libdlpar ends the step or the process (every
- * condition is listed in dlpar.h). */
-typedef enum { DLPAR_LINE_TO_PRINT, DLPAR_LINE_PRINTED } dlpar_line_printed;
-/* Ends the whole step: prints "dlpar: line" unless it was printed
- * already, aborts the communicators (bounded), PMIx_Abort with line, then
- * exits with code (0 becomes 1). ctx may be NULL (before a context). */
-void dlpar_end_step(dlpar_ctx *ctx, int code, const char *line, dlpar_line_printed printed)
-    __attribute__((noreturn));
-/* Ends this process alone (the launcher is ending the step): the second
- * stop signal, or a rank that is ending it already. */
-void dlpar_end_process(int code) __attribute__((noreturn));
-/* The watchdog found a condition that ends the step: without a grace the
- * step ends now; with one, the first is kept for the host and the
- * communicators are aborted (what waits on them returns). */
-void dlpar_fatal(dlpar_ctx *ctx, int status, const char *line);
-/* A condition a call returned to the host (a bootstrap rendezvous that
- * timed out): kept as taken, so the context is spent. */
-void dlpar_fatal_returned(dlpar_ctx *ctx, int status, const char *line);
-/* Each watchdog poll: a kept condition the host did not take within the grace ends the step. */
-void dlpar_fatal_deadline(dlpar_ctx *ctx);
-/* DLPAR_OK, or DLPAR_ERR_STATE naming call when the context is spent. */
-int dlpar_spent(dlpar_ctx *ctx, const char *call);
-
 /* procstat.c: the fields of /proc/PID/stat after the command name (from
  * the state on; pid 0: this process) in buf, or NULL. */
 const char *dlpar_proc_stat_fields(long pid, char *buf, size_t len);
-
-/* watchdog.c */
-int dlpar_watchdog_block_signals(dlpar_ctx *ctx);
-/* The pids of this node's other ranks (after the rendezvous, before the
- * backend's set-up, whose timeout names them too), then the thread. */
-int dlpar_watchdog_peers(dlpar_ctx *ctx);
-int dlpar_watchdog_start(dlpar_ctx *ctx);
-void dlpar_watchdog_stop(dlpar_ctx *ctx);
-void dlpar_inflight_begin(dlpar_ctx *ctx, dlpar_group group, const char *op);
-void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group);
-/* For a stalled collective or set-up of `group`: a rank of this node
- * found exited or stopped, else the group's ranks on other hosts. */
-void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len);
-/* "rank R on H: OP on the tp group (ranks ...) has not completed after S s: ..." */
-void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *op, double waited, dlpar_error *err);
-/* Waits for a posted stop agreement (before the watchdog stops, at finalize). */
-int dlpar_stop_drain(dlpar_ctx *ctx);
-
-/* profiling.c */
-int dlpar_profiling_reexec(dlpar_ctx *ctx, int argc, char **argv);
-void dlpar_profiling_setup(dlpar_ctx *ctx);
-void dlpar_profiling_finish(dlpar_ctx *ctx);
-
-/* telemetry.c */
-/* Records that this rank reached `phase` now. */
-void dlpar_phase_mark(dlpar_ctx *ctx, dlpar_phase phase);
-/* When this process started, on dlpar_now()'s clock (/proc; else now). */
-double dlpar_process_start(void);
-/* Waits for a posted step-time gather (before finalize). */
-int dlpar_times_drain(dlpar_ctx *ctx);
-
-/* preflight.c: the --dl-check checks (env.check), after the groups are
- * ready; exits (through dlpar_finalize) when a check fails or after
- * --dl-check=only, else DLPAR_OK. */
-int dlpar_preflight(dlpar_ctx *ctx);
-
-/* ncclid.c: NCCL ids for the exchange (ncclGetUniqueId works without a GPU). */
-int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES]);
-/* Bootstrap roots for a group of `size` ranks: 1, or one per ranks_per_root
- * where NCCL has ncclCommInitRankScalable (2.23+). */
-int dlpar_nccl_roots(const dlpar_ctx *ctx, int size);
-/* The group rank of root `index` of `roots` (NCCL's recommended spread). */
-int dlpar_nccl_root_rank(int size, int roots, int index);
-/* The one id of a group of one rank (DLPAR_NCCL_ONE_RANK=comm): its member
- * is its root and exchanges it with nobody. */
-int dlpar_nccl_own_id(dlpar_ctx *ctx, dlpar_group_ids *ids);
-void dlpar_nccl_ids_free(dlpar_nccl_ids *ids);
 
 #endif

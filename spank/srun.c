@@ -162,9 +162,12 @@ int dlpar_srun_local_user_init(spank_t sp)
   dlpar_error err = {0};
   uint32_t ntasks = 0, nnodes = 0;
   dlpar_grid grid;
-  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS || ntasks == 0 || nnodes == 0) {
-    dlpar_spank_error("cannot read the step's task and node counts from srun");
+  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0) {
+    dlpar_spank_error("cannot read the step's task count (S_JOB_TOTAL_TASK_COUNT) from srun");
+    return -1;
+  }
+  if (spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS || nnodes == 0) {
+    dlpar_spank_error("cannot read the step's node count (S_JOB_NNODES) from srun");
     return -1;
   }
   if (check_step(ntasks, &grid, &err) != DLPAR_OK) {

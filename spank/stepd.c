@@ -27,19 +27,29 @@ typedef struct {
   char node[64];
 } task_facts;
 
-static int read_task_facts(spank_t sp, task_facts *facts)
+/* One of slurmstepd's items about the task; a failure names the item. */
+static int read_task_item(spank_t sp, spank_item_t item, const char *name, void *out, dlpar_error *err)
+{
+  const spank_err_t rc = spank_get_item(sp, item, out);
+  if (rc != ESPANK_SUCCESS)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot read the task's %s from slurmstepd: %s", name,
+                           spank_strerror(rc));
+  return DLPAR_OK;
+}
+
+static int read_task_facts(spank_t sp, task_facts *facts, dlpar_error *err)
 {
   memset(facts, 0, sizeof(*facts));
-  if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &facts->ntasks) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_TASK_GLOBAL_ID, &facts->rank) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_TASK_ID, &facts->local_rank) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &facts->local_count) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_ID, &facts->job_id) != ESPANK_SUCCESS ||
-      spank_get_item(sp, S_JOB_STEPID, &facts->step_id) != ESPANK_SUCCESS)
-    return -1;
+  DLPAR_TRY(read_task_item(sp, S_JOB_TOTAL_TASK_COUNT, "step size (S_JOB_TOTAL_TASK_COUNT)", &facts->ntasks, err));
+  DLPAR_TRY(read_task_item(sp, S_TASK_GLOBAL_ID, "rank (S_TASK_GLOBAL_ID)", &facts->rank, err));
+  DLPAR_TRY(read_task_item(sp, S_TASK_ID, "local rank (S_TASK_ID)", &facts->local_rank, err));
+  DLPAR_TRY(read_task_item(sp, S_JOB_LOCAL_TASK_COUNT, "tasks on this node (S_JOB_LOCAL_TASK_COUNT)",
+                           &facts->local_count, err));
+  DLPAR_TRY(read_task_item(sp, S_JOB_ID, "job id (S_JOB_ID)", &facts->job_id, err));
+  DLPAR_TRY(read_task_item(sp, S_JOB_STEPID, "step id (S_JOB_STEPID)", &facts->step_id, err));
   if (spank_getenv(sp, "SLURMD_NODENAME", facts->node, sizeof(facts->node)) != ESPANK_SUCCESS)
     snprintf(facts->node, sizeof(facts->node), "?");
-  return 0;
+  return DLPAR_OK;
 }
 
 /* Whether the task's environment has name; its value, cut to len - 1
@@ -242,8 +252,7 @@ static int setup_task(spank_t sp, dlpar_error *err)
   dlpar_task_env env;
   int rc;
   memset(&env, 0, sizeof(env));
-  if (read_task_facts(sp, &facts) != 0)
-    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot read the task's rank and step from slurmstepd");
+  DLPAR_TRY(read_task_facts(sp, &facts, err));
   DLPAR_TRY(check_not_heterogeneous(sp, &facts, err));
   DLPAR_TRY(dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
                                 &dlpar_spank.check, &dlpar_spank.torch_env, err));

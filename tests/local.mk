@@ -25,9 +25,9 @@ check-unit:
 # What libdlpar.so and the plugin export; dlpar.h alone; dlpar.pc.
 dist_check_SCRIPTS += tests/unit/exports.sh
 TESTS += tests/unit/exports.sh
-# One place in libdlpar ends the step or the process.
-dist_check_SCRIPTS += tests/unit/one_ending.sh
-TESTS += tests/unit/one_ending.sh
+# One place in libdlpar ends the step or the process; its modules have no circle.
+dist_check_SCRIPTS += tests/unit/one_ending.sh tests/unit/module_graph.sh
+TESTS += tests/unit/one_ending.sh tests/unit/module_graph.sh
 # LICENSE, and the SPDX line in every source file.
 dist_check_SCRIPTS += tests/unit/licence.sh
 TESTS += tests/unit/licence.sh

@@ -45,15 +45,30 @@ static int run_op(dlpar_ctx *ctx, const dlpar_devbuf_ctx *dev, bench_op op, dlpa
   }
 }
 
-/* The maximum of a host double over the group, through a buffer where the backend wants it. */
+/* Says which step failed and why, on stderr; returns 1. */
+static int failed(const char *step, const char *why)
+{
+  fprintf(stderr, "dlpar-bench-comm: %s: %s\n", step, why);
+  return 1;
+}
+
+/* The maximum of a host double over the group, through a buffer where the
+ * backend wants it; each step that fails says so. */
 static int group_max(dlpar_ctx *ctx, const dlpar_devbuf_ctx *dev, dlpar_group_id group, double *value)
 {
   double *scratch = dlpar_devbuf_alloc(dev, sizeof(double));
-  int rc = !scratch || dlpar_devbuf_put(dev, scratch, value, sizeof(double)) != 0 ||
-           dlpar_allreduce(ctx, group, scratch, 1, DLPAR_FLOAT64, DLPAR_MAX, dev->stream) != 0 ||
-           dlpar_devbuf_get(dev, value, scratch, sizeof(double)) != 0 || dlpar_devbuf_sync(dev) != 0;
-  if (scratch)
-    dlpar_devbuf_free(dev, scratch);
+  int rc = 0;
+  if (!scratch)
+    return failed("the time's maximum", "cannot allocate its buffer");
+  if (dlpar_devbuf_put(dev, scratch, value, sizeof(double)) != 0)
+    rc = failed("the time's maximum", "cannot copy the time into its buffer");
+  else if (dlpar_allreduce(ctx, group, scratch, 1, DLPAR_FLOAT64, DLPAR_MAX, dev->stream) != DLPAR_OK)
+    rc = failed("the time's maximum", dlpar_last_error(ctx));
+  else if (dlpar_devbuf_get(dev, value, scratch, sizeof(double)) != 0)
+    rc = failed("the time's maximum", "cannot copy the maximum out of its buffer");
+  else if (dlpar_devbuf_sync(dev) != 0)
+    rc = failed("the time's maximum", "the device reported an error while waiting for it");
+  dlpar_devbuf_free(dev, scratch);
   return rc;
 }
 
@@ -64,15 +79,17 @@ static int time_op(dlpar_ctx *ctx, const dlpar_devbuf_ctx *dev, const bench_args
   double start = 0, elapsed;
   for (int i = 0; i < a->warmup + a->iters; i++) {
     if (i == a->warmup) {
-      if (dlpar_devbuf_sync(dev) != 0 || dlpar_barrier(ctx, group) != 0)
-        return 1;
+      if (dlpar_devbuf_sync(dev) != 0)
+        return failed("the warm-up", "the device reported an error while waiting for it");
+      if (dlpar_barrier(ctx, group) != DLPAR_OK)
+        return failed("the barrier before the timed calls", dlpar_last_error(ctx));
       start = dlpar_now();
     }
-    if (run_op(ctx, dev, op, group, send, recv, count) != 0)
-      return 1;
+    if (run_op(ctx, dev, op, group, send, recv, count) != DLPAR_OK)
+      return failed(op_names[op], dlpar_last_error(ctx));
   }
   if (dlpar_devbuf_sync(dev) != 0)
-    return 1;
+    return failed(op_names[op], "the device reported an error while waiting for the timed calls");
   elapsed = (dlpar_now() - start) / a->iters;
   if (group_max(ctx, dev, group, &elapsed) != 0)
     return 1;
@@ -91,10 +108,8 @@ static int bench_group(dlpar_ctx *ctx, const dlpar_devbuf_ctx *dev, const bench_
       double t = 0, algbw;
       if (count == 0)
         continue;
-      if (time_op(ctx, dev, a, (bench_op)op, group, send, recv, count, &t) != 0) {
-        fprintf(stderr, "dlpar-bench-comm: %s\n", dlpar_last_error(ctx));
-        return 1;
-      }
+      if (time_op(ctx, dev, a, (bench_op)op, group, send, recv, count, &t) != 0)
+        return 1; /* time_op said why */
       algbw = (double)(op == OP_ALLREDUCE ? count : count * (size_t)n) * 4 / t / 1e9;
       if (info->rank == 0)
         printf("%7s %6d %-15s %12zu %10zu %10.1f %11.3f %11.3f\n", group_names[group], n, op_names[op],
@@ -153,11 +168,11 @@ int main(int argc, char **argv)
     return 1;
   }
   info = dlpar_get_info(ctx);
-  if (dlpar_devbuf_setup(&dev, info->backend == DLPAR_BACKEND_NCCL) != 0 ||
-      !(send = dlpar_devbuf_alloc(&dev, a.max_bytes)) || !(recv = dlpar_devbuf_alloc(&dev, a.max_bytes))) {
-    fprintf(stderr, "dlpar-bench-comm: cannot allocate 2 x %zu bytes\n", a.max_bytes);
-    return 1;
-  }
+  if (dlpar_devbuf_setup(&dev, info->backend == DLPAR_BACKEND_NCCL) != 0)
+    return failed("set-up", "no CUDA stream for the NCCL backend (a build without CUDA, or a GPU that nvidia-smi "
+                  "shows unusable)");
+  if (!(send = dlpar_devbuf_alloc(&dev, a.max_bytes)) || !(recv = dlpar_devbuf_alloc(&dev, a.max_bytes)))
+    return failed("set-up", "cannot allocate the two buffers of --max bytes (use a smaller --max)");
   if (info->rank == 0) {
     printf("# dlpar-bench-comm: %d %s on %d %s, grid %dx%d, backend %s, float32, %d iters\n", info->size,
            dlpar_plural(info->size, "rank", "ranks"), info->nnodes, dlpar_plural(info->nnodes, "node", "nodes"), info->tp_size, info->dp_size, dlpar_backend_name(info->backend), a.iters);
@@ -165,10 +180,11 @@ int main(int argc, char **argv)
     printf("#%6s %6s %-15s %12s %10s %10s %11s %11s\n", "group", "n", "op", "size(B)", "count", "time(us)",
            "algbw(GB/s)", "busbw(GB/s)");
   }
-  if (bench_group(ctx, &dev, &a, DLPAR_TP, info->tp_size, send, recv) != 0 ||
-      bench_group(ctx, &dev, &a, DLPAR_DP, info->dp_size, send, recv) != 0 ||
-      bench_group(ctx, &dev, &a, DLPAR_WORLD, info->size, send, recv) != 0)
-    rc = 1;
+  rc = bench_group(ctx, &dev, &a, DLPAR_TP, info->tp_size, send, recv);
+  if (rc == 0)
+    rc = bench_group(ctx, &dev, &a, DLPAR_DP, info->dp_size, send, recv);
+  if (rc == 0)
+    rc = bench_group(ctx, &dev, &a, DLPAR_WORLD, info->size, send, recv);
   dlpar_devbuf_free(&dev, send);
   dlpar_devbuf_free(&dev, recv);
   dlpar_devbuf_teardown(&dev);

@@ -16,13 +16,20 @@
 
 /* The kernels' part of the error family (common/status.h): DL_TRY returns
  * a call's non-zero dl status; DL_TRY_CUDA a CUDA error as one (cudaSuccess
- * is 0). The caller (the CUDA model's MODEL_TRY, trainer/model/cuda/)
- * prints its file:line, the call and dl_status_string's words. */
+ * is 0); DL_TRY_GOTO(call, rc, label) keeps the status in rc and goes to
+ * the function's cleanup label. The kernels' status carries no message:
+ * the caller (the CUDA model's MODEL_TRY, trainer/model/cuda/) records its
+ * file:line, the call and dl_status_string's words. */
 #define DL_TRY(call)                                                                          \
   do {                                                                                        \
     const int try_rc_ = (call);                                                               \
     if (try_rc_ != 0)                                                                         \
       return try_rc_;                                                                         \
+  } while (0)
+#define DL_TRY_GOTO(call, rc, label)                                                          \
+  do {                                                                                        \
+    if (((rc) = (call)) != 0)                                                                 \
+      goto label;                                                                             \
   } while (0)
 #define DL_TRY_CUDA(call) DL_TRY((int)(call))
 

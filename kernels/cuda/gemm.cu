@@ -29,13 +29,15 @@
 
 #include "kernels/cuda/common.cuh"
 
-/* On a cuBLAS error, returns it as a dl status (DL_CUBLAS_BASE + status;
- * dl_status_string names it). */
-#define DL_TRY_CUBLAS(call)                                                                   \
-  do {                                                                                        \
-    const cublasStatus_t st_ = (call);                                                        \
-    DL_TRY(st_ == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st_);                     \
-  } while (0)
+/* A cuBLAS status as a dl status (DL_CUBLAS_BASE + status; dl_status_string
+ * names it). DL_TRY_CUBLAS returns it on an error; DL_TRY_CUBLAS_GOTO keeps
+ * it in rc and goes to label. */
+static int cublas_status(cublasStatus_t st)
+{
+  return st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
+}
+#define DL_TRY_CUBLAS(call) DL_TRY(cublas_status(call))
+#define DL_TRY_CUBLAS_GOTO(call, rc, label) DL_TRY_GOTO(cublas_status(call), rc, label)
 
 /* What fixes a GEMM's descriptor, layouts and algorithm (the pointers are
  * set per call). Built by gemm_key_of, which zeroes the padding: keys are
@@ -316,21 +318,21 @@ static int ask_heuristic(dl_blas *blas, gemm_plan *plan)
   cublasStatus_t st;
   int found = 0, rc;
   DL_TRY_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-  st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &blas->workspace_bytes,
-                                            sizeof(blas->workspace_bytes));
-  rc = st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
-  if (rc == 0 && (rc = set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key->align_a)) == 0 &&
-      (rc = set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key->align_b)) == 0 &&
-      (rc = set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key->align_d)) == 0 &&
-      (rc = set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key->align_d)) == 0) {
-    st = cublasLtMatmulAlgoGetHeuristic(blas->lt, plan->op, plan->la, plan->lb, plan->lc, plan->lc, pref, 1,
-                                        &heuristic, &found);
-    /* NOT_SUPPORTED: no algorithm for this combination, as found == 0 */
-    rc = st == CUBLAS_STATUS_SUCCESS || st == CUBLAS_STATUS_NOT_SUPPORTED ? 0 : DL_CUBLAS_BASE + (int)st;
-    plan->usable = st == CUBLAS_STATUS_SUCCESS && found > 0;
-    if (plan->usable)
-      plan->algo = heuristic.algo;
-  }
+  DL_TRY_CUBLAS_GOTO(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                          &blas->workspace_bytes, sizeof(blas->workspace_bytes)),
+                     rc, done);
+  DL_TRY_GOTO(set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key->align_a), rc, done);
+  DL_TRY_GOTO(set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key->align_b), rc, done);
+  DL_TRY_GOTO(set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key->align_d), rc, done);
+  DL_TRY_GOTO(set_alignment(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key->align_d), rc, done);
+  st = cublasLtMatmulAlgoGetHeuristic(blas->lt, plan->op, plan->la, plan->lb, plan->lc, plan->lc, pref, 1,
+                                      &heuristic, &found);
+  /* NOT_SUPPORTED: no algorithm for this combination, as found == 0 */
+  rc = st == CUBLAS_STATUS_NOT_SUPPORTED ? 0 : cublas_status(st);
+  plan->usable = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (plan->usable)
+    plan->algo = heuristic.algo;
+done:
   cublasLtMatmulPreferenceDestroy(pref);
   return rc;
 }
@@ -386,7 +388,7 @@ static int lt_matmul_run(dl_blas *blas, const gemm_call *g, int run, cudaStream_
                       plan->lc, &plan->algo, blas->workspace, blas->workspace_bytes, s);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED)
     plan->usable = false;
-  return st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
+  return cublas_status(st);
 }
 
 static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
 
 typedef struct {
   int sleep_rank, kill_rank, stall_rank, exit_rank, busy_rank;

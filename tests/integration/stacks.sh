@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# tests/integration/stacks.sh: the stacks of a hung step (libdlpar/stacks.c).
+# tests/integration/stacks.sh: the stacks of a hung step (libdlpar/ending/stacks.c).
 # When the watchdog ends a step on a hang, every rank still alive writes its
 # main thread's stack, one block headed by rank and host, and one summary
 # line names the rank whose stack differs from the rest, or the ranks that

@@ -21,7 +21,7 @@ fi
 
 declared=$(sed -n 's/^[a-z][a-z_ ]*[ *]\(dlpar_[a-z_0-9]*\)(.*/\1/p' "$DLPAR_SRCDIR/include/dlpar/dlpar.h" | sort -u)
 exported=$(nm -D --defined-only "$lib" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort -u)
-marked=$(cat "$DLPAR_SRCDIR"/libdlpar/*.c "$DLPAR_SRCDIR"/common/*.c |
+marked=$(cat "$DLPAR_SRCDIR"/libdlpar/*.c "$DLPAR_SRCDIR"/libdlpar/*/*.c "$DLPAR_SRCDIR"/common/*.c |
          sed -n 's/^DLPAR_API [a-z][a-z_ ]*[ *]\(dlpar_[a-z_0-9]*\)(.*/\1/p' | sort -u)
 expect_eq "libdlpar.so's exported functions are dlpar.h's" "$exported" "$declared"
 expect_eq "the definitions marked DLPAR_API are dlpar.h's functions" "$marked" "$declared"

@@ -102,8 +102,7 @@ attention_choice attention_without_cudnn(void);
  * "reference kernels" ... (cudnn_version: cuDNN's, or NULL) */
 void attention_describe(const attention_choice *c, const char *cudnn_version, char *out, size_t len);
 
-/* Records a one-line error in m->error and returns status. */
-int model_fail(model *m, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A failure is recorded in m->error with dlpar_fail (common/status.h). */
 
 int model_create_cpu(model **out, const train_config *cfg, dlpar_ctx *comm, int local_batch, dlpar_error *err);
 #ifdef HAVE_CUDA

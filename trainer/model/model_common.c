@@ -5,7 +5,6 @@
  * models whose backend wants host buffers (see model.h). */
 #include "config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,15 +54,6 @@ void attention_describe(const attention_choice *c, const char *cudnn_version, ch
     snprintf(out, len, "dlpar's tensor-core kernels (%s)", c->passes == 3 ? "3xTF32, fp32-accurate" : "TF32");
   else
     snprintf(out, len, "reference kernels");
-}
-
-int model_fail(model *m, int status, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  dlpar_error_vset(&m->error, status, fmt, ap);
-  va_end(ap);
-  return status;
 }
 
 int grad_buckets_plan(grad_buckets *b, const param_table *t, double bucket_mb)

@@ -50,7 +50,7 @@ static int tp_sum(model_cpu *m, float *buf, size_t n)
   if (m->base.table.tp == 1)
     return DLPAR_OK;
   if (dlpar_allreduce(m->base.comm, DLPAR_TP, buf, n, DLPAR_FLOAT32, DLPAR_SUM, NULL) != 0)
-    return model_fail(&m->base, DLPAR_ERR_MPI, "tensor-parallel allreduce: %s", dlpar_last_error(m->base.comm));
+    return dlpar_fail(&m->base, DLPAR_ERR_MPI, "tensor-parallel allreduce: %s", dlpar_last_error(m->base.comm));
   return DLPAR_OK;
 }
 
@@ -151,7 +151,7 @@ static int block_backward(model_cpu *m, int l)
 static int buckets_ready(model_cpu *m, int first_done)
 {
   if (grad_buckets_ready(&m->buckets, m->base.comm, m->grads, first_done, NULL) != 0)
-    return model_fail(&m->base, DLPAR_ERR_MPI, "data-parallel allreduce: %s", dlpar_last_error(m->base.comm));
+    return dlpar_fail(&m->base, DLPAR_ERR_MPI, "data-parallel allreduce: %s", dlpar_last_error(m->base.comm));
   return DLPAR_OK;
 }
 
@@ -211,7 +211,7 @@ static int grads_nonfinite(model_cpu *m, double *found)
   for (size_t i = 0; i < m->base.table.total && !*found; i++)
     *found = !isfinite(m->grads[i]);
   if (dlpar_allreduce_host(m->base.comm, DLPAR_TP, found, 1, DLPAR_FLOAT64, DLPAR_MAX) != 0)
-    return model_fail(&m->base, DLPAR_ERR_MPI, "tensor-parallel allreduce: %s", dlpar_last_error(m->base.comm));
+    return dlpar_fail(&m->base, DLPAR_ERR_MPI, "tensor-parallel allreduce: %s", dlpar_last_error(m->base.comm));
   return DLPAR_OK;
 }
 
@@ -245,7 +245,7 @@ static int cpu_post_metrics(model *base)
   double sums[6] = {local->train_loss_sum, (double)local->train_steps, (double)local->skipped_steps,
                     local->val_loss_sum, local->val_rmse_sum, (double)local->val_samples};
   if (dlpar_allreduce_host(base->comm, DLPAR_DP, sums, 6, DLPAR_FLOAT64, DLPAR_SUM) != 0)
-    return model_fail(base, DLPAR_ERR_MPI, "data-parallel allreduce: %s", dlpar_last_error(base->comm));
+    return dlpar_fail(base, DLPAR_ERR_MPI, "data-parallel allreduce: %s", dlpar_last_error(base->comm));
   m->posted = (model_metrics){.train_loss_sum = sums[0], .train_steps = (long)sums[1], .skipped_steps = (long)sums[2],
                               .val_loss_sum = sums[3], .val_rmse_sum = sums[4], .val_samples = (long)sums[5]};
   memset(&m->metrics, 0, sizeof(m->metrics));

@@ -113,9 +113,9 @@ int mc_prepare_layout(model_cuda *m, const train_config *cfg, int tp_rank)
   m->recompute_gelu = strcmp(cfg->recompute, "gelu") == 0;
   m->blocks = (block_acts *)calloc((size_t)d->depth, sizeof(block_acts));
   if (!m->blocks)
-    return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
+    return dlpar_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
   if (params_build(&m->base.table, d, tp_rank) != DLPAR_OK)
-    return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
+    return dlpar_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
   return DLPAR_OK;
 }
 
@@ -126,8 +126,8 @@ int mc_prepare_layout(model_cuda *m, const train_config *cfg, int tp_rank)
  * the old bytes. */
 int mc_upload(model_cuda *m, void *device, const void *host, size_t bytes)
 {
-  MODEL_TRY(m, cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, m->compute));
-  MODEL_TRY(m, cudaStreamSynchronize(m->compute));
+  MODEL_TRY(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, m->compute), m);
+  MODEL_TRY(cudaStreamSynchronize(m->compute), m);
   return DLPAR_OK;
 }
 
@@ -141,7 +141,7 @@ int mc_create_device_state(model_cuda *m)
   if (rc != DLPAR_OK) {
     free(host_params);
     free(lat_w);
-    return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the initial weights");
+    return dlpar_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the initial weights");
   }
   lat_weights_f32(lat_w, d->H);
   rc = m->base.ops->write_tensor(&m->base, TENSOR_PARAMS, host_params);
@@ -149,8 +149,7 @@ int mc_create_device_state(model_cuda *m)
     rc = mc_upload(m, m->lat_w, lat_w, sizeof(float) * (size_t)d->H);
   free(host_params);
   free(lat_w);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(rc);
   return mc_upload(m, m->loss_scale, m->act == DL_F16 ? &fp16_scale : &one, sizeof(float));
 }
 

@@ -13,10 +13,10 @@
 int mc_record_for_copy(model_cuda *m, cudaEvent_t ev)
 {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  MODEL_TRY(m, cudaStreamIsCapturing(m->compute, &capture));
-  MODEL_TRY(m, cudaEventRecordWithFlags(ev, m->compute,
-                                        capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal
-                                                                                 : cudaEventRecordDefault));
+  MODEL_TRY(cudaStreamIsCapturing(m->compute, &capture), m);
+  MODEL_TRY(cudaEventRecordWithFlags(ev, m->compute,
+                                     capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal
+                                                                              : cudaEventRecordDefault), m);
   return DLPAR_OK;
 }
 
@@ -33,16 +33,15 @@ int mc_run_captured(model_cuda *m, captured_work *work, int (*body)(model_cuda *
     return body(m, arg);
   }
   if (!work->exec) {
-    MODEL_TRY(m, cudaStreamBeginCapture(m->compute, cudaStreamCaptureModeGlobal));
+    MODEL_TRY(cudaStreamBeginCapture(m->compute, cudaStreamCaptureModeGlobal), m);
     rc = body(m, arg);
-    MODEL_TRY(m, cudaStreamEndCapture(m->compute, &captured));
-    if (rc != DLPAR_OK)
-      return rc;
+    MODEL_TRY(cudaStreamEndCapture(m->compute, &captured), m);
+    DLPAR_TRY(rc);
     rc = cudaGraphInstantiate(&work->exec, captured, 0);
     cudaGraphDestroy(captured);
-    MODEL_TRY(m, rc);
+    MODEL_TRY(rc, m);
   }
-  MODEL_TRY(m, cudaGraphLaunch(work->exec, m->compute));
+  MODEL_TRY(cudaGraphLaunch(work->exec, m->compute), m);
   dlpar_graph_launched(m->base.comm);
   return DLPAR_OK;
 }

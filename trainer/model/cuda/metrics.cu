@@ -14,11 +14,11 @@ int cuda_post_metrics(model *base)
 {
   model_cuda *m = (model_cuda *)base;
   const long dp = dlpar_get_info(base->comm)->dp_size;
-  MODEL_TRY_COMM(m, dlpar_allreduce(base->comm, DLPAR_DP, m->metric_sums, N_SUMS, DLPAR_FLOAT32, DLPAR_SUM, m->compute));
-  MODEL_TRY(m, cudaMemcpyAsync(m->posted_sums, m->metric_sums, N_SUMS * sizeof(float), cudaMemcpyDeviceToHost,
-                              m->compute));
-  MODEL_TRY(m, cudaMemsetAsync(m->metric_sums, 0, N_SUMS * sizeof(float), m->compute));
-  MODEL_TRY(m, cudaEventRecord(m->metrics_posted, m->compute));
+  MODEL_TRY_COMM(dlpar_allreduce(base->comm, DLPAR_DP, m->metric_sums, N_SUMS, DLPAR_FLOAT32, DLPAR_SUM, m->compute), m);
+  MODEL_TRY(cudaMemcpyAsync(m->posted_sums, m->metric_sums, N_SUMS * sizeof(float), cudaMemcpyDeviceToHost,
+                           m->compute), m);
+  MODEL_TRY(cudaMemsetAsync(m->metric_sums, 0, N_SUMS * sizeof(float), m->compute), m);
+  MODEL_TRY(cudaEventRecord(m->metrics_posted, m->compute), m);
   m->posted_train_steps = m->train_steps * dp;
   m->posted_val_samples = m->val_samples * dp;
   m->train_steps = m->val_samples = 0;
@@ -33,7 +33,7 @@ int cuda_take_metrics(model *base, model_metrics *out)
   memset(out, 0, sizeof(*out));
   if (!m->metrics_pending)
     return DLPAR_OK;
-  MODEL_TRY(m, cudaEventSynchronize(m->metrics_posted));
+  MODEL_TRY(cudaEventSynchronize(m->metrics_posted), m);
   out->train_loss_sum = m->posted_sums[SUM_TRAIN_LOSS];
   out->train_steps = m->posted_train_steps;
   out->skipped_steps = (long)m->posted_sums[SUM_SKIPPED];

@@ -20,8 +20,8 @@ static float *tensor_of(model_cuda *m, model_tensor which)
 static int cuda_read_tensor(model *base, model_tensor which, float *host)
 {
   model_cuda *m = (model_cuda *)base;
-  MODEL_TRY(m, cudaStreamSynchronize(m->compute));
-  MODEL_TRY(m, cudaMemcpy(host, tensor_of(m, which), sizeof(float) * base->table.total, cudaMemcpyDeviceToHost));
+  MODEL_TRY(cudaStreamSynchronize(m->compute), m);
+  MODEL_TRY(cudaMemcpy(host, tensor_of(m, which), sizeof(float) * base->table.total, cudaMemcpyDeviceToHost), m);
   return DLPAR_OK;
 }
 
@@ -30,7 +30,7 @@ static int cuda_write_tensor(model *base, model_tensor which, const float *host)
   model_cuda *m = (model_cuda *)base;
   DLPAR_TRY(mc_upload(m, tensor_of(m, which), host, sizeof(float) * base->table.total));
   if (which == TENSOR_PARAMS && m->act != DL_F32)
-    MODEL_TRY(m, dl_cast(m->params_act, m->act, m->params, DL_F32, base->table.total, m->compute));
+    MODEL_TRY(dl_cast(m->params_act, m->act, m->params, DL_F32, base->table.total, m->compute), m);
   return DLPAR_OK;
 }
 
@@ -49,24 +49,24 @@ static size_t cuda_device_memory(const model *base)
 static int create_streams(model_cuda *m)
 {
   const vit_dims *d = &m->base.dims;
-  MODEL_TRY(m, cudaStreamCreateWithFlags(&m->compute, cudaStreamNonBlocking));
-  MODEL_TRY(m, cudaStreamCreateWithFlags(&m->copy, cudaStreamNonBlocking));
-  MODEL_TRY(m, cudaStreamCreateWithFlags(&m->dp, cudaStreamNonBlocking));
-  MODEL_TRY(m, cudaEventCreateWithFlags(&m->copied, cudaEventDisableTiming));
-  MODEL_TRY(m, cudaEventCreateWithFlags(&m->inp_read, cudaEventDisableTiming));
-  MODEL_TRY(m, cudaEventCreateWithFlags(&m->tgt_read, cudaEventDisableTiming));
-  MODEL_TRY(m, cudaEventRecord(m->inp_read, m->compute));
-  MODEL_TRY(m, cudaEventRecord(m->tgt_read, m->compute));
+  MODEL_TRY(cudaStreamCreateWithFlags(&m->compute, cudaStreamNonBlocking), m);
+  MODEL_TRY(cudaStreamCreateWithFlags(&m->copy, cudaStreamNonBlocking), m);
+  MODEL_TRY(cudaStreamCreateWithFlags(&m->dp, cudaStreamNonBlocking), m);
+  MODEL_TRY(cudaEventCreateWithFlags(&m->copied, cudaEventDisableTiming), m);
+  MODEL_TRY(cudaEventCreateWithFlags(&m->inp_read, cudaEventDisableTiming), m);
+  MODEL_TRY(cudaEventCreateWithFlags(&m->tgt_read, cudaEventDisableTiming), m);
+  MODEL_TRY(cudaEventRecord(m->inp_read, m->compute), m);
+  MODEL_TRY(cudaEventRecord(m->tgt_read, m->compute), m);
   for (int e = 0; e < d->depth + 2; e++)
-    MODEL_TRY(m, cudaEventCreateWithFlags(&m->grads_ready[e], cudaEventDisableTiming));
-  MODEL_TRY(m, cudaEventCreateWithFlags(&m->dp_done, cudaEventDisableTiming));
-  MODEL_TRY(m, cudaEventCreateWithFlags(&m->dp_enqueued, cudaEventDisableTiming));
-  MODEL_TRY(m, cudaEventCreateWithFlags(&m->scalars_copied, cudaEventDisableTiming));
-  MODEL_TRY(m, cudaEventCreateWithFlags(&m->adam_done, cudaEventDisableTiming));
-  MODEL_TRY(m, cudaEventRecord(m->adam_done, m->compute));
-  MODEL_TRY(m, cudaEventCreateWithFlags(&m->metrics_posted, cudaEventDisableTiming));
-  MODEL_TRY(m, cudaHostAlloc((void **)&m->host_scalars, 2 * sizeof(float), cudaHostAllocDefault));
-  MODEL_TRY(m, cudaHostAlloc((void **)&m->posted_sums, N_SUMS * sizeof(float), cudaHostAllocDefault));
+    MODEL_TRY(cudaEventCreateWithFlags(&m->grads_ready[e], cudaEventDisableTiming), m);
+  MODEL_TRY(cudaEventCreateWithFlags(&m->dp_done, cudaEventDisableTiming), m);
+  MODEL_TRY(cudaEventCreateWithFlags(&m->dp_enqueued, cudaEventDisableTiming), m);
+  MODEL_TRY(cudaEventCreateWithFlags(&m->scalars_copied, cudaEventDisableTiming), m);
+  MODEL_TRY(cudaEventCreateWithFlags(&m->adam_done, cudaEventDisableTiming), m);
+  MODEL_TRY(cudaEventRecord(m->adam_done, m->compute), m);
+  MODEL_TRY(cudaEventCreateWithFlags(&m->metrics_posted, cudaEventDisableTiming), m);
+  MODEL_TRY(cudaHostAlloc((void **)&m->host_scalars, 2 * sizeof(float), cudaHostAllocDefault), m);
+  MODEL_TRY(cudaHostAlloc((void **)&m->posted_sums, N_SUMS * sizeof(float), cudaHostAllocDefault), m);
   m->base.stream = m->compute;
   return DLPAR_OK;
 }
@@ -122,10 +122,10 @@ static const model_ops cuda_ops = {
 static int reserve_kernel_stack(model_cuda *m)
 {
   size_t stack = 0, needed = 0;
-  MODEL_TRY(m, dl_attention_stack_bytes(&needed));
-  MODEL_TRY(m, cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+  MODEL_TRY(dl_attention_stack_bytes(&needed), m);
+  MODEL_TRY(cudaDeviceGetLimit(&stack, cudaLimitStackSize), m);
   if (stack < needed)
-    MODEL_TRY(m, cudaDeviceSetLimit(cudaLimitStackSize, needed));
+    MODEL_TRY(cudaDeviceSetLimit(cudaLimitStackSize, needed), m);
   return DLPAR_OK;
 }
 
@@ -138,7 +138,7 @@ static int report_choices(model_cuda *m, const train_config *cfg, const dlpar_in
   char attention[96], version[32] = "";
   if (info->rank != 0)
     return DLPAR_OK;
-  MODEL_TRY(m, cudaGetDeviceProperties(&prop, info->device));
+  MODEL_TRY(cudaGetDeviceProperties(&prop, info->device), m);
 #ifdef HAVE_CUDNN
   dl_sdpa_version(version, sizeof version);
 #endif
@@ -158,15 +158,15 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   DLPAR_TRY(mc_prepare_layout(m, cfg, info->tp_rank));
   m->grads_ready = (cudaEvent_t *)calloc((size_t)d->depth + 2, sizeof(cudaEvent_t));
   if (!m->grads_ready)
-    return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
+    return dlpar_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
   if (grad_buckets_plan(&m->buckets, &m->base.table, cfg->bucket_mb) != DLPAR_OK)
-    return model_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
+    return dlpar_fail(&m->base, DLPAR_ERR_SYSTEM, "out of host memory for the model");
   if (d->HD > 128)
-    return model_fail(&m->base, DLPAR_ERR_INPUT, "head size %d: the CUDA attention takes at most 128 (raise num_heads)",
+    return dlpar_fail(&m->base, DLPAR_ERR_INPUT, "head size %d: the CUDA attention takes at most 128 (raise num_heads)",
                       d->HD);
   DLPAR_TRY(create_streams(m));
   DLPAR_TRY(reserve_kernel_stack(m));
-  MODEL_TRY(m, dl_blas_create(&m->blas, 32u << 20, cfg->tf32));
+  MODEL_TRY(dl_blas_create(&m->blas, 32u << 20, cfg->tf32), m);
   DLPAR_TRY(mc_plan_attention(m, info));
   DLPAR_TRY(mc_check_attention_fits(m, info));
   DLPAR_TRY(mc_plan_gelu(m, info));
@@ -174,9 +174,9 @@ static int create(model_cuda *m, const train_config *cfg, const dlpar_info *info
   mc_layout(m); /* measure */
   m->arena_bytes = m->arena_used;
   if (cudaMalloc((void **)&m->arena, m->arena_bytes) != cudaSuccess)
-    return model_fail(&m->base, DLPAR_ERR_CUDA, "cannot allocate %.2f GB on device %d (lower global_batch_size, use "
+    return dlpar_fail(&m->base, DLPAR_ERR_CUDA, "cannot allocate %.2f GB on device %d (lower global_batch_size, use "
                       "bf16, or more tensor-parallel ranks)", (double)m->arena_bytes / 1e9, info->device);
-  MODEL_TRY(m, cudaMemset(m->arena, 0, m->arena_bytes));
+  MODEL_TRY(cudaMemset(m->arena, 0, m->arena_bytes), m);
   mc_layout(m); /* place */
   return mc_create_device_state(m);
 }

@@ -67,18 +67,18 @@ extern "C" {
 #include "trainer/model/model.h"
 }
 
-#define MODEL_TRY(m, call)                                                                               \
+#define MODEL_TRY(call, m)                                                                               \
   do {                                                                                                   \
     int rc_ = (call);                                                                                    \
     if (rc_ != 0)                                                                                        \
-      return model_fail(&(m)->base, DLPAR_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call,          \
+      return dlpar_fail(&(m)->base, DLPAR_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call,          \
                         dl_status_string(rc_));                                                          \
   } while (0)
 
-#define MODEL_TRY_COMM(m, call)                                                                          \
+#define MODEL_TRY_COMM(call, m)                                                                          \
   do {                                                                                                   \
     if ((call) != 0)                                                                                     \
-      return model_fail(&(m)->base, DLPAR_ERR_NCCL, "%s:%d: %s: %s", __FILE__, __LINE__, #call,          \
+      return dlpar_fail(&(m)->base, DLPAR_ERR_NCCL, "%s:%d: %s: %s", __FILE__, __LINE__, #call,          \
                         dlpar_last_error((m)->base.comm));                                               \
   } while (0)
 

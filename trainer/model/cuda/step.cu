@@ -16,13 +16,13 @@ static int stage_batch(model_cuda *m, const float *inp, const float *tgt)
   const vit_dims *d = &m->base.dims;
   const size_t in_bytes = sizeof(float) * (size_t)d->B * d->Cin * d->H * d->W;
   const size_t out_bytes = sizeof(float) * (size_t)d->B * d->Cout * d->H * d->W;
-  MODEL_TRY(m, cudaStreamWaitEvent(m->copy, m->inp_read, 0));
-  MODEL_TRY(m, cudaMemcpyAsync(m->inp, inp, in_bytes, cudaMemcpyHostToDevice, m->copy));
-  MODEL_TRY(m, cudaStreamWaitEvent(m->copy, m->tgt_read, 0));
-  MODEL_TRY(m, cudaMemcpyAsync(m->tgt, tgt, out_bytes, cudaMemcpyHostToDevice, m->copy));
-  MODEL_TRY(m, cudaEventRecord(m->copied, m->copy));
-  MODEL_TRY(m, cudaStreamWaitEvent(m->compute, m->copied, 0));
-  MODEL_TRY(m, cudaEventSynchronize(m->copied)); /* the loader may refill the host buffer now */
+  MODEL_TRY(cudaStreamWaitEvent(m->copy, m->inp_read, 0), m);
+  MODEL_TRY(cudaMemcpyAsync(m->inp, inp, in_bytes, cudaMemcpyHostToDevice, m->copy), m);
+  MODEL_TRY(cudaStreamWaitEvent(m->copy, m->tgt_read, 0), m);
+  MODEL_TRY(cudaMemcpyAsync(m->tgt, tgt, out_bytes, cudaMemcpyHostToDevice, m->copy), m);
+  MODEL_TRY(cudaEventRecord(m->copied, m->copy), m);
+  MODEL_TRY(cudaStreamWaitEvent(m->compute, m->copied, 0), m);
+  MODEL_TRY(cudaEventSynchronize(m->copied), m); /* the loader may refill the host buffer now */
   return DLPAR_OK;
 }
 
@@ -30,10 +30,10 @@ static int step_body(model_cuda *m, int unused)
 {
   const vit_dims *d = &m->base.dims;
   (void)unused;
-  MODEL_TRY(m, cudaMemsetAsync(m->grads, 0, sizeof(float) * m->base.table.total, m->compute));
+  MODEL_TRY(cudaMemsetAsync(m->grads, 0, sizeof(float) * m->base.table.total, m->compute), m);
   DLPAR_TRY(mc_forward(m, m->inp));
-  MODEL_TRY(m, dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt, d->B,
-                             (size_t)d->Cout * d->H * d->W, m->compute));
+  MODEL_TRY(dl_l2_loss_fwd(m->metric_sums + SUM_TRAIN_LOSS, m->loss_sums, m->pred, m->tgt, d->B,
+                          (size_t)d->Cout * d->H * d->W, m->compute), m);
   return mc_backward(m, m->tgt);
 }
 
@@ -53,11 +53,11 @@ int cuda_evaluate(model *base, const float *inp, const float *tgt)
   const vit_dims *d = &m->base.dims;
   DLPAR_TRY(stage_batch(m, inp, tgt));
   DLPAR_TRY(mc_forward(m, m->inp));
-  MODEL_TRY(m, dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt, d->B,
-                             (size_t)d->Cout * d->H * d->W, m->compute));
-  MODEL_TRY(m, dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->rmse_per_sample, m->pred, m->tgt, m->lat_w, d->B,
-                               d->Cout, d->H, d->W, 0, m->compute));
-  MODEL_TRY(m, cudaEventRecord(m->tgt_read, m->compute));
+  MODEL_TRY(dl_l2_loss_fwd(m->metric_sums + SUM_VAL_LOSS, m->loss_sums, m->pred, m->tgt, d->B,
+                          (size_t)d->Cout * d->H * d->W, m->compute), m);
+  MODEL_TRY(dl_weighted_rmse(m->metric_sums + SUM_VAL_RMSE, m->rmse_per_sample, m->pred, m->tgt, m->lat_w, d->B,
+                            d->Cout, d->H, d->W, 0, m->compute), m);
+  MODEL_TRY(cudaEventRecord(m->tgt_read, m->compute), m);
   m->val_samples += d->B;
   return DLPAR_OK;
 }

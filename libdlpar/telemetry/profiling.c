@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/profiling.c: the profiling request from the launcher
+/* libdlpar/telemetry/profiling.c: the profiling request from the launcher
  * (DLPAR_PROFILE*). nsys on Slurm 22.05: the selected ranks re-execute
  * themselves under `nsys profile ... -c cudaProfilerApi` before any CUDA
  * call (newer Slurm prepends nsys in the plugin and sets
@@ -20,6 +20,7 @@
 #endif
 
 #include "libdlpar/internal.h"
+#include "libdlpar/telemetry/telemetry.h"
 #include "common/profile.h"
 
 static bool env_is(const char *name, const char *value)

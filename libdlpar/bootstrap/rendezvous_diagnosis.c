@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/rendezvous_diagnosis.c: after a PMIx fence that timed out, which
+/* libdlpar/bootstrap/rendezvous_diagnosis.c: after a PMIx fence that timed out, which
  * ranks never arrived, on which hosts: each node's lowest arrived rank asks
  * its own node's server for its node-mates' keys and names the missing
- * ones in one line, then the step ends (pmixboot.c's rendezvous, the
- * bootstrap's share, mpi_init_guard.c). */
+ * ones in one line. It returns that line with DLPAR_ERR_TIMEOUT and ends
+ * nothing: the caller of the fence decides (init.c, mpi_init_guard.c). */
 #include "config.h"
 
 #include <pmix.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
-#include "libdlpar/pmix_internal.h"
+#include "libdlpar/bootstrap/pmix_internal.h"
 #include "common/text.h"
 
 typedef struct {
@@ -40,7 +40,8 @@ static void probe_done(pmix_status_t status, pmix_value_t *value, void *cbdata)
  * rank is missing: at scale, N probes per rank). The lowest arrived rank of
  * each node names its node's missing ranks in one line; rank 0, when its
  * node is complete, says the missing ranks are elsewhere; the others stay
- * quiet. Each aborts only after the probe window, so the lines get out. */
+ * quiet. Each returns only after the probe window, so that the lines get
+ * out before a caller ends the step. */
 #define PROBE_SECONDS 3.0
 
 /* The key a probe asks for: dlpar.host, put at the rendezvous; or, from
@@ -60,17 +61,19 @@ static bool probe_arrived(pmix_status_t status)
   return status == PMIX_SUCCESS;
 }
 
-void dlpar_pmix_diagnose(dlpar_ctx *ctx, double waited, bool in_mpi_init, char *message, size_t len)
+int dlpar_pmix_diagnose(dlpar_ctx *ctx, double waited, bool in_mpi_init, dlpar_error *err)
 {
+  char *const message = err->text;
+  const size_t len = sizeof(err->text);
   const int size = ctx->info.size, me = ctx->info.rank;
   /* the probes' callbacks may come after their window: what they touch
-   * stays allocated (a timed-out rendezvous ends the process) */
+   * stays allocated (the step ends after a timed-out rendezvous) */
   dlpar_waiter *w = malloc(sizeof(*w));
   probe *probes = calloc((size_t)size, sizeof(probe));
   size_t used = 0;
   int missing = 0, local = 0;
   bool reporter = true;
-  const double abort_at = dlpar_now() + PROBE_SECONDS + 0.5;
+  const double return_at = dlpar_now() + PROBE_SECONDS + 0.5;
   for (int rank = 0; rank < size; rank++)
     local += rank != me && ctx->rank_node[rank] == ctx->info.node;
   if (w) {
@@ -81,7 +84,7 @@ void dlpar_pmix_diagnose(dlpar_ctx *ctx, double waited, bool in_mpi_init, char *
     snprintf(message, len, "rank %d on %s: rendezvous timed out after %.0f s (and no memory to say which ranks are "
              "missing)", me, ctx->info.host, waited);
     dlpar_eprintf("dlpar: %s\n", message);
-    return;
+    return err->status = DLPAR_ERR_TIMEOUT;
   }
   for (int rank = 0; rank < size; rank++) {
     int timeout = 2;
@@ -119,13 +122,7 @@ void dlpar_pmix_diagnose(dlpar_ctx *ctx, double waited, bool in_mpi_init, char *
     dlpar_eprintf("dlpar: %s\n", message);
     fflush(stderr);
   }
-  while (dlpar_now() < abort_at)
+  while (dlpar_now() < return_at)
     usleep(100000);
-}
-
-void dlpar_pmix_diagnose_and_abort(dlpar_ctx *ctx, double waited, bool in_mpi_init)
-{
-  char message[DLPAR_ERRLEN];
-  dlpar_pmix_diagnose(ctx, waited, in_mpi_init, message, sizeof(message));
-  dlpar_end_step(ctx, 1, message, DLPAR_LINE_PRINTED);
+  return err->status = DLPAR_ERR_TIMEOUT;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/pmixboot.c: the PMIx exchange, everything libdlpar asks of PMIx.
+/* libdlpar/bootstrap/pmixboot.c: the PMIx exchange, everything libdlpar asks of PMIx.
  * Init and the job's shape (size, local rank and size, every rank's host:
  * job-level data the server already holds), then the one rendezvous: each
  * rank puts its host and pid (and, as a bootstrap root of a group, an NCCL
@@ -7,11 +7,13 @@
  * afterwards each rank gets only the keys it needs (its groups' roots' ids;
  * its own node's pids), so a node receives O(its ranks' groups' roots)
  * bytes, not O(job size). The world's roots put its ids too, but they are
- * got only at its first collective (unless asked for at init). A fence that
- * does not complete within the timeout is diagnosed
- * (rendezvous_diagnosis.c: which ranks never arrived, on which hosts) and
- * ends the step with PMIx_Abort; so is an Open MPI 5 MPI_Init that does not
- * return (mpi_init_guard.c). */
+ * got only at its first collective (unless asked for at init).
+ * This file is a transport: it returns statuses and never ends anything.
+ * A fence that does not complete within the rendezvous timeout returns
+ * DLPAR_ERR_TIMEOUT with the line that rendezvous_diagnosis.c wrote, naming
+ * the ranks that never arrived; the caller decides what that ends (init.c
+ * for dlpar_init and dlpar_share_from_root, mpi_init_guard.c for the fence
+ * at the end of MPI_Init). */
 #include "config.h"
 
 #include <pmix.h>
@@ -23,23 +25,19 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
-#include "libdlpar/pmix_internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/bootstrap/pmix_internal.h"
 #include "common/text.h"
 
-#define PMIX_TRY(ctx, call)                                                                    \
+/* On a PMIx error: file:line, the call and PMIx's words recorded in ctx
+ * (dlpar_fail), whose status the function returns. */
+#define PMIX_TRY(call, ctx)                                                                    \
   do {                                                                                         \
     pmix_status_t rc_ = (call);                                                                \
     if (rc_ != PMIX_SUCCESS)                                                                   \
-      return dlpar_fail(ctx, DLPAR_ERR_PMIX, "%s:%d: %s: %s", __FILE__, __LINE__, #call,       \
+      return dlpar_fail((ctx), DLPAR_ERR_PMIX, "%s:%d: %s: %s", __FILE__, __LINE__, #call,     \
                         PMIx_Error_string(rc_));                                               \
   } while (0)
-
-pmix_proc_t dlpar_pmix_proc(const dlpar_ctx *ctx, pmix_rank_t rank)
-{
-  pmix_proc_t proc;
-  PMIX_PROC_LOAD(&proc, ctx->nspace, rank);
-  return proc;
-}
 
 /* PMIx_Get that checks the status and the type before touching the value. */
 static int get_value(dlpar_ctx *ctx, pmix_rank_t rank, const char *key, pmix_data_type_t type,
@@ -93,9 +91,7 @@ static int read_hosts(dlpar_ctx *ctx)
   int nnodes = 0;
   for (int rank = 0; rank < ctx->info.size; rank++) {
     pmix_value_t *value = NULL;
-    int rc = get_value(ctx, (pmix_rank_t)rank, PMIX_HOSTNAME, PMIX_STRING, &value);
-    if (rc != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(get_value(ctx, (pmix_rank_t)rank, PMIX_HOSTNAME, PMIX_STRING, &value));
     snprintf(ctx->hosts[rank], sizeof(ctx->hosts[rank]), "%s", host_name(ctx, rank, value->data.string));
     PMIX_VALUE_RELEASE(value);
     ctx->rank_node[rank] = nnodes;
@@ -126,16 +122,14 @@ int dlpar_pmix_init(dlpar_ctx *ctx)
   pmix_proc_t me;
   unsigned size = 1, local_size = 1;
   pmix_value_t *value = NULL;
-  int rc;
   if (!getenv("PMIX_NAMESPACE")) { /* a plain run: one rank */
     ctx->info.size = ctx->info.local_size = ctx->info.nnodes = 1;
-    if ((rc = alloc_ranks(ctx)) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(alloc_ranks(ctx));
     gethostname(ctx->hosts[0], sizeof(ctx->hosts[0]) - 1);
     snprintf(ctx->info.host, sizeof(ctx->info.host), "%s", ctx->hosts[0]);
     return DLPAR_OK;
   }
-  PMIX_TRY(ctx, PMIx_Init(&me, NULL, 0));
+  PMIX_TRY(PMIx_Init(&me, NULL, 0), ctx);
   ctx->pmix = true;
   snprintf(ctx->nspace, sizeof(ctx->nspace), "%s", me.nspace);
   ctx->info.rank = (int)me.rank;
@@ -153,53 +147,12 @@ int dlpar_pmix_init(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
-/* ---------------------------------------------------------------- waiting */
-
-void dlpar_waiter_init(dlpar_waiter *w, int pending)
-{
-  pthread_mutex_init(&w->lock, NULL);
-  pthread_cond_init(&w->done_cond, NULL);
-  w->pending = pending;
-  w->status = PMIX_SUCCESS;
-  w->per_rank = NULL;
-}
-
-/* Waits until no callback is pending or `seconds` pass; 1 if all arrived. */
-int dlpar_waiter_wait(dlpar_waiter *w, double seconds)
-{
-  struct timespec deadline;
-  int all_done;
-  clock_gettime(CLOCK_REALTIME, &deadline);
-  deadline.tv_sec += (time_t)seconds;
-  deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
-  if (deadline.tv_nsec >= 1000000000L) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000L;
-  }
-  pthread_mutex_lock(&w->lock);
-  while (w->pending > 0 && pthread_cond_timedwait(&w->done_cond, &w->lock, &deadline) == 0)
-    ;
-  all_done = w->pending == 0;
-  pthread_mutex_unlock(&w->lock);
-  return all_done;
-}
-
-void dlpar_waiter_done(pmix_status_t status, void *cbdata)
-{
-  dlpar_waiter *w = cbdata;
-  pthread_mutex_lock(&w->lock);
-  w->status = status;
-  w->pending--;
-  pthread_cond_signal(&w->done_cond);
-  pthread_mutex_unlock(&w->lock);
-}
-
 static int put_bytes(dlpar_ctx *ctx, const char *key, const void *bytes, size_t len)
 {
   pmix_value_t value;
   pmix_byte_object_t object = {(char *)bytes, len};
   PMIX_VALUE_LOAD(&value, &object, PMIX_BYTE_OBJECT);
-  PMIX_TRY(ctx, PMIx_Put(PMIX_GLOBAL, key, &value));
+  PMIX_TRY(PMIx_Put(PMIX_GLOBAL, key, &value), ctx);
   PMIX_VALUE_DESTRUCT(&value);
   ctx->traffic.put += len;
   return DLPAR_OK;
@@ -210,9 +163,8 @@ static int put_bytes(dlpar_ctx *ctx, const char *key, const void *bytes, size_t 
 static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, size_t len, bool exact)
 {
   pmix_value_t *value = NULL;
-  int rc = get_value(ctx, (pmix_rank_t)rank, key, PMIX_BYTE_OBJECT, &value);
-  if (rc != DLPAR_OK)
-    return rc;
+  int rc = DLPAR_OK;
+  DLPAR_TRY(get_value(ctx, (pmix_rank_t)rank, key, PMIX_BYTE_OBJECT, &value));
   if (value->data.bo.size > len || (exact && value->data.bo.size != len)) {
     rc = dlpar_fail(ctx, DLPAR_ERR_PMIX, "%s from rank %d has %zu bytes, expected %zu", dlpar_show(key).text, rank,
                     value->data.bo.size, len);
@@ -231,15 +183,12 @@ static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, siz
 /* One fence over every rank. It carries no data (DLPAR_MODEX=collect: it
  * hands every rank's keys to every node at the fence): each PMIx_Get
  * afterwards fetches one key from its rank's node (direct modex). Past the
- * rendezvous timeout the ranks that never arrived are named and the step
- * ends: at once, or, in a bootstrap context (dlpar_init_bootstrap: the
- * Python module's, whose program can run its cleanup), at dlpar_finalize:
- * the fence fails with DLPAR_ERR_TIMEOUT and the context keeps the line
- * (spent: dlpar_finalize ends the step). */
+ * rendezvous timeout the ranks that never arrived are named and the fence
+ * returns DLPAR_ERR_TIMEOUT with that line in ctx->error; the waiter stays
+ * allocated, because PMIx may still call back into it. */
 static int rendezvous_fence(dlpar_ctx *ctx)
 {
-  dlpar_waiter *w = malloc(sizeof(*w)); /* must outlive its callback: left allocated on a timeout */
-  char message[DLPAR_ERRLEN];
+  dlpar_waiter *w = malloc(sizeof(*w));
   pmix_info_t info;
   pmix_status_t status;
   bool yes = true;
@@ -258,13 +207,8 @@ static int rendezvous_fence(dlpar_ctx *ctx)
   }
   dlpar_waiter_init(w, 1);
   if ((status = PMIx_Fence_nb(NULL, 0, ninfo ? &info : NULL, ninfo, dlpar_waiter_done, w)) == PMIX_SUCCESS &&
-      !dlpar_waiter_wait(w, ctx->rendezvous_timeout)) {
-    if (!ctx->bootstrap_only)
-      dlpar_pmix_diagnose_and_abort(ctx, dlpar_now() - start, false);
-    dlpar_pmix_diagnose(ctx, dlpar_now() - start, false, message, sizeof(message));
-    dlpar_fatal_returned(ctx, DLPAR_ERR_TIMEOUT, message);
-    return dlpar_fail(ctx, DLPAR_ERR_TIMEOUT, "%s", message);
-  }
+      !dlpar_waiter_wait(w, ctx->rendezvous_timeout))
+    return dlpar_pmix_diagnose(ctx, dlpar_now() - start, false, &ctx->error);
   status = status == PMIX_SUCCESS ? w->status : status;
   free(w);
   if (status != PMIX_SUCCESS)
@@ -342,16 +286,14 @@ static int get_group_ids(dlpar_ctx *ctx, dlpar_group group)
  * fences, gets those of the groups in `get`. */
 static int exchange_ids(dlpar_ctx *ctx, unsigned put, unsigned get)
 {
-  int rc;
   for (int g = 0; g < 3; g++)
-    if ((put & (1u << g)) && (rc = put_group_ids(ctx, (dlpar_group)g)) != DLPAR_OK)
-      return rc;
-  PMIX_TRY(ctx, PMIx_Commit());
-  if ((rc = rendezvous_fence(ctx)) != DLPAR_OK)
-    return rc;
+    if (put & (1u << g))
+      DLPAR_TRY(put_group_ids(ctx, (dlpar_group)g));
+  PMIX_TRY(PMIx_Commit(), ctx);
+  DLPAR_TRY(rendezvous_fence(ctx));
   for (int g = 0; g < 3; g++)
-    if ((get & (1u << g)) && (rc = get_group_ids(ctx, (dlpar_group)g)) != DLPAR_OK)
-      return rc;
+    if (get & (1u << g))
+      DLPAR_TRY(get_group_ids(ctx, (dlpar_group)g));
   return DLPAR_OK;
 }
 
@@ -392,18 +334,17 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
  * did not), rank 0 also the text; one fence; every rank gets rank 0's. */
 int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len)
 {
+  const char *shared = text ? text : "";
   int rc;
   if (!ctx->pmix) { /* one rank */
-    snprintf(out, len, "%s", text ? text : "");
+    snprintf(out, len, "%s", shared);
     return DLPAR_OK;
   }
-  if ((rc = put_host_pid(ctx)) != DLPAR_OK)
-    return rc;
-  if (ctx->info.rank == 0 && (rc = put_bytes(ctx, key, text ? text : "", strlen(text ? text : "") + 1)) != DLPAR_OK)
-    return rc;
-  PMIX_TRY(ctx, PMIx_Commit());
-  if ((rc = rendezvous_fence(ctx)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(put_host_pid(ctx));
+  if (ctx->info.rank == 0)
+    DLPAR_TRY(put_bytes(ctx, key, shared, strlen(shared) + 1));
+  PMIX_TRY(PMIx_Commit(), ctx);
+  DLPAR_TRY(rendezvous_fence(ctx));
   memset(out, 0, len);
   if ((rc = get_bytes(ctx, 0, key, out, len - 1, false)) != DLPAR_OK && ctx->info.rank != 0)
     return dlpar_fail(ctx, rc, "rank 0 (%s) never shared %s: it failed or exited before dlpar_share_from_root "
@@ -424,11 +365,9 @@ int dlpar_pmix_peer_pids(dlpar_ctx *ctx)
   for (int rank = 0; ctx->pmix && rank < ctx->info.size; rank++) {
     char host_pid[320] = "";
     const char *colon;
-    int rc;
     if (rank == me || ctx->rank_node[rank] != ctx->rank_node[me])
       continue;
-    if ((rc = get_bytes(ctx, rank, "dlpar.host", host_pid, sizeof(host_pid) - 1, false)) != DLPAR_OK)
-      return rc;
+    DLPAR_TRY(get_bytes(ctx, rank, "dlpar.host", host_pid, sizeof(host_pid) - 1, false));
     colon = strrchr(host_pid, ':');
     ctx->peer_pid[rank] = colon ? strtol(colon + 1, NULL, 10) : 0;
   }
@@ -470,21 +409,27 @@ int dlpar_pmix_get_text(dlpar_ctx *ctx, int rank, const char *key, double timeou
 
 int dlpar_pmix_barrier(dlpar_ctx *ctx, const char *where)
 {
-  char message[DLPAR_ERRLEN];
-  dlpar_waiter w;
-  if (!ctx->pmix)
+  dlpar_waiter *w = malloc(sizeof(*w));
+  pmix_status_t status;
+  if (!ctx->pmix) {
+    free(w);
     return DLPAR_OK;
-  dlpar_waiter_init(&w, 1);
-  PMIX_TRY(ctx, PMIx_Fence_nb(NULL, 0, NULL, 0, dlpar_waiter_done, &w));
-  if (!dlpar_waiter_wait(&w, ctx->rendezvous_timeout)) { /* w must outlive its callback: no return */
-    snprintf(message, sizeof(message), "rank %d on %s: not every rank reached %s within %.0f s (one died or is "
-             "stuck: see its output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)", ctx->info.rank,
-             ctx->info.host, where, ctx->rendezvous_timeout);
-    dlpar_end_step(ctx, 1, message, DLPAR_LINE_TO_PRINT);
   }
-  if (w.status != PMIX_SUCCESS)
-    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence at %s: %s (a rank failed)", where,
-                      PMIx_Error_string(w.status));
+  if (!w)
+    return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
+  dlpar_waiter_init(w, 1);
+  if ((status = PMIx_Fence_nb(NULL, 0, NULL, 0, dlpar_waiter_done, w)) != PMIX_SUCCESS) {
+    free(w);
+    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence at %s: %s", where, PMIx_Error_string(status));
+  }
+  if (!dlpar_waiter_wait(w, ctx->rendezvous_timeout)) /* w stays allocated: PMIx may still call back */
+    return dlpar_fail(ctx, DLPAR_ERR_TIMEOUT, "rank %d on %s: not every rank reached %s within %.0f s (one died or "
+                      "is stuck: see its output; raise DLPAR_RENDEZVOUS_TIMEOUT if startup is just slow)",
+                      ctx->info.rank, ctx->info.host, where, ctx->rendezvous_timeout);
+  status = w->status;
+  free(w);
+  if (status != PMIX_SUCCESS)
+    return dlpar_fail(ctx, DLPAR_ERR_PMIX, "PMIx_Fence at %s: %s (a rank failed)", where, PMIx_Error_string(status));
   return DLPAR_OK;
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/telemetry.c: where the time goes, attributed to ranks and hosts.
+/* libdlpar/telemetry/telemetry.c: where the time goes, attributed to ranks and hosts.
  * Start-up: each rank marks when it reached PMIx, the exchanged ids, each
  * group's communicator and the program's first step (seconds since its own
  * process started, so no clocks need to agree); one allgather after the
@@ -19,6 +19,7 @@
 #endif
 
 #include "libdlpar/internal.h"
+#include "libdlpar/telemetry/telemetry.h"
 #include "common/text.h"
 
 static const char *const phase_names[DLPAR_PHASES] = {

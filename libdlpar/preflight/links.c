@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/links.c: the rates of the links a rank's groups cross, for the
+/* libdlpar/preflight/links.c: the rates of the links a rank's groups cross, for the
  * pre-flight's expectations (links.h): NVLink and PCIe from hwloc, the
  * memory's from hwloc's attributes, the NIC's from sysfs and ethtool. */
 #include "config.h"
 
-#include "libdlpar/links.h"
+#include "libdlpar/preflight/links.h"
 
 #include <dirent.h>
 #include <ifaddrs.h>
@@ -78,12 +78,10 @@ int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link 
 {
   hwloc_topology_t topology;
   hwloc_obj_t gpu;
-  int rc = dlpar_hwloc_load(xml_path, &topology, err);
   dlpar_link_set(nvlink, 0, "");
   dlpar_link_set(pcie, 0, "");
   dlpar_link_set(memory, 0, "");
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(dlpar_hwloc_load(xml_path, &topology, err));
   if (!gpu_busid)
     dlpar_link_set(memory, memory_gbs(topology), "memory hwloc");
   else if ((gpu = hwloc_get_pcidev_by_busidstring(topology, gpu_busid))) {

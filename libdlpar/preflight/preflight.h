@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/preflight.h: what the pre-flight's three parts share: each
+/* libdlpar/preflight/preflight.h: what the pre-flight's three parts share: each
  * rank's report (preflight_measure.c fills it), the verdict over every
  * rank's (preflight_judge.c reaches it and rank 0 prints it), and the entry
- * that runs them in turn (preflight.c). */
+ * that runs them in turn (preflight.c), which init.c calls. */
 #ifndef DLPAR_PREFLIGHT_H
 #define DLPAR_PREFLIGHT_H
 
 #include "libdlpar/internal.h"
+
+/* preflight/preflight.c: the --dl-check checks (env.check), after the
+ * groups are ready. Returns DLPAR_OK to run the program, DLPAR_ERR_CHECK
+ * when a check failed, DLPAR_DONE after --dl-check=only; it ends nothing:
+ * the program's dlpar_check_ended finalizes and gives the exit status. */
+int dlpar_preflight(dlpar_ctx *ctx);
 
 #define SETTINGS_LEN 2048
 

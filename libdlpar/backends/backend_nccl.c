@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/backend_nccl.c: the GPU backend. One NCCL communicator per group
+/* libdlpar/backends/backend_nccl.c: the GPU backend. One NCCL communicator per group
  * (tp, dp; world only when used) from the ids exchanged over PMIx,
  * initialised after cudaSetDevice with ncclCommInitRankConfig, or with
  * ncclCommInitRankScalable from one bootstrap root per ranks_per_root ranks
@@ -40,6 +40,10 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/backends/backends.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
+#include "libdlpar/telemetry/telemetry.h"
 #include "common/text.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 14, 0)
@@ -87,20 +91,21 @@ static dlpar_shown nic_hint(void)
 
 /* On a CUDA error: file:line, the call and cudaGetErrorString recorded in
  * ctx (dlpar_fail), whose status the function returns. */
-#define CUDA_TRY(ctx, call)                                                                    \
+#define CUDA_TRY(call, ctx)                                                                    \
   do {                                                                                         \
     cudaError_t rc_ = (call);                                                                  \
     if (rc_ != cudaSuccess)                                                                    \
-      return dlpar_fail(ctx, DLPAR_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call,       \
+      return dlpar_fail((ctx), DLPAR_ERR_CUDA, "%s:%d: %s: %s", __FILE__, __LINE__, #call,     \
                         cudaGetErrorString(rc_));                                              \
   } while (0)
 
-/* A call on a non-blocking communicator, waited for (nccl_wait_done). */
-#define NCCL_TRY(ctx, comm, call)                                                              \
+/* A call on a non-blocking communicator comm, waited for (nccl_wait_done);
+ * on an error, file:line, the call and NCCL's words recorded in ctx. */
+#define NCCL_TRY(call, comm, ctx)                                                              \
   do {                                                                                         \
-    ncclResult_t rc_ = nccl_wait_done((comm), (call), ctx->collective_timeout);                   \
+    ncclResult_t rc_ = nccl_wait_done((comm), (call), (ctx)->collective_timeout);              \
     if (rc_ != ncclSuccess)                                                                    \
-      return dlpar_fail(ctx, DLPAR_ERR_NCCL, "%s:%d: %s: %s: %s (NIC hint: %s; NCCL_DEBUG=INFO "  \
+      return dlpar_fail((ctx), DLPAR_ERR_NCCL, "%s:%d: %s: %s: %s (NIC hint: %s; NCCL_DEBUG=INFO "  \
                         "says more)", __FILE__, __LINE__, #call, ncclGetErrorString(rc_),      \
                         ncclGetLastError(NULL), nic_hint().text);                              \
   } while (0)
@@ -221,7 +226,7 @@ static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
                       "says more)", how, name, ctx->info.device, ncclGetErrorString(rc), ncclGetLastError(NULL),
                       nic_hint().text);
   }
-  CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming));
+  CUDA_TRY(cudaEventCreateWithFlags(&st->last[group].event, cudaEventDisableTiming), ctx);
   dlpar_phase_mark(ctx, group == DLPAR_GROUP_WORLD ? DLPAR_PHASE_WORLD
                         : group == DLPAR_GROUP_TP  ? DLPAR_PHASE_TP
                                                    : DLPAR_PHASE_DP);
@@ -240,7 +245,7 @@ static int comm_of(dlpar_ctx *ctx, dlpar_group group, void *stream, ncclComm_t *
   *comm = st->comm[group];
   if (*comm || group != DLPAR_GROUP_WORLD || ctx->info.size == 1)
     return DLPAR_OK;
-  CUDA_TRY(ctx, cudaStreamIsCapturing((cudaStream_t)stream, &capture));
+  CUDA_TRY(cudaStreamIsCapturing((cudaStream_t)stream, &capture), ctx);
   if (capture != cudaStreamCaptureStatusNone)
     return dlpar_fail(ctx, DLPAR_ERR_STATE, "the first collective on the world group is inside a CUDA graph capture: "
                       "run one world collective before capturing, or set DLPAR_NCCL_WORLD=eager");
@@ -264,14 +269,14 @@ static int nccl_init(dlpar_ctx *ctx)
       (rc = init_comm(ctx, DLPAR_GROUP_TP, ctx->info.tp_rank, ctx->info.dp_rank)) ||
       (rc = init_comm(ctx, DLPAR_GROUP_DP, ctx->info.dp_rank, ctx->info.tp_rank)))
     return rc;
-  CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking));
-  CUDA_TRY(ctx, cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)));
-  CUDA_TRY(ctx, cudaHostAlloc((void **)&st->stop_host, 2 * sizeof(int), cudaHostAllocDefault));
-  CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming));
-  CUDA_TRY(ctx, cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1 + ctx->grid.tp)));
-  CUDA_TRY(ctx, cudaHostAlloc((void **)&st->times_host, sizeof(double) * (size_t)(ctx->info.size + 1),
-                                        cudaHostAllocDefault));
-  CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->times_done, cudaEventDisableTiming));
+  CUDA_TRY(cudaStreamCreateWithFlags(&st->barrier_stream, cudaStreamNonBlocking), ctx);
+  CUDA_TRY(cudaMalloc((void **)&st->device_ints, 2 * sizeof(int)), ctx);
+  CUDA_TRY(cudaHostAlloc((void **)&st->stop_host, 2 * sizeof(int), cudaHostAllocDefault), ctx);
+  CUDA_TRY(cudaEventCreateWithFlags(&st->stop_done, cudaEventDisableTiming), ctx);
+  CUDA_TRY(cudaMalloc((void **)&st->times_device, sizeof(double) * (size_t)(ctx->info.size + 1 + ctx->grid.tp)), ctx);
+  CUDA_TRY(cudaHostAlloc((void **)&st->times_host, sizeof(double) * (size_t)(ctx->info.size + 1),
+                         cudaHostAllocDefault), ctx);
+  CUDA_TRY(cudaEventCreateWithFlags(&st->times_done, cudaEventDisableTiming), ctx);
   return DLPAR_OK;
 }
 
@@ -326,7 +331,7 @@ static int track(dlpar_ctx *ctx, dlpar_group group, const char *op, void *stream
   st->last[group].in_graph |= captured;
   st->last[group].pending = rc == cudaSuccess && !captured;
   pthread_mutex_unlock(&st->lock);
-  CUDA_TRY(ctx, rc);
+  CUDA_TRY(rc, ctx);
   return DLPAR_OK;
 }
 
@@ -349,8 +354,8 @@ static void nccl_graph_launched(dlpar_ctx *ctx)
 static int local_copy(dlpar_ctx *ctx, const void *send, void *recv, size_t count, dlpar_dtype dtype, void *stream)
 {
   if (send != recv)
-    CUDA_TRY(ctx, cudaMemcpyAsync(recv, send, count * dlpar_dtype_size(dtype), cudaMemcpyDeviceToDevice,
-                                            (cudaStream_t)stream));
+    CUDA_TRY(cudaMemcpyAsync(recv, send, count * dlpar_dtype_size(dtype), cudaMemcpyDeviceToDevice,
+                             (cudaStream_t)stream), ctx);
   return DLPAR_OK;
 }
 
@@ -361,7 +366,7 @@ static int nccl_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc;
-  NCCL_TRY(ctx, comm, ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
+  NCCL_TRY(ncclAllReduce(buf, buf, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream), comm, ctx);
   return track(ctx, group, "allreduce", stream);
 }
 
@@ -372,7 +377,7 @@ static int nccl_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, v
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc != DLPAR_OK ? rc : local_copy(ctx, send, recv, count, dtype, stream);
-  NCCL_TRY(ctx, comm, ncclAllGather(send, recv, count, nccl_type(dtype), comm, (cudaStream_t)stream));
+  NCCL_TRY(ncclAllGather(send, recv, count, nccl_type(dtype), comm, (cudaStream_t)stream), comm, ctx);
   return track(ctx, group, "allgather", stream);
 }
 
@@ -383,8 +388,7 @@ static int nccl_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *se
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc != DLPAR_OK ? rc : local_copy(ctx, send, recv, count, dtype, stream);
-  NCCL_TRY(ctx, comm,
-             ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream));
+  NCCL_TRY(ncclReduceScatter(send, recv, count, nccl_type(dtype), nccl_op(op), comm, (cudaStream_t)stream), comm, ctx);
   return track(ctx, group, "reduce_scatter", stream);
 }
 
@@ -395,7 +399,7 @@ static int nccl_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t c
   int rc = comm_of(ctx, group, stream, &comm);
   if (rc != DLPAR_OK || !comm)
     return rc;
-  NCCL_TRY(ctx, comm, ncclBroadcast(buf, buf, count, nccl_type(dtype), root, comm, (cudaStream_t)stream));
+  NCCL_TRY(ncclBroadcast(buf, buf, count, nccl_type(dtype), root, comm, (cudaStream_t)stream), comm, ctx);
   return track(ctx, group, "broadcast", stream);
 }
 
@@ -404,7 +408,7 @@ static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
 {
   nccl_state *st = state_of(ctx);
   DLPAR_TRY(nccl_allreduce(ctx, group, &st->device_ints[0], 1, DLPAR_INT32, DLPAR_SUM, st->barrier_stream));
-  CUDA_TRY(ctx, cudaStreamSynchronize(st->barrier_stream));
+  CUDA_TRY(cudaStreamSynchronize(st->barrier_stream), ctx);
   return DLPAR_OK;
 }
 
@@ -417,13 +421,13 @@ static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
 {
   nccl_state *st = state_of(ctx);
   st->stop_host[0] = local;
-  CUDA_TRY(ctx, cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
-                                          (cudaStream_t)stream));
+  CUDA_TRY(cudaMemcpyAsync(&st->device_ints[1], &st->stop_host[0], sizeof(int), cudaMemcpyHostToDevice,
+                           (cudaStream_t)stream), ctx);
   DLPAR_TRY(dlpar_world_allreduce_by_groups(ctx, nccl_allreduce, &st->device_ints[1], 1, DLPAR_INT32, DLPAR_MAX,
                                             stream));
-  CUDA_TRY(ctx, cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
-                                          (cudaStream_t)stream));
-  CUDA_TRY(ctx, cudaEventRecord(st->stop_done, (cudaStream_t)stream));
+  CUDA_TRY(cudaMemcpyAsync(&st->stop_host[1], &st->device_ints[1], sizeof(int), cudaMemcpyDeviceToHost,
+                           (cudaStream_t)stream), ctx);
+  CUDA_TRY(cudaEventRecord(st->stop_done, (cudaStream_t)stream), ctx);
   return DLPAR_OK;
 }
 
@@ -431,7 +435,7 @@ static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
 static int nccl_stop_wait(dlpar_ctx *ctx, int *global)
 {
   nccl_state *st = state_of(ctx);
-  CUDA_TRY(ctx, cudaEventSynchronize(st->stop_done));
+  CUDA_TRY(cudaEventSynchronize(st->stop_done), ctx);
   *global = st->stop_host[1];
   return DLPAR_OK;
 }
@@ -443,22 +447,22 @@ static int nccl_times_post(dlpar_ctx *ctx, double local, void *stream)
 {
   nccl_state *st = state_of(ctx);
   st->times_host[0] = local;
-  CUDA_TRY(ctx, cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
-                                          (cudaStream_t)stream));
+  CUDA_TRY(cudaMemcpyAsync(st->times_device, st->times_host, sizeof(double), cudaMemcpyHostToDevice,
+                           (cudaStream_t)stream), ctx);
   DLPAR_TRY(dlpar_world_allgather_by_groups(ctx, nccl_allgather, st->times_device,
                                             st->times_device + 1 + ctx->info.size, st->times_device + 1, 1,
                                             DLPAR_FLOAT64, stream));
-  CUDA_TRY(ctx, cudaMemcpyAsync(st->times_host + 1, st->times_device + 1,
-                                          sizeof(double) * (size_t)ctx->info.size,
-                                          cudaMemcpyDeviceToHost, (cudaStream_t)stream));
-  CUDA_TRY(ctx, cudaEventRecord(st->times_done, (cudaStream_t)stream));
+  CUDA_TRY(cudaMemcpyAsync(st->times_host + 1, st->times_device + 1,
+                           sizeof(double) * (size_t)ctx->info.size,
+                           cudaMemcpyDeviceToHost, (cudaStream_t)stream), ctx);
+  CUDA_TRY(cudaEventRecord(st->times_done, (cudaStream_t)stream), ctx);
   return DLPAR_OK;
 }
 
 static int nccl_times_wait(dlpar_ctx *ctx, double *all)
 {
   nccl_state *st = state_of(ctx);
-  CUDA_TRY(ctx, cudaEventSynchronize(st->times_done));
+  CUDA_TRY(cudaEventSynchronize(st->times_done), ctx);
   memcpy(all, st->times_host + 1, sizeof(double) * (size_t)ctx->info.size);
   return DLPAR_OK;
 }
@@ -469,10 +473,10 @@ static int staging_reserve(dlpar_ctx *ctx, size_t bytes)
   nccl_state *st = state_of(ctx);
   if (bytes <= st->staging_bytes)
     return DLPAR_OK;
-  CUDA_TRY(ctx, cudaFree(st->staging));
+  CUDA_TRY(cudaFree(st->staging), ctx);
   st->staging = NULL;
   st->staging_bytes = 0;
-  CUDA_TRY(ctx, cudaMalloc((void **)&st->staging, bytes));
+  CUDA_TRY(cudaMalloc((void **)&st->staging, bytes), ctx);
   st->staging_bytes = bytes;
   return DLPAR_OK;
 }
@@ -482,7 +486,7 @@ static int staging_reserve(dlpar_ctx *ctx, size_t bytes)
  * collectives must not overlap); they run on the backend's own stream. */
 static int host_collective_start(dlpar_ctx *ctx, size_t bytes)
 {
-  CUDA_TRY(ctx, cudaDeviceSynchronize());
+  CUDA_TRY(cudaDeviceSynchronize(), ctx);
   return staging_reserve(ctx, bytes);
 }
 
@@ -492,18 +496,17 @@ static int nccl_host_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, siz
 {
   nccl_state *st = state_of(ctx);
   const size_t elem = dlpar_dtype_size(dtype), chunk = STAGING_MAX_BYTES / elem;
-  int rc = host_collective_start(ctx, (count < chunk ? count : chunk) * elem);
   (void)stream;
-  for (size_t done = 0; rc == DLPAR_OK && done < count; done += chunk) {
+  DLPAR_TRY(host_collective_start(ctx, (count < chunk ? count : chunk) * elem));
+  for (size_t done = 0; done < count; done += chunk) {
     const size_t n = count - done < chunk ? count - done : chunk;
     unsigned char *host = (unsigned char *)buf + done * elem;
-    CUDA_TRY(ctx, cudaMemcpyAsync(st->staging, host, n * elem, cudaMemcpyHostToDevice, st->barrier_stream));
-    if ((rc = nccl_allreduce(ctx, group, st->staging, n, dtype, op, st->barrier_stream)) != DLPAR_OK)
-      break;
-    CUDA_TRY(ctx, cudaMemcpyAsync(host, st->staging, n * elem, cudaMemcpyDeviceToHost, st->barrier_stream));
-    CUDA_TRY(ctx, cudaStreamSynchronize(st->barrier_stream));
+    CUDA_TRY(cudaMemcpyAsync(st->staging, host, n * elem, cudaMemcpyHostToDevice, st->barrier_stream), ctx);
+    DLPAR_TRY(nccl_allreduce(ctx, group, st->staging, n, dtype, op, st->barrier_stream));
+    CUDA_TRY(cudaMemcpyAsync(host, st->staging, n * elem, cudaMemcpyDeviceToHost, st->barrier_stream), ctx);
+    CUDA_TRY(cudaStreamSynchronize(st->barrier_stream), ctx);
   }
-  return rc;
+  return DLPAR_OK;
 }
 
 /* Chunks of `chunk` elements per rank: this rank's in, the group's
@@ -514,22 +517,21 @@ static int nccl_host_allgather(dlpar_ctx *ctx, dlpar_group group, const void *se
   nccl_state *st = state_of(ctx);
   const size_t elem = dlpar_dtype_size(dtype), ranks = (size_t)dlpar_group_size(ctx, group);
   const size_t fit = STAGING_MAX_BYTES / ((ranks + 1) * elem), chunk = fit < 1 ? 1 : fit;
-  int rc = host_collective_start(ctx, (ranks + 1) * (count < chunk ? count : chunk) * elem);
   (void)stream;
-  for (size_t done = 0; rc == DLPAR_OK && done < count; done += chunk) {
+  DLPAR_TRY(host_collective_start(ctx, (ranks + 1) * (count < chunk ? count : chunk) * elem));
+  for (size_t done = 0; done < count; done += chunk) {
     const size_t n = count - done < chunk ? count - done : chunk, piece = n * elem;
     unsigned char *gathered = st->staging + piece;
-    CUDA_TRY(ctx, cudaMemcpyAsync(st->staging, (const unsigned char *)send + done * elem, piece,
-                                            cudaMemcpyHostToDevice, st->barrier_stream));
-    if ((rc = nccl_allgather(ctx, group, st->staging, gathered, n, dtype, st->barrier_stream)) != DLPAR_OK)
-      break;
+    CUDA_TRY(cudaMemcpyAsync(st->staging, (const unsigned char *)send + done * elem, piece,
+                             cudaMemcpyHostToDevice, st->barrier_stream), ctx);
+    DLPAR_TRY(nccl_allgather(ctx, group, st->staging, gathered, n, dtype, st->barrier_stream));
     const size_t copies = n == count ? 1 : ranks, copy_bytes = n == count ? ranks * piece : piece; /* one chunk: in place */
     for (size_t r = 0; r < copies; r++)
-      CUDA_TRY(ctx, cudaMemcpyAsync((unsigned char *)recv + (r * count + done) * elem, gathered + r * piece,
-                                              copy_bytes, cudaMemcpyDeviceToHost, st->barrier_stream));
-    CUDA_TRY(ctx, cudaStreamSynchronize(st->barrier_stream));
+      CUDA_TRY(cudaMemcpyAsync((unsigned char *)recv + (r * count + done) * elem, gathered + r * piece,
+                               copy_bytes, cudaMemcpyDeviceToHost, st->barrier_stream), ctx);
+    CUDA_TRY(cudaStreamSynchronize(st->barrier_stream), ctx);
   }
-  return rc;
+  return DLPAR_OK;
 }
 
 static bool nccl_has_world(const dlpar_ctx *ctx)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/backend_self.c: the collectives of a world of one rank (a plain
+/* libdlpar/backends/backend_self.c: the collectives of a world of one rank (a plain
  * run outside any launcher, or a 1x1 grid): copies and no-ops. */
 #include "config.h"
 
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/backends/backends.h"
 
 /* The stop flag and step time posted by the last stop_post and
  * times_post, until their waits. */

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/mpi_init_guard.c: a thread that bounds Open MPI 5's MPI_Init
- * (which waits without a limit for ranks that never start) by the
- * rendezvous timeout, and names the missing ranks as the rendezvous does. */
+/* libdlpar/bootstrap/mpi_init_guard.c: Open MPI's MPI_Init, bounded by the
+ * rendezvous timeout at both ends. At its start, a thread bounds Open MPI
+ * 5's MPI_Init (which waits without a limit for ranks that never start)
+ * and names the missing ranks as the rendezvous does; at its end, a fence
+ * holds every rank until all are out of it (dlpar_mpi_init_barrier). This
+ * file owns the policy of both conditions and decides each in one
+ * function, guard_main and dlpar_mpi_init_barrier: the step ends,
+ * through end_step.c. */
 #include "config.h"
 
 #include <pmix.h>
@@ -12,7 +17,9 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
-#include "libdlpar/pmix_internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
+#include "libdlpar/bootstrap/pmix_internal.h"
 #include "common/text.h"
 
 /* Open MPI 5's MPI_Init, which comes before libdlpar's PMIx_Init there
@@ -58,7 +65,7 @@ static void free_probe_context(dlpar_ctx *ctx)
   free(ctx);
 }
 
-/* dlpar.started, for the node-mates' probes (dlpar_pmix_diagnose_and_abort): put as
+/* dlpar.started, for the node-mates' probes (dlpar_pmix_diagnose): put as
  * soon as PMIx is up in MPI_Init, committed by Open MPI's own commit (a
  * commit of ours before it would answer the other nodes' requests for this
  * rank's data without Open MPI's keys: MPI_Init failed so, exit 14, under
@@ -75,12 +82,45 @@ static void put_started(void)
                   "missing\n", PMIx_Error_string(rc));
 }
 
+/* Past the first limit: the guard's own PMIx context, to learn the job's
+ * size and name the missing ranks. DLPAR_OK when MPI_Init returned within
+ * the limit for that size (nothing to end); else DLPAR_ERR_TIMEOUT with the
+ * line in err, printed, and the context in *out. */
+static int diagnose_held_init(dlpar_init_guard *guard, double limit, dlpar_ctx **out, dlpar_error *err)
+{
+  dlpar_ctx *probe_ctx = calloc(1, sizeof(*probe_ctx));
+  double left;
+  pmix_status_t status;
+  *out = probe_ctx;
+  if (!probe_ctx || dlpar_pmix_init(probe_ctx) != DLPAR_OK) {
+    dlpar_error_set(err, DLPAR_ERR_TIMEOUT, "MPI_Init has not returned after %.0f s, and PMIx cannot tell which "
+                    "ranks are missing (%s)", dlpar_now() - guard->start,
+                    probe_ctx ? probe_ctx->error.text : "out of memory");
+    dlpar_eprintf("dlpar: %s\n", err->text);
+    return err->status;
+  }
+  if (guard->timeout <= 0)
+    limit = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * probe_ctx->info.size;
+  left = limit - (dlpar_now() - guard->start);
+  if (dlpar_waiter_wait(&guard->w, left > 0 ? left : 0)) {
+    free_probe_context(probe_ctx);
+    *out = NULL;
+    return DLPAR_OK;
+  }
+  if ((status = PMIx_Commit()) != PMIX_SUCCESS) /* dlpar.started, if Open MPI committed before it was put */
+    dlpar_eprintf("dlpar: PMIx_Commit(dlpar.started): %s: node-mates may name this rank as missing\n",
+                  PMIx_Error_string(status));
+  return dlpar_pmix_diagnose(probe_ctx, dlpar_now() - guard->start, true, err);
+}
+
+/* The one decision on an MPI_Init held past the rendezvous timeout: the
+ * step ends, with the line that names the missing ranks. */
 static void *guard_main(void *arg)
 {
   dlpar_init_guard *guard = arg;
-  dlpar_ctx *probe_ctx;
+  dlpar_ctx *probe_ctx = NULL;
+  dlpar_error err = {0};
   double limit = guard->timeout > 0 ? guard->timeout : DLPAR_RENDEZVOUS_TIMEOUT_BASE, left;
-  pmix_status_t status;
   if (!guard_see_pmix(guard, limit))
     return NULL;
   if (guard->pmix_ready_at > 0)
@@ -88,23 +128,9 @@ static void *guard_main(void *arg)
   left = limit - (dlpar_now() - guard->start);
   if (dlpar_waiter_wait(&guard->w, left > 0 ? left : 0))
     return NULL;
-  probe_ctx = calloc(1, sizeof(*probe_ctx));
-  if (!probe_ctx || dlpar_pmix_init(probe_ctx) != DLPAR_OK) {
-    dlpar_eprintf("dlpar: MPI_Init has not returned after %.0f s, and PMIx cannot tell which ranks are "
-                  "missing (%s)\n", dlpar_now() - guard->start, probe_ctx ? probe_ctx->error.text : "out of memory");
-    dlpar_end_step(probe_ctx, 1, "MPI_Init timed out", DLPAR_LINE_PRINTED);
-  }
-  if (guard->timeout <= 0)
-    limit = DLPAR_RENDEZVOUS_TIMEOUT_BASE + DLPAR_RENDEZVOUS_TIMEOUT_PER_RANK * probe_ctx->info.size;
-  left = limit - (dlpar_now() - guard->start);
-  if (dlpar_waiter_wait(&guard->w, left > 0 ? left : 0)) {
-    free_probe_context(probe_ctx);
-    return NULL;
-  }
-  if ((status = PMIx_Commit()) != PMIX_SUCCESS) /* dlpar.started, if Open MPI committed before it was put */
-    dlpar_eprintf("dlpar: PMIx_Commit(dlpar.started): %s: node-mates may name this rank as missing\n",
-                  PMIx_Error_string(status));
-  dlpar_pmix_diagnose_and_abort(probe_ctx, dlpar_now() - guard->start, true);
+  if (diagnose_held_init(guard, limit, &probe_ctx, &err) != DLPAR_OK)
+    dlpar_end_step(probe_ctx, 1, err.text, DLPAR_LINE_PRINTED);
+  return NULL;
 }
 
 int dlpar_pmix_guard_start(dlpar_ctx *ctx, dlpar_init_guard **out)
@@ -134,4 +160,12 @@ double dlpar_pmix_guard_stop(dlpar_init_guard *guard)
   pmix_ready_at = guard->pmix_ready_at;
   free(guard);
   return pmix_ready_at;
+}
+
+int dlpar_mpi_init_barrier(dlpar_ctx *ctx)
+{
+  const int rc = dlpar_pmix_barrier(ctx, "the end of MPI_Init");
+  if (rc == DLPAR_ERR_TIMEOUT)
+    dlpar_end_step(ctx, 1, ctx->error.text, DLPAR_LINE_TO_PRINT);
+  return rc;
 }

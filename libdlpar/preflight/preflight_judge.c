@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/preflight_judge.c: the pre-flight's judging and reporting parts:
+/* libdlpar/preflight/preflight_judge.c: the pre-flight's judging and reporting parts:
  * over every rank's report, the settings most ranks share (a rank with
  * others fails), each allreduce against its expected figure, the GEMM
  * rates against DLPAR_CHECK_STRAGGLER x their median; then rank 0's table,
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libdlpar/preflight.h"
+#include "libdlpar/preflight/preflight.h"
 #include "common/text.h"
 
 /* ------------------------------------------------------------ verdict */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/preflight_measure.c: the pre-flight's measuring part, what each
+/* libdlpar/preflight/preflight_measure.c: the pre-flight's measuring part, what each
  * rank finds (preflight.h's rank_report): its CPU binding against the
  * launcher's, its GPU and peer access (SKIP on a CPU rank), its
  * NCCL-relevant settings (NCCL_* and UCX_* variables, NCCL version, the
@@ -22,10 +22,10 @@
 #include <nccl.h>
 #endif
 
-#include "libdlpar/preflight.h"
+#include "libdlpar/preflight/preflight.h"
 #include "common/text.h"
 #include "common/topo.h"
-#include "libdlpar/links.h"
+#include "libdlpar/preflight/links.h"
 
 extern char **environ;
 

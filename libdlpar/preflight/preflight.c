@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/preflight.c: --dl-check (srun) / --check (dlpar-run), run by
+/* libdlpar/preflight/preflight.c: --dl-check (srun) / --check (dlpar-run), run by
  * dlpar_init once the groups are ready, before the program's own work:
  * every rank measures (preflight_measure.c), one allgather brings every
  * rank's report to every rank, every rank reaches the same verdict and
@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-#include "libdlpar/preflight.h"
+#include "libdlpar/preflight/preflight.h"
 #include "common/text.h"
 
 #define DEFAULT_STRAGGLER 0.5
@@ -39,8 +39,7 @@ int dlpar_preflight(dlpar_ctx *ctx)
     rc = dlpar_barrier(ctx, DLPAR_WORLD); /* rank 0's table is out before any rank leaves */
   }
   free(all);
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(rc);
   if (v.failures) /* every rank returns it: the verdict is the gathered one */
     return dlpar_fail(ctx, DLPAR_ERR_CHECK, "%d pre-flight check%s failed (rank 0's table above says which)",
                       v.failures, v.failures == 1 ? "" : "s");

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/ncclid.c: making an NCCL unique id, the only NCCL call that
+/* libdlpar/bootstrap/ncclid.c: making an NCCL unique id, the only NCCL call that
  * works without a GPU (it opens a bootstrap socket), so the PMIx exchange of
  * real ids is tested on machines without GPUs too; and how many bootstrap
  * roots (ids) a group gets, and which of its ranks hold them; a group of
@@ -18,6 +18,7 @@
 #endif
 
 #include "libdlpar/internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
 #include "common/text.h"
 
 int dlpar_nccl_make_id(dlpar_ctx *ctx, unsigned char id[DLPAR_NCCL_ID_BYTES])

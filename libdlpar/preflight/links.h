@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/links.h: the rates of the links a rank's groups cross, which
+/* libdlpar/preflight/links.h: the rates of the links a rank's groups cross, which
  * only the pre-flight (--dl-check) needs: libdlpar's, not linked into the
  * plugin. */
 #ifndef DLPAR_LINKS_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/backend_mpi.c: the CPU backend. MPI communicators with exactly
+/* libdlpar/backends/backend_mpi.c: the CPU backend. MPI communicators with exactly
  * the grid's membership (MPI_Comm_split by dp rank for the tensor-parallel
  * groups, by tp rank for the data-parallel groups), blocking collectives
  * watched by the watchdog (a collective that does not finish within the
@@ -13,6 +13,10 @@
 #include <string.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/backends/backends.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
+#include "libdlpar/telemetry/telemetry.h"
 
 typedef struct {
   MPI_Comm comm[3];   /* indexed by dlpar_group */
@@ -25,14 +29,16 @@ typedef struct {
   double times_local, *times_all;
 } mpi_state;
 
-#define MPI_TRY(ctx, call)                                                                 \
+/* On an MPI error: file:line, the call and MPI's words recorded in ctx
+ * (dlpar_fail), whose status the function returns. */
+#define MPI_TRY(call, ctx)                                                                 \
   do {                                                                                     \
     int rc_ = (call);                                                                      \
     if (rc_ != MPI_SUCCESS) {                                                              \
       char text_[MPI_MAX_ERROR_STRING];                                                    \
       int len_ = 0;                                                                        \
       MPI_Error_string(rc_, text_, &len_);                                                 \
-      return dlpar_fail(ctx, DLPAR_ERR_MPI, "%s:%d: %s: %s", __FILE__, __LINE__, #call, text_); \
+      return dlpar_fail((ctx), DLPAR_ERR_MPI, "%s:%d: %s: %s", __FILE__, __LINE__, #call, text_); \
     }                                                                                      \
   } while (0)
 
@@ -93,9 +99,9 @@ static int mpi_start(dlpar_ctx *ctx)
   ctx->backend_state = st;
   for (int g = 0; g < 3; g++)
     st->comm[g] = MPI_COMM_NULL;
-  MPI_TRY(ctx, MPI_Initialized(&initialized));
+  MPI_TRY(MPI_Initialized(&initialized), ctx);
   if (!initialized) {
-    MPI_TRY(ctx, MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+    MPI_TRY(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided), ctx);
     st->initialized_here = true;
   }
   return DLPAR_OK;
@@ -107,7 +113,7 @@ static int mpi_start(dlpar_ctx *ctx)
  * Debian 13 bed). There MPI starts before libdlpar's PMIx_Init, with the
  * modex on demand (unless the user chose otherwise). Its MPI_Init still
  * waits without a limit for every rank (its closing barrier) and for its
- * node's ranks' keys: the guard (pmixboot.c) bounds it by the rendezvous
+ * node's ranks' keys: the guard (mpi_init_guard.c) bounds it by the rendezvous
  * timeout and names the ranks that never came, as the rendezvous would.
  * Open MPI 4.1 takes either order and keeps the older one (MPI once the
  * backend is chosen). */
@@ -141,21 +147,21 @@ static int mpi_init(dlpar_ctx *ctx)
    * TCP BTL calls a NULL handler (a crash) when a peer's first message
    * reaches a rank still inside it. */
   if (st->initialized_here)
-    DLPAR_TRY(dlpar_pmix_barrier(ctx, "the end of MPI_Init"));
-  MPI_TRY(ctx, MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  MPI_TRY(ctx, MPI_Comm_size(MPI_COMM_WORLD, &size));
+    DLPAR_TRY(dlpar_mpi_init_barrier(ctx));
+  MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &rank), ctx);
+  MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &size), ctx);
   if (rank != ctx->info.rank || size != ctx->info.size)
     return dlpar_fail(ctx, DLPAR_ERR_MPI, "MPI_COMM_WORLD (rank %d of %d) does not match PMIx (rank %d of "
                       "%d): launch with srun --mpi=pmix or dlpar-run", rank, size, ctx->info.rank,
                       ctx->info.size);
-  MPI_TRY(ctx, MPI_Comm_dup(MPI_COMM_WORLD, &st->comm[DLPAR_GROUP_WORLD]));
-  MPI_TRY(ctx, MPI_Comm_set_errhandler(st->comm[DLPAR_GROUP_WORLD], MPI_ERRORS_RETURN));
+  MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &st->comm[DLPAR_GROUP_WORLD]), ctx);
+  MPI_TRY(MPI_Comm_set_errhandler(st->comm[DLPAR_GROUP_WORLD], MPI_ERRORS_RETURN), ctx);
   dlpar_phase_mark(ctx, DLPAR_PHASE_WORLD);
-  MPI_TRY(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.dp_rank, ctx->info.tp_rank,
-                                &st->comm[DLPAR_GROUP_TP]));
+  MPI_TRY(MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.dp_rank, ctx->info.tp_rank,
+                         &st->comm[DLPAR_GROUP_TP]), ctx);
   dlpar_phase_mark(ctx, DLPAR_PHASE_TP);
-  MPI_TRY(ctx, MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.tp_rank, ctx->info.dp_rank,
-                                &st->comm[DLPAR_GROUP_DP]));
+  MPI_TRY(MPI_Comm_split(st->comm[DLPAR_GROUP_WORLD], ctx->info.tp_rank, ctx->info.dp_rank,
+                         &st->comm[DLPAR_GROUP_DP]), ctx);
   dlpar_phase_mark(ctx, DLPAR_PHASE_DP);
   if (!(st->times_all = calloc((size_t)size, sizeof(double))))
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "out of memory");
@@ -186,7 +192,7 @@ static int mpi_allreduce(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t co
   dlpar_inflight_begin(ctx, group, "allreduce");
   rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(dtype), mpi_op(op), state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  MPI_TRY(ctx, rc);
+  MPI_TRY(rc, ctx);
   if (op == DLPAR_AVG)
     scale(buf, count, dtype, dlpar_group_size(ctx, group));
   return DLPAR_OK;
@@ -201,7 +207,7 @@ static int mpi_allgather(dlpar_ctx *ctx, dlpar_group group, const void *send, vo
   rc = MPI_Allgather(send, (int)count, mpi_type(dtype), recv, (int)count, mpi_type(dtype),
                      state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  MPI_TRY(ctx, rc);
+  MPI_TRY(rc, ctx);
   return DLPAR_OK;
 }
 
@@ -213,7 +219,7 @@ static int mpi_reduce_scatter(dlpar_ctx *ctx, dlpar_group group, const void *sen
   dlpar_inflight_begin(ctx, group, "reduce_scatter");
   rc = MPI_Reduce_scatter_block(send, recv, (int)count, mpi_type(dtype), mpi_op(op), state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  MPI_TRY(ctx, rc);
+  MPI_TRY(rc, ctx);
   if (op == DLPAR_AVG)
     scale(recv, count, dtype, dlpar_group_size(ctx, group));
   return DLPAR_OK;
@@ -227,7 +233,7 @@ static int mpi_broadcast(dlpar_ctx *ctx, dlpar_group group, void *buf, size_t co
   dlpar_inflight_begin(ctx, group, "broadcast");
   rc = MPI_Bcast(buf, (int)count, mpi_type(dtype), root, state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  MPI_TRY(ctx, rc);
+  MPI_TRY(rc, ctx);
   return DLPAR_OK;
 }
 
@@ -237,7 +243,7 @@ static int mpi_barrier(dlpar_ctx *ctx, dlpar_group group)
   dlpar_inflight_begin(ctx, group, "barrier");
   rc = MPI_Barrier(state_of(ctx)->comm[group]);
   dlpar_inflight_end(ctx, group);
-  MPI_TRY(ctx, rc);
+  MPI_TRY(rc, ctx);
   return DLPAR_OK;
 }
 
@@ -259,8 +265,8 @@ static int mpi_stop_post(dlpar_ctx *ctx, int local, void *stream)
   mpi_state *st = state_of(ctx);
   (void)stream; /* a host int: nothing to order against a device */
   st->stop_local = local;
-  MPI_TRY(ctx, MPI_Iallreduce(&st->stop_local, &st->stop_global, 1, MPI_INT, MPI_MAX,
-                                st->comm[DLPAR_GROUP_WORLD], &st->stop_request));
+  MPI_TRY(MPI_Iallreduce(&st->stop_local, &st->stop_global, 1, MPI_INT, MPI_MAX,
+                         st->comm[DLPAR_GROUP_WORLD], &st->stop_request), ctx);
   return DLPAR_OK;
 }
 
@@ -271,7 +277,7 @@ static int wait_world(dlpar_ctx *ctx, MPI_Request *request, const char *what)
   dlpar_inflight_begin(ctx, DLPAR_GROUP_WORLD, what);
   rc = MPI_Wait(request, MPI_STATUS_IGNORE);
   dlpar_inflight_end(ctx, DLPAR_GROUP_WORLD);
-  MPI_TRY(ctx, rc);
+  MPI_TRY(rc, ctx);
   return DLPAR_OK;
 }
 
@@ -289,8 +295,8 @@ static int mpi_times_post(dlpar_ctx *ctx, double local, void *stream)
   mpi_state *st = state_of(ctx);
   (void)stream; /* host-side times */
   st->times_local = local;
-  MPI_TRY(ctx, MPI_Iallgather(&st->times_local, 1, MPI_DOUBLE, st->times_all, 1, MPI_DOUBLE,
-                                st->comm[DLPAR_GROUP_WORLD], &st->times_request));
+  MPI_TRY(MPI_Iallgather(&st->times_local, 1, MPI_DOUBLE, st->times_all, 1, MPI_DOUBLE,
+                         st->comm[DLPAR_GROUP_WORLD], &st->times_request), ctx);
   return DLPAR_OK;
 }
 

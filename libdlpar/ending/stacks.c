@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/stacks.c: the stacks of a hung step. A stack request is SIGURG
+/* libdlpar/ending/stacks.c: the stacks of a hung step. A stack request is SIGURG
  * (ignored by default, so a program without libdlpar loses nothing): the
  * watchdog sends it to every rank before it ends the step on a hang (a
  * collective past its timeout, a stopped rank), and anyone can, at any
@@ -31,6 +31,8 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
 #include "common/text.h"
 
 /* A dump is one write(2) of at most PIPE_BUF bytes (atomic on a pipe: the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/watchdog.c: a thread that keeps a step from hanging. Every
+/* libdlpar/ending/watchdog.c: a thread that keeps a step from hanging. Every
  * 100 ms it asks the backend for asynchronous errors and collectives that
  * exceeded the timeout (then the step ends with a message naming the
  * group), and it receives the stop signals: SIGTERM, SIGINT and SIGUSR1 are
@@ -14,9 +14,14 @@
  * DLPAR_SIGNALS=keep) has none of this: no mask, no handler, no signalfd.
  * A rank that is ending the step (dlpar_abort, dlpar_abort_shared) exits
  * at the first, silently. Once a second it also looks at the other ranks of
- * its node (/proc): one that stays stopped ends the step, by name. What it
- * finds goes to end_step.c (dlpar_fatal), which ends the step or keeps it
- * for the host. */
+ * its node (/proc): one that stays stopped ends the step, by name.
+ * This file owns the policy of what it finds, and decides there, once per
+ * condition: on_stop_signal for the signals (this process ends), and
+ * on_finding for a collective past its timeout, an asynchronous error or a
+ * rank stopped too long (the step ends now, after every rank's stack on a
+ * hang; or, with the host's grace, the condition is kept in fatal.c and the
+ * step ends here only when the grace passes untaken). Both end through
+ * end_step.c. */
 #include "config.h"
 
 #include <errno.h>
@@ -30,6 +35,8 @@
 #include <unistd.h>
 
 #include "libdlpar/internal.h"
+#include "libdlpar/bootstrap/bootstrap.h"
+#include "libdlpar/ending/ending.h"
 #include "common/text.h"
 
 /* Groups up to this size get their suspects listed by rank. */
@@ -71,15 +78,18 @@ int dlpar_watchdog_block_signals(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
+/* The one decision on a stop signal: the first asks the program to stop;
+ * a second one, or any while this rank is ending the step already, ends
+ * this process now. */
 static void on_stop_signal(dlpar_ctx *ctx, int sig)
 {
-  const int quiet_exit_code = atomic_load(&ctx->quiet_exit_code);
-  if (quiet_exit_code)
-    dlpar_end_process(quiet_exit_code);
-  if (atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
+  int exit_code = atomic_load(&ctx->quiet_exit_code);
+  if (!exit_code && atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
     dlpar_eprintf("dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal(sig));
-    dlpar_end_process(128 + sig);
+    exit_code = 128 + sig;
   }
+  if (exit_code)
+    dlpar_end_process(exit_code);
   dlpar_eprintf("dlpar: rank %d: %s received: stopping at the next step boundary (again to exit now)\n",
                 ctx->info.rank, strsignal(sig));
 }
@@ -111,9 +121,8 @@ static char process_state(long pid)
  * are counted: when the whole node is suspended (scontrol suspend) this
  * thread is stopped too and counts nothing. Stopped ranks elsewhere (a hung
  * node) are found by the collective timeout. */
-static void check_stopped_peers(dlpar_ctx *ctx)
+static int check_stopped_peers(dlpar_ctx *ctx, dlpar_error *err)
 {
-  char message[DLPAR_ERRLEN];
   int reporter = ctx->info.rank, culprit = -1;
   for (int rank = 0; rank < ctx->info.size; rank++) {
     if (!ctx->peer_pid[rank])
@@ -125,11 +134,11 @@ static void check_stopped_peers(dlpar_ctx *ctx)
       culprit = rank;
   }
   if (culprit < 0 || reporter != ctx->info.rank)
-    return;
-  snprintf(message, sizeof(message), "rank %d (pid %ld) on %s has been stopped for %d s (SIGSTOP, "
-           "SIGTSTP): ending the step (send it SIGCONT sooner; DLPAR_STOPPED_TIMEOUT=%g s)", culprit,
-           ctx->peer_pid[culprit], ctx->info.host, ctx->peer_stopped_polls[culprit] - 1, ctx->stopped_timeout);
-  dlpar_fatal(ctx, DLPAR_ERR_TIMEOUT, message);
+    return DLPAR_OK;
+  return dlpar_error_set(err, DLPAR_ERR_TIMEOUT, "rank %d (pid %ld) on %s has been stopped for %d s (SIGSTOP, "
+                         "SIGTSTP): ending the step (send it SIGCONT sooner; DLPAR_STOPPED_TIMEOUT=%g s)", culprit,
+                         ctx->peer_pid[culprit], ctx->info.host, ctx->peer_stopped_polls[culprit] - 1,
+                         ctx->stopped_timeout);
 }
 
 void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out, size_t len)
@@ -177,6 +186,35 @@ void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *
                   waited, suspects);
 }
 
+/* The step ends on what the watchdog found: its line, then, for a hang,
+ * every rank's stack and the summary (stacks.c), then the end. */
+static void end_on_finding(dlpar_ctx *ctx, int status, const char *line)
+{
+  dlpar_eprintf("dlpar: %s\n", line);
+  if (status == DLPAR_ERR_TIMEOUT)
+    dlpar_stacks_request(ctx);
+  dlpar_end_step(ctx, 1, line, DLPAR_LINE_PRINTED);
+}
+
+/* The one decision on what the watchdog finds: without a grace the step
+ * ends now; with one, the first condition is kept for the host and the
+ * communicators are aborted, so that what waits on them returns. */
+static void on_finding(dlpar_ctx *ctx, int status, const char *line)
+{
+  if (ctx->fatal_grace <= 0)
+    end_on_finding(ctx, status, line);
+  if (dlpar_fatal_keep(ctx, status, line, false))
+    dlpar_abort_comms(ctx);
+}
+
+/* A kept condition the host has not taken within the grace ends the step
+ * as it would have without one. */
+static void on_grace_passed(dlpar_ctx *ctx)
+{
+  if (!atomic_load(&ctx->fatal_taken) && dlpar_now() - ctx->fatal_at > ctx->fatal_grace)
+    end_on_finding(ctx, atomic_load(&ctx->fatal_status), ctx->fatal_line);
+}
+
 static void *watchdog_main(void *arg)
 {
   dlpar_ctx *ctx = arg;
@@ -188,13 +226,14 @@ static void *watchdog_main(void *arg)
     read_signals(ctx);
     dlpar_stacks_publish(ctx);
     if (atomic_load(&ctx->fatal_status)) { /* kept for the host: only its grace is watched */
-      dlpar_fatal_deadline(ctx);
+      on_grace_passed(ctx);
       continue;
     }
-    if ((rc = ctx->backend->poll(ctx, dlpar_now(), &err)) != DLPAR_OK)
-      dlpar_fatal(ctx, rc, err.text);
-    else if (polls % 10 == 0)
-      check_stopped_peers(ctx);
+    rc = ctx->backend->poll(ctx, dlpar_now(), &err);
+    if (rc == DLPAR_OK && polls % 10 == 0)
+      rc = check_stopped_peers(ctx, &err);
+    if (rc != DLPAR_OK)
+      on_finding(ctx, rc, err.text);
   }
   return NULL;
 }
@@ -257,16 +296,14 @@ static int wait_posted_stop(dlpar_ctx *ctx, int *stop)
 
 DLPAR_API int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop)
 {
-  int rc;
   *stop = 0;
   if (!ctx->backend)
     return dlpar_fail(ctx, DLPAR_ERR_STATE, "a stop agreement needs dlpar_init's collectives (not "
                       "dlpar_init_bootstrap)");
-  rc = wait_posted_stop(ctx, stop);
-  if (rc != DLPAR_OK || *stop)
-    return rc;
-  if ((rc = ctx->backend->stop_post(ctx, atomic_load(&ctx->stop_signals) > 0, stream)) != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(wait_posted_stop(ctx, stop));
+  if (*stop)
+    return DLPAR_OK;
+  DLPAR_TRY(ctx->backend->stop_post(ctx, atomic_load(&ctx->stop_signals) > 0, stream));
   ctx->stop_posted = true;
   return DLPAR_OK;
 }
