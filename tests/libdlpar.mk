@@ -37,3 +37,9 @@ check_PROGRAMS += tests/unit/struct_layout
 tests_unit_struct_layout_SOURCES = tests/unit/struct_layout.c
 dist_check_SCRIPTS += tests/unit/python_mirror.sh
 TESTS += tests/unit/python_mirror.sh
+# Stopping a PyTorch program early (dlpar.stop, dlpar.torch.Stop) through
+# contrib/pytorch/ddp_requeue.py under dlpar-run: the agreed stop step, the
+# atomic checkpoint, exit 85, the restart at the next step, a signal twice,
+# during start-up, during the checkpoint's write.
+dist_check_SCRIPTS += tests/integration/torch_stop.sh
+TESTS += tests/integration/torch_stop.sh
