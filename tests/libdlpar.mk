@@ -43,3 +43,7 @@ TESTS += tests/unit/python_mirror.sh
 # during start-up, during the checkpoint's write.
 dist_check_SCRIPTS += tests/integration/torch_stop.sh
 TESTS += tests/integration/torch_stop.sh
+# The module pip-installed into a venv (python/pyproject.toml, no network)
+# finding libdlpar without DLPAR_LIBRARY, its programs run from there.
+dist_check_SCRIPTS += tests/unit/python_venv.sh
+TESTS += tests/unit/python_venv.sh
