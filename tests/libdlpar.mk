@@ -8,6 +8,7 @@ tests_integration_pmix_client_LDADD = $(PMIX_LIBS)
 INTEGRATION_TESTS += \
 	tests/integration/bed_pmix.sh \
 	tests/integration/torch_env.sh \
+	tests/integration/torch_stop_bed.sh \
 	tests/integration/spank_profile.sh \
 	tests/integration/spank_admin.sh \
 	tests/integration/launcher_groups.sh \

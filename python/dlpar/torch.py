@@ -203,7 +203,10 @@ class Stop:
     carried a request (with overlap=False, at that post: the all-reduce is
     waited for there). The cost: one all-reduce of one int per `every`
     steps, overlapped with the next steps' work by default (bench/RESULTS.md).
-    The signals are dlpar.stop's (installed here too, if not yet)."""
+    The signals are dlpar.stop's (installed here too, if not yet). Once
+    agreed, .step is the step all ranks stopped at and .signal the
+    largest signal number a rank posted. It needs only torch.distributed:
+    a program initialised with env:// may use it too."""
 
     def __init__(self, every=1, overlap=True):
         if not isinstance(every, int) or every < 1:
