@@ -17,6 +17,8 @@
   skip "no venv module with ensurepip for /usr/bin/python3 (apt-get install python3-venv)"
 /usr/bin/python3 -c 'import setuptools, wheel' 2>/dev/null ||
   skip "no setuptools and wheel for /usr/bin/python3 to build the module with (apt-get install python3-setuptools python3-wheel)"
+/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
+  skip "no PyTorch for /usr/bin/python3, which the venv's module programs need (apt-get install python3-torch)"
 unset DLPAR_LIBRARY PYTHONPATH
 venv=$TEST_TMP/venv
 libs=$B/libdlpar/.libs
@@ -53,11 +55,17 @@ pc=$(find "$stage" -name dlpar.pc | head -1)
 prefix=$(sed -n 's/^prefix=//p' "$pc")
 sed -i "s|^prefix=.*|prefix=$stage$prefix|" "$pc"
 lib=$(dirname "$(find "$stage" -name libdlpar.so.0 | head -1)")
-expect_eq "found by dlpar.pc's libdir (PKG_CONFIG_PATH)" "$(loaded_from PKG_CONFIG_PATH="$(dirname "$pc")")" \
-  "$lib/libdlpar.so.0"
-expect_eq "found beside the dlpar-run on PATH" \
-  "$(loaded_from PATH="$(dirname "$(find "$stage" -name dlpar-run | head -1)"):$PATH")" "$lib/libdlpar.so.0"
+# places ENV...: what python3 -m dlpar lists
+places() { (cd / && env "$@" "$venv/bin/python" -m dlpar 2>&1); }
+bindir=$(dirname "$(find "$stage" -name dlpar-run | head -1)")
+expect_contains "dlpar.pc's libdir listed (PKG_CONFIG_PATH)" "$(places PKG_CONFIG_PATH="$(dirname "$pc")")" \
+  "dlpar.pc's libdir: $lib/libdlpar.so.0"
+expect_contains "the lib directory beside dlpar-run listed (PATH)" "$(places PATH="$bindir:$PATH")" \
+  "beside dlpar-run: $lib/libdlpar.so.0"
+# Loaded from there where no libdlpar is installed system-wide (ldconfig's would come first)
 if ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libdlpar\.so\.0 '; then
+  expect_eq "loaded by dlpar.pc's libdir" "$(loaded_from PKG_CONFIG_PATH="$(dirname "$pc")")" "$lib/libdlpar.so.0"
+  expect_eq "loaded from beside dlpar-run" "$(loaded_from PATH="$bindir:$PATH")" "$lib/libdlpar.so.0"
   out=$(cd / && PATH=/usr/bin:/bin "$venv/bin/python" -c 'import dlpar; dlpar.bootstrap()' 2>&1)
   expect_rc "nowhere: a DlparError" $? 1
   expect_contains "nowhere: one line naming the places tried and the fix" "$(tail -n 1 <<<"$out")" \
@@ -65,8 +73,6 @@ if ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libdlpar\.so\.0 '; then
 fi
 
 # The module's programs from the venv under dlpar-run: no PYTHONPATH, no DLPAR_LIBRARY
-/usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
-  { echo "no PyTorch for /usr/bin/python3: the venv's torch programs not run"; finish; }
 run=(env LD_LIBRARY_PATH="$libs" "$B/tools/dlpar-run" -n 2 --dl-parallel=1x2 -- "$venv/bin/python")
 out=$("${run[@]}" "$DLPAR_SRCDIR/tests/integration/torch/module_program.py" 2>&1)
 expect_rc "the venv's module: groups under dlpar-run" $? 0
