@@ -56,13 +56,13 @@ INTEGRATION_TESTS += \
 	tests/integration/train_skew.sh \
 	tests/integration/train_progress.sh \
 	tests/integration/train_loader_faults.sh \
-	tests/integration/train_layouts.sh \
-	tests/integration/tutorial_commands.sh \
-	tests/integration/contrib_sbatch.sh \
+	tests/integration/train_layouts.sh tests/integration/train_layouts_h5py.sh \
+	tests/integration/tutorial_commands.sh tests/integration/tutorial_profiler.sh \
+	tests/integration/contrib_sbatch.sh tests/integration/contrib_sbatch_torch.sh \
 	tests/integration/demo.sh \
 	tests/integration/bundle.sh
-dist_check_SCRIPTS += tests/integration/docs.sh
-TESTS += tests/integration/docs.sh
+dist_check_SCRIPTS += tests/integration/docs.sh tests/integration/docs_torch.sh
+TESTS += tests/integration/docs.sh tests/integration/docs_torch.sh
 # docs.sh installs from the build tree: it runs after the other tests that use it.
 tests/integration/docs.log: $(INTEGRATION_TESTS:.sh=.log)
 
