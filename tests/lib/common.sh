@@ -12,7 +12,12 @@ TEST_NAME=$(basename "$0")
 TEST_FAILURES=0
 TEST_CHECKS=0
 TEST_TMP=$(mktemp -d "$DLPAR_BUILDDIR/tests/tmp.$TEST_NAME.XXXXXX")
-trap 'rm -rf "$TEST_TMP"' EXIT
+TEST_SHELL=$BASHPID
+# Only the test's own shell removes TEST_TMP. A subshell (`( ... ) &`)
+# signalled right after its fork, before bash has reset the traps it
+# inherited, runs this trap as it dies: a watchdog subshell killed at once
+# (its run had already ended) removed a test's files under it.
+trap '[ "$BASHPID" != "$TEST_SHELL" ] || rm -rf "$TEST_TMP"' EXIT
 
 fail() { TEST_FAILURES=$((TEST_FAILURES + 1)); echo "FAILED: $*" >&2; }
 pass() { echo "ok: $*"; }
