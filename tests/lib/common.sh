@@ -12,12 +12,17 @@ TEST_NAME=$(basename "$0")
 TEST_FAILURES=0
 TEST_CHECKS=0
 TEST_TMP=$(mktemp -d "$DLPAR_BUILDDIR/tests/tmp.$TEST_NAME.XXXXXX")
-TEST_SHELL=$BASHPID
-# Only the test's own shell removes TEST_TMP. A subshell (`( ... ) &`)
-# signalled right after its fork, before bash has reset the traps it
-# inherited, runs this trap as it dies: a watchdog subshell killed at once
-# (its run had already ended) removed a test's files under it.
-trap '[ "$BASHPID" != "$TEST_SHELL" ] || rm -rf "$TEST_TMP"' EXIT
+# end_test SHELL: the EXIT trap. Only the test's own shell (SHELL, its pid)
+# removes TEST_TMP: a subshell (`( ... ) &`) signalled right after its fork,
+# before bash has reset the traps it inherited, runs this trap as it dies
+# (a watchdog subshell killed at once, its run already over, removed a
+# test's files under it). The check is a function's: written inline in the
+# trap, `[ ... ] || rm` still removed them from such a subshell.
+end_test() {
+  [ "$BASHPID" = "$1" ] || return 0
+  rm -rf "$TEST_TMP"
+}
+trap "end_test $BASHPID" EXIT
 
 fail() { TEST_FAILURES=$((TEST_FAILURES + 1)); echo "FAILED: $*" >&2; }
 pass() { echo "ok: $*"; }
