@@ -35,9 +35,11 @@ kernels/cuda/gemm.o kernels/cuda/elementwise.o kernels/cuda/layernorm.o kernels/
 	kernels/cuda/adam.o kernels/cuda/attention_cudnn.o: $(NVCC_INCLUDED)
 kernels/cuda/attention.o tests/unit/attention_emulator.o: $(NVCC_INCLUDED) \
 	$(srcdir)/kernels/cuda/attention_tiles.cuh
+# the GPU stand-ins' one block runner and C interface
+tests/unit/attention_emulator.o tests/unit/attention_mma_emulator.o tests/unit/layernorm_emulator.o: \
+	$(srcdir)/tests/unit/block_emulator.cuh $(srcdir)/tests/unit/emulators.h $(srcdir)/tests/unit/fibers.h
 kernels/cuda/attention_mma.o tests/unit/attention_mma_emulator.o: $(NVCC_INCLUDED) \
 	$(srcdir)/kernels/cuda/attention_tiles.cuh $(srcdir)/kernels/cuda/attention_mma_tiles.cuh
-tests/unit/attention_mma_emulator.o: $(srcdir)/tests/unit/attention_mma_emulator.h $(srcdir)/tests/unit/fibers.h
 # The tensor-core attention keeps ptxas's report (registers and spills of
 # each kernel) beside its object: tests/unit/attention_mma_build.sh reads it.
 kernels/cuda/attention_mma.o: kernels/cuda/attention_mma.cu
@@ -48,8 +50,7 @@ CLEANFILES += kernels/cuda/attention_mma.ptxas
 # LayerNorm's backward block code (the kernels and the CPU stand-in);
 # layernorm.o keeps ptxas's report too: tests/unit/layernorm_build.sh.
 kernels/cuda/layernorm.o tests/unit/layernorm_emulator.o: $(srcdir)/kernels/cuda/layernorm_rows.cuh
-tests/unit/layernorm_emulator.o: $(NVCC_INCLUDED) $(srcdir)/tests/unit/layernorm_emulator.h \
-	$(srcdir)/tests/unit/fibers.h
+tests/unit/layernorm_emulator.o: $(NVCC_INCLUDED)
 kernels/cuda/layernorm.o: kernels/cuda/layernorm.cu
 	@$(MKDIR_P) $(@D)
 	$(AM_V_GEN)$(NVCC) $(NVCC_FLAGS) -Xptxas -v -c -o $@ $< 2>$(@:.o=.ptxas) || { cat $(@:.o=.ptxas) >&2; exit 1; }

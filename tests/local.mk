@@ -35,6 +35,9 @@ TESTS += tests/unit/licence.sh
 # squeue, sinfo and scontrol that fail or answer on cue (no bed).
 dist_check_SCRIPTS += tests/unit/restart_cases.sh
 TESTS += tests/unit/restart_cases.sh
+# No shell test says it left a check out and passes (a SKIP instead).
+dist_check_SCRIPTS += tests/unit/no_silent_pass.sh
+TESTS += tests/unit/no_silent_pass.sh
 EXTRA_DIST += tests/unit/check.h
 
 EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topologies \
@@ -49,8 +52,8 @@ SH_LOG_COMPILER = $(LOG_COMPILER) bash
 # The plugin's own; libdlpar's and the trainer's are in tests/libdlpar.mk
 # and tests/trainer.mk.
 INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_env.sh tests/integration/slurm_steps.sh \
-	tests/integration/spank_config.sh tests/integration/spank_network.sh tests/integration/plugin_install.sh \
-	tests/integration/restart_steps.sh
+	tests/integration/spank_config.sh tests/integration/spank_config_steps.sh tests/integration/spank_config_hello.sh \
+	tests/integration/spank_network.sh tests/integration/plugin_install.sh tests/integration/restart_steps.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += tests/lib/common.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary

@@ -56,13 +56,13 @@ INTEGRATION_TESTS += \
 	tests/integration/train_skew.sh \
 	tests/integration/train_progress.sh \
 	tests/integration/train_loader_faults.sh \
-	tests/integration/train_layouts.sh \
-	tests/integration/tutorial_commands.sh \
-	tests/integration/contrib_sbatch.sh \
+	tests/integration/train_layouts.sh tests/integration/train_layouts_h5py.sh \
+	tests/integration/tutorial_commands.sh tests/integration/tutorial_profiler.sh \
+	tests/integration/contrib_sbatch.sh tests/integration/contrib_sbatch_torch.sh \
 	tests/integration/demo.sh \
 	tests/integration/bundle.sh
-dist_check_SCRIPTS += tests/integration/docs.sh
-TESTS += tests/integration/docs.sh
+dist_check_SCRIPTS += tests/integration/docs.sh tests/integration/docs_torch.sh
+TESTS += tests/integration/docs.sh tests/integration/docs_torch.sh
 # docs.sh installs from the build tree: it runs after the other tests that use it.
 tests/integration/docs.log: $(INTEGRATION_TESTS:.sh=.log)
 
@@ -72,6 +72,11 @@ tests_numerics_vit_dump_SOURCES = tests/numerics/vit_dump.c
 tests_numerics_vit_dump_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
 tests_numerics_vit_dump_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lm
 EXTRA_DIST += tests/numerics/torch_reference.py tests/numerics/torch_vit.py tests/numerics/read_tfevents.py
+
+# The GPU stand-ins (tests/unit/*_emulator.cu) share one block runner and
+# one C interface.
+BLOCK_EMULATOR_SOURCES = tests/unit/block_emulator.cuh tests/unit/emulators.h tests/unit/fibers.c \
+	tests/unit/fibers.h tests/gpu/gpu_check.h
 
 # GPU tests (make check-gpu runs only them): compiled and linked in every
 # make check, where they SKIP without a GPU. They find etc/vit.yaml through
@@ -130,9 +135,9 @@ tests_gpu_test_nccl_gpu_LDADD = libdlpar/libdlpar_core.la kernels/libdlpar_kerne
 check_PROGRAMS += tests/unit/test_attention_tiles
 TESTS += tests/unit/test_attention_tiles
 tests_unit_test_attention_tiles_SOURCES = tests/unit/test_attention_tiles.c tests/unit/attention_emulator.cu \
-	tests/unit/attention_emulator.h tests/gpu/gpu_check.h
+	$(BLOCK_EMULATOR_SOURCES)
 tests_unit_test_attention_tiles_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
-tests_unit_test_attention_tiles_LDADD = $(tests_gpu_test_kernels_gpu_LDADD) -lpthread
+tests_unit_test_attention_tiles_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
 # The tensor-core attention's block code on the CPU (its stand-in for the
 # GPU runs a fiber per CUDA thread), beside the FMA kernels' emulation; and
 # its kernels as nvcc compiled them (no spills; the TF32 MMA in the PTX):
@@ -140,10 +145,9 @@ tests_unit_test_attention_tiles_LDADD = $(tests_gpu_test_kernels_gpu_LDADD) -lpt
 check_PROGRAMS += tests/unit/test_attention_mma
 TESTS += tests/unit/test_attention_mma tests/unit/attention_mma_build.sh
 tests_unit_test_attention_mma_SOURCES = tests/unit/test_attention_mma.c tests/unit/attention_mma_emulator.cu \
-	tests/unit/attention_mma_emulator.h tests/unit/fibers.c tests/unit/fibers.h tests/unit/attention_emulator.cu \
-	tests/unit/attention_emulator.h tests/gpu/gpu_check.h
+	tests/unit/attention_emulator.cu $(BLOCK_EMULATOR_SOURCES)
 tests_unit_test_attention_mma_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
-tests_unit_test_attention_mma_LDADD = $(tests_gpu_test_kernels_gpu_LDADD) -lpthread
+tests_unit_test_attention_mma_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
 dist_check_SCRIPTS += tests/unit/attention_mma_build.sh
 if HAVE_CUDNN
 GPU_TESTS += tests/gpu/test_attention_gpu
@@ -208,7 +212,7 @@ if HAVE_CUDA
 check_PROGRAMS += tests/unit/test_layernorm_rows
 TESTS += tests/unit/test_layernorm_rows tests/unit/layernorm_build.sh
 tests_unit_test_layernorm_rows_SOURCES = tests/unit/test_layernorm_rows.c tests/unit/layernorm_emulator.cu \
-	tests/unit/layernorm_emulator.h tests/unit/fibers.c tests/unit/fibers.h tests/gpu/gpu_check.h
+	$(BLOCK_EMULATOR_SOURCES)
 tests_unit_test_layernorm_rows_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_unit_test_layernorm_rows_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
 endif

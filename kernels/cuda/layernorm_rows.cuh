@@ -89,6 +89,23 @@ template <int G> __host__ __device__ constexpr int ln_fused_shared_floats()
   return 3 * G * LN_GROUP;
 }
 
+/* Runs fn(g, col, w) for each of the lane's G column groups that lies
+ * inside the row (first column col), with w the weights of its 4 columns
+ * as the block staged them in shared memory at w_row. */
+template <int G, typename Ctx, typename Fn>
+__host__ __device__ __forceinline__ void ln_each_group(const Ctx &c, const float *w_row, int lane, int C, const Fn &fn)
+{
+  REDUCE_UNROLL
+  for (int g = 0; g < G; g++) {
+    const int col = g * LN_GROUP + lane * 4;
+    float w[4];
+    if (col >= C)
+      continue;
+    c.load(w, w_row + col);
+    fn(g, col, w);
+  }
+}
+
 /* Chunk `chunk` of the rows (one block of LN_THREADS): dinp, dinp_act and
  * the chunk's stage-1 partials of dw, db; smem: ln_fused_shared_floats<G>
  * floats on 16 bytes. Every thread reaches every barrier. */
@@ -127,29 +144,17 @@ __host__ __device__ void ln_bwd_fused_block(const Ctx &c, float *smem, int chunk
         c.load(sum[g], a.dinp + base + col);
       }
     }
-    REDUCE_UNROLL
-    for (int g = 0; g < G; g++) {
-      const int col = g * LN_GROUP + lane * 4;
-      float w[4];
-      if (col >= C)
-        continue;
-      c.load(w, w_row + col);
+    ln_each_group<G>(c, w_row, lane, C, [&](int g, int, const float(&w)[4]) {
       for (int i = 0; i < 4; i++) {
         const float dnorm = d[g][i] * w[i];
         x[g][i] = (x[g][i] - mean[0]) * rstd[0]; /* x becomes norm */
         dnorm_mean += dnorm;
         dnorm_norm_mean += dnorm * x[g][i];
       }
-    }
+    });
     dnorm_mean = c.sum_warp(dnorm_mean) / C;
     dnorm_norm_mean = c.sum_warp(dnorm_norm_mean) / C;
-    REDUCE_UNROLL
-    for (int g = 0; g < G; g++) {
-      const int col = g * LN_GROUP + lane * 4;
-      float w[4];
-      if (col >= C)
-        continue;
-      c.load(w, w_row + col);
+    ln_each_group<G>(c, w_row, lane, C, [&](int g, int col, const float(&w)[4]) {
       for (int i = 0; i < 4; i++) {
         sum[g][i] += (d[g][i] * w[i] - dnorm_mean - x[g][i] * dnorm_norm_mean) * rstd[0];
         dw[g][i] += d[g][i] * x[g][i];
@@ -158,7 +163,7 @@ __host__ __device__ void ln_bwd_fused_block(const Ctx &c, float *smem, int chunk
       c.store(a.dinp + base + col, sum[g]);
       if (a.dinp_act)
         c.store(a.dinp_act + base + col, sum[g]);
-    }
+    });
   }
   /* the warps' sums in warp order: warp 0 stores, 1 .. 6 add, 7 adds and
    * writes the partials; a barrier between turns */

@@ -7,7 +7,8 @@
 # 2 tasks) with the tiny `test` config: the job must run dlpar-train with
 # the grid it asked for (the profile template under the STAND-IN nsys of
 # tests/stand-ins: nsys cannot be installed here). The restart template
-# trains on all nodes but a spare, through dlpar-restart.
+# trains on all nodes but a spare, through dlpar-restart. The PyTorch
+# template runs in contrib_sbatch_torch.sh (it needs torch).
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 make_data
 use_bed
@@ -59,20 +60,8 @@ log=$(cat "$TEST_TMP/restart.out" 2>/dev/null)
 expect_contains "restart: grid on the nodes but the spare" "$log" "dlpar-train: grid 2x1 (tensor x data parallel) on 1 node"
 expect_contains "restart: ran" "$log" "dlpar-train: done at step 12"
 
-# The PyTorch template: the example script as written (env://), then with dlpar's module
-template=$DLPAR_SRCDIR/contrib/sbatch/pytorch.sbatch
-expect_eq "pytorch: grid fits" "$(sbatch_value "$template" dl-parallel)" 2x2
-if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
-  torch_env_without_libuv # Debian 13's torch (tests/lib/common.sh); sbatch passes it on (--export=ALL)
-  for args in "" --dlpar; do
-    out=$(sbatch -W -o "$TEST_TMP/pytorch.out" --export=ALL,PYTHON=/usr/bin/python3,SCRIPT=$DLPAR_SRCDIR/contrib/pytorch/ddp_example.py,ARGS=$args,PYTHONPATH=$DLPAR_SRCDIR/python,DLPAR_LIBRARY=$B/libdlpar/.libs/libdlpar.so \
-            "$template" 2>&1)
-    expect_rc "pytorch ${args:-env://}: sbatch -W" $? 0
-    expect_contains "pytorch ${args:-env://}: ran" "$(cat "$TEST_TMP/pytorch.out" 2>/dev/null)" "ddp_example: done on 4 ranks"
-  done
-else
-  echo "pytorch template: not run (no torch for /usr/bin/python3)"
-fi
+# The PyTorch template's grid (its runs: contrib_sbatch_torch.sh)
+expect_eq "pytorch: grid fits" "$(sbatch_value "$DLPAR_SRCDIR/contrib/sbatch/pytorch.sbatch" dl-parallel)" 2x2
 expect_eq "profile: nsys wrapped rank 0 only" "$(grep -c 'rank0 ' "$DLPAR_NSYS_RECORD" 2>/dev/null)" 1
 expect_contains "profile: steps" "$(grep -h 'Saved\|done' "$TEST_TMP/profile.out")" "done"
 finish

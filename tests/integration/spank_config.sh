@@ -8,11 +8,10 @@
 # steps without them; slurmstepd does the same per node where only the
 # node's file is bad (srun and sbatch reading a good one: a login node whose
 # plugstack.conf differs), saying that srun's reading differs, once per node,
-# and the batch step too;
-# a node with no dlpar line under such an srun: dlpar-hello refuses in one
-# line per rank (the nodes' part of srun's steps needs mpi/pmix: without
-# it srun refuses --dl-* steps itself). Then the smaller rules: yes|no only,
-# a key given once, and dlpar-check-config on the bed's files.
+# and the batch step too (srun's steps, which need mpi/pmix, are
+# spank_config_steps.sh's; a node without dlpar's line under a good srun,
+# spank_config_hello.sh's). Then the smaller rules: yes|no only, a key
+# given once, and dlpar-check-config on the bed's files.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 check_config=$B/spank/dlpar-check-config
 plugin=$B/spank/.libs/spank_dlpar.so
@@ -71,40 +70,6 @@ expect_eq "a node's bad line: the batch step's refusal, in the job's output" \
   "$(grep -e dlpar: -e 'script ran' "$TEST_TMP/batch.out" | sed 's/^.* error: dlpar: /dlpar: /')" \
   "dlpar: plugstack.conf: unknown key 'torch_port' $known (line 1 of $plugstack on n1): n1 refuses every --dl-* step until the admin corrects it (dlpar-check-config checks the file)"
 
-# Where srun accepts --dl-* options, which needs mpi/pmix (without it srun
-# refuses them itself): the nodes' refusal of srun's steps; then a node
-# without dlpar's line under srun's good one: the step has no DLPAR_*, and
-# a program of dlpar's refuses, one line per rank.
-if [ "$DLPAR_BED_PMIX" = yes ]; then
-  out=$(login srun -N2 --ntasks-per-node=2 --dl-parallel=2x2 true 2>&1)
-  expect_rc "a node's bad line, srun's good: the step" $? 1
-  for node in n1 n2; do
-    expect_eq "a node's bad line, srun's good: $node says so once" "$(grep "slurmstepd-$node: error: dlpar:" <<<"$out")" \
-      "slurmstepd-$node: error: dlpar: plugstack.conf: unknown key 'torch_port' $known (line 1 of $plugstack on $node): srun accepted the step where it runs, so $node reads the line otherwise (Slurm needs the same plugstack.conf on every node): $node refuses every --dl-* step until the admin corrects it"
-  done
-  expect_eq "a node's bad line, srun's good: no other line of dlpar's" "$(grep -c dlpar: <<<"$out")" 2
-  out=$(login srun -N1 -n1 --export=NONE --dl-parallel=1x1 /bin/true 2>&1)
-  expect_rc "a node's bad line, srun --export=NONE" $? 1
-  expect_eq "a node's bad line, srun --export=NONE: the node's own line" "$(grep dlpar: <<<"$out")" \
-    "slurmstepd-n1: error: dlpar: plugstack.conf: unknown key 'torch_port' $known (line 1 of $plugstack on n1): n1 refuses every --dl-* step until the admin corrects it (dlpar-check-config checks the file)"
-  : >"$plugstack"
-  out=$(login srun -N2 --ntasks-per-node=1 --dl-parallel=1x2 bash -c 'echo "${DLPAR_TP_SIZE-unset}"' 2>&1)
-  expect_eq "a node without dlpar's line: no DLPAR_* in the tasks" "$out" "unset
-unset"
-  if [ -x "$B/tools/dlpar-hello" ]; then
-    out=$(login srun -N2 --ntasks-per-node=1 --dl-parallel=1x2 "$B/tools/dlpar-hello" 2>&1)
-    expect_rc "a node without dlpar's line: dlpar-hello" $? nonzero
-    for node in n1 n2; do
-      expect_eq "a node without dlpar's line: dlpar-hello on $node says why, once" \
-        "$(grep "^dlpar-hello: srun accepted --dl-\* options for step [0-9]*\.0, but dlpar's plugin did not run on $node: its plugstack.conf has no spank_dlpar.so line, and Slurm needs the same plugstack.conf on every node (ask the admin)$" <<<"$out" | wc -l)" 1
-    done
-  else
-    echo "not run (no libdlpar in this build): dlpar-hello on a node without dlpar's line"
-  fi
-else
-  echo "not run (no mpi/pmix in this Slurm: srun refuses every --dl-* step itself): the nodes' refusal of srun's steps"
-fi
-
 # yes|no only, each key once: refused like any bad line, naming the line
 for args in "bind_cpus=true|plugstack.conf: bind_cpus=true: expected yes or no" \
             "bind_nic=1|plugstack.conf: bind_nic=1: expected yes or no" \
@@ -116,11 +81,5 @@ for args in "bind_cpus=true|plugstack.conf: bind_cpus=true: expected yes or no" 
   out=$("$check_config" "$plugstack" 2>&1)
   expect_eq "${args%%|*}: dlpar-check-config" "$out" "dlpar-check-config: $plugstack:1: ${args#*|}"
 done
-if [ "$DLPAR_BED_PMIX" = yes ]; then
-  echo "$good bind_cpus=no bind_nic=yes" >"$plugstack"
-  out=$(cd "$TEST_TMP" && srun -N1 -n1 --dl-parallel=1x1 printenv DLPAR_TP_SIZE 2>&1)
-  expect_eq "bind_cpus=no bind_nic=yes: runs" "$out" 1
-fi
-
 "$DLPAR_SRCDIR/tests/testbed/dlpar-bed" stop --state "$TEST_TMP/bed" >/dev/null
 finish

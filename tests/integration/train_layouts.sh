@@ -3,8 +3,7 @@
 # tests/integration/train_layouts.sh: dlpar-gen-data's layouts (--layout=)
 # and dlpar-train on each:
 #  - every layout holds the fields of the default one, value for value
-#    (h5diff), stored as asked (h5py: chunk shape as its chunks=True
-#    guesses it, gzip level 4, shuffle);
+#    (h5diff; how each is stored, as h5py would: train_layouts_h5py.sh);
 #  - a CPU training run (one process) on each gives the default layout's
 #    losses bit for bit;
 #  - an unknown layout is refused in one line; --help lists the layouts.
@@ -22,28 +21,6 @@ for layout in $layouts; do
     expect_rc "$layout: $f holds the default layout's fields (h5diff)" $? 0
   done
 done
-if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
-  for layout in $layouts; do
-    expect_eq "$layout: stored as h5py would" "$(/usr/bin/python3 - "$TEST_TMP/$layout/train/2016.h5" <<'PY'
-import sys, h5py
-from h5py._hl.filters import guess_chunk
-d = h5py.File(sys.argv[1], "r")["fields"]
-kind = ("contiguous" if d.chunks is None else "one step a chunk" if d.chunks == (1,) + d.shape[1:]
-        else "chunks=True" if d.chunks == guess_chunk(d.shape, None, 4) else str(d.chunks))
-print(kind, d.compression, d.compression_opts, d.shuffle)
-PY
-)" "$(case $layout in
-        steps) echo "one step a chunk None None False" ;;
-        contiguous) echo "contiguous None None False" ;;
-        chunked) echo "chunks=True None None False" ;;
-        gzip) echo "chunks=True gzip 4 False" ;;
-        shuffle-gzip) echo "chunks=True gzip 4 True" ;;
-      esac)"
-  done
-else
-  echo "(no python3-h5py: the storage checks are left out)"
-fi
-
 for layout in $layouts; do
   d=$TEST_TMP/$layout
   out=$(env -u PMIX_NAMESPACE "$B/trainer/dlpar-train" --config=test "$DLPAR_SRCDIR/etc/vit.yaml" \

@@ -18,7 +18,8 @@ for layout in steps gzip; do
   rm -rf "$d"
   make_data --layout=$layout
   dir=$TEST_TMP/runs/test/1x1/$layout
-  env -u PMIX_NAMESPACE "$B/trainer/dlpar-train" --config=test "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) \
+  # A run that never stops is ended by timeout after 120 s (exit 124).
+  timeout 120 env -u PMIX_NAMESPACE "$B/trainer/dlpar-train" --config=test "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) \
     --num_iters=1000000 --checkpoint_every=3 --progress=off --run=$layout >"$TEST_TMP/$layout.out" 2>"$TEST_TMP/$layout.err" &
   pid=$!
   # truncate once a checkpoint is there (a few steps in): both training years, to half
@@ -29,15 +30,8 @@ for layout in steps gzip; do
   done
   expect_eq "$layout: a checkpoint before the truncation" "$(test -f "$dir/checkpoint.h5" && echo yes)" yes
   for f in "$d"/train/*.h5; do truncate -s $(( $(stat -c %s "$f") / 2 )) "$f"; done
-  ( sleep 60; kill $pid 2>/dev/null ) &
-  watchdog=$!
   wait $pid
   expect_rc "$layout: the run stops" $? 1
-  kill $watchdog 2>/dev/null
-  # CI's Debian 13 bed has three times seen the gzip case's files gone after
-  # the run, cause unknown: what is left then, for the next look
-  [ -f "$TEST_TMP/$layout.err" ] ||
-    fail "$layout: $TEST_TMP/$layout.err gone after the run; TEST_TMP: $([ -d "$TEST_TMP" ] && ls -A "$TEST_TMP" | paste -sd ' ' || echo gone); $(dirname "$TEST_TMP"): $(ls -A "$(dirname "$TEST_TMP")" 2>&1 | paste -sd ' ' | cut -c1-300); $(df -h "$(dirname "$TEST_TMP")" 2>&1 | tail -n 1)"
   err=$(cat "$TEST_TMP/$layout.err")
   expect_eq "$layout: one line on stderr" "$(wc -l <"$TEST_TMP/$layout.err")" 1
   expect_eq "$layout: it names the file, the sample and the step" "$(grep -cE "$line_re" <<<"$err")" 1

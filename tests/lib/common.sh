@@ -12,7 +12,17 @@ TEST_NAME=$(basename "$0")
 TEST_FAILURES=0
 TEST_CHECKS=0
 TEST_TMP=$(mktemp -d "$DLPAR_BUILDDIR/tests/tmp.$TEST_NAME.XXXXXX")
-trap 'rm -rf "$TEST_TMP"' EXIT
+# end_test SHELL: the EXIT trap. Only the test's own shell (SHELL, its pid)
+# removes TEST_TMP: a subshell (`( ... ) &`) signalled right after its fork,
+# before bash has reset the traps it inherited, runs this trap as it dies
+# (a watchdog subshell killed at once, its run already over, removed a
+# test's files under it). The check is a function's: written inline in the
+# trap, `[ ... ] || rm` still removed them from such a subshell.
+end_test() {
+  [ "$BASHPID" = "$1" ] || return 0
+  rm -rf "$TEST_TMP"
+}
+trap "end_test $BASHPID" EXIT
 
 fail() { TEST_FAILURES=$((TEST_FAILURES + 1)); echo "FAILED: $*" >&2; }
 pass() { echo "ok: $*"; }
@@ -105,6 +115,47 @@ sbatch() { bed_settle; command sbatch "$@"; }
 # admin runs as root, which tests/testbed/trixie deb-check runs in its roots)
 guide_commands() {
   awk -v fence="\`\`\`sh${2:+ $2}" '$0 == fence { inside = 1; next } /^```/ { inside = 0 } inside && /^\$ / { print substr($0, 3) }' "$1"
+}
+
+# guide_workdir: TEST_TMP/work, with the source's etc/, contrib/ and
+# quickstart and the build tree as build/, as the guides' commands expect,
+# made the current directory; on PATH the system's python3 (Debian's torch,
+# where installed), dlpar's programs and the nsys STAND-IN, dlpar's Python
+# module from the source and build trees.
+guide_workdir() {
+  local work=$TEST_TMP/work
+  mkdir -p "$work" "$TEST_TMP/bin" || exit 99
+  ln -s "$DLPAR_SRCDIR/etc" "$work/etc"
+  ln -s "$DLPAR_SRCDIR/contrib" "$work/contrib"
+  ln -s "$DLPAR_SRCDIR/quickstart" "$work/quickstart"
+  ln -s "$B" "$work/build"
+  ln -s /usr/bin/python3 "$TEST_TMP/bin/python3"
+  export BUILD=$B OMP_NUM_THREADS=1
+  export PATH=$TEST_TMP/bin:$B/trainer:$B/tools:$DLPAR_SRCDIR/contrib:$DLPAR_SRCDIR/tests/stand-ins:$PATH
+  export PYTHONPATH=$DLPAR_SRCDIR/python DLPAR_LIBRARY=$B/libdlpar/.libs/libdlpar.so
+  cd "$work" || exit 99
+}
+
+# run_guide_commands plain|torch: the commands of doc/admin.md and
+# doc/user.md (guide_commands; their "sh build" and "sh node" blocks are
+# tests/testbed/trixie deb-check's) that do not run python3 (plain) or that
+# do (torch), in order, each checked: it succeeds, or fails where the guide
+# says "# => fails". GUIDE_COMMANDS counts those run.
+GUIDE_COMMANDS=0
+run_guide_commands() {
+  local guide command want out rc
+  for guide in admin user; do
+    while IFS= read -r command; do
+      case $1$command in plain*python3*) continue ;; torch*python3*) ;; torch*) continue ;; esac
+      want=0
+      case $command in *"# => fails") want=nonzero ;; esac
+      GUIDE_COMMANDS=$((GUIDE_COMMANDS + 1))
+      out=$(bash -c "$command" 2>&1 </dev/null)
+      rc=$?
+      expect_rc "$guide.md: $command" $rc $want
+      [ "$rc" = 0 ] || [ "$want" != 0 ] || echo "$out" | tail -n 5 >&2
+    done < <(guide_commands "$DLPAR_SRCDIR/doc/$guide.md")
+  done
 }
 
 # Grid membership as dlpar-hello prints it: tp_members M R, dp_members M D R

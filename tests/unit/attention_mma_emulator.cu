@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/attention_mma_emulator.cu: a stand-in for the GPU (named so)
  * running the tensor-core attention's own block code
- * (kernels/cuda/attention_mma_tiles.cuh) on the CPU: a fiber
- * (tests/unit/fibers.h) per CUDA thread of a block, switched at every
- * barrier, shuffle and MMA, which complete when the block's threads (the
- * warp's lanes) have all arrived. Host code only: nothing here needs a GPU.
+ * (kernels/cuda/attention_mma_tiles.cuh) on the CPU through the tests'
+ * one block runner (block_emulator.cuh: a fiber per CUDA thread of a
+ * block, switched at every barrier, shuffle and MMA, which complete when
+ * the block's threads or the warp's lanes have all arrived). Host code
+ * only: nothing here needs a GPU.
  *  - mma.sync m16n8k8 .tf32: the 16 x 8 A, 8 x 8 B and 16 x 8 C matrices
  *    assembled from the 32 lanes' a0..a3, b0..b1, c0..c3 by the PTX ISA's
  *    index maps ("Matrix Fragments for mma.m16n8k8", groupID = lane >> 2,
@@ -35,26 +36,12 @@
 #include <vector>
 
 #include "kernels/cuda/attention_mma_tiles.cuh"
-#include "tests/unit/attention_mma_emulator.h"
-#include "tests/unit/fibers.h"
+#include "tests/unit/block_emulator.cuh"
+#include "tests/unit/emulators.h"
 
 enum { AM_STACK = 1 << 17, AM_MAX_THREADS = 256 };
 
-struct am_host_ctx;
-typedef std::function<void(const am_host_ctx &, float *)> am_body;
-
-/* a lane's operands of a warp collective (an MMA or a shuffle) and its result */
-struct am_lane {
-  float a[4], b[2], c[4], d[4], v;
-  int mask;
-};
-
-enum am_collective { AM_MMA, AM_SHUFFLE };
-
-struct am_warp {
-  int arrived, kind;
-  am_lane lane[32];
-};
+enum { AM_MMA = EMU_FIRST_OWN_KIND };
 
 struct am_copy {
   float *dst;
@@ -69,24 +56,17 @@ struct am_range {
   size_t count;
 };
 
-/* One emulated block: its fibers, barrier, warps and shared memory. */
-struct am_block {
-  int threads, arrived_at_barrier, finished;
+/* What a block keeps beside the runner's: its cp.async copies not yet
+ * landed, a thread's list each, and whether a dq turn was found wrong. */
+struct am_block_state {
   bool copies_at_wait, check_turns, failed;
-  fiber scheduler;
-  std::vector<fiber> fibers;
-  std::vector<char> ready;
-  std::vector<am_warp> warps;
   std::vector<std::vector<am_copy>> pending;
-  std::vector<float4> smem;
-  std::vector<am_range> sources;
-  const am_body *body;
+  const std::vector<am_range> *sources;
 };
 
 static void die(const char *what)
 {
-  fprintf(stderr, "attention_mma_emulator: %s\n", what);
-  exit(1);
+  emu_die("attention_mma_emulator", what);
 }
 
 #ifndef __CUDA_ARCH__ /* (the host pass only: the device bodies below never call these) */
@@ -135,12 +115,12 @@ static float toward_zero(double x)
  * products and c rounded toward zero (the tensor cores truncate: Fasi et
  * al., "Numerical behavior of NVIDIA tensor cores", 2021; an H200 drifts
  * as this does over a chain of MMAs onto one accumulator) */
-static void complete_mma(am_warp &w)
+static void complete_mma(emu_warp &w, const char *)
 {
   float A[16][8], B[8][8], C[16][8];
   for (int l = 0; l < 32; l++) {
     const int g = l >> 2, t = l % 4;
-    const am_lane &x = w.lane[l];
+    const emu_lane &x = w.lane[l];
     A[g][t] = tf32_operand(x.a[0]), A[g + 8][t] = tf32_operand(x.a[1]);
     A[g][t + 4] = tf32_operand(x.a[2]), A[g + 8][t + 4] = tf32_operand(x.a[3]);
     B[t][g] = tf32_operand(x.b[0]), B[t + 4][g] = tf32_operand(x.b[1]);
@@ -155,47 +135,19 @@ static void complete_mma(am_warp &w)
     }
   for (int l = 0; l < 32; l++) {
     const int g = l >> 2, t = l % 4;
-    am_lane &x = w.lane[l];
+    emu_lane &x = w.lane[l];
     x.d[0] = C[g][2 * t], x.d[1] = C[g][2 * t + 1], x.d[2] = C[g + 8][2 * t], x.d[3] = C[g + 8][2 * t + 1];
   }
 }
 
-static void complete_shuffle(am_warp &w)
-{
-  for (int l = 0; l < 32; l++) {
-    if (w.lane[l].mask != w.lane[0].mask)
-      die("a shuffle's lanes disagree on the lane mask");
-    w.lane[l].d[0] = w.lane[l ^ w.lane[l].mask].v;
-  }
-}
 #endif
 
-/* The block code's context in the emulation. The device bodies are never run. */
-struct am_host_ctx {
-  int tid;
-  am_block *b;
+/* The block code's context in the emulation: the runner's barrier and
+ * shuffle, and the tensor cores' MMA, cvt and cp.async. The device bodies
+ * are never run. */
+struct am_host_ctx : emu_ctx {
+  am_block_state *s;
 #ifndef __CUDA_ARCH__
-  void yield() const { fiber_switch(&b->fibers[tid], &b->scheduler); }
-  /* this lane's part of its warp's collective: in, arrival, out */
-  void arrive(int kind) const
-  {
-    am_warp &w = b->warps[tid / 32];
-    if (w.arrived == 0)
-      w.kind = kind;
-    else if (w.kind != kind)
-      die("the lanes of a warp reached different collectives (an MMA and a shuffle)");
-    b->ready[tid] = 0;
-    if (++w.arrived == 32) {
-      if (kind == AM_MMA)
-        complete_mma(w);
-      else
-        complete_shuffle(w);
-      w.arrived = 0;
-      for (int l = 0; l < 32; l++)
-        b->ready[tid / 32 * 32 + l] = 1;
-    }
-    yield();
-  }
   void do_copy(const am_copy &x) const
   {
     if (!x.inside) {
@@ -203,32 +155,13 @@ struct am_host_ctx {
       return;
     }
     bool known = false;
-    for (const am_range &r : b->sources)
+    for (const am_range &r : *s->sources)
       known = known || (x.src >= r.first && x.src + x.floats <= r.first + r.count);
     if (!known)
       die("a copy reads outside the inputs");
     memcpy(x.dst, x.src, x.floats * sizeof(float));
   }
 #endif
-  __host__ __device__ void sync() const
-  {
-#ifndef __CUDA_ARCH__
-    fiber_arrive_at_barrier(b->ready.data(), &b->arrived_at_barrier, b->threads, tid);
-    yield();
-#endif
-  }
-  __host__ __device__ float shfl_xor(float v, int mask) const
-  {
-#ifndef __CUDA_ARCH__
-    am_lane &x = b->warps[tid / 32].lane[tid % 32];
-    x.v = v, x.mask = mask;
-    arrive(AM_SHUFFLE);
-    return x.d[0];
-#else
-    (void)mask;
-    return v;
-#endif
-  }
   __host__ __device__ float tf32(float x) const
   {
 #ifndef __CUDA_ARCH__
@@ -240,11 +173,11 @@ struct am_host_ctx {
   __host__ __device__ void mma(float (&d)[4], const float (&a)[4], const float (&bf)[2]) const
   {
 #ifndef __CUDA_ARCH__
-    am_lane &x = b->warps[tid / 32].lane[tid % 32];
+    emu_lane &x = my_lane();
     memcpy(x.a, a, sizeof x.a);
     memcpy(x.b, bf, sizeof x.b);
     memcpy(x.c, d, sizeof x.c);
-    arrive(AM_MMA);
+    arrive(AM_MMA, complete_mma);
     memcpy(d, x.d, sizeof x.d);
 #else
     (void)d, (void)a, (void)bf;
@@ -258,8 +191,8 @@ struct am_host_ctx {
       die("a copy's addresses are not aligned to its size");
     if (dst < smem || dst + W > smem + 4 * b->smem.size())
       die("a copy writes outside the shared memory");
-    if (b->copies_at_wait)
-      b->pending[tid].push_back({dst, src, W, inside});
+    if (s->copies_at_wait)
+      s->pending[tid].push_back({dst, src, W, inside});
     else
       do_copy({dst, src, W, inside});
 #else
@@ -269,17 +202,17 @@ struct am_host_ctx {
   __host__ __device__ void wait_copies() const
   {
 #ifndef __CUDA_ARCH__
-    for (const am_copy &x : b->pending[tid])
+    for (const am_copy &x : s->pending[tid])
       do_copy(x);
-    b->pending[tid].clear();
+    s->pending[tid].clear();
 #endif
   }
   __host__ __device__ void wait_turn(const int *turn, int value) const
   {
 #ifndef __CUDA_ARCH__
-    if (tid == 0 && b->check_turns && *turn != value) {
+    if (tid == 0 && s->check_turns && *turn != value) {
       fprintf(stderr, "attention_mma_emulator: key block %d found dq's turn at %d\n", value, *turn);
-      b->failed = true;
+      s->failed = true;
     }
     sync();
 #else
@@ -300,49 +233,25 @@ struct am_host_ctx {
   __host__ __device__ void add(float *p, float v) const { *p += v; }
 };
 
-struct am_fiber_arg {
-  am_block *b;
-  int tid;
-};
-
-static void run_thread(void *arg)
-{
-  const am_fiber_arg *f = (const am_fiber_arg *)arg;
-  const am_host_ctx c = {f->tid, f->b};
-  (*f->b->body)(c, (float *)f->b->smem.data());
-  if (!f->b->pending[f->tid].empty())
-    die("a thread ended with copies it never waited for");
-  f->b->finished++;
-  f->b->ready[f->tid] = 0;
-  fiber_switch(&f->b->fibers[f->tid], &f->b->scheduler); /* never resumed */
-}
-
-/* Runs every block's code in turn on one set of fibers and stacks. */
+/* Runs every block's code in turn through the tests' block runner. */
 struct am_runner {
-  std::unique_ptr<char[]> stacks{new char[(size_t)AM_MAX_THREADS * AM_STACK]};
+  emu_runner<am_host_ctx> blocks{"attention_mma_emulator", AM_MAX_THREADS, AM_STACK};
   bool copies_at_wait = false, failed = false;
-  int schedule = 0;
   const std::vector<am_range> *sources = nullptr;
 
-  /* One block of `threads` with `floats` of shared memory (failed: a turn found wrong). */
-  void run(int threads, int floats, bool check_turns, const am_body &body)
+  /* One block of `threads` with `floats` of shared memory (failed: a turn
+   * found wrong); a thread must have waited for its copies by its end. */
+  void run(int threads, int floats, bool check_turns, const emu_runner<am_host_ctx>::body_fn &body)
   {
-    am_block b;
-    std::vector<am_fiber_arg> args(threads);
-    b.threads = threads, b.arrived_at_barrier = 0, b.finished = 0;
-    b.copies_at_wait = copies_at_wait, b.check_turns = check_turns, b.failed = false;
-    b.fibers.resize(threads), b.ready.assign(threads, 1), b.warps.assign(threads / 32, am_warp{});
-    b.pending.resize(threads);
-    b.smem.assign(((size_t)floats + 3) / 4, make_float4(NAN, NAN, NAN, NAN));
-    b.sources = *sources;
-    b.body = &body;
-    for (int t = 0; t < threads; t++) {
-      args[t] = {&b, t};
-      fiber_start(&b.fibers[t], stacks.get() + (size_t)t * AM_STACK, AM_STACK, run_thread, &args[t]);
-    }
-    if (fiber_run_block(&b.scheduler, b.fibers.data(), b.ready.data(), &b.finished, threads, schedule) != 0)
-      die("the block's threads wait for each other (a barrier or a collective some never reach)");
-    failed = failed || b.failed;
+    am_block_state state = {copies_at_wait, check_turns, false, std::vector<std::vector<am_copy>>(threads), sources};
+    am_host_ctx context = {};
+    context.s = &state;
+    blocks.run(threads, floats, context, [&](const am_host_ctx &c, float *smem) {
+      body(c, smem);
+      if (!state.pending[c.tid].empty())
+        die("a thread ended with copies it never waited for");
+    });
+    failed = failed || state.failed;
   }
 };
 
@@ -355,17 +264,17 @@ static void mark(bool *rows, int r0, int count, int N)
 template <int HDP, int PASSES> static int emulate_at(const am_emulation *e, const am_shape &a)
 {
   typedef am_sizes<HDP, PASSES> S;
-  const int tiles = (e->N + AM_ROWS - 1) / AM_ROWS, heads = e->B * e->NH;
-  const size_t n = (size_t)e->B * e->N * e->NH * e->HD, rows = (size_t)heads * e->N;
+  const int tiles = (e->io.N + AM_ROWS - 1) / AM_ROWS, heads = e->io.B * e->io.NH;
+  const size_t n = (size_t)e->io.B * e->io.N * e->io.NH * e->io.HD, rows = (size_t)heads * e->io.N;
   std::vector<float> delta(rows), dq_spare(n), dk_spare(n), dv_spare(n);
   std::vector<int> turns((size_t)heads * tiles);
-  const std::vector<am_range> sources = {{e->q, n}, {e->k, n}, {e->v, n}, {e->dout, n}, {e->lse, rows},
+  const std::vector<am_range> sources = {{e->io.q, n}, {e->io.k, n}, {e->io.v, n}, {e->io.dout, n}, {e->io.lse, rows},
                                          {delta.data(), rows}};
   std::vector<int> picked, picked_fwd; /* the emulated key tiles, forward blocks */
-  const int fwd_blocks = (e->N + S::FWD_ROWS - 1) / S::FWD_ROWS;
+  const int fwd_blocks = (e->io.N + S::FWD_ROWS - 1) / S::FWD_ROWS;
   am_runner runner;
   runner.copies_at_wait = e->copies_at_wait;
-  runner.schedule = e->schedule;
+  runner.blocks.schedule = e->schedule;
   runner.sources = &sources;
   for (int i = 0; i < tiles; i++)
     if (!e->edges || i == 0 || i == tiles - 1)
@@ -376,20 +285,20 @@ template <int HDP, int PASSES> static int emulate_at(const am_emulation *e, cons
   for (int bh = 0; bh < heads; bh++)
     for (int i : picked_fwd)
       runner.run(S::FWD_THREADS, S::FWD, false, [&](const am_host_ctx &c, float *smem) {
-        am_forward_block<HDP, PASSES>(c, smem, i * S::FWD_ROWS, bh, e->o, e->lse, e->q, e->k, e->v, a);
+        am_forward_block<HDP, PASSES>(c, smem, i * S::FWD_ROWS, bh, e->io.o, e->io.lse, e->io.q, e->io.k, e->io.v, a);
       });
   for (size_t r = 0; r < rows; r++) { /* delta_kernel's rows */
-    const at_head hd = at_head_of((int)(r / e->N), a);
-    const size_t at = hd.base + (r % e->N) * hd.ld;
-    delta[r] = at_delta_row(e->dout + at, e->o + at, e->HD);
+    const at_head hd = at_head_of((int)(r / e->io.N), a);
+    const size_t at = hd.base + (r % e->io.N) * hd.ld;
+    delta[r] = at_delta_row(e->io.dout + at, e->io.o + at, e->io.HD);
   }
   /* dk, dv of the picked key blocks (their dq parts spare: the other key
    * blocks are not run, their turns not checked) */
   for (int bh = 0; bh < heads; bh++)
     for (int j : picked)
       runner.run(S::BWD_THREADS, S::BWD, !e->edges, [&](const am_host_ctx &c, float *smem) {
-        am_backward_block<HDP, PASSES>(c, smem, j, bh, e->edges ? dq_spare.data() : e->dq, e->dk, e->dv, e->q, e->k,
-                                       e->v, e->dout, e->lse, delta.data(), turns.data(), a, 0, 1);
+        am_backward_block<HDP, PASSES>(c, smem, j, bh, e->edges ? dq_spare.data() : e->io.dq, e->io.dk, e->io.dv, e->io.q, e->io.k,
+                                       e->io.v, e->io.dout, e->io.lse, delta.data(), turns.data(), a, 0, 1);
       });
   /* with edges: dq of the picked query rows, every key block in turn over them */
   if (e->edges) {
@@ -397,23 +306,23 @@ template <int HDP, int PASSES> static int emulate_at(const am_emulation *e, cons
     for (int bh = 0; bh < heads; bh++)
       for (int j = 0; j < tiles; j++)
         runner.run(S::BWD_THREADS, S::BWD, true, [&](const am_host_ctx &c, float *smem) {
-          am_backward_block<HDP, PASSES>(c, smem, j, bh, e->dq, dk_spare.data(), dv_spare.data(), e->q, e->k, e->v,
-                                         e->dout, e->lse, delta.data(), turns.data(), a, 0,
+          am_backward_block<HDP, PASSES>(c, smem, j, bh, e->io.dq, dk_spare.data(), dv_spare.data(), e->io.q, e->io.k, e->io.v,
+                                         e->io.dout, e->io.lse, delta.data(), turns.data(), a, 0,
                                          tiles > 1 ? tiles - 1 : 1);
         });
   }
   for (int i : picked_fwd)
-    mark(e->o_rows, i * S::FWD_ROWS, S::FWD_ROWS, e->N);
+    mark(e->o_rows, i * S::FWD_ROWS, S::FWD_ROWS, e->io.N);
   for (int i : picked) {
-    mark(e->dq_rows, i * AM_ROWS, AM_ROWS, e->N);
-    mark(e->dkv_rows, i * AM_ROWS, AM_ROWS, e->N);
+    mark(e->dq_rows, i * AM_ROWS, AM_ROWS, e->io.N);
+    mark(e->dkv_rows, i * AM_ROWS, AM_ROWS, e->io.N);
   }
   return runner.failed ? -1 : 0;
 }
 
 template <int PASSES> static int emulate(const am_emulation *e, const am_shape &a)
 {
-  switch (at_padded_head(e->HD)) {
+  switch (at_padded_head(e->io.HD)) {
   case 16: return emulate_at<16, PASSES>(e, a);
   case 32: return emulate_at<32, PASSES>(e, a);
   case 48: return emulate_at<48, PASSES>(e, a);
@@ -567,18 +476,18 @@ extern "C" int am_block_threads(int HD, int passes, int backward)
 
 extern "C" int am_emulate(const am_emulation *e)
 {
-  const am_shape a = {{e->N, e->NH, e->HD, e->scale}, am_rows_aligned(e->q, e->HD) && am_rows_aligned(e->k, e->HD) &&
-                                                          am_rows_aligned(e->v, e->HD) &&
-                                                          am_rows_aligned(e->dout, e->HD)};
-  memset(e->o_rows, 0, e->N * sizeof(bool));
-  memset(e->dq_rows, 0, e->N * sizeof(bool));
-  memset(e->dkv_rows, 0, e->N * sizeof(bool));
+  const am_shape a = {{e->io.N, e->io.NH, e->io.HD, e->io.scale}, am_rows_aligned(e->io.q, e->io.HD) && am_rows_aligned(e->io.k, e->io.HD) &&
+                                                          am_rows_aligned(e->io.v, e->io.HD) &&
+                                                          am_rows_aligned(e->io.dout, e->io.HD)};
+  memset(e->o_rows, 0, e->io.N * sizeof(bool));
+  memset(e->dq_rows, 0, e->io.N * sizeof(bool));
+  memset(e->dkv_rows, 0, e->io.N * sizeof(bool));
   if (e->passes != 1 && e->passes != 3) {
     fprintf(stderr, "attention_mma_emulator: %d passes (1 or 3)\n", e->passes);
     return -1;
   }
-  if (!at_padded_head(e->HD)) {
-    fprintf(stderr, "attention_mma_emulator: a head of %d dims (1 to 128)\n", e->HD);
+  if (!at_padded_head(e->io.HD)) {
+    fprintf(stderr, "attention_mma_emulator: a head of %d dims (1 to 128)\n", e->io.HD);
     return -1;
   }
   return e->passes == 3 ? emulate<3>(e, a) : emulate<1>(e, a);

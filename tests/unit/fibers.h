@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/fibers.h: cooperative user-level threads for the GPU stand-ins
- * (attention_mma_emulator.cu, layernorm_emulator.cu): a fiber per
+/* tests/unit/fibers.h: cooperative user-level threads for the GPU stand-ins'
+ * one block runner (block_emulator.cuh): a fiber per
  * CUDA thread, switched by hand at every barrier, shuffle and MMA, about
  * 10 ns a switch on x86-64 (a few registers and the stack pointer) where
  * POSIX threads on 2 cores take microseconds; ucontext elsewhere. */

@@ -3,9 +3,10 @@
  * running LayerNorm's backward block code (kernels/cuda/layernorm_rows.cuh)
  * and the column reductions' (kernels/cuda/reduce.cuh) on the CPU, on
  * the paths and grids dl_layernorm_bwd and dl_column_sum launch (their
- * own plan functions): a fiber (tests/unit/fibers.h) per CUDA thread of a
- * block, switched at every barrier and shuffle, which complete when the
- * block's threads (the warp's lanes) have all arrived; warp_sum as the
+ * own plan functions), through the tests' one block runner
+ * (block_emulator.cuh: a fiber per CUDA thread of a block, switched at
+ * every barrier and shuffle, which complete when the block's threads or
+ * the warp's lanes have all arrived); warp_sum as the
  * GPU's butterfly (v += shfl_xor(v, 16, 8, 4, 2, 1)). Every load and
  * store is checked: inside the call's arrays or the block's shared memory
  * (stores: only into outputs), 4-value accesses on 4 values' alignment, as
@@ -19,24 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <functional>
-#include <memory>
 #include <vector>
 
 #include "kernels/cuda/layernorm_rows.cuh"
-#include "tests/unit/fibers.h"
-#include "tests/unit/layernorm_emulator.h"
+#include "tests/unit/block_emulator.cuh"
+#include "tests/unit/emulators.h"
 
 enum { LE_STACK = 1 << 16 };
 
 static void die(const char *what)
 {
-  fprintf(stderr, "layernorm_emulator: %s\n", what);
-  exit(1);
+  emu_die("layernorm_emulator", what);
 }
-
-struct le_host_ctx;
-typedef std::function<void(const le_host_ctx &, float *)> le_body;
 
 /* An array a block may read (and, if writable, write): [first, first + bytes). */
 struct le_range {
@@ -45,49 +40,11 @@ struct le_range {
   bool writable;
 };
 
-struct le_warp {
-  int arrived;
-  float v[32], got[32];
-  int mask[32];
-};
-
-/* One emulated block: its fibers, barrier, warps and shared memory. */
-struct le_block {
-  int threads, arrived_at_barrier, finished;
-  fiber scheduler;
-  std::vector<fiber> fibers;
-  std::vector<char> ready;
-  std::vector<le_warp> warps;
-  std::vector<float4> smem;
+/* The block code's context in the emulation: the runner's barrier and
+ * shuffle, and every load and store checked against the call's arrays. */
+struct le_host_ctx : emu_ctx {
   const std::vector<le_range> *ranges;
-  const le_body *body;
-};
-
-/* The block code's context in the emulation. The device bodies are never run. */
-struct le_host_ctx {
-  int tid;
-  le_block *b;
 #ifndef __CUDA_ARCH__
-  void yield() const { fiber_switch(&b->fibers[tid], &b->scheduler); }
-  float shfl_xor(float v, int mask) const
-  {
-    le_warp &w = b->warps[tid / 32];
-    const int lane = tid % 32;
-    w.v[lane] = v, w.mask[lane] = mask;
-    b->ready[tid] = 0;
-    if (++w.arrived == 32) {
-      for (int l = 0; l < 32; l++) {
-        if (w.mask[l] != w.mask[0])
-          die("a shuffle's lanes disagree on the lane mask");
-        w.got[l] = w.v[l ^ w.mask[l]];
-      }
-      w.arrived = 0;
-      for (int l = 0; l < 32; l++)
-        b->ready[tid / 32 * 32 + l] = 1;
-    }
-    yield();
-    return w.got[lane];
-  }
   /* [p, p + n) of `size`-byte values: in shared memory or an array (for
    * a store, a writable one); 4 values on 4 values' alignment */
   void check(const void *p, int n, size_t size, bool store) const
@@ -97,19 +54,12 @@ struct le_host_ctx {
     bool inside = first >= smem && first + bytes <= smem + b->smem.size() * sizeof(float4);
     if (n == 4 && (uintptr_t)p % (4 * size) != 0)
       die("a 4-value access off its alignment");
-    for (const le_range &r : *b->ranges)
+    for (const le_range &r : *ranges)
       inside = inside || (first >= r.first && first + bytes <= r.first + r.bytes && (r.writable || !store));
     if (!inside)
       die(store ? "a store outside the outputs and the shared memory" : "a load outside the inputs");
   }
 #endif
-  __host__ __device__ void sync() const
-  {
-#ifndef __CUDA_ARCH__
-    fiber_arrive_at_barrier(b->ready.data(), &b->arrived_at_barrier, b->threads, tid);
-    yield();
-#endif
-  }
   /* common.cuh's warp_sum */
   __host__ __device__ float sum_warp(float v) const
   {
@@ -141,43 +91,16 @@ struct le_host_ctx {
   }
 };
 
-struct le_fiber_arg {
-  le_block *b;
-  int tid;
-};
-
-static void run_thread(void *arg)
-{
-  const le_fiber_arg *f = (const le_fiber_arg *)arg;
-  const le_host_ctx c = {f->tid, f->b};
-  (*f->b->body)(c, (float *)f->b->smem.data());
-  f->b->finished++;
-  f->b->ready[f->tid] = 0;
-  fiber_switch(&f->b->fibers[f->tid], &f->b->scheduler); /* never resumed */
-}
-
-/* Runs blocks of 256 threads in turn on one set of fibers and stacks. */
+/* Runs blocks of 256 threads in turn through the tests' block runner. */
 struct le_runner {
-  std::unique_ptr<char[]> stacks{new char[(size_t)LN_THREADS * LE_STACK]};
-  int schedule = 0;
+  emu_runner<le_host_ctx> blocks{"layernorm_emulator", LN_THREADS, LE_STACK};
   std::vector<le_range> ranges;
 
-  void run(int floats, const le_body &body)
+  void run(int floats, const emu_runner<le_host_ctx>::body_fn &body)
   {
-    const int threads = LN_THREADS;
-    le_block b;
-    std::vector<le_fiber_arg> args(threads);
-    b.threads = threads, b.arrived_at_barrier = 0, b.finished = 0;
-    b.fibers.resize(threads), b.ready.assign(threads, 1), b.warps.assign(threads / 32, le_warp{});
-    b.smem.assign(((size_t)floats + 3) / 4, make_float4(NAN, NAN, NAN, NAN));
-    b.ranges = &ranges;
-    b.body = &body;
-    for (int t = 0; t < threads; t++) {
-      args[t] = {&b, t};
-      fiber_start(&b.fibers[t], stacks.get() + (size_t)t * LE_STACK, LE_STACK, run_thread, &args[t]);
-    }
-    if (fiber_run_block(&b.scheduler, b.fibers.data(), b.ready.data(), &b.finished, threads, schedule) != 0)
-      die("the block's threads wait for each other (a barrier or a shuffle some never reach)");
+    le_host_ctx context = {};
+    context.ranges = &ranges;
+    blocks.run(LN_THREADS, floats, context, body);
   }
 
   template <typename X> void allow(const X *p, size_t n, bool writable)
@@ -256,7 +179,7 @@ template <typename T> static int emulate_bwd(ln_emulation *e)
   const ln_bwd_plan plan = ln_bwd_plan_of(a);
   float *const grads[2] = {dw.p, db.p};
   le_runner runner;
-  runner.schedule = e->schedule;
+  runner.blocks.schedule = e->schedule;
   runner.allow(dout.p, n, false), runner.allow(inp.p, n, false), runner.allow(w.p, e->C, false);
   runner.allow(mean.p, e->BT, false), runner.allow(rstd.p, e->BT, false);
   runner.allow(dinp.p, n, true), runner.allow(a.dinp_act, n, true), runner.allow(dw.p, e->C, true);
@@ -310,7 +233,7 @@ template <typename T> static int emulate_column_sum(ln_column_emulation *e)
   const column_value_term<T> term = {x.p, e->cols};
   float *const out[1] = {sum.p};
   le_runner runner;
-  runner.schedule = e->schedule;
+  runner.blocks.schedule = e->schedule;
   runner.allow(x.p, n, false), runner.allow(sum.p, e->cols, true);
   runner.allow(partials.p, (size_t)chunks * e->cols, true);
   for (size_t i = 0; i < (size_t)chunks * e->cols; i++)

@@ -25,8 +25,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "tests/gpu/gpu_check.h"
-#include "tests/unit/attention_emulator.h"
-#include "tests/unit/attention_mma_emulator.h"
+#include "tests/unit/emulators.h"
 
 enum { WHOLE = 0, EDGES = 1 };
 
@@ -123,9 +122,15 @@ static void check_mma(const case_data *c, int passes, int mode, bool copies_at_w
   const size_t n = (size_t)c->B * c->N * c->NH * c->HD, rows = (size_t)c->B * c->NH * c->N;
   attn_result got = {host_zeros(n), host_zeros(rows), host_zeros(n), host_zeros(n), host_zeros(n)};
   bool *o_rows = calloc(c->N, 1), *dq_rows = calloc(c->N, 1), *dkv_rows = calloc(c->N, 1);
-  const am_emulation e = {c->q,    c->k,    c->v,   c->dout, got.o,  got.lse,     got.dq,        got.dk, got.dv,
-                          o_rows,  dq_rows, dkv_rows, c->B,  c->N,   c->NH,       c->HD,         c->scale, passes,
-                          mode == EDGES, copies_at_wait, schedule};
+  const am_emulation e = {
+      {c->q, c->k, c->v, c->dout, got.o, got.lse, got.dq, got.dk, got.dv, c->B, c->N, c->NH, c->HD, c->scale, false},
+      o_rows,
+      dq_rows,
+      dkv_rows,
+      passes,
+      mode == EDGES,
+      copies_at_wait,
+      schedule};
   const clock_t start = clock();
   char label[128];
   /* the backward reads o and lse where the edges' forward leaves them */
@@ -252,8 +257,14 @@ int main(void)
   };
   float one = 0;
   bool no_rows[1];
-  const am_emulation too_wide = {&one, &one, &one, &one, &one, &one, &one, &one, &one, no_rows, no_rows, no_rows,
-                                 1,    1,    1,    129,  1,    3,    false, false, 0};
+  const am_emulation too_wide = {{&one, &one, &one, &one, &one, &one, &one, &one, &one, 1, 1, 1, 129, 1, false},
+                                 no_rows,
+                                 no_rows,
+                                 no_rows,
+                                 3,
+                                 false,
+                                 false,
+                                 0};
   case_data fma = make_case(1, 200, 1, 48);
   check_tf32_rounding();
   check_shared_memory();

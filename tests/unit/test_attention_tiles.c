@@ -17,7 +17,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "tests/gpu/gpu_check.h"
-#include "tests/unit/attention_emulator.h"
+#include "tests/unit/emulators.h"
 
 static void check_shape(int B, int N, int NH, int HD, bool bf16)
 {

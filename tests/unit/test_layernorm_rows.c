@@ -29,7 +29,7 @@
 
 #include "kernels/cpu/ops.h"
 #include "tests/gpu/gpu_check.h"
-#include "tests/unit/layernorm_emulator.h"
+#include "tests/unit/emulators.h"
 
 static const char *type_name(dl_dtype t)
 {
