@@ -200,6 +200,14 @@ tests_unit_test_loader_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS) $(PTHREAD_CFLAGS)
 tests_unit_test_loader_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lz -lm
 TESTS += tests/unit/test_loader
 UNIT_TESTS += tests/unit/test_loader
+# The loader's open and read over a corpus of unusual and hostile HDF5 files
+# (tests/unit/loader_corpus.py): each read as its plain twin or refused in one line.
+check_PROGRAMS += tests/unit/test_loader_corpus
+tests_unit_test_loader_corpus_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS) $(PTHREAD_CFLAGS)
+tests_unit_test_loader_corpus_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lz -lm
+TESTS += tests/unit/test_loader_corpus
+UNIT_TESTS += tests/unit/test_loader_corpus
+EXTRA_DIST += tests/unit/loader_corpus.py
 
 # LayerNorm's backward and the column sums' block code on the CPU (a
 # stand-in for the GPU, a fiber per CUDA thread): every make check; and
