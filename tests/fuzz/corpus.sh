@@ -5,8 +5,7 @@
 # inputs and every input that ever found a bug, regress-*) and inputs made
 # here the same way on every run (the shipped configs, with overrides; the
 # statistics dlpar-gen-data writes; float64, Fortran-order and version-2.0
-# .npy files where numpy is; the loader's corpus of unusual and hostile
-# HDF5 files, tests/unit/loader_corpus.py, where h5py is).
+# .npy files where numpy is).
 fuzz_corpus() {
   local target=$1 corpus=$2 f
   mkdir -p "$corpus"
@@ -29,12 +28,6 @@ np.save(sys.argv[1] + "/fortran.npy", np.asfortranarray(np.ones((2, 3), dtype="<
 np.lib.format.write_array(open(sys.argv[1] + "/v2.npy", "wb"), np.zeros((1, 2, 1, 1), "<f4"), version=(2, 0))
 PY
     ;;
-  loader)
-    # each case's one year, beside its aux files (external, linked, virtual sources) left where they are
-    /usr/bin/python3 "$DLPAR_SRCDIR/tests/unit/loader_corpus.py" "$TEST_TMP/loader-corpus" 2>/dev/null || true
-    for f in "$TEST_TMP"/loader-corpus/*/2016.h5; do
-      [ -f "$f" ] && cp "$f" "$corpus/$(basename "$(dirname "$f")").h5"
-    done ;;
   esac
 }
 
