@@ -56,6 +56,7 @@ INTEGRATION_TESTS += \
 	tests/integration/train_skew.sh \
 	tests/integration/train_progress.sh \
 	tests/integration/train_loader_faults.sh \
+	tests/integration/train_hostile_files.sh \
 	tests/integration/train_layouts.sh \
 	tests/integration/tutorial_commands.sh \
 	tests/integration/contrib_sbatch.sh \
