@@ -238,3 +238,10 @@ for name, how in [("contiguous-offset-2^63", lambda a, s: ((1 << 63) - 1, s)),
 for name, kw in [("truncated-contiguous", {}), ("truncated-gzip", dict(chunks=(2, 1, 4, 8), compression="gzip"))]:
     path = write(name, "refuse", **kw)
     os.truncate(path, os.path.getsize(path) - 200)
+
+# A user block before the HDF5 data (h5py's userblock_size): addresses are then relative to its end.
+for name, kw in [("userblock-contiguous", {}), ("userblock-chunk-steps", dict(chunks=(1, C, H, W))),
+                 ("userblock-gzip", dict(chunks=(2, 1, 4, 8), compression="gzip"))]:
+    path = case(name, "same")
+    with h5py.File(path, "w", userblock_size=512) as f:
+        f.create_dataset("fields", data=fields, **kw)

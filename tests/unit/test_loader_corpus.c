@@ -4,7 +4,8 @@
  * target) over a corpus of unusual and hostile HDF5 files that
  * tests/unit/loader_corpus.py generates (h5py, and bytes patched where
  * libhdf5 will not write the file): every valid layout, filter and float
- * type reads exactly what the plain contiguous twin reads; every damaged or
+ * type, with a user block before the HDF5 data or without, reads exactly
+ * what the plain contiguous twin reads; every damaged or
  * incomplete file (chunk dimensions that wrap, chunks' sizes and places past
  * the file or overlapping, unwritten chunks, deflate streams damaged, short,
  * long or a bomb, unknown filters, odd shuffle sizes, missing external or

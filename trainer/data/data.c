@@ -380,12 +380,30 @@ static int check_overlaps(const char *path, const storage *s, dlpar_error *err)
   return rc;
 }
 
-/* Each chunk's place, every one written, within the file, of a size its
- * filters can give, none overlapping another. */
+/* The bytes before the HDF5 data of dset's file (its user block): HDF5
+ * 1.10 gives chunk addresses from there, where H5Dget_offset gives them
+ * from the file's start. */
+static int user_block(const char *path, hid_t dset, hsize_t *bytes, dlpar_error *err)
+{
+  hid_t file = -1, fcpl = -1;
+  int rc = DLPAR_OK;
+  H5_TRY_GOTO(file = H5Iget_file_id(dset), path, err, rc, out);
+  H5_TRY_GOTO(fcpl = H5Fget_create_plist(file), path, err, rc, out);
+  H5_TRY_GOTO(H5Pget_userblock(fcpl, bytes), path, err, rc, out);
+out:
+  h5_close(fcpl);
+  h5_close(file);
+  return rc;
+}
+
+/* Each chunk's place from the file's start, every one written, within the
+ * file, of a size its filters can give, none overlapping another. */
 static int index_chunks(const char *path, hid_t dset, hid_t plist, long long file_bytes, storage *s,
                         dlpar_error *err)
 {
+  hsize_t base = 0;
   int rc = DLPAR_OK;
+  DLPAR_TRY(user_block(path, dset, &base, err));
   s->offset = malloc(sizeof(long long) * (size_t)s->count);
   s->stored = malloc(sizeof(uint32_t) * (size_t)s->count);
   s->mask = malloc(sizeof(unsigned) * (size_t)s->count);
@@ -397,6 +415,8 @@ static int index_chunks(const char *path, hid_t dset, hid_t plist, long long fil
     unsigned mask = 0;
     chunk_start(s, n, at);
     H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &mask, &addr, &size), path, err, rc, out);
+    if (addr != HADDR_UNDEF && addr <= (uint64_t)file_bytes && base <= (uint64_t)file_bytes)
+      addr += base; /* both under 2^63: no overflow */
     if (addr == HADDR_UNDEF)
       rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: the chunk at fields[%llu, %llu, %llu, %llu] was never written "
                            "(HDF5 would give its fill value, which is not data: write every time step, or regenerate "
