@@ -240,17 +240,16 @@ static int storage_shape(const char *path, hid_t dset, size_t element, hsize_t d
   hid_t space = -1;
   int rc = DLPAR_OK;
   uint64_t elements = 1;
+  bool overflow = false;
   H5_TRY_GOTO(space = H5Dget_space(dset), path, err, rc, out);
   if (H5Sget_simple_extent_ndims(space) != 4 || H5Sget_simple_extent_dims(space, dims, maxdims) != 4) {
     rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is not 4-dimensional (the ERA5 layout is fields[T, C, H, "
                          "W])", dlpar_show(path).text);
     goto out;
   }
-  for (int j = 0; j < 4; j++) {
-    if (__builtin_mul_overflow(elements, (uint64_t)dims[j], &elements))
-      break;
-  }
-  if (element == 0 || __builtin_mul_overflow(elements, (uint64_t)element, &s->data_bytes) ||
+  for (int j = 0; j < 4 && !overflow; j++)
+    overflow = __builtin_mul_overflow(elements, (uint64_t)dims[j], &elements);
+  if (overflow || element == 0 || __builtin_mul_overflow(elements, (uint64_t)element, &s->data_bytes) ||
       s->data_bytes > (uint64_t)INT64_MAX)
     rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields [%llu, %llu, %llu, %llu] of %zu-byte elements is more "
                          "bytes than any file holds (the file is damaged: copy or regenerate it)",
