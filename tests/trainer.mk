@@ -56,6 +56,7 @@ INTEGRATION_TESTS += \
 	tests/integration/train_skew.sh \
 	tests/integration/train_progress.sh \
 	tests/integration/train_loader_faults.sh \
+	tests/integration/train_hostile_files.sh \
 	tests/integration/train_layouts.sh tests/integration/train_layouts_h5py.sh \
 	tests/integration/tutorial_commands.sh tests/integration/tutorial_profiler.sh \
 	tests/integration/contrib_sbatch.sh tests/integration/contrib_sbatch_torch.sh \
@@ -204,6 +205,14 @@ tests_unit_test_loader_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS) $(PTHREAD_CFLAGS)
 tests_unit_test_loader_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lz -lm
 TESTS += tests/unit/test_loader
 UNIT_TESTS += tests/unit/test_loader
+# The loader's open and read over a corpus of unusual and hostile HDF5 files
+# (tests/unit/loader_corpus.py): each read as its plain twin or refused in one line.
+check_PROGRAMS += tests/unit/test_loader_corpus
+tests_unit_test_loader_corpus_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS) $(PTHREAD_CFLAGS)
+tests_unit_test_loader_corpus_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lz -lm
+TESTS += tests/unit/test_loader_corpus
+UNIT_TESTS += tests/unit/test_loader_corpus
+EXTRA_DIST += tests/unit/loader_corpus.py
 
 # LayerNorm's backward and the column sums' block code on the CPU (a
 # stand-in for the GPU, a fiber per CUDA thread): every make check; and

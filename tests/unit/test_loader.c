@@ -404,8 +404,9 @@ static void test_damaged_chunk(void)
   setenv("DLPAR_DATA_READERS", "2", 1);
   CHECK_INT(era5_open(&data, dir, &cfg, -1, means, stds, &hdf5_lock, &err), DLPAR_OK);
   CHECK_INT(read_sample(&data, 0, &cfg), DLPAR_ERR_INPUT);
-  snprintf(want, sizeof(want), "%s: sample 0, reading fields[1]: the chunk at byte %llu does not inflate (the file is "
-           "damaged: copy or regenerate it)", path, (unsigned long long)addr);
+  snprintf(want, sizeof(want), "%s: sample 0, reading fields[1]: the chunk at byte %llu does not inflate to its %zu "
+           "bytes with a sound checksum (the file is damaged: copy or regenerate it)", path, (unsigned long long)addr,
+           (size_t)(sizeof(float) * part_chunk[0] * part_chunk[1] * part_chunk[2] * part_chunk[3]));
   CHECK_STR(err.text, want);
   era5_close(&data);
   remove_years(dir);

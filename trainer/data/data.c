@@ -10,6 +10,7 @@
 #include <glob.h>
 #include <sched.h>
 #include <hdf5.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -144,6 +145,14 @@ static int check_shape(era5_data *d, int i, dlpar_error *err)
     goto out;
   }
   H5Sget_simple_extent_dims(space, dims, NULL);
+  if (dims[0] < 1 || dims[0] > (hsize_t)(LONG_MAX / d->nfiles) || dims[1] > INT_MAX || dims[2] > INT_MAX ||
+      dims[3] > INT_MAX) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is [%llu, %llu, %llu, %llu], beyond what a run can index "
+                         "(at least one time step, under 2^31 channels, rows and columns: the file is damaged, copy "
+                         "or regenerate it)", dlpar_show(path).text, (unsigned long long)dims[0],
+                         (unsigned long long)dims[1], (unsigned long long)dims[2], (unsigned long long)dims[3]);
+    goto out;
+  }
   if (i == 0) {
     d->per_file = (long)dims[0];
     d->file_channels = (int)dims[1];
@@ -169,6 +178,493 @@ static int check_shape(era5_data *d, int i, dlpar_error *err)
 out:
   h5_close(type);
   h5_close(space);
+  return rc;
+}
+
+/* ------------------------------------------------------------ where a dataset's bytes are */
+
+/* Every number below comes from the file: each is checked, overflow-safe,
+ * against the dataset's shape and the file's size before it sizes a buffer
+ * or a read, whichever way the file is then read (pread here or HDF5). */
+
+/* HDF5 keeps a chunk under 4 GiB, and a chunk's dimension in 32 bits. */
+#define H5_CHUNK_MAX UINT32_MAX
+/* Bytes a filter's output may add to a chunk (fletcher32's 4, scaleoffset's
+ * and szip's headers, an incompressible deflate stream's blocks): a chunk's
+ * stored size is at most its bytes, 1/64 of them and this. */
+enum { FILTER_SLACK = 1024 };
+
+/* What check_storage found of a dataset's bytes. */
+typedef struct {
+  H5D_layout_t layout;
+  uint64_t data_bytes;  /* the dataset's bytes as stored unfiltered: elements x element size */
+  haddr_t addr;         /* contiguous: where they start */
+  hsize_t chunk[4];     /* chunked: a chunk's shape */
+  long grid[4];         /* chunks along each dimension */
+  long count;           /* chunks */
+  uint64_t chunk_bytes; /* a chunk's bytes unfiltered */
+  int nfilters;
+  long long *offset;    /* per chunk, row-major over grid: its byte offset */
+  uint32_t *stored;     /* its bytes as stored */
+  unsigned *mask;       /* its filter mask: bit f set, filter f was not applied */
+} storage;
+
+static void storage_free(storage *s)
+{
+  free(s->offset);
+  free(s->stored);
+  free(s->mask);
+  memset(s, 0, sizeof(*s));
+}
+
+/* Whether [addr, addr + bytes) lies within a file of file_bytes, overflow-safe. */
+static bool within_file(haddr_t addr, uint64_t bytes, long long file_bytes)
+{
+  return addr != HADDR_UNDEF && addr <= (uint64_t)file_bytes && bytes <= (uint64_t)file_bytes - addr;
+}
+
+/* The first element of chunk n (row-major over grid), into at. */
+static void chunk_start(const storage *s, long n, hsize_t at[4])
+{
+  for (int j = 3; j >= 0; j--) {
+    at[j] = (hsize_t)(n % s->grid[j]) * s->chunk[j];
+    n /= s->grid[j];
+  }
+}
+
+/* The dataset's dimensions (4) and their maxima; the unfiltered bytes of
+ * its elements of `element` bytes, overflow-checked. */
+static int storage_shape(const char *path, hid_t dset, size_t element, hsize_t dims[4], hsize_t maxdims[4],
+                         storage *s, dlpar_error *err)
+{
+  hid_t space = -1;
+  int rc = DLPAR_OK;
+  uint64_t elements = 1;
+  bool overflow = false;
+  H5_TRY_GOTO(space = H5Dget_space(dset), path, err, rc, out);
+  if (H5Sget_simple_extent_ndims(space) != 4 || H5Sget_simple_extent_dims(space, dims, maxdims) != 4) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is not 4-dimensional (the ERA5 layout is fields[T, C, H, "
+                         "W])", dlpar_show(path).text);
+    goto out;
+  }
+  for (int j = 0; j < 4 && !overflow; j++)
+    overflow = __builtin_mul_overflow(elements, (uint64_t)dims[j], &elements);
+  if (overflow || element == 0 || __builtin_mul_overflow(elements, (uint64_t)element, &s->data_bytes) ||
+      s->data_bytes > (uint64_t)INT64_MAX)
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields [%llu, %llu, %llu, %llu] of %zu-byte elements is more "
+                         "bytes than any file holds (the file is damaged: copy or regenerate it)",
+                         dlpar_show(path).text, (unsigned long long)dims[0], (unsigned long long)dims[1],
+                         (unsigned long long)dims[2], (unsigned long long)dims[3], element);
+out:
+  h5_close(space);
+  return rc;
+}
+
+/* A chunk's shape against the dataset's (HDF5's rule: each chunk dimension
+ * at least 1, at most the dimension's maximum where that is fixed, in 32
+ * bits; a chunk under 4 GiB), the chunks along each dimension, and their
+ * number, which cannot exceed the file's bytes where all are written. */
+static int chunk_shape(const char *path, hid_t plist, size_t element, const hsize_t dims[4],
+                       const hsize_t maxdims[4], long long file_bytes, storage *s, dlpar_error *err)
+{
+  uint64_t count = 1;
+  bool ok = H5Pget_chunk(plist, 4, s->chunk) == 4;
+  s->chunk_bytes = element;
+  for (int j = 0; j < 4 && ok; j++) {
+    ok = s->chunk[j] >= 1 && s->chunk[j] <= H5_CHUNK_MAX &&
+         (maxdims[j] == H5S_UNLIMITED || s->chunk[j] <= maxdims[j]) &&
+         !__builtin_mul_overflow(s->chunk_bytes, (uint64_t)s->chunk[j], &s->chunk_bytes) &&
+         s->chunk_bytes <= H5_CHUNK_MAX;
+  }
+  if (!ok)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' chunks [%llu, %llu, %llu, %llu] of %zu-byte elements do "
+                           "not fit its dimensions [%llu, %llu, %llu, %llu] (HDF5 allows 1 to the dimension, under "
+                           "4 GiB a chunk: the file is damaged, copy or regenerate it)", dlpar_show(path).text,
+                           (unsigned long long)s->chunk[0], (unsigned long long)s->chunk[1],
+                           (unsigned long long)s->chunk[2], (unsigned long long)s->chunk[3], element,
+                           (unsigned long long)dims[0], (unsigned long long)dims[1], (unsigned long long)dims[2],
+                           (unsigned long long)dims[3]);
+  for (int j = 0; j < 4 && ok; j++) {
+    const uint64_t along = dims[j] / s->chunk[j] + (dims[j] % s->chunk[j] != 0);
+    s->grid[j] = (long)along;
+    ok = along <= (uint64_t)LONG_MAX && !__builtin_mul_overflow(count, along, &count) &&
+         count <= (uint64_t)file_bytes;
+  }
+  if (!ok)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields has more chunks of [%llu, %llu, %llu, %llu] than its "
+                           "%lld bytes can hold (the file is damaged or not fully written: copy or regenerate it)",
+                           dlpar_show(path).text, (unsigned long long)s->chunk[0], (unsigned long long)s->chunk[1],
+                           (unsigned long long)s->chunk[2], (unsigned long long)s->chunk[3], file_bytes);
+  s->count = (long)count;
+  return DLPAR_OK;
+}
+
+/* Every filter of the pipeline one this HDF5 can undo; a shuffle's element
+ * size the dataset's (HDF5 sets it so; another unshuffles into other
+ * data). */
+static int check_filters(const char *path, hid_t plist, size_t element, storage *s, dlpar_error *err)
+{
+  s->nfilters = H5Pget_nfilters(plist);
+  if (s->nfilters < 0 || s->nfilters > 32)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields has %d filters (the file is damaged: copy or regenerate "
+                           "it)", dlpar_show(path).text, s->nfilters);
+  for (int f = 0; f < s->nfilters; f++) {
+    unsigned flags = 0, config = 0, values[1] = {0};
+    size_t nvalues = 1;
+    const H5Z_filter_t id = H5Pget_filter2(plist, (unsigned)f, &flags, &nvalues, values, 0, NULL, NULL);
+    if (id < 0 || H5Zfilter_avail(id) <= 0 || H5Zget_filter_info(id, &config) < 0 ||
+        !(config & H5Z_FILTER_CONFIG_DECODE_ENABLED))
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is stored through HDF5 filter %d, which this HDF5 "
+                             "cannot undo (install its plugin, or rewrite the file without it, e.g. h5repack -f "
+                             "NONE)", dlpar_show(path).text, (int)id);
+    if (id == H5Z_FILTER_SHUFFLE && (nvalues < 1 || values[0] != element))
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' shuffle is of %u-byte elements, its type of %zu (the "
+                             "file is damaged: copy or regenerate it)", dlpar_show(path).text,
+                             nvalues < 1 ? 0u : values[0], element);
+  }
+  return DLPAR_OK;
+}
+
+/* The bytes chunk n of stored size `size` may take, by its filter mask:
+ * exactly the chunk's, and 4 a fletcher32 applied, where no other filter
+ * than a shuffle was; else at least a byte more than the checksums' and at
+ * most what any filter's output can be (FILTER_SLACK). libhdf5 1.10.8
+ * reads past a chunk shorter than these (its fletcher32 check, its copy of
+ * an unfiltered chunk). */
+static bool chunk_size_fits(const storage *s, hid_t plist, unsigned mask, hsize_t size)
+{
+  bool resized = false;
+  uint64_t checksums = 0;
+  for (int f = 0; f < s->nfilters; f++) {
+    unsigned flags;
+    size_t nvalues = 0;
+    const H5Z_filter_t id = H5Pget_filter2(plist, (unsigned)f, &flags, &nvalues, NULL, 0, NULL, NULL);
+    if (mask & (1u << f))
+      continue;
+    if (id == H5Z_FILTER_FLETCHER32)
+      checksums += 4;
+    else if (id != H5Z_FILTER_SHUFFLE)
+      resized = true;
+  }
+  if (!resized)
+    return size == s->chunk_bytes + checksums;
+  return size > checksums && size <= s->chunk_bytes + s->chunk_bytes / 64 + FILTER_SLACK + checksums;
+}
+
+static int compare_places(const void *a, const void *b)
+{
+  const long long *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* No two chunks sharing bytes (HDF5 never writes them so): the chunks'
+ * places sorted, each ending before the next begins. */
+static int check_overlaps(const char *path, const storage *s, dlpar_error *err)
+{
+  long long *place = malloc(2 * sizeof(long long) * (size_t)s->count);
+  int rc = DLPAR_OK;
+  if (!place)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the chunk index of %s", dlpar_show(path).text);
+  for (long n = 0; n < s->count; n++) {
+    place[2 * n] = s->offset[n];
+    place[2 * n + 1] = s->stored[n];
+  }
+  qsort(place, (size_t)s->count, 2 * sizeof(long long), compare_places);
+  for (long n = 1; n < s->count && rc == DLPAR_OK; n++) {
+    if (place[2 * n - 2] + place[2 * n - 1] > place[2 * n])
+      rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: two chunks of fields share bytes from %lld (the file is "
+                           "damaged: copy or regenerate it)", dlpar_show(path).text, place[2 * n]);
+  }
+  free(place);
+  return rc;
+}
+
+/* The bytes before the HDF5 data of dset's file (its user block): HDF5
+ * 1.10 gives chunk addresses from there, where H5Dget_offset gives them
+ * from the file's start. */
+static int user_block(const char *path, hid_t dset, hsize_t *bytes, dlpar_error *err)
+{
+  hid_t file = -1, fcpl = -1;
+  int rc = DLPAR_OK;
+  H5_TRY_GOTO(file = H5Iget_file_id(dset), path, err, rc, out);
+  H5_TRY_GOTO(fcpl = H5Fget_create_plist(file), path, err, rc, out);
+  H5_TRY_GOTO(H5Pget_userblock(fcpl, bytes), path, err, rc, out);
+out:
+  h5_close(fcpl);
+  h5_close(file);
+  return rc;
+}
+
+/* Each chunk's place from the file's start, every one written, within the
+ * file, of a size its filters can give, none overlapping another. */
+static int index_chunks(const char *path, hid_t dset, hid_t plist, long long file_bytes, storage *s,
+                        dlpar_error *err)
+{
+  hsize_t base = 0;
+  int rc = DLPAR_OK;
+  DLPAR_TRY(user_block(path, dset, &base, err));
+  s->offset = malloc(sizeof(long long) * (size_t)s->count);
+  s->stored = malloc(sizeof(uint32_t) * (size_t)s->count);
+  s->mask = malloc(sizeof(unsigned) * (size_t)s->count);
+  if (!s->offset || !s->stored || !s->mask)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the chunk index of %s", dlpar_show(path).text);
+  for (long n = 0; n < s->count && rc == DLPAR_OK; n++) {
+    hsize_t at[4], size = 0;
+    haddr_t addr = HADDR_UNDEF;
+    unsigned mask = 0;
+    chunk_start(s, n, at);
+    H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &mask, &addr, &size), path, err, rc, out);
+    if (addr != HADDR_UNDEF && addr <= (uint64_t)file_bytes && base <= (uint64_t)file_bytes)
+      addr += base; /* both under 2^63: no overflow */
+    if (addr == HADDR_UNDEF)
+      rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: the chunk at fields[%llu, %llu, %llu, %llu] was never written "
+                           "(HDF5 would give its fill value, which is not data: write every time step, or regenerate "
+                           "the file)", dlpar_show(path).text, (unsigned long long)at[0], (unsigned long long)at[1],
+                           (unsigned long long)at[2], (unsigned long long)at[3]);
+    else if (!within_file(addr, size, file_bytes) || (s->nfilters < 32 && mask >> s->nfilters) ||
+             !chunk_size_fits(s, plist, mask, size))
+      rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: the chunk at fields[%llu, %llu, %llu, %llu] claims %llu bytes "
+                           "at byte %llu, filter mask %#x, for %llu bytes of data in a file of %lld (the file is "
+                           "damaged: copy or regenerate it)", dlpar_show(path).text, (unsigned long long)at[0],
+                           (unsigned long long)at[1], (unsigned long long)at[2], (unsigned long long)at[3],
+                           (unsigned long long)size, (unsigned long long)addr, mask,
+                           (unsigned long long)s->chunk_bytes, file_bytes);
+    s->offset[n] = (long long)addr;
+    s->stored[n] = (uint32_t)size;
+    s->mask[n] = mask;
+  }
+  if (rc == DLPAR_OK)
+    rc = check_overlaps(path, s, err);
+out:
+  return rc;
+}
+
+/* A contiguous dataset's bytes: written, as many as its shape needs, within
+ * the file. */
+static int check_contiguous(const char *path, hid_t dset, long long file_bytes, storage *s, dlpar_error *err)
+{
+  const hsize_t size = H5Dget_storage_size(dset);
+  s->addr = H5Dget_offset(dset);
+  if (s->addr == HADDR_UNDEF)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields was never written (HDF5 would give its fill value, "
+                           "which is not data: write it, or regenerate the file)", dlpar_show(path).text);
+  if (size != s->data_bytes || !within_file(s->addr, size, file_bytes))
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields claims %llu bytes at byte %llu for %llu bytes of data "
+                           "in a file of %lld (the file is damaged: copy or regenerate it)", dlpar_show(path).text,
+                           (unsigned long long)size, (unsigned long long)s->addr,
+                           (unsigned long long)s->data_bytes, file_bytes);
+  return DLPAR_OK;
+}
+
+/* An external file's path as HDF5 1.10 finds it: as given where absolute,
+ * else after HDF5_EXTFILE_PREFIX or the access list's prefix ("${ORIGIN}":
+ * the HDF5 file's directory), else from the working directory. */
+static void external_path(const char *path, hid_t dset, const char *name, char *out, size_t len)
+{
+  const char *env = getenv("HDF5_EXTFILE_PREFIX");
+  char prefix[PATH_MAX] = "";
+  hid_t access = H5Dget_access_plist(dset);
+  if (env && *env)
+    snprintf(prefix, sizeof(prefix), "%s", env);
+  else if (access >= 0 && H5Pget_efile_prefix(access, prefix, sizeof(prefix)) < 0)
+    prefix[0] = '\0';
+  h5_close(access);
+  if (strncmp(prefix, "${ORIGIN}", 9) == 0) {
+    const char *slash = strrchr(path, '/');
+    char rest[PATH_MAX];
+    snprintf(rest, sizeof(rest), "%s", prefix + 9);
+    snprintf(prefix, sizeof(prefix), "%.*s%s", slash ? (int)(slash - path) : 1, slash ? path : ".", rest);
+  }
+  if (name[0] == '/' || !prefix[0])
+    snprintf(out, len, "%s", name);
+  else
+    snprintf(out, len, "%s/%s", prefix, name);
+}
+
+/* External storage (raw files beside the HDF5 file): each file there and
+ * long enough for its part of the dataset (HDF5 reads zeros past an
+ * external file's end). */
+static int check_external(const char *path, hid_t dset, hid_t plist, int files, const storage *s, dlpar_error *err)
+{
+  uint64_t left = s->data_bytes;
+  for (int f = 0; f < files && left > 0; f++) {
+    char name[PATH_MAX], where[PATH_MAX + 8];
+    off_t offset = 0;
+    hsize_t size = 0;
+    struct stat st;
+    uint64_t take;
+    if (H5Pget_external(plist, (unsigned)f, sizeof(name), name, &offset, &size) < 0)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' external file %d is unreadable (the file is "
+                             "damaged: copy or regenerate it)", dlpar_show(path).text, f);
+    name[sizeof(name) - 1] = '\0';
+    external_path(path, dset, name, where, sizeof(where));
+    take = size < left ? size : left;
+    if (stat(where, &st) != 0 || !S_ISREG(st.st_mode))
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is stored in the external file %s, which is not there "
+                             "(copy it beside the HDF5 file, or set HDF5_EXTFILE_PREFIX)", dlpar_show(path).text,
+                             dlpar_show(where).text);
+    if (offset < 0 || (uint64_t)offset > (uint64_t)st.st_size || take > (uint64_t)st.st_size - (uint64_t)offset)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields needs %llu bytes from byte %lld of its external file "
+                             "%s, which has %lld (copy the whole file)", dlpar_show(path).text,
+                             (unsigned long long)take, (long long)offset, dlpar_show(where).text,
+                             (long long)st.st_size);
+    left -= take;
+  }
+  if (left > 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' external files hold %llu bytes too few (the file is "
+                           "damaged: copy or regenerate it)", dlpar_show(path).text, (unsigned long long)left);
+  return DLPAR_OK;
+}
+
+static int check_virtual(const char *path, hid_t plist, hsize_t npoints, dlpar_error *err);
+
+/* The bytes of dataset dset (of file `path`, file_bytes long) checked for
+ * what its layout needs (above); s holds what was found. Virtual datasets
+ * only where `virtual_ok` (their sources may not be virtual). */
+static int check_storage(const char *path, hid_t dset, long long file_bytes, bool virtual_ok, storage *s,
+                         dlpar_error *err)
+{
+  hsize_t dims[4], maxdims[4];
+  hid_t plist = -1, type = -1;
+  int rc = DLPAR_OK, external;
+  size_t element;
+  H5_TRY_GOTO(plist = H5Dget_create_plist(dset), path, err, rc, out);
+  H5_TRY_GOTO(type = H5Dget_type(dset), path, err, rc, out);
+  H5_TRY_GOTO(s->layout = H5Pget_layout(plist), path, err, rc, out);
+  H5_TRY_GOTO(external = H5Pget_external_count(plist), path, err, rc, out);
+  element = H5Tget_size(type);
+  DLPAR_TRY_GOTO(storage_shape(path, dset, element, dims, maxdims, s, err), rc, out);
+  if (s->layout == H5D_VIRTUAL && virtual_ok) {
+    rc = check_virtual(path, plist, s->data_bytes / element, err);
+  } else if (s->layout == H5D_VIRTUAL) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields is a virtual dataset over another virtual dataset (give "
+                         "it real storage, e.g. h5repack -l CONTI)", dlpar_show(path).text);
+  } else if (external > 0) {
+    rc = check_external(path, dset, plist, external, s, err);
+  } else if (s->layout == H5D_CONTIGUOUS) {
+    rc = check_contiguous(path, dset, file_bytes, s, err);
+  } else if (s->layout == H5D_COMPACT) {
+    if (H5Dget_storage_size(dset) != s->data_bytes)
+      rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: compact fields holds %llu bytes, not the %llu of its shape (the "
+                           "file is damaged: copy or regenerate it)", dlpar_show(path).text,
+                           (unsigned long long)H5Dget_storage_size(dset), (unsigned long long)s->data_bytes);
+  } else if (s->layout == H5D_CHUNKED) {
+    DLPAR_TRY_GOTO(chunk_shape(path, plist, element, dims, maxdims, file_bytes, s, err), rc, out);
+    DLPAR_TRY_GOTO(check_filters(path, plist, element, s, err), rc, out);
+    rc = index_chunks(path, dset, plist, file_bytes, s, err);
+  } else {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields has an unknown storage layout %d (the file is damaged: "
+                         "copy or regenerate it)", dlpar_show(path).text, (int)s->layout);
+  }
+out:
+  h5_close(type);
+  h5_close(plist);
+  return rc;
+}
+
+/* A virtual source's file as HDF5 finds it: the virtual file itself for
+ * ".", else as given where absolute, else after HDF5_VDS_PREFIX, beside the
+ * virtual file, or from the working directory: the first that exists. */
+static void virtual_source_path(const char *path, const char *name, char *out, size_t len)
+{
+  const char *env = getenv("HDF5_VDS_PREFIX"), *slash = strrchr(path, '/');
+  struct stat st;
+  if (strcmp(name, ".") == 0 || name[0] == '/') {
+    snprintf(out, len, "%s", strcmp(name, ".") == 0 ? path : name);
+    return;
+  }
+  if (env && *env) {
+    snprintf(out, len, "%s/%s", env, name);
+    if (stat(out, &st) == 0)
+      return;
+  }
+  snprintf(out, len, "%.*s/%s", slash ? (int)(slash - path) : 1, slash ? path : ".", name);
+  if (stat(out, &st) != 0)
+    snprintf(out, len, "%s", name);
+}
+
+/* One source of a virtual dataset: its file there, its dataset in it, and
+ * that dataset's bytes checked as any (HDF5 gives the fill value for a
+ * missing source). */
+static int check_source(const char *path, hid_t plist, size_t k, dlpar_error *err)
+{
+  char file_name[PATH_MAX], dset_name[PATH_MAX], where[2 * PATH_MAX + 2];
+  hid_t file = -1, dset = -1;
+  storage s = {0};
+  struct stat st;
+  int rc = DLPAR_OK;
+  if (H5Pget_virtual_filename(plist, k, file_name, sizeof(file_name)) < 0 ||
+      H5Pget_virtual_dsetname(plist, k, dset_name, sizeof(dset_name)) < 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' virtual source %zu is unreadable (the file is damaged: "
+                           "copy or regenerate it)", dlpar_show(path).text, k);
+  virtual_source_path(path, file_name, where, sizeof(where));
+  if (stat(where, &st) != 0 || !S_ISREG(st.st_mode) || (file = H5Fopen(where, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0 ||
+      H5Lexists(file, dset_name, H5P_DEFAULT) <= 0 || (dset = H5Dopen2(file, dset_name, H5P_DEFAULT)) < 0) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields maps to %s in %s, which is not there (HDF5 would give the "
+                         "fill value: copy the source beside the file, or store the data in it, e.g. h5repack -l "
+                         "CONTI)", dlpar_show(path).text, dlpar_show(dset_name).text, dlpar_show(where).text);
+    goto out;
+  }
+  rc = check_storage(where, dset, (long long)st.st_size, false, &s, err);
+out:
+  storage_free(&s);
+  h5_close(dset);
+  h5_close(file);
+  return rc;
+}
+
+/* A virtual dataset: every source there and sound, and its mappings
+ * covering as many elements as the dataset has (unmapped ones would be the
+ * fill value). */
+static int check_virtual(const char *path, hid_t plist, hsize_t npoints, dlpar_error *err)
+{
+  size_t count = 0;
+  hsize_t mapped = 0;
+  if (H5Pget_virtual_count(plist, &count) < 0)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' virtual mappings are unreadable (the file is damaged: "
+                           "copy or regenerate it)", dlpar_show(path).text);
+  for (size_t k = 0; k < count; k++) {
+    const hid_t space = H5Pget_virtual_vspace(plist, k);
+    const hssize_t points = space < 0 ? -1 : H5Sget_select_npoints(space);
+    h5_close(space);
+    if (points < 0)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' virtual mapping %zu is unreadable (the file is "
+                             "damaged: copy or regenerate it)", dlpar_show(path).text, k);
+    mapped += (hsize_t)points;
+    DLPAR_TRY(check_source(path, plist, k, err));
+  }
+  if (mapped < npoints)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' virtual mappings cover %llu of its %llu elements (HDF5 "
+                           "would give the fill value for the rest: map them all)", dlpar_show(path).text,
+                           (unsigned long long)mapped, (unsigned long long)npoints);
+  return DLPAR_OK;
+}
+
+/* Whether file i's fields lies in the opened file (an external link leads
+ * to another), and the size of the file it lies in. */
+static int dataset_file(const era5_data *d, int i, bool *in_file, long long *bytes, dlpar_error *err)
+{
+  const char *path = d->files[i];
+  H5O_info_t of_file, of_dset;
+  hid_t file = -1;
+  char name[PATH_MAX];
+  struct stat st;
+  int rc = DLPAR_OK;
+  H5_TRY_GOTO(H5Oget_info2((hid_t)d->file_handle[i], &of_file, H5O_INFO_BASIC), path, err, rc, out);
+  H5_TRY_GOTO(H5Oget_info2((hid_t)d->fields_dset[i], &of_dset, H5O_INFO_BASIC), path, err, rc, out);
+  *in_file = of_file.fileno == of_dset.fileno;
+  *bytes = d->file_bytes[i];
+  if (*in_file)
+    goto out;
+  H5_TRY_GOTO(file = H5Iget_file_id((hid_t)d->fields_dset[i]), path, err, rc, out);
+  if (H5Fget_name(file, name, sizeof(name)) < 0 || stat(name, &st) != 0) {
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields links to a file that cannot be found (store the data in "
+                         "the file)", dlpar_show(path).text);
+    goto out;
+  }
+  *bytes = (long long)st.st_size;
+out:
+  h5_close(file);
   return rc;
 }
 
@@ -203,138 +699,107 @@ static bool chunk_deflated(const era5_chunks *k, long n)
 }
 
 /* The byte offset of every time step of file i, where each lies whole in
- * one place: contiguous (`per_chunk` = T), or unfiltered chunks of whole
- * steps, per_chunk steps each. Leaves step_offset[i] NULL where some are
- * not written (HDF5 supplies the fill value). */
-static int resolve_steps(era5_data *d, int i, bool contiguous, long per_chunk, dlpar_error *err)
+ * one place: contiguous from s->addr, or unfiltered chunks of whole steps
+ * (s's, checked: all written, each whole, within the file). */
+static int resolve_steps(era5_data *d, int i, const storage *s, dlpar_error *err)
 {
-  const char *path = d->files[i];
-  const hid_t dset = (hid_t)d->fields_dset[i];
   const long long step_bytes = (long long)sizeof(float) * d->file_channels * d->file_height * d->file_width;
+  const long per_chunk = s->layout == H5D_CONTIGUOUS ? d->per_file : (long)s->chunk[0];
   long long *offset = malloc(sizeof(long long) * (size_t)d->per_file);
-  haddr_t addr = HADDR_UNDEF;
-  hsize_t size = 0;
-  int rc = DLPAR_OK;
-  if (!offset) {
-    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the offsets of %ld time steps of %s", d->per_file,
-                         dlpar_show(path).text);
-    goto out;
-  }
+  if (!offset)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the offsets of %ld time steps of %s",
+                           d->per_file, dlpar_show(d->files[i]).text);
   for (long t = 0; t < d->per_file; t++) {
-    const hsize_t at[4] = {(hsize_t)t, 0, 0, 0};
-    unsigned filter_mask = 0;
-    if (contiguous && t == 0) {
-      addr = H5Dget_offset(dset);
-      size = H5Dget_storage_size(dset);
-    } else if (!contiguous && t % per_chunk == 0) {
-      H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path, err, rc, out);
-    }
-    if (addr == HADDR_UNDEF || size != (hsize_t)(per_chunk * step_bytes)) /* never written */
-      goto out;
-    offset[t] = (long long)addr + t % per_chunk * step_bytes;
+    const long long first = s->layout == H5D_CONTIGUOUS ? (long long)s->addr : s->offset[t / per_chunk];
+    offset[t] = first + t % per_chunk * step_bytes;
   }
   d->step_offset[i] = offset;
-  offset = NULL;
-out:
-  free(offset);
-  return rc;
+  return DLPAR_OK;
 }
 
-/* Each chunk's place, where all are written and none is over CHUNK_LIMIT;
- * else chunks[i] stays NULL (HDF5 reads the file). */
-static int resolve_chunks(era5_data *d, int i, const hsize_t shape[4], bool shuffle, bool deflate, dlpar_error *err)
+/* Each chunk's place for pread, from s (checked); deflate streams no longer
+ * than any stream of the chunk (zlib's bound), so the buffers they size are
+ * the chunk's. */
+static int resolve_chunks(era5_data *d, int i, const storage *s, bool shuffle, bool deflate, dlpar_error *err)
 {
   const char *path = d->files[i];
-  const hid_t dset = (hid_t)d->fields_dset[i];
-  const long dims[4] = {d->per_file, d->file_channels, d->file_height, d->file_width};
-  size_t chunk_bytes = sizeof(float);
   era5_chunks *k = calloc(1, sizeof(*k));
-  hid_t space = -1;
-  hsize_t written = 0;
-  long count = 1;
+  const uLong bound = compressBound((uLong)s->chunk_bytes);
   int rc = DLPAR_OK;
-  if (!k)
-    goto oom;
+  if (!k || !(k->offset = malloc(sizeof(long long) * (size_t)s->count)) ||
+      !(k->stored = malloc(sizeof(uint32_t) * (size_t)s->count)) || !(k->skipped = malloc((size_t)s->count))) {
+    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the chunk index of %s", dlpar_show(path).text);
+    goto out;
+  }
   for (int j = 0; j < 4; j++) {
-    k->shape[j] = (long)shape[j];
-    k->grid[j] = (dims[j] + k->shape[j] - 1) / k->shape[j];
-    count *= k->grid[j];
-    chunk_bytes *= (size_t)shape[j];
+    k->shape[j] = (long)s->chunk[j];
+    k->grid[j] = s->grid[j];
   }
   k->shuffle = shuffle;
   k->deflate = deflate;
-  H5_TRY_GOTO(space = H5Dget_space(dset), path, err, rc, out);
-  H5_TRY_GOTO(H5Dget_num_chunks(dset, space, &written), path, err, rc, out);
-  if (written != (hsize_t)count || chunk_bytes > CHUNK_LIMIT)
-    goto out;
-  k->offset = malloc(sizeof(long long) * (size_t)count);
-  k->stored = malloc(sizeof(uint32_t) * (size_t)count);
-  k->skipped = malloc((size_t)count);
-  if (!k->offset || !k->stored || !k->skipped)
-    goto oom;
-  for (long n = 0; n < count; n++) {
-    const hsize_t at[4] = {(hsize_t)(n / (k->grid[1] * k->grid[2] * k->grid[3]) * k->shape[0]),
-                           (hsize_t)(n / (k->grid[2] * k->grid[3]) % k->grid[1] * k->shape[1]),
-                           (hsize_t)(n / k->grid[3] % k->grid[2] * k->shape[2]), (hsize_t)(n % k->grid[3] * k->shape[3])};
-    unsigned filter_mask = 0;
-    haddr_t addr = HADDR_UNDEF;
-    hsize_t size = 0;
-    H5_TRY_GOTO(H5Dget_chunk_info_by_coord(dset, at, &filter_mask, &addr, &size), path, err, rc, out);
-    k->skipped[n] = (unsigned char)filter_mask;
-    if (addr == HADDR_UNDEF || size == 0 || size > UINT32_MAX || filter_mask > 3u ||
-        (!chunk_deflated(k, n) && size != chunk_bytes))
-      goto out;
-    k->offset[n] = (long long)addr;
-    k->stored[n] = (uint32_t)size;
-    k->max_stored = size > k->max_stored ? size : k->max_stored;
+  for (long n = 0; n < s->count && rc == DLPAR_OK; n++) {
+    k->offset[n] = s->offset[n];
+    k->stored[n] = s->stored[n];
+    k->skipped[n] = (unsigned char)s->mask[n];
+    k->max_stored = s->stored[n] > k->max_stored ? s->stored[n] : k->max_stored;
+    if (chunk_deflated(k, n) && s->stored[n] > bound)
+      rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: a gzip'ed chunk of fields at byte %lld claims %u bytes, more "
+                           "than any deflate stream of its %llu bytes takes (the file is damaged: copy or regenerate "
+                           "it)", dlpar_show(path).text, k->offset[n], k->stored[n],
+                           (unsigned long long)s->chunk_bytes);
   }
-  d->chunks[i] = k;
-  k = NULL;
-  goto out;
-oom:
-  rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the chunk index of %s", dlpar_show(path).text);
+  if (rc == DLPAR_OK) {
+    d->chunks[i] = k;
+    k = NULL;
+  }
 out:
-  h5_close(space);
   chunks_free(k);
   return rc;
 }
 
-/* How file i is read (data.h): native floats, filtered at most by shuffle
- * and deflate, in the file itself (not external): by steps where each lies
- * whole in one place, unfiltered; else by chunks; else (other types and
- * filters, compact or virtual layouts) through HDF5. */
+/* How file i is read (data.h), once its storage is checked (check_storage,
+ * whichever way it is read): native floats in the opened file itself (not
+ * linked from another, not external), filtered at most by shuffle and
+ * deflate: by steps where each lies whole in one place, unfiltered; else by
+ * chunks up to CHUNK_LIMIT; else (other types and filters, compact or
+ * virtual layouts, files linked) through HDF5. */
 static int resolve_layout(era5_data *d, int i, dlpar_error *err)
 {
   const char *path = d->files[i];
   const hid_t dset = (hid_t)d->fields_dset[i];
-  hsize_t chunk[4];
+  storage s = {0};
   hid_t plist = -1, type = -1;
-  H5D_layout_t layout;
-  bool shuffle, deflate, whole_steps;
+  bool in_file = false, shuffle, deflate, whole_steps;
+  long long bytes = 0;
   int rc = DLPAR_OK;
+  DLPAR_TRY_GOTO(dataset_file(d, i, &in_file, &bytes, err), rc, out);
+  DLPAR_TRY_GOTO(check_storage(path, dset, bytes, true, &s, err), rc, out);
   H5_TRY_GOTO(plist = H5Dget_create_plist(dset), path, err, rc, out);
   H5_TRY_GOTO(type = H5Dget_type(dset), path, err, rc, out);
-  H5_TRY_GOTO(layout = H5Pget_layout(plist), path, err, rc, out);
-  if (H5Tequal(type, H5T_NATIVE_FLOAT) <= 0 || H5Pget_external_count(plist) != 0 ||
+  if (!in_file || H5Tequal(type, H5T_NATIVE_FLOAT) <= 0 || H5Pget_external_count(plist) != 0 ||
       !known_filters(plist, &shuffle, &deflate))
     goto out;
-  if (layout == H5D_CONTIGUOUS) {
-    rc = resolve_steps(d, i, true, d->per_file, err);
-  } else if (layout == H5D_CHUNKED && H5Pget_chunk(plist, 4, chunk) == 4) {
-    whole_steps = !shuffle && !deflate && chunk[1] == (hsize_t)d->file_channels &&
-                  chunk[2] == (hsize_t)d->file_height && chunk[3] == (hsize_t)d->file_width;
-    rc = whole_steps ? resolve_steps(d, i, false, (long)chunk[0], err)
-                     : resolve_chunks(d, i, chunk, shuffle, deflate, err);
+  if (s.layout == H5D_CONTIGUOUS) {
+    rc = resolve_steps(d, i, &s, err);
+  } else if (s.layout == H5D_CHUNKED) {
+    whole_steps = !shuffle && !deflate && s.chunk[1] == (hsize_t)d->file_channels &&
+                  s.chunk[2] == (hsize_t)d->file_height && s.chunk[3] == (hsize_t)d->file_width;
+    if (whole_steps)
+      rc = resolve_steps(d, i, &s, err);
+    else if (s.chunk_bytes <= CHUNK_LIMIT)
+      rc = resolve_chunks(d, i, &s, shuffle, deflate, err);
   }
 out:
+  storage_free(&s);
   h5_close(type);
   h5_close(plist);
   return rc;
 }
 
 /* Floats of era5_read's staging buffer file i needs: a piece; for chunks, a
- * chunk's slice of one step, the whole chunk where inflated, and the chunk
- * as stored where filtered. */
+ * chunk's slice of one step, the whole chunk and a float more where
+ * inflated (a stream running past the chunk is caught there), and the
+ * chunk as stored where filtered (at most zlib's bound: resolve_chunks). */
 static size_t stage_need(const era5_data *d, int i)
 {
   const era5_chunks *k = d->chunks[i];
@@ -342,7 +807,7 @@ static size_t stage_need(const era5_data *d, int i)
   if (!k)
     return d->stage_floats;
   slice = (size_t)k->shape[1] * (size_t)k->shape[2] * (size_t)k->shape[3];
-  need = slice + (k->deflate ? slice * (size_t)k->shape[0] : 0);
+  need = slice + (k->deflate ? slice * (size_t)k->shape[0] + 1 : 0);
   if (k->shuffle || k->deflate)
     need += (k->max_stored + sizeof(float) - 1) / sizeof(float);
   return need;
@@ -432,14 +897,14 @@ static int check_intact(const era5_data *d, int year, long idx, long t, dlpar_er
 
 /* The first `channels` channels of one time step of file `year` through
  * HDF5, whole (caller holds the HDF5 lock). */
-static int hdf5_read_step(era5_data *d, int year, long t, int channels, float *out, dlpar_error *err)
+static int hdf5_read_step(era5_data *d, int year, long idx, long t, int channels, float *out, dlpar_error *err)
 {
   const hsize_t start[4] = {(hsize_t)t, 0, 0, 0};
   const hsize_t count[4] = {1, (hsize_t)channels, (hsize_t)d->height, (hsize_t)d->width};
   hid_t file_space = -1, mem_space = -1;
   int rc = DLPAR_OK;
   char context[PATH_MAX + 64];
-  snprintf(context, sizeof(context), "%s: reading fields[%ld]", dlpar_show(d->files[year]).text, t);
+  snprintf(context, sizeof(context), "%s: sample %ld, reading fields[%ld]", dlpar_show(d->files[year]).text, idx, t);
   H5_TRY_GOTO(file_space = H5Dget_space((hid_t)d->fields_dset[year]), context, err, rc, out);
   H5_TRY_GOTO(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start, NULL, count, NULL), context, err, rc, out);
   H5_TRY_GOTO(mem_space = H5Screate_simple(4, count, NULL), context, err, rc, out);
@@ -491,45 +956,35 @@ static int pread_rows(const era5_data *d, int year, long idx, long t, int c, int
   return rc;
 }
 
-/* The first `want` bytes a zlib stream (HDF5's deflate) inflates to, by
- * zlib, which can stop there. DLPAR_ERR_INPUT for a damaged stream. */
-static int inflate_prefix(const unsigned char *src, size_t src_bytes, unsigned char *dst, size_t want)
+/* A zlib stream (HDF5's deflate) inflated whole into dst: exactly `bytes`
+ * bytes (the chunk's) to the stream's end, its checksum checked; dst holds
+ * a byte more, so a stream running past the chunk is caught, not cut. zlib
+ * where there is no libdeflate, which inflates about twice as fast.
+ * DLPAR_ERR_INPUT for a damaged, short or long stream. */
+static int inflate_chunk(const unsigned char *src, size_t src_bytes, unsigned char *dst, size_t bytes)
 {
+#ifdef HAVE_LIBDEFLATE
+  struct libdeflate_decompressor *decompressor;
+  enum libdeflate_result result;
+  size_t got = 0;
+  if (!(decompressor = libdeflate_alloc_decompressor()))
+    return DLPAR_ERR_SYSTEM;
+  result = libdeflate_zlib_decompress(decompressor, src, src_bytes, dst, bytes + 1, &got);
+  libdeflate_free_decompressor(decompressor);
+  return result == LIBDEFLATE_SUCCESS && got == bytes ? DLPAR_OK : DLPAR_ERR_INPUT;
+#else
   z_stream z;
   int zrc;
   memset(&z, 0, sizeof(z));
   z.next_in = src;
   z.avail_in = (uInt)src_bytes;
   z.next_out = dst;
-  z.avail_out = (uInt)want;
+  z.avail_out = (uInt)(bytes + 1);
   if (inflateInit(&z) != Z_OK)
     return DLPAR_ERR_SYSTEM;
   zrc = inflate(&z, Z_FINISH);
   inflateEnd(&z);
-  return (zrc == Z_STREAM_END || zrc == Z_BUF_ERROR) && z.total_out == want ? DLPAR_OK : DLPAR_ERR_INPUT;
-}
-
-/* At least the first `want` bytes of the stream, into dst of `capacity`
- * bytes (the whole chunk's). libdeflate inflates about twice as fast as
- * zlib but only whole streams, so it takes the chunks wanted past their
- * half (a chunk's later time steps, every shuffled one), zlib the
- * prefixes; without libdeflate, zlib all. */
-static int inflate_chunk(const unsigned char *src, size_t src_bytes, unsigned char *dst, size_t want, size_t capacity)
-{
-#ifdef HAVE_LIBDEFLATE
-  struct libdeflate_decompressor *decompressor;
-  enum libdeflate_result result;
-  size_t got = 0;
-  if (2 * want <= capacity)
-    return inflate_prefix(src, src_bytes, dst, want);
-  if (!(decompressor = libdeflate_alloc_decompressor()))
-    return DLPAR_ERR_SYSTEM;
-  result = libdeflate_zlib_decompress(decompressor, src, src_bytes, dst, capacity, &got);
-  libdeflate_free_decompressor(decompressor);
-  return result == LIBDEFLATE_SUCCESS && got >= want ? DLPAR_OK : DLPAR_ERR_INPUT;
-#else
-  (void)capacity;
-  return inflate_prefix(src, src_bytes, dst, want);
+  return zrc == Z_STREAM_END && z.total_out == bytes ? DLPAR_OK : DLPAR_ERR_INPUT;
 #endif
 }
 
@@ -557,7 +1012,7 @@ static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, i
   const size_t from = (size_t)(t % k->shape[0]) * slice, want = (size_t)channels * k->shape[2] * k->shape[3];
   const bool shuffled = chunk_shuffled(k, n), deflated = chunk_deflated(k, n);
   float *whole = stage + slice;
-  unsigned char *stored = (unsigned char *)(whole + (k->deflate ? slice * (size_t)k->shape[0] : 0));
+  unsigned char *stored = (unsigned char *)(whole + (k->deflate ? slice * (size_t)k->shape[0] + 1 : 0));
   const unsigned char *unpacked = stored;
   int rc;
   *x = stage;
@@ -567,16 +1022,15 @@ static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, i
   DLPAR_TRY(pread_whole(d, year, idx, t, stored, k->stored[n], k->offset[n], err));
   if (deflated) {
     unpacked = (const unsigned char *)whole;
-    rc = inflate_chunk(stored, k->stored[n], (unsigned char *)whole,
-                       sizeof(float) * (shuffled ? slice * (size_t)k->shape[0] : from + want),
-                       sizeof(float) * slice * (size_t)k->shape[0]);
+    rc = inflate_chunk(stored, k->stored[n], (unsigned char *)whole, sizeof(float) * slice * (size_t)k->shape[0]);
     if (rc == DLPAR_ERR_SYSTEM)
       return dlpar_error_set(err, rc, "%s: sample %ld, reading fields[%ld]: out of memory for an inflater (free "
                              "memory, or lower DLPAR_DATA_READERS)", dlpar_show(d->files[year]).text, idx, t);
     if (rc != DLPAR_OK)
       return dlpar_error_set(err, rc, "%s: sample %ld, reading fields[%ld]: the chunk at byte %lld does not inflate "
-                             "(the file is damaged: copy or regenerate it)", dlpar_show(d->files[year]).text, idx, t,
-                             k->offset[n]);
+                             "to its %zu bytes with a sound checksum (the file is damaged: copy or regenerate it)",
+                             dlpar_show(d->files[year]).text, idx, t, k->offset[n],
+                             sizeof(float) * slice * (size_t)k->shape[0]);
   }
   if (shuffled)
     unshuffle(unpacked, slice * (size_t)k->shape[0], from, want, stage);
@@ -645,7 +1099,7 @@ static int read_step(era5_data *d, int year, long idx, long t, int channels, flo
                   POSIX_FADV_WILLNEED);
   else {
     pthread_mutex_lock(d->hdf5_lock);
-    rc = hdf5_read_step(d, year, t, channels, out, err);
+    rc = hdf5_read_step(d, year, idx, t, channels, out, err);
     pthread_mutex_unlock(d->hdf5_lock);
     if (check_intact(d, year, idx, t, err) != DLPAR_OK) /* HDF5 reads past the end as zeros */
       rc = DLPAR_ERR_SYSTEM;
@@ -934,10 +1388,12 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   l->ready = calloc((size_t)l->depth, sizeof(bool));
   l->failed = calloc((size_t)l->depth, sizeof(int));
   l->errors = calloc((size_t)l->depth, sizeof(*l->errors));
-  l->perm = malloc(sizeof(long) * (size_t)data->nsamples);
   l->readers = calloc((size_t)l->nreaders, sizeof(reader));
-  if (!l->inp || !l->tgt || !l->left || !l->ready || !l->failed || !l->errors || !l->perm || !l->readers)
+  if (!l->inp || !l->tgt || !l->left || !l->ready || !l->failed || !l->errors || !l->readers)
     goto oom;
+  if (!(l->perm = malloc(sizeof(long) * (size_t)data->nsamples)))
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for the order of %ld samples (lower limit_nsamples)",
+                           data->nsamples);
   for (int s = 0; s < l->depth; s++) {
     l->inp[s] = l->memory.alloc(sizeof(float) * l->inp_floats * (size_t)local_batch);
     l->tgt[s] = l->memory.alloc(sizeof(float) * l->tgt_floats * (size_t)local_batch);
@@ -947,7 +1403,9 @@ int loader_create(loader **out, era5_data *data, int local_batch, int dp_rank, i
   for (int r = 0; r < l->nreaders; r++) {
     l->readers[r].l = l;
     if (!(l->readers[r].stage = malloc(sizeof(float) * data->scratch_floats)))
-      goto oom;
+      return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory for %d reader %s staging buffers of %zu bytes each "
+                             "(lower DLPAR_DATA_READERS)", l->nreaders, dlpar_plural(l->nreaders, "thread's",
+                             "threads'"), sizeof(float) * data->scratch_floats);
   }
   l->stats.readers = l->nreaders;
   l->stats.depth = l->depth;

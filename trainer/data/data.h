@@ -25,8 +25,17 @@
  *    chunk is unfiltered), inflated (zlib) and unshuffled here, and the
  *    cropped part normalised into the batch;
  *  - anything else (other types or filters, external, compact or virtual
- *    storage, unwritten chunks, chunks over 64 MiB) through serialised HDF5
- *    hyperslab reads of a whole step, normalised piece by piece.
+ *    storage, a dataset linked from another file, chunks over 64 MiB)
+ *    through serialised HDF5 hyperslab reads of a whole step, normalised
+ *    piece by piece.
+ * Whichever way a file is read, its storage is checked at open against its
+ * shape and its size, overflow-safe: chunk dimensions as HDF5 allows them,
+ * every chunk written (a fill value is not data), within the file, of a
+ * size its filters can give and overlapping no other; contiguous data
+ * written and within the file; every filter one this HDF5 can undo;
+ * external, linked and virtual sources there and long enough. Deflated
+ * chunks are inflated whole, to the stream's end, their checksum checked.
+ * What fails is refused in one line naming the file (and the chunk). 
  * Files are opened once: one removed or replaced during a run is read as it
  * was; one truncated or rewritten in place stops the run with a line naming
  * the file and the sample.
