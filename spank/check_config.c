@@ -6,18 +6,18 @@
  * $SLURM_CONF, else of /etc/slurm/slurm.conf) and the files it includes.
  * Then the node classes of its env.VAR@NODES keys through Slurm's own
  * host-list parser, against each other and against the cluster's nodes
- * (from slurmctld; where it does not answer, the ok line says the classes
- * were not matched against them). A class that holds no node is refused,
+ * (from slurmctld; where it does not answer, or there is no slurm.conf,
+ * the ok line says the classes were not matched against them). A class that holds no node is refused,
  * not warned about: its settings would be dropped silently on every node,
  * a typo and a class for nodes not yet in slurm.conf alike.
  * One line: "...: ok: ..." and 0, or what is wrong and the fix, and 1. */
 #include "config.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -30,37 +30,62 @@
 
 #define PROGRAM "dlpar-check-config"
 
-/* The cluster's nodes as one host list into *nodes (to free), from
- * slurmctld; DLPAR_ERR_SYSTEM and why in err where it does not answer. */
-static int cluster_nodes(char **nodes, dlpar_error *err)
+/* In a child (libslurm's slurm_init ends the process, fatal(), without a
+ * slurm.conf): the cluster's nodes from slurmctld, one host list written
+ * to fd; exit 0, or 1 where slurmctld does not answer. Its stderr is
+ * /dev/null: libslurm logs its own failures there, and this program says
+ * one line. */
+static void cluster_nodes_child(int fd)
 {
   node_info_msg_t *info = NULL;
   __typeof__(slurm_hostlist_create("")) list = NULL;
-  int rc = DLPAR_OK;
-  int loaded, error;
-  const int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  *nodes = NULL;
-  /* libslurm logs its own failures on stderr: this program says one line */
-  if (null >= 0 && dup2(null, STDERR_FILENO) >= 0)
-    close(null);
+  char *text = NULL;
+  const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  size_t len;
+  if (null >= 0)
+    dup2(null, STDERR_FILENO);
   slurm_init(NULL);
-  loaded = slurm_load_node(0, &info, SHOW_ALL);
-  error = errno;
-  if (saved >= 0 && dup2(saved, STDERR_FILENO) >= 0)
-    close(saved);
-  if (loaded != SLURM_SUCCESS || !info)
-    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "slurmctld: %s", slurm_strerror(error));
-  if (!(list = slurm_hostlist_create(NULL)))
-    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
-  for (uint32_t i = 0; rc == DLPAR_OK && i < info->record_count; i++)
+  if (slurm_load_node(0, &info, SHOW_ALL) != SLURM_SUCCESS || !info || !(list = slurm_hostlist_create(NULL)))
+    _exit(1);
+  for (uint32_t i = 0; i < info->record_count; i++)
     if (info->node_array[i].name)
       slurm_hostlist_push_host(list, info->node_array[i].name);
-  if (rc == DLPAR_OK && !(*nodes = slurm_hostlist_ranged_string_malloc(list)))
-    rc = dlpar_error_set(err, DLPAR_ERR_SYSTEM, "out of memory");
-  if (list)
-    slurm_hostlist_destroy(list);
-  slurm_free_node_info_msg(info);
-  return rc;
+  if (!(text = slurm_hostlist_ranged_string_malloc(list)))
+    _exit(1);
+  len = strlen(text);
+  _exit(write(fd, text, len) == (ssize_t)len ? 0 : 1);
+}
+
+/* The cluster's nodes as one host list into *nodes (to free), from
+ * slurmctld; DLPAR_ERR_SYSTEM where it does not answer. */
+static int cluster_nodes(char **nodes)
+{
+  enum { NODES_MAX = 1 << 20 }; /* the host list of the largest cluster */
+  int pipe_fds[2], status = 1;
+  size_t got = 0;
+  ssize_t n = 0;
+  pid_t child;
+  *nodes = NULL;
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+    return DLPAR_ERR_SYSTEM;
+  if ((child = fork()) == 0) {
+    close(pipe_fds[0]);
+    cluster_nodes_child(pipe_fds[1]);
+  }
+  close(pipe_fds[1]);
+  if (child > 0 && (*nodes = malloc(NODES_MAX)))
+    while (got < NODES_MAX - 1 && (n = read(pipe_fds[0], *nodes + got, NODES_MAX - 1 - got)) > 0)
+      got += (size_t)n;
+  close(pipe_fds[0]);
+  if (child > 0)
+    waitpid(child, &status, 0);
+  if (!*nodes || n < 0 || got == 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    free(*nodes);
+    *nodes = NULL;
+    return DLPAR_ERR_SYSTEM;
+  }
+  (*nodes)[got] = '\0';
+  return DLPAR_OK;
 }
 
 /* The node classes of path's dlpar line (its keys already good): DLPAR_OK
@@ -70,7 +95,7 @@ static int check_classes(const char *path, char *msg, size_t len, char *note, si
 {
   dlpar_plugstack_entry entry;
   dlpar_admin_config config;
-  dlpar_error err = {0}, nodes_err = {0};
+  dlpar_error err = {0};
   char *nodes = NULL;
   int rc;
   note[0] = '\0';
@@ -79,8 +104,8 @@ static int check_classes(const char *path, char *msg, size_t len, char *note, si
     snprintf(msg, len, "%s", err.text);
     return DLPAR_ERR_INPUT;
   }
-  if (cluster_nodes(&nodes, &nodes_err) != DLPAR_OK)
-    snprintf(note, note_len, " (node classes not matched against the cluster's nodes: %s)", nodes_err.text);
+  if (cluster_nodes(&nodes) != DLPAR_OK)
+    snprintf(note, note_len, " (node classes not matched against the cluster's nodes: slurmctld did not answer)");
   rc = dlpar_slurm_net_classes_check(&config.net, nodes, &err);
   if (rc != DLPAR_OK)
     snprintf(msg, len, "%s:%d: %s", dlpar_show(entry.file).text, entry.line, err.text);

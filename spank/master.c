@@ -11,15 +11,19 @@
  * is the step's first reserved port (srun --resv-ports=1,
  * MpiParams=ports=LO-HI), else one derived from job and step in the
  * admin's torch_ports range; the node holding rank 0 checks that it is
- * free (dlpar_busy_port_verdict: a busy reserved port, or a busy derived
- * one under an explicit --dl-env=torch, ends the step; else a warning).
- * GLOO_SOCKET_IFNAME: this node's interface towards MASTER_ADDR. The
- * address is exported as DLPAR_MASTER_ADDR under --dl-env=none too. A
- * failure is kept for task_init, which reports it and ends the whole step
- * (dlpar_master_end_step: a refusal on rank 0's node alone left the other
- * nodes' ranks running towards that port); an address that cannot be
- * found is a warning (no MASTER_ADDR), not a failure of programs that do
- * not need it. */
+ * free, and who listens on it where it is not (dlpar_busy_port_verdict: a
+ * busy reserved port, a derived one another user's process holds, or a
+ * busy derived one under an explicit --dl-env=torch ends the step; else a
+ * warning). GLOO_SOCKET_IFNAME: this node's interface towards MASTER_ADDR.
+ * The address is exported as DLPAR_MASTER_ADDR under --dl-env=none too.
+ * A refusal on rank 0's node is said and raised in user_init, before that
+ * node forks a task; the other nodes' tasks wait in task_init until rank
+ * 0's node has tasks (dlpar_master_wait_rank0), which it holds until they
+ * saw them (dlpar_master_hold), so no task anywhere runs towards a refused
+ * port. Under an optional plugin Slurm ignores the user_init failure, and
+ * task_init ends the whole step (dlpar_master_end_step). An address that
+ * cannot be found is a warning (no MASTER_ADDR), not a failure of programs
+ * that do not need it. */
 #include "config.h"
 
 #include <dlfcn.h>

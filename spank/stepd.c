@@ -4,8 +4,10 @@
  * task's process, as the user, before exec) the grid is checked again for
  * this node, the task is bound to its GPU, CPUs and NIC, the profiling
  * request is prepared, and the DLPAR_* contract is exported. Errors are
- * raised from task_init: those reach the user's srun. Nothing the user
- * typed is executed or used as a path here. */
+ * raised from task_init, except a refused rendezvous point on rank 0's
+ * node, raised in user_init so that node forks no task (spank/master.c);
+ * both reach the user's srun. Nothing the user typed is executed or used
+ * as a path here. */
 #include "config.h"
 
 #include <stdint.h>
