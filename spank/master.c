@@ -206,10 +206,10 @@ static void this_step(spank_t sp, slurm_step_id_t *id)
 }
 
 /* dlpar_master_wait_rank0 and dlpar_master_hold: how long a node waits
- * for rank 0's, how long rank 0's node may be silent before it counts as
- * gone (its slurmstepd does not exist yet at first), and how long rank 0's
- * node keeps a task once every node has its tasks, for them to see it. */
-enum { MASTER_WAIT_S = 300, GONE_S = 5, POLL_US = 10000, HOLD_SETTLE_US = 1000000 };
+ * for rank 0's at most, how often it asks, and how long rank 0's node keeps
+ * its first task once every node has its tasks, for them to see it (they
+ * ask every 10 ms). */
+enum { MASTER_WAIT_S = 300, POLL_US = 10000, HOLD_SETTLE_US = 250000 };
 
 /* libslurm logs each failed RPC on stderr, which is the user's srun here:
  * a poll that fails until a node's slurmstepd exists would fill it. The
@@ -257,8 +257,10 @@ static int node_tasks_state(slurm_step_id_t *id, char *node)
  * tasks once they run: they wait here, in task_init, before the program is
  * executed, until rank 0's node has tasks, which it forks only once its
  * user_init accepted the port (and holds until they saw them,
- * dlpar_master_hold). Its slurmstepd gone without tasks (it refused: srun
- * does not end the step for that) ends these tasks too. */
+ * dlpar_master_hold). Its slurmstepd gone without tasks, after it answered
+ * once (it refused, and stays DLPAR_MASTER_REFUSAL_LINGER_S seconds for
+ * this: srun does not end the step for that), ends these tasks too; one
+ * that never answers (slurmd's prolog there may still run), after 300 s. */
 int dlpar_master_wait_rank0(spank_t sp, bool say, dlpar_error *err)
 {
   slurm_step_id_t id;
@@ -269,8 +271,8 @@ int dlpar_master_wait_rank0(spank_t sp, bool say, dlpar_error *err)
   for (int state; (state = node_tasks_state(&id, dlpar_spank.master_node)) != 1; usleep(POLL_US)) {
     const double waited = dlpar_now() - start;
     answered = answered || state == 0;
-    if (state == -1 && (answered || waited > GONE_S)) {
-      err->status = DLPAR_ERR_INPUT; /* rank 0's node said why */
+    if (state == -1 && answered) {
+      err->status = DLPAR_ERR_INPUT; /* its slurmstepd ended without tasks: it refused, and said why */
       return err->status;
     }
     if (waited > MASTER_WAIT_S && !say)

@@ -37,9 +37,12 @@ int dlpar_master_end_step(spank_t sp, dlpar_error *err);
  * node refused. DLPAR_ERR_INPUT (err empty: rank 0's node said why) when
  * that node's slurmstepd ends without tasks; DLPAR_ERR_SYSTEM (err: said
  * where say) when it has none after 300 s. */
+/* How long rank 0's node keeps its slurmstepd after it refused the step
+ * in user_init, for the other nodes' tasks to see it end without tasks. */
+#define DLPAR_MASTER_REFUSAL_LINGER_S 3
 int dlpar_master_wait_rank0(spank_t sp, bool say, dlpar_error *err);
 /* From task_init of rank 0's node's first task (dlpar_spank.master_hold):
- * waits, up to 10 s, until every other node has its tasks, and a second
+ * waits, up to 10 s, until every other node has its tasks, and 0.25 s
  * more, so that theirs see this node's tasks even where these end at
  * once. DLPAR_OK. */
 int dlpar_master_hold(spank_t sp);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 
@@ -244,6 +245,7 @@ int dlpar_stepd_user_init(spank_t sp)
    * Slurm ignores the failure: task_init then ends the step. */
   dlpar_spank_error(dlpar_spank.master_error.text);
   dlpar_spank.master_said = true;
+  sleep(DLPAR_MASTER_REFUSAL_LINGER_S); /* the other nodes' tasks see this slurmstepd end without tasks */
   return -1;
 }
 
