@@ -6,8 +6,9 @@
  * $SLURM_CONF, else of /etc/slurm/slurm.conf) and the files it includes.
  * Then the node classes of its env.VAR@NODES keys through Slurm's own
  * host-list parser, against each other and against the cluster's nodes
- * (from slurmctld; where it does not answer, or there is no slurm.conf,
- * the ok line says the classes were not matched against them). A class that holds no node is refused,
+ * (from slurmctld, asked only where the line has classes; where it does
+ * not answer, or there is no slurm.conf, the ok line says the classes were
+ * not matched against them). A class that holds no node is refused,
  * not warned about: its settings would be dropped silently on every node,
  * a typo and a class for nodes not yet in slurm.conf alike.
  * One line: "...: ok: ..." and 0, or what is wrong and the fix, and 1. */
@@ -88,6 +89,15 @@ static int cluster_nodes(char **nodes)
   return DLPAR_OK;
 }
 
+/* Whether any env. setting of config has a node class. */
+static bool has_classes(const dlpar_net_config *config)
+{
+  for (int i = 0; i < config->count; i++)
+    if (config->setting[i].nodes[0])
+      return true;
+  return false;
+}
+
 /* The node classes of path's dlpar line (its keys already good): DLPAR_OK
  * and a note in note when they were not matched against the cluster's
  * nodes; else the refusal, "FILE:LINE: ...", in msg. */
@@ -104,7 +114,7 @@ static int check_classes(const char *path, char *msg, size_t len, char *note, si
     snprintf(msg, len, "%s", err.text);
     return DLPAR_ERR_INPUT;
   }
-  if (cluster_nodes(&nodes) != DLPAR_OK)
+  if (has_classes(&config.net) && cluster_nodes(&nodes) != DLPAR_OK)
     snprintf(note, note_len, " (node classes not matched against the cluster's nodes: slurmctld did not answer)");
   rc = dlpar_slurm_net_classes_check(&config.net, nodes, &err);
   if (rc != DLPAR_OK)
