@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,15 @@ static void restore_stderr(int saved)
   close(saved);
 }
 
+/* A task waiting in task_init is still named "slurmstepd", and Slurm's
+ * proctrack/linuxproc leaves processes of that name out of a step's pid
+ * list (it takes them for slurmstepd itself): under another name, the
+ * other nodes see this task while it waits. exec renames it again. */
+static void show_waiting(const char *name)
+{
+  (void)prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
 /* What node says of step id: 1 it has tasks, 0 its slurmstepd answers
  * without any (not forked yet, or all ended), -1 no answer. */
 static int node_tasks_state(slurm_step_id_t *id, char *node)
@@ -268,6 +278,7 @@ int dlpar_master_wait_rank0(spank_t sp, bool say, dlpar_error *err)
   const double start = dlpar_now();
   this_step(sp, &id);
   err->text[0] = '\0';
+  show_waiting("dlpar-wait");
   for (int state; (state = node_tasks_state(&id, dlpar_spank.master_node)) != 1; usleep(POLL_US)) {
     const double waited = dlpar_now() - start;
     answered = answered || state == 0;
@@ -335,6 +346,7 @@ int dlpar_master_hold(spank_t sp)
 {
   slurm_step_id_t id;
   this_step(sp, &id);
+  show_waiting("dlpar-hold");
   wait_other_nodes(sp, &id, HOLD_SETTLE_US);
   return DLPAR_OK;
 }
