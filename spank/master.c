@@ -296,10 +296,11 @@ int dlpar_master_wait_rank0(spank_t sp, bool say, dlpar_error *err)
   return DLPAR_OK;
 }
 
-/* Whether every node of the step but this one (me) has all its tasks
- * now: it answers for the step's pids with at least its count of tasks
- * (tasks[i], in node list order). */
-static bool tasks_elsewhere(slurm_step_id_t *id, char *nodes, const int *tasks, uint32_t nnodes, uint32_t me)
+/* Whether every node of the step but this one (me) has had all its tasks:
+ * it answers for the step's pids with at least its count of tasks
+ * (tasks[i], in node list order), now or at an earlier call (tasks[i] is
+ * then 0: a node whose tasks ended at once is not waited for again). */
+static bool tasks_elsewhere(slurm_step_id_t *id, char *nodes, int *tasks, uint32_t nnodes, uint32_t me)
 {
   __typeof__(slurm_hostlist_create("")) list = slurm_hostlist_create(nodes);
   job_step_pids_response_msg_t *pids = NULL;
@@ -309,10 +310,13 @@ static bool tasks_elsewhere(slurm_step_id_t *id, char *nodes, const int *tasks, 
     __typeof__(slurm_list_iterator_create(pids->pid_list)) next = slurm_list_iterator_create(pids->pid_list);
     for (const job_step_pids_t *node; (node = slurm_list_next(next));) {
       const int i = slurm_hostlist_find(list, node->node_name);
-      ready += i >= 0 && (uint32_t)i < nnodes && (uint32_t)i != me && node->pid_cnt >= (uint32_t)tasks[i];
+      if (i >= 0 && (uint32_t)i < nnodes && node->pid_cnt >= (uint32_t)tasks[i])
+        tasks[i] = 0;
     }
     slurm_list_iterator_destroy(next);
   }
+  for (uint32_t i = 0; list && i < nnodes; i++)
+    ready += i != me && tasks[i] == 0;
   restore_stderr(saved);
   if (pids)
     slurm_job_step_pids_response_msg_free(pids);
