@@ -144,54 +144,79 @@ int dlpar_net_add(dlpar_net_config *config, const char *key, const char *value, 
   snprintf(s->nodes, sizeof(s->nodes), "%s", at ? at + 1 : "");
   snprintf(s->value, sizeof(s->value), "%s", value);
   DLPAR_TRY(check_variable(key, s->var, err));
+  if (s->nodes[0])
+    DLPAR_TRY(dlpar_hostlist_syntax(key, s->nodes, err));
   config->count++;
   return DLPAR_OK;
 }
 
-/* One element of a host list, "gpu[01-16,20]x" or "login1", holds host. */
-static bool element_has(const char *element, size_t len, const char *host)
+/* The ranges inside one pair of brackets, "01-16,20" (len characters):
+ * NULL when they are numbers and rising ranges, else what is wrong. */
+static const char *ranges_wrong(const char *ranges, size_t len, char *why, size_t why_len)
 {
-  const char *open = memchr(element, '[', len), *close = open ? memchr(open, ']', len - (size_t)(open - element)) : NULL;
-  const size_t prefix = open ? (size_t)(open - element) : len, host_len = strlen(host);
-  size_t suffix, digits;
-  if (!open || !close)
-    return host_len == len && strncmp(element, host, len) == 0;
-  suffix = len - (size_t)(close + 1 - element);
-  if (host_len <= prefix + suffix || strncmp(host, element, prefix) != 0 ||
-      strncmp(host + host_len - suffix, close + 1, suffix) != 0)
-    return false;
-  digits = host_len - prefix - suffix;
-  for (size_t i = 0; i < digits; i++)
-    if (!isdigit((unsigned char)host[prefix + i]))
-      return false;
-  for (const char *range = open + 1; range < close;) {
-    const size_t range_len = strcspn(range, ",]");
-    char *end;
-    const long lo = strtol(range, &end, 10), hi = *end == '-' ? strtol(end + 1, NULL, 10) : lo;
-    const size_t width = (size_t)(end - range);
-    const long n = strtol(host + prefix, NULL, 10);
-    /* "01-16": two digits, zero-padded; "1-16": no padding */
-    if (n >= lo && n <= hi && (range[0] == '0' && width > 1 ? digits == width : host[prefix] != '0' || digits == 1))
-      return true;
-    range += range_len + (range[range_len] == ',');
+  for (size_t at = 0; at <= len;) {
+    const size_t range_len = strcspn(ranges + at, ",]");
+    const size_t lo_len = strspn(ranges + at, "0123456789");
+    const char *dash = ranges + at + lo_len;
+    const size_t hi_len = *dash == '-' ? strspn(dash + 1, "0123456789") : 0;
+    if (lo_len == 0 || (lo_len != range_len && (*dash != '-' || hi_len == 0 || lo_len + 1 + hi_len != range_len))) {
+      snprintf(why, why_len, "the range '%.*s' is not N or LO-HI", (int)(range_len < 40 ? range_len : 40),
+               ranges + at);
+      return why;
+    }
+    if (hi_len && strtoul(ranges + at, NULL, 10) > strtoul(dash + 1, NULL, 10)) {
+      snprintf(why, why_len, "the range %.*s runs backwards", (int)(range_len < 40 ? range_len : 40), ranges + at);
+      return why;
+    }
+    at += range_len + 1;
   }
-  return false;
+  return NULL;
 }
 
-bool dlpar_hostlist_has(const char *list, const char *host)
+/* One element of a host list, "rack[1-2]-n[01-16]" (len characters):
+ * NULL when Slurm's grammar holds, else what is wrong. */
+static const char *element_wrong(const char *element, size_t len, char *why, size_t why_len)
 {
-  for (const char *element = list; *element;) {
-    size_t len = 0;
-    int depth = 0;
-    while (element[len] && (element[len] != ',' || depth > 0)) {
-      depth += element[len] == '[' ? 1 : element[len] == ']' ? -1 : 0;
-      len++;
+  if (len == 0)
+    return "an empty name between commas";
+  for (size_t at = 0; at < len; at++) {
+    const char c = element[at];
+    const char *close;
+    if (c == ']')
+      return "a ']' without its '['";
+    if (c != '[') {
+      if (!isalnum((unsigned char)c) && c != '-' && c != '_' && c != '.') {
+        snprintf(why, why_len, "'%c' is no host name character", isprint((unsigned char)c) ? c : '?');
+        return why;
+      }
+      continue;
     }
-    if (element_has(element, len, host))
-      return true;
-    element += len + (element[len] == ',');
+    close = memchr(element + at + 1, ']', len - at - 1);
+    if (!close || memchr(element + at + 1, '[', (size_t)(close - element - at - 1)))
+      return "a '[' without its ']'";
+    if (ranges_wrong(element + at + 1, (size_t)(close - element - at - 1), why, why_len))
+      return why;
+    at = (size_t)(close - element);
   }
-  return false;
+  return NULL;
+}
+
+int dlpar_hostlist_syntax(const char *key, const char *list, dlpar_error *err)
+{
+  char why[96];
+  for (const char *element = list;;) {
+    size_t len = 0;
+    const char *wrong;
+    for (bool inside = false; element[len] && (element[len] != ',' || inside); len++)
+      inside = element[len] == '[' ? true : element[len] == ']' ? false : inside;
+    if ((wrong = element_wrong(element, len, why, sizeof(why))))
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "plugstack.conf: %s: the host list %s is malformed (%s): write it "
+                             "as Slurm does, e.g. gpu[01-16],rack[1-2]-n[1-8],login1", dlpar_show(key).text,
+                             dlpar_show(list).text, wrong);
+    if (!element[len])
+      return DLPAR_OK;
+    element += len + 1;
+  }
 }
 
 const dlpar_net_setting *dlpar_net_find(const dlpar_net_config *node_settings, const char *var)
@@ -202,13 +227,19 @@ const dlpar_net_setting *dlpar_net_find(const dlpar_net_config *node_settings, c
   return NULL;
 }
 
-int dlpar_net_for_node(const dlpar_net_config *config, const char *node, dlpar_net_config *out, dlpar_error *err)
+int dlpar_net_for_node(const dlpar_net_config *config, const char *node, dlpar_hostlist_has_fn has,
+                       dlpar_net_config *out, dlpar_error *err)
 {
   memset(out, 0, sizeof(*out));
   for (int i = 0; i < config->count; i++) {
     const dlpar_net_setting *s = &config->setting[i];
     dlpar_net_setting *held;
-    if (s->nodes[0] && !dlpar_hostlist_has(s->nodes, node))
+    bool in_class = true;
+    if (s->nodes[0] && has(s->nodes, node, &in_class) != DLPAR_OK)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "plugstack.conf: env.%s@%s: Slurm's host list parser refuses %s "
+                             "(slurmd's log says why): write it as Slurm does, e.g. gpu[01-16],login1", s->var,
+                             dlpar_show(s->nodes).text, dlpar_show(s->nodes).text);
+    if (!in_class)
       continue;
     held = (dlpar_net_setting *)dlpar_net_find(out, s->var);
     if (held && held->nodes[0] && s->nodes[0])

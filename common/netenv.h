@@ -34,10 +34,18 @@ bool dlpar_net_is_key(const char *key);
  * nearest one it does), an empty host list or value, more than
  * DLPAR_NET_MAX settings. */
 int dlpar_net_add(dlpar_net_config *config, const char *key, const char *value, dlpar_error *err);
+/* A host-list parser's membership test: DLPAR_OK and *has (whether host
+ * is in list), or DLPAR_ERR_INPUT where the parser refuses list. The
+ * plugin and dlpar-check-config pass Slurm's own (spank/hostlist.h), so a
+ * class means the nodes Slurm would expand it to; common/ (which libdlpar
+ * links) takes it as a pointer and needs no libslurm. */
+typedef int (*dlpar_hostlist_has_fn)(const char *list, const char *host, bool *has);
 /* The settings that hold on node, one per variable: its class's over the
- * every-node one; a node in two classes of one variable is refused,
- * naming both. */
-int dlpar_net_for_node(const dlpar_net_config *config, const char *node, dlpar_net_config *out, dlpar_error *err);
+ * every-node one (has: whether node is in a class); a node in two classes
+ * of one variable is refused, naming both, so is a class the parser
+ * refuses. */
+int dlpar_net_for_node(const dlpar_net_config *config, const char *node, dlpar_hostlist_has_fn has,
+                       dlpar_net_config *out, dlpar_error *err);
 /* The interfaces node's settings name (NCCL_SOCKET_IFNAME and
  * NCCL_OOB_NET_IFNAME: a prefix, or =exact, in a list, ^ excludes;
  * GLOO_SOCKET_IFNAME: exact names) exist here; else refused, naming the
@@ -45,7 +53,12 @@ int dlpar_net_for_node(const dlpar_net_config *config, const char *node, dlpar_n
 int dlpar_net_check_interfaces(const dlpar_net_config *node_settings, const char *node, dlpar_error *err);
 /* The setting of var in a node's settings, or NULL. */
 const dlpar_net_setting *dlpar_net_find(const dlpar_net_config *node_settings, const char *var);
-/* Whether host is in a Slurm host list ("n[1-3,7],gpu[01-16],login1"). */
-bool dlpar_hostlist_has(const char *list, const char *host);
+/* DLPAR_OK when list is written in Slurm's host-list grammar
+ * ("n[1-3,7],rack[1-2]-gpu[01-16],login1": names of letters, digits, '-',
+ * '_' and '.', brackets closed and not nested, holding numbers and rising
+ * LO-HI ranges, no empty name); else DLPAR_ERR_INPUT naming key and what is
+ * wrong ("n[1-3" and "n[3-1]", which Slurm's parser takes or refuses with
+ * a log line only). dlpar_net_add checks every class so. */
+int dlpar_hostlist_syntax(const char *key, const char *list, dlpar_error *err);
 
 #endif

@@ -175,6 +175,53 @@ bool dlpar_port_free(int port)
   return true;
 }
 
+/* One row of a /proc/net/tcp table into *holder (dlpar_port_listener_parse
+ * says how): true once another user's listener is found (the answer). The
+ * header and anything else that is not a socket's row change nothing. */
+static bool listener_row(const char *row, int port, long user, long *holder)
+{
+  enum { TCP_LISTEN = 0x0A }; /* the kernel's TCP_LISTEN, as /proc/net/tcp shows it */
+  unsigned row_port, state;
+  unsigned long uid;
+  if (sscanf(row, " %*[0-9]: %*[0-9A-Fa-f]:%x %*[0-9A-Fa-f]:%*x %x %*x:%*x %*x:%*x %*x %lu", &row_port, &state,
+             &uid) != 3 ||
+      state != TCP_LISTEN || row_port != (unsigned)port)
+    return false;
+  *holder = (long)uid;
+  return (long)uid != user;
+}
+
+int dlpar_port_listener_parse(const char *table, int port, long user, long *holder)
+{
+  *holder = -1;
+  if (!table)
+    return DLPAR_ERR_INPUT;
+  for (const char *row = table; row && *row; row = strchr(row, '\n') ? strchr(row, '\n') + 1 : NULL)
+    if (listener_row(row, port, user, holder))
+      break;
+  return DLPAR_OK;
+}
+
+int dlpar_port_listener(int port, long user, long *holder)
+{
+  const char *const tables[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+  char *row = NULL;
+  size_t size = 0;
+  bool read_any = false, foreign = false;
+  *holder = -1;
+  for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]) && !foreign; i++) {
+    FILE *table = fopen(tables[i], "re");
+    if (!table)
+      continue;
+    read_any = true;
+    while (!foreign && getline(&row, &size, table) > 0)
+      foreign = listener_row(row, port, user, holder);
+    fclose(table);
+  }
+  free(row);
+  return read_any ? DLPAR_OK : DLPAR_ERR_SYSTEM;
+}
+
 int dlpar_port_pick(void)
 {
   struct sockaddr_storage bound;

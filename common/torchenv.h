@@ -64,6 +64,19 @@ int dlpar_torch_port_derive(uint32_t job, uint32_t step, int lo, int hi);
  * family on any address of the port makes it busy). */
 bool dlpar_port_free(int port);
 
+/* Who listens on port, from a table in the kernel's /proc/net/tcp or
+ * tcp6 format (a header line, then "sl: local_address rem_address st ...
+ * uid ..."): *holder is the uid of a LISTEN socket on port that is not
+ * user's where there is one, else user where user holds one, else -1
+ * (none in the table). DLPAR_OK, or DLPAR_ERR_INPUT for a NULL table. */
+int dlpar_port_listener_parse(const char *table, int port, long user, long *holder);
+
+/* The same over this process's network namespace (/proc/net/tcp and
+ * /proc/net/tcp6, the second one missing without IPv6): DLPAR_OK, or
+ * DLPAR_ERR_SYSTEM when neither can be read (*holder -1). On the node
+ * slurmstepd shares the tasks' namespace, so its answer is theirs. */
+int dlpar_port_listener(int port, long user, long *holder);
+
 /* A port the kernel picks as free now for both families (bind to port 0),
  * or 0 (dlpar-run). */
 int dlpar_port_pick(void);

@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "common/text.h"
+#include "spank/hostlist.h"
 
 /* yes or no, as the docs and the error say: nothing else (true, 1, on...) */
 static int parse_bool(const char *key, const char *value, bool *out, dlpar_error *err)
@@ -27,6 +28,21 @@ static int parse_path(const char *key, const char *value, char *out, size_t len,
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "plugstack.conf: %s=%s: expected an absolute path", key,
                            dlpar_show(value).text);
   snprintf(out, len, "%s", value);
+  return DLPAR_OK;
+}
+
+/* An env. key: its class, where it has one, as Slurm's own host-list
+ * parser takes it (a list Slurm refuses, "rack[1-2]-gpu" among them, would
+ * match no node on any node). */
+static int add_network_setting(dlpar_admin_config *config, const char *key, const char *value, dlpar_error *err)
+{
+  const dlpar_net_setting *added = &config->net.setting[config->net.count];
+  bool unused;
+  DLPAR_TRY(dlpar_net_add(&config->net, key, value, err));
+  if (added->nodes[0] && dlpar_slurm_hostlist_has(added->nodes, "", &unused) != DLPAR_OK)
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "plugstack.conf: %s: Slurm's host list parser refuses %s: write it "
+                           "as Slurm does, e.g. gpu[01-16],rack[1-2]-n[1-8],login1", dlpar_show(key).text,
+                           dlpar_show(added->nodes).text);
   return DLPAR_OK;
 }
 
@@ -49,7 +65,7 @@ static int parse_pair(const char *key, const char *value, dlpar_admin_config *co
   if (strcmp(key, "torch_ports") == 0)
     return dlpar_port_range_parse(key, value, &config->torch_port_lo, &config->torch_port_hi, err);
   if (dlpar_net_is_key(key))
-    return dlpar_net_add(&config->net, key, value, err);
+    return add_network_setting(config, key, value, err);
   return dlpar_error_set(err, DLPAR_ERR_INPUT, "plugstack.conf: unknown key '%s' (known: tp_span, topology_xml, "
                          "profile_dir, bind_cpus, bind_nic, torch_ports, env.VAR[@NODES])", dlpar_show(key).text);
 }

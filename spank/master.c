@@ -11,21 +11,27 @@
  * is the step's first reserved port (srun --resv-ports=1,
  * MpiParams=ports=LO-HI), else one derived from job and step in the
  * admin's torch_ports range; the node holding rank 0 checks that it is
- * free (dlpar_busy_port_verdict: a busy reserved port, or a busy derived
- * one under an explicit --dl-env=torch, ends the step; else a warning).
- * GLOO_SOCKET_IFNAME: this node's interface towards MASTER_ADDR. The
- * address is exported as DLPAR_MASTER_ADDR under --dl-env=none too. A
- * failure is kept for task_init, which reports it and ends the whole step
- * (dlpar_master_end_step: a refusal on rank 0's node alone left the other
- * nodes' ranks running towards that port); an address that cannot be
- * found is a warning (no MASTER_ADDR), not a failure of programs that do
- * not need it. */
+ * free, and who listens on it where it is not (dlpar_busy_port_verdict: a
+ * busy reserved port, a derived one another user's process holds, or a
+ * busy derived one under an explicit --dl-env=torch ends the step; else a
+ * warning). GLOO_SOCKET_IFNAME: this node's interface towards MASTER_ADDR.
+ * The address is exported as DLPAR_MASTER_ADDR under --dl-env=none too.
+ * A refusal on rank 0's node is said and raised in user_init, before that
+ * node forks a task; the other nodes' tasks wait in task_init until rank
+ * 0's node has tasks (dlpar_master_wait_rank0), which it holds until they
+ * saw them (dlpar_master_hold), so no task anywhere runs towards a refused
+ * port. Under an optional plugin Slurm ignores the user_init failure, and
+ * task_init ends the whole step (dlpar_master_end_step). An address that
+ * cannot be found is a warning (no MASTER_ADDR), not a failure of programs
+ * that do not need it. */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,7 +135,9 @@ static int master_address(spank_t sp, bool rank0_here, char *addr, size_t len, d
 static int choose_port(spank_t sp, bool rank0_here, dlpar_error *err)
 {
   char reserved[256], user_port[DLPAR_TEXT_MAX + 2];
-  uint32_t job = 0, step = 0, node_id = 0;
+  uint32_t job = 0, step = 0, node_id = 0, nnodes = 1;
+  uid_t user = 0;
+  long holder = -1;
   const int reserved_port =
       spank_getenv(sp, "SLURM_STEP_RESV_PORTS", reserved, sizeof(reserved)) == ESPANK_SUCCESS
           ? dlpar_resv_ports_first(reserved)
@@ -147,11 +155,18 @@ static int choose_port(spank_t sp, bool rank0_here, dlpar_error *err)
                                           : dlpar_torch_port_derive(job, step, dlpar_spank.admin.torch_port_lo,
                                                                     dlpar_spank.admin.torch_port_hi);
   user_set = spank_getenv(sp, "MASTER_PORT", user_port, sizeof(user_port));
-  if (!rank0_here || user_set == ESPANK_SUCCESS || user_set == ESPANK_NOSPACE ||
-      dlpar_port_free(dlpar_spank.master_port))
+  if (user_set == ESPANK_SUCCESS || user_set == ESPANK_NOSPACE)
     return DLPAR_OK;
-  return dlpar_busy_port_verdict(dlpar_spank.master_port, reserved_port != 0, dlpar_spank.options.env.given,
-                                 dlpar_spank.master_node, err);
+  spank_get_item(sp, S_JOB_NNODES, &nnodes);
+  dlpar_spank.master_wait = !rank0_here;
+  dlpar_spank.master_hold = rank0_here && nnodes > 1;
+  if (!rank0_here || dlpar_port_free(dlpar_spank.master_port))
+    return DLPAR_OK;
+  spank_get_item(sp, S_JOB_UID, &user);
+  if (!reserved_port)
+    (void)dlpar_port_listener(dlpar_spank.master_port, (long)user, &holder); /* unreadable: -1, a stranger's */
+  return dlpar_busy_port_verdict(dlpar_spank.master_port, reserved_port != 0, dlpar_spank.options.env.given, holder,
+                                 (long)user, dlpar_spank.master_node, err);
 }
 
 int dlpar_master_prepare(spank_t sp, bool torch_env)
@@ -162,6 +177,7 @@ int dlpar_master_prepare(spank_t sp, bool torch_env)
   /* No address: no MASTER_ADDR, and rank 0's task says why (programs that
    * do not read it, dlpar-train among them, run on). */
   dlpar_spank.master_warning.text[0] = dlpar_spank.port_warning[0] = dlpar_spank.gloo_ifname[0] = '\0';
+  dlpar_spank.master_said = dlpar_spank.master_wait = dlpar_spank.master_hold = false;
   if (master_address(sp, rank0_here, dlpar_spank.master_addr, sizeof(dlpar_spank.master_addr),
                      &dlpar_spank.master_warning) != DLPAR_OK)
     dlpar_spank.master_addr[0] = '\0';
@@ -178,27 +194,165 @@ int dlpar_master_prepare(spank_t sp, bool torch_env)
   return dlpar_spank.master_error.status;
 }
 
-/* Whether every node of the step but this one (me) has all its tasks
- * now: it answers for the step's pids with at least its count of tasks
- * (tasks[i], in node list order). */
-static bool tasks_elsewhere(slurm_step_id_t *id, char *nodes, const int *tasks, uint32_t nnodes, uint32_t me)
+/* The step's id, as libslurm's RPCs name it. */
+static void this_step(spank_t sp, slurm_step_id_t *id)
+{
+  uint32_t job = 0, step = 0;
+  spank_get_item(sp, S_JOB_ID, &job);
+  spank_get_item(sp, S_JOB_STEPID, &step);
+  memset(id, 0, sizeof(*id));
+  id->job_id = job;
+  id->step_id = step;
+  id->step_het_comp = NO_VAL;
+}
+
+/* dlpar_master_wait_rank0 and dlpar_master_hold: how long a node waits
+ * for rank 0's at most, how often it asks, and how long rank 0's node keeps
+ * its first task once every node has its tasks, for them to see it (they
+ * ask every 10 ms). */
+enum { MASTER_WAIT_S = 300, POLL_US = 10000, HOLD_SETTLE_US = 250000 };
+
+/* libslurm logs each failed RPC on stderr, which is the user's srun here:
+ * a poll that fails until a node's slurmstepd exists would fill it. The
+ * saved stderr, for restore_stderr (-1: none saved). */
+static int quiet_stderr(void)
+{
+  const int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (null >= 0) {
+    dup2(null, STDERR_FILENO);
+    close(null);
+  }
+  return saved;
+}
+
+static void restore_stderr(int saved)
+{
+  if (saved < 0)
+    return;
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+}
+
+/* A task waiting in task_init is still named "slurmstepd", and Slurm's
+ * proctrack/linuxproc leaves processes of that name out of a step's pid
+ * list (it takes them for slurmstepd itself): under another name, the
+ * other nodes see this task while it waits. exec renames it again. */
+static void show_waiting(const char *name)
+{
+  (void)prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/* What node says of step id: 1 it has tasks, 0 its slurmstepd answers
+ * without any (not forked yet, or all ended), -1 no answer. */
+static int node_tasks_state(slurm_step_id_t *id, char *node)
+{
+  job_step_pids_response_msg_t *pids = NULL;
+  int state = -1;
+  const int saved = quiet_stderr();
+  if (slurm_job_step_get_pids(id, node, &pids) == SLURM_SUCCESS && pids) {
+    __typeof__(slurm_list_iterator_create(pids->pid_list)) next = slurm_list_iterator_create(pids->pid_list);
+    state = 0;
+    for (const job_step_pids_t *answer; (answer = slurm_list_next(next));)
+      state = state == 1 || answer->pid_cnt > 0 ? 1 : 0;
+    slurm_list_iterator_destroy(next);
+  }
+  restore_stderr(saved);
+  if (pids)
+    slurm_job_step_pids_response_msg_free(pids);
+  return state;
+}
+
+/* Slurm starts each node's tasks on its own, so a refusal on rank 0's node
+ * (user_init, before it forks any task) cannot stop the other nodes'
+ * tasks once they run: they wait here, in task_init, before the program is
+ * executed, until rank 0's node has tasks, which it forks only once its
+ * user_init accepted the port (and holds until they saw them,
+ * dlpar_master_hold). Its slurmstepd gone without tasks, after it answered
+ * once (it refused, and stays DLPAR_MASTER_REFUSAL_LINGER_S seconds for
+ * this: srun does not end the step for that), ends these tasks too; one
+ * that never answers (slurmd's prolog there may still run), after 300 s. */
+int dlpar_master_wait_rank0(spank_t sp, bool say, dlpar_error *err)
+{
+  slurm_step_id_t id;
+  bool answered = false;
+  const double start = dlpar_now();
+  this_step(sp, &id);
+  err->text[0] = '\0';
+  show_waiting("dlpar-wait");
+  for (int state; (state = node_tasks_state(&id, dlpar_spank.master_node)) != 1; usleep(POLL_US)) {
+    const double waited = dlpar_now() - start;
+    answered = answered || state == 0;
+    if (state == -1 && answered) {
+      err->status = DLPAR_ERR_INPUT; /* its slurmstepd ended without tasks: it refused, and said why */
+      return err->status;
+    }
+    if (waited > MASTER_WAIT_S && !say)
+      return err->status = DLPAR_ERR_SYSTEM;
+    if (waited > MASTER_WAIT_S)
+      return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "rank 0's node %s started no task of step %u.%u within %d s: "
+                             "this node's tasks do not start either", dlpar_show(dlpar_spank.master_node).text,
+                             id.job_id, id.step_id, (int)MASTER_WAIT_S);
+  }
+  return DLPAR_OK;
+}
+
+/* Whether every node of the step but this one (me) has had all its tasks:
+ * it answers for the step's pids with at least its count of tasks
+ * (tasks[i], in node list order), now or at an earlier call (tasks[i] is
+ * then 0: a node whose tasks ended at once is not waited for again). */
+static bool tasks_elsewhere(slurm_step_id_t *id, char *nodes, int *tasks, uint32_t nnodes, uint32_t me)
 {
   __typeof__(slurm_hostlist_create("")) list = slurm_hostlist_create(nodes);
   job_step_pids_response_msg_t *pids = NULL;
   uint32_t ready = 0;
+  const int saved = quiet_stderr();
   if (list && slurm_job_step_get_pids(id, nodes, &pids) == SLURM_SUCCESS && pids) {
     __typeof__(slurm_list_iterator_create(pids->pid_list)) next = slurm_list_iterator_create(pids->pid_list);
     for (const job_step_pids_t *node; (node = slurm_list_next(next));) {
       const int i = slurm_hostlist_find(list, node->node_name);
-      ready += i >= 0 && (uint32_t)i < nnodes && (uint32_t)i != me && node->pid_cnt >= (uint32_t)tasks[i];
+      if (i >= 0 && (uint32_t)i < nnodes && node->pid_cnt >= (uint32_t)tasks[i])
+        tasks[i] = 0;
     }
     slurm_list_iterator_destroy(next);
   }
+  for (uint32_t i = 0; list && i < nnodes; i++)
+    ready += i != me && tasks[i] == 0;
+  restore_stderr(saved);
   if (pids)
     slurm_job_step_pids_response_msg_free(pids);
   if (list)
     slurm_hostlist_destroy(list);
   return ready + 1 >= nnodes;
+}
+
+/* Waits, up to 10 s, until every other node of the step has its tasks,
+ * then settle_us more (without the step's layout: no wait). */
+static void wait_other_nodes(spank_t sp, slurm_step_id_t *id, useconds_t settle_us)
+{
+  uint32_t nnodes = 1, me = 0;
+  char *nodes = NULL, per_node[4096]; /* SLURM_STEP_TASKS_PER_NODE, compressed */
+  int *tasks = NULL;
+  dlpar_error ignored;
+  spank_get_item(sp, S_JOB_NNODES, &nnodes);
+  spank_get_item(sp, S_JOB_NODEID, &me);
+  if (step_nodelist(sp, &nodes, &ignored) == DLPAR_OK && (tasks = calloc(nnodes, sizeof(int))) &&
+      spank_getenv(sp, "SLURM_STEP_TASKS_PER_NODE", per_node, sizeof(per_node)) == ESPANK_SUCCESS &&
+      dlpar_parse_tasks_per_node(per_node, tasks, (int)nnodes) == (int)nnodes) {
+    for (const double end = dlpar_now() + 10; !tasks_elsewhere(id, nodes, tasks, nnodes, me) && dlpar_now() < end;)
+      usleep(20000);
+    usleep(settle_us);
+  }
+  free(tasks);
+  free(nodes);
+}
+
+int dlpar_master_hold(spank_t sp)
+{
+  slurm_step_id_t id;
+  this_step(sp, &id);
+  show_waiting("dlpar-hold");
+  wait_other_nodes(sp, &id, HOLD_SETTLE_US);
+  return DLPAR_OK;
 }
 
 enum { KILL_SETTLE_US = 200000 }; /* KILL_SETTLE below */
@@ -215,38 +369,21 @@ enum { KILL_SETTLE_US = 200000 }; /* KILL_SETTLE below */
  * deadlocks 24.11's); once per step: only rank 0's node refuses so. */
 int dlpar_master_end_step(spank_t sp, dlpar_error *err)
 {
-  uint32_t job = 0, step = 0, nnodes = 1, me = 0;
   slurm_step_id_t id;
-  char *nodes = NULL, per_node[4096]; /* SLURM_STEP_TASKS_PER_NODE, compressed */
-  int *tasks = NULL, rc;
-  spank_get_item(sp, S_JOB_ID, &job);
-  spank_get_item(sp, S_JOB_STEPID, &step);
-  spank_get_item(sp, S_JOB_NNODES, &nnodes);
-  spank_get_item(sp, S_JOB_NODEID, &me);
-  memset(&id, 0, sizeof(id));
-  id.job_id = job;
-  id.step_id = step;
-  id.step_het_comp = NO_VAL;
-  /* without the layout, the kill goes at once */
-  if (step_nodelist(sp, &nodes, err) == DLPAR_OK && (tasks = calloc(nnodes, sizeof(int))) &&
-      spank_getenv(sp, "SLURM_STEP_TASKS_PER_NODE", per_node, sizeof(per_node)) == ESPANK_SUCCESS &&
-      dlpar_parse_tasks_per_node(per_node, tasks, (int)nnodes) == (int)nnodes) {
-    for (const double end = dlpar_now() + 10; !tasks_elsewhere(&id, nodes, tasks, nnodes, me) && dlpar_now() < end;)
-      usleep(20000);
-    usleep(KILL_SETTLE_US);
-  }
-  free(tasks);
-  free(nodes);
+  int rc;
+  this_step(sp, &id);
+  wait_other_nodes(sp, &id, KILL_SETTLE_US);
   err->text[0] = '\0';
 #if HAVE_SLURM_KILL_JOB_STEP_ID
   rc = slurm_kill_job_step(&id, SIGKILL, 0);
 #elif HAVE_SLURM_KILL_JOB_STEP_FLAGS
-  rc = slurm_kill_job_step(job, step, SIGKILL, 0);
+  rc = slurm_kill_job_step(id.job_id, id.step_id, SIGKILL, 0);
 #else
-  rc = slurm_kill_job_step(job, step, SIGKILL);
+  rc = slurm_kill_job_step(id.job_id, id.step_id, SIGKILL);
 #endif
   if (rc == SLURM_SUCCESS)
     return DLPAR_OK;
   return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot end step %u.%u after the refusal above (%s): its other nodes' "
-                         "tasks run on (scancel %u.%u)", job, step, slurm_strerror(errno), job, step);
+                         "tasks run on (scancel %u.%u)", id.job_id, id.step_id, slurm_strerror(errno), id.job_id,
+                         id.step_id);
 }

@@ -31,6 +31,21 @@ int dlpar_master_prepare(spank_t sp, bool torch_env);
 /* From task_init of rank 0's node when dlpar_master_prepare failed: ends
  * the whole step, every node's tasks; DLPAR_OK, or the error in err. */
 int dlpar_master_end_step(spank_t sp, dlpar_error *err);
+/* From task_init on a node without rank 0 (dlpar_spank.master_wait): waits
+ * until rank 0's node has started its tasks, which it does only once its
+ * user_init accepted MASTER_PORT, so no task here runs towards a port that
+ * node refused. DLPAR_ERR_INPUT (err empty: rank 0's node said why) when
+ * that node's slurmstepd ends without tasks; DLPAR_ERR_SYSTEM (err: said
+ * where say) when it has none after 300 s. */
+/* How long rank 0's node keeps its slurmstepd after it refused the step
+ * in user_init, for the other nodes' tasks to see it end without tasks. */
+#define DLPAR_MASTER_REFUSAL_LINGER_S 3
+int dlpar_master_wait_rank0(spank_t sp, bool say, dlpar_error *err);
+/* From task_init of rank 0's node's first task (dlpar_spank.master_hold):
+ * waits, up to 10 s, until every other node has its tasks, and 0.25 s
+ * more, so that theirs see this node's tasks even where these end at
+ * once. DLPAR_OK. */
+int dlpar_master_hold(spank_t sp);
 /* This node's name in the step's node list (what plugstack.conf's host lists name). */
 int dlpar_master_this_node(spank_t sp, char *node, size_t len, dlpar_error *err);
 int dlpar_stepd_user_init(spank_t sp);

@@ -119,13 +119,26 @@ int dlpar_master_addr_warning(const char *node, const char *addr, uint32_t nnode
                          dlpar_show(node).text, dlpar_show(addr).text, dlpar_show(node).text);
 }
 
-int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, const char *node, dlpar_error *err)
+int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, long holder, long user, const char *node,
+                            dlpar_error *err)
 {
   const dlpar_shown where = dlpar_show(node);
+  char who[64];
   if (reserved)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "MASTER_PORT %d, the port Slurm reserved for this step, is in use on "
                            "%s, where rank 0 runs: ending the step (another process took it; run the step again, which "
                            "gets other ports, or export MASTER_PORT)", port, where.text);
+  if (holder != user) {
+    if (holder < 0)
+      snprintf(who, sizeof(who), "a socket whose owner this node does not show");
+    else
+      snprintf(who, sizeof(who), "another user (uid %ld)", holder);
+    return dlpar_error_set(err, DLPAR_ERR_INPUT, "MASTER_PORT %d (derived from job and step) is held on %s, where "
+                           "rank 0 runs, by %s: ending the step before any task starts, so no rank connects to it "
+                           "(run srun with --resv-ports=1 so Slurm reserves a port per step, which needs "
+                           "MpiParams=ports in slurm.conf; or --dl-env=none, with dlpar.torch.init_process_group() for "
+                           "torch.distributed, which needs no port)", port, where.text, who);
+  }
   if (torch_explicit)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "MASTER_PORT %d (derived from job and step) is in use on %s, where "
                            "rank 0 runs: ending the step (run srun with --resv-ports=1 so Slurm reserves a port per "

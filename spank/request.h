@@ -66,14 +66,18 @@ int dlpar_distribution_refusal(const char *distribution, bool torch_env, dlpar_e
  * reach: it is then no MASTER_ADDR. */
 int dlpar_master_addr_warning(const char *node, const char *addr, uint32_t nnodes, dlpar_error *err);
 
-/* MASTER_PORT is busy on rank 0's node (node): a port Slurm reserved for
- * the step (reserved), or one derived from job and step that the user
- * asked for with an explicit --dl-env=torch, ends the step
- * (DLPAR_ERR_INPUT); a derived one under the default --dl-env is a
- * warning (DLPAR_WARN), so programs that never open env://'s store (and a
- * user holding ports in the range) cannot fail a step. err: one line
- * naming the port, the node and the fix. */
-int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, const char *node, dlpar_error *err);
+/* MASTER_PORT is busy on rank 0's node (node), where holder (the uid of
+ * its listener, -1: none found) listens; user: the job's uid. A port
+ * Slurm reserved for the step (reserved) ends the step; so does a derived
+ * one held by anyone but the user (another user's process, or one this
+ * check cannot name), whatever --dl-env says: that listener would get the
+ * ranks' connections. A derived one the user holds ends the step under an
+ * explicit --dl-env=torch and is a warning (DLPAR_WARN) under the default,
+ * so programs that never open env://'s store (and a user holding ports in
+ * the range) cannot fail a step. A refusal is DLPAR_ERR_INPUT. err: one
+ * line naming the port, the node and the fix. */
+int dlpar_busy_port_verdict(int port, bool reserved, bool torch_explicit, long holder, long user, const char *node,
+                            dlpar_error *err);
 
 /* Slurm's compressed tasks-per-node list, e.g. "2(x3),1" -> 2,2,2,1.
  * Returns the node count, or -1. */

@@ -43,6 +43,9 @@ typedef struct {
   dlpar_error master_error;          /* status DLPAR_OK, or the error task_init raises */
   dlpar_error master_warning;        /* why there is no MASTER_ADDR, said by rank 0's task */
   char port_warning[DLPAR_ERRLEN];   /* a busy derived MASTER_PORT under the default --dl-env, said by rank 0's task */
+  bool master_said;                  /* master_error was said in user_init already (rank 0's node) */
+  bool master_wait;                  /* a node without rank 0: its tasks wait for rank 0's node's (spank/master.c) */
+  bool master_hold;                  /* rank 0's node of several: its first task waits until the others saw it */
   /* slurmstepd, user_init: the site's network settings for this node (admin.net) */
   dlpar_net_config node_net;
   dlpar_error net_error;             /* status DLPAR_OK, or a class conflict or missing interface, said once */

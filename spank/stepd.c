@@ -4,14 +4,17 @@
  * task's process, as the user, before exec) the grid is checked again for
  * this node, the task is bound to its GPU, CPUs and NIC, the profiling
  * request is prepared, and the DLPAR_* contract is exported. Errors are
- * raised from task_init: those reach the user's srun. Nothing the user
- * typed is executed or used as a path here. */
+ * raised from task_init, except a refused rendezvous point on rank 0's
+ * node, raised in user_init so that node forks no task (spank/master.c);
+ * both reach the user's srun. Nothing the user typed is executed or used
+ * as a path here. */
 #include "config.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 
@@ -19,6 +22,7 @@
 #include "common/taskenv.h"
 #include "common/topo.h"
 #include "common/torchenv.h"
+#include "spank/hostlist.h"
 #include "spank/plugin.h"
 
 typedef struct {
@@ -227,7 +231,7 @@ static void node_network(spank_t sp)
   err->status = DLPAR_OK;
   dlpar_spank.node_net.count = 0;
   if (dlpar_master_this_node(sp, node, sizeof(node), err) == DLPAR_OK &&
-      dlpar_net_for_node(&dlpar_spank.admin.net, node, &dlpar_spank.node_net, err) == DLPAR_OK)
+      dlpar_net_for_node(&dlpar_spank.admin.net, node, dlpar_slurm_hostlist_has, &dlpar_spank.node_net, err) == DLPAR_OK)
     (void)dlpar_net_check_interfaces(&dlpar_spank.node_net, node, err);
 }
 
@@ -241,9 +245,18 @@ int dlpar_stepd_user_init(spank_t sp)
   dlpar_spank.master_error.status = DLPAR_OK;
   node_network(sp);
   if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
-                          &dlpar_spank.torch_env, &parse_err) == DLPAR_OK)
-    (void)dlpar_master_prepare(sp, dlpar_spank.torch_env); /* its failure: task_init raises it */
-  return 0; /* errors here never reach srun: task_init raises them */
+                          &dlpar_spank.torch_env, &parse_err) != DLPAR_OK ||
+      dlpar_master_prepare(sp, dlpar_spank.torch_env) == DLPAR_OK)
+    return 0; /* the other errors found here: task_init raises them */
+  /* Rank 0's node refuses its rendezvous point before it forks any task
+   * (slurmstepd copies this line to srun by now, and a required plugin's
+   * failure here starts no task on the node; the other nodes' tasks wait
+   * for this node's, dlpar_master_wait_rank0). Under an optional plugin
+   * Slurm ignores the failure: task_init then ends the step. */
+  dlpar_spank_error(dlpar_spank.master_error.text);
+  dlpar_spank.master_said = true;
+  sleep(DLPAR_MASTER_REFUSAL_LINGER_S); /* the other nodes' tasks see this slurmstepd end without tasks */
+  return -1;
 }
 
 static int setup_task(spank_t sp, dlpar_error *err)
@@ -277,11 +290,16 @@ static int setup_task(spank_t sp, dlpar_error *err)
      * task, which then ends the step on every node */
     err->text[0] = '\0';
     if (facts.local_rank == 0) {
-      dlpar_spank_error(dlpar_spank.master_error.text);
+      if (!dlpar_spank.master_said)
+        dlpar_spank_error(dlpar_spank.master_error.text);
       (void)dlpar_master_end_step(sp, err); /* its failure is said in err */
     }
     return dlpar_spank.master_error.status;
   }
+  if (dlpar_spank.torch_env && dlpar_spank.master_wait)
+    DLPAR_TRY(dlpar_master_wait_rank0(sp, facts.local_rank == 0, err));
+  if (dlpar_spank.torch_env && dlpar_spank.master_hold && facts.local_rank == 0)
+    DLPAR_TRY(dlpar_master_hold(sp));
   rc = dlpar_map_task(&dlpar_spank.topology, dlpar_spank.step_gpus, dlpar_spank.nstep_gpus, facts.local_rank,
                       (int)facts.local_count, &env.binding, err);
   if (rc < 0)

@@ -14,8 +14,9 @@ tests_unit_test_grid_LDADD = common/libdlpar_common.la
 tests_unit_test_topo_SOURCES = tests/unit/test_topo.c tests/unit/check.h
 tests_unit_test_topo_LDADD = common/libdlpar_common.la
 tests_unit_test_spank_parsing_SOURCES = tests/unit/test_spank_parsing.c tests/unit/check.h \
-	spank/admin.c spank/request.c spank/plugstack.c
-tests_unit_test_spank_parsing_LDADD = common/libdlpar_common.la
+	spank/admin.c spank/request.c spank/plugstack.c spank/hostlist.c
+tests_unit_test_spank_parsing_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+tests_unit_test_spank_parsing_LDADD = common/libdlpar_common.la -lslurm
 TESTS += tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing
 # The C unit tests (no bed): make check-unit runs them alone (CI: under the sanitizers).
 UNIT_TESTS = tests/unit/test_grid tests/unit/test_topo tests/unit/test_spank_parsing

@@ -42,9 +42,10 @@ tests_unit_test_yamltree_LDADD = $(TRAINER_LIBS)
 tests_unit_test_npy_LDADD = $(TRAINER_LIBS)
 tests_unit_test_params_LDADD = $(TRAINER_LIBS)
 # every site that quotes input, the plugin's plugstack.conf and dlpar-run's flags included
-tests_unit_test_quoting_SOURCES = tests/unit/test_quoting.c spank/admin.c tools/run_args.c
+tests_unit_test_quoting_SOURCES = tests/unit/test_quoting.c spank/admin.c spank/hostlist.c tools/run_args.c
+tests_unit_test_quoting_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 tests_unit_test_quoting_CFLAGS = $(AM_CFLAGS) $(HDF5_CFLAGS)
-tests_unit_test_quoting_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS)
+tests_unit_test_quoting_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lslurm
 
 INTEGRATION_TESTS += \
 	tests/integration/train_torch.sh \

@@ -11,7 +11,12 @@
 #  - an interface a node lacks refuses the step in one line naming the
 #    node (its first task's), and steps elsewhere run;
 #  - a misspelled NCCL name is refused before any daemon reads it
-#    (dlpar-check-config), with the name NCCL reads.
+#    (dlpar-check-config), with the name NCCL reads;
+#  - node classes as Slurm's own host-list parser reads them: a malformed
+#    list (n[1-3, n[3-1], rack[1-2]-gpu, which Slurm refuses), two classes
+#    of one variable sharing a node, and a class holding no node of the
+#    bed's cluster (rack[1-2]-n[1-2], x[0-2]y[0-1]) are refused by
+#    dlpar-check-config in one line naming the key, file and line.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 check_config=$B/spank/dlpar-check-config
 site="env.NCCL_SOCKET_IFNAME@n2=lo env.NCCL_IB_HCA@n[1-2]=mlx5_0 env.UCX_TLS=rc,sm"
@@ -49,4 +54,34 @@ out=$("$check_config" "$TEST_TMP/plugstack.conf" 2>&1)
 expect_rc "dlpar-check-config: a misspelled NCCL name" $? 1
 expect_eq "dlpar-check-config: a misspelled NCCL name: one line, the fix" "$out" \
   "dlpar-check-config: $TEST_TMP/plugstack.conf:1: plugstack.conf: env.NCCL_SOCKET_IFNAM: NCCL reads no NCCL_SOCKET_IFNAM (NCCL would ignore it): did you mean NCCL_SOCKET_IFNAME?"
+
+# node classes, by Slurm's own host-list parser, before any daemon reads them
+check_line() { # WHAT, EXPECTED RC, EXPECTED OUTPUT, then the line's keys
+  local what=$1 rc=$2 expected=$3
+  shift 3
+  printf '# the site\nrequired %s %s\n' "$B/spank/.libs/spank_dlpar.so" "$*" >"$TEST_TMP/plugstack.conf"
+  out=$("$check_config" "$TEST_TMP/plugstack.conf" 2>&1)
+  expect_rc "dlpar-check-config: $what" $? "$rc"
+  expect_eq "dlpar-check-config: $what: one line" "$out" "$expected"
+}
+where="dlpar-check-config: $TEST_TMP/plugstack.conf:2"
+fix="write it as Slurm does, e.g. gpu[01-16],rack[1-2]-n[1-8],login1"
+check_line "a '[' without its ']'" 1 "$where: plugstack.conf: env.NCCL_IB_HCA@n[1-3: the host list n[1-3 is malformed (a '[' without its ']'): $fix" \
+  "env.NCCL_IB_HCA@n[1-3=mlx5_0"
+check_line "a range that runs backwards" 1 "$where: plugstack.conf: env.NCCL_IB_HCA@n[3-1]: the host list n[3-1] is malformed (the range 3-1 runs backwards): $fix" \
+  "env.NCCL_IB_HCA@n[3-1]=mlx5_0"
+check_line "a list Slurm's parser refuses" 1 "$where: plugstack.conf: env.NCCL_IB_HCA@rack[1-2]-gpu: Slurm's host list parser refuses rack[1-2]-gpu: $fix" \
+  "env.NCCL_IB_HCA@rack[1-2]-gpu=mlx5_0"
+check_line "two classes of one variable sharing a node" 1 "$where: plugstack.conf: env.NCCL_IB_HCA@n[1-2] and env.NCCL_IB_HCA@n2 share n2 (and maybe more): a node in two classes of one variable fails every step there; make the classes disjoint" \
+  "env.NCCL_IB_HCA@n[1-2]=mlx5_0 env.NCCL_IB_HCA@n2=mlx5_1"
+for class in 'rack[1-2]-n[1-2]' 'x[0-2]y[0-1]'; do
+  check_line "a class no node of the cluster is in: $class" 1 "$where: plugstack.conf: env.UCX_TLS@$class: no node of the cluster (n[1-2]) is in $class, so this setting would never apply: correct the class, or drop it until its nodes are in slurm.conf" \
+    "env.UCX_TLS@$class=rc"
+done
+check_line "disjoint classes of the cluster's nodes" 0 "$where: ok: required $B/spank/.libs/spank_dlpar.so env.NCCL_IB_HCA@n1=mlx5_0 env.NCCL_IB_HCA@n[2-2]=mlx5_1 env.UCX_TLS@n[1-2]=rc" \
+  "env.NCCL_IB_HCA@n1=mlx5_0 env.NCCL_IB_HCA@n[2-2]=mlx5_1 env.UCX_TLS@n[1-2]=rc"
+out=$(SLURM_CONF=$TEST_TMP/no-slurm.conf "$check_config" "$TEST_TMP/plugstack.conf" 2>&1)
+expect_rc "dlpar-check-config without slurmctld" $? 0
+expect_contains "dlpar-check-config without slurmctld: says the classes were not matched" "$out" \
+  "env.UCX_TLS@n[1-2]=rc (node classes not matched against the cluster's nodes: slurmctld did not answer)"
 finish

@@ -10,10 +10,13 @@
 # the derived one, by the plugin's mixing function; GROUP_RANK/NODE_RANK;
 # GLOO_SOCKET_IFNAME); --resv-ports=1; two steps of one job at once;
 # MASTER_PORT set by the user; --dl-env=none; no --dl-parallel: nothing; a
-# busy derived port (a stand-in for another job's store holds it): under
-# --dl-env=torch the whole step ends, no task gets to run the program and
-# nobody connects to it, under the default one warning and the program
-# runs; -m arbitrary refused by srun; the same programs under dlpar-run.
+# busy derived port (a stand-in for another job's store, the job's own
+# user's, holds it): under --dl-env=torch the whole step ends, no task gets
+# to run the program and nobody connects to it, under the default one
+# warning and the program runs; the same port held by another user
+# (nobody, in n1's namespace): the step ends under either --dl-env, in one
+# line, before any task runs (none touches its file) and nobody connects;
+# -m arbitrary refused by srun; the same programs under dlpar-run.
 # And dlpar's Python module (python/dlpar/torch.py): its groups value by
 # value on the same grids, a rank that never joins named within the
 # timeout (a DlparError: finally blocks run), share_from_root from four
@@ -152,10 +155,10 @@ busy_step() { # NAME, then step 1's srun arguments: its output in $TEST_TMP/NAME
     srun --overlap -N2 --ntasks-per-node=2 --resv-ports=0 $*
     echo step \$?; kill %1" >"$TEST_TMP/$name.out" 2>&1
 }
-# Under an explicit --dl-env=torch: the whole step ends, n2's tasks killed
-# as they start, before the program gets anywhere (before, the step ended on
-# n1 alone and n2's ranks joined the foreign store; a kill sent before n2's
-# tasks existed was dropped by Slurm and they joined it too).
+# Under an explicit --dl-env=torch: the whole step ends before the program
+# gets anywhere: n1 refuses before it forks a task, n2's tasks wait for
+# n1's and end (before, the step ended on n1 alone and n2's ranks joined
+# the foreign store; later n2's ranks ran briefly until a kill reached them).
 busy_step explicit --dl-parallel=2x2 --dl-env=torch "$prog" tutorial 2
 out=$(cat "$TEST_TMP/explicit.out")
 held=$(cat "$TEST_TMP/explicit.held" 2>/dev/null)
@@ -172,6 +175,58 @@ held=$(cat "$TEST_TMP/default.held" 2>/dev/null)
 expect_eq "a busy port, default --dl-env: one warning" "$(grep -c "dlpar: MASTER_PORT $held (derived from job and step) is in use on n1, where rank 0 runs: env:// cannot open its store there, programs that do not use it run on" <<<"$out")" 1
 expect_contains "a busy port, default --dl-env: the step runs" "$out" "step 0"
 expect_eq "a busy port, default --dl-env: every task ran" "$(grep -c "^task [0-3]: env .*MASTER_PORT=$held " <<<"$out")" 4
+
+# Another user (nobody) listens on the derived port in n1's namespace before
+# the step starts: whatever --dl-env says, n1 refuses it in one line before
+# it forks a task, and n2's tasks wait for n1's, so no task runs the
+# program (each would touch a file first) and nobody connects to the
+# squatter (before, both ranks got that MASTER_PORT and rank 1 read the
+# squatter's bytes). The squatter prints what it sees to its own output.
+cat >"$TEST_TMP/squatter.py" <<'EOF2'
+import socket, sys, time
+s = socket.socket()
+s.bind(("", int(sys.argv[1])))
+s.listen(16)
+s.settimeout(0.2)
+print("held", flush=True)
+end = time.time() + 60
+while time.time() < end:
+    try:
+        conn, peer = s.accept()
+    except socket.timeout:
+        continue
+    print(f"connection from {peer[0]}", flush=True)
+    conn.close()
+EOF2
+chmod go+x "$TEST_TMP" # nobody reads its program there
+chmod go+r "$TEST_TMP/squatter.py"
+squatted_step() { # NAME, then step 1's srun arguments: as busy_step, the squatter's output in $TEST_TMP/NAME.squatter
+  local name=$1
+  shift
+  mkdir -p "$TEST_TMP/$name.ran"
+  timeout 120 salloc -N2 --ntasks-per-node=2 bash -c "
+    port=\$($TEST_TMP/derived_port \$SLURM_JOB_ID 1)
+    echo port \$port
+    srun --overlap -w n1 -N1 -n1 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+      /usr/bin/python3 $TEST_TMP/squatter.py \$port >$TEST_TMP/$name.squatter 2>&1 &
+    for i in \$(seq 100); do grep -q held $TEST_TMP/$name.squatter 2>/dev/null && break; sleep 0.2; done
+    srun --overlap -N2 --ntasks-per-node=2 --resv-ports=0 $* bash -c 'touch $TEST_TMP/$name.ran/\$SLURM_PROCID; exec $prog tutorial 2'
+    echo step \$?; kill %1" >"$TEST_TMP/$name.out" 2>&1
+}
+for env in default torch; do
+  name=squat_$env
+  squatted_step $name --dl-parallel=2x2 $([ $env = torch ] && echo --dl-env=torch)
+  out=$(cat "$TEST_TMP/$name.out")
+  held=$(sed -n 's/^port //p' <<<"$out")
+  expect_eq "a port another user holds, --dl-env $env: the squatter held it" "$(grep -c '^held$' "$TEST_TMP/$name.squatter")" 1
+  expect_eq "a port another user holds, --dl-env $env: the refusal, once" "$(grep -c "dlpar: MASTER_PORT $held (derived from job and step) is held on n1, where rank 0 runs, by another user (uid $(id -u nobody)): ending the step before any task starts, so no rank connects to it (run srun with --resv-ports=1 so Slurm reserves a port per step, which needs MpiParams=ports in slurm.conf; or --dl-env=none, with dlpar.torch.init_process_group() for torch.distributed, which needs no port)" <<<"$out")" 1
+  expect_eq "a port another user holds, --dl-env $env: dlpar said one line" "$(grep -c 'dlpar:' <<<"$out")" 1
+  TEST_CHECKS=$((TEST_CHECKS + 1))
+  grep -q "^step [1-9]" <<<"$out" || fail "a port another user holds, --dl-env $env: the step did not fail: $out"
+  expect_eq "a port another user holds, --dl-env $env: no task ran" "$(ls "$TEST_TMP/$name.ran" | tr '\n' ' ')" ""
+  expect_eq "a port another user holds, --dl-env $env: nobody connected to the squatter" \
+    "$(grep -c '^connection from' "$TEST_TMP/$name.squatter")" 0 || echo "$out" >&2
+done
 
 # The dlpar module: dlpar.torch.init_process_group() with no port and no
 # MASTER_ADDR (rank 0's TCPStore address travels over PMIx), its world, tp

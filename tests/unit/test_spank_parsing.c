@@ -17,6 +17,7 @@
 #include "common/netenv.h"
 #include "common/taskenv.h"
 #include "spank/admin.h"
+#include "spank/hostlist.h"
 #include "spank/plugstack.h"
 #include "spank/request.h"
 #include "tests/unit/check.h"
@@ -172,18 +173,30 @@ static void test_torch_ports_ephemeral(void)
 static void test_master_rules(void)
 {
   dlpar_error err = {0};
-  CHECK_INT(dlpar_busy_port_verdict(12000, true, false, "n1", &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_busy_port_verdict(12000, true, false, 65534, 1000, "n1", &err), DLPAR_ERR_INPUT);
   CHECK_STR(err.text, "MASTER_PORT 12000, the port Slurm reserved for this step, is in use on n1, where rank 0 runs: "
                       "ending the step (another process took it; run the step again, which gets other ports, or export "
                       "MASTER_PORT)");
-  CHECK_INT(dlpar_busy_port_verdict(21234, false, true, "n1", &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, true, 1000, 1000, "n1", &err), DLPAR_ERR_INPUT);
   CHECK_STR(err.text, "MASTER_PORT 21234 (derived from job and step) is in use on n1, where rank 0 runs: ending the "
                       "step (run srun with --resv-ports=1 so Slurm reserves a port per step, which needs "
                       "MpiParams=ports in slurm.conf, or export MASTER_PORT)");
-  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, "n1", &err), DLPAR_WARN);
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, 1000, 1000, "n1", &err), DLPAR_WARN);
   CHECK_STR(err.text, "MASTER_PORT 21234 (derived from job and step) is in use on n1, where rank 0 runs: env:// cannot "
                       "open its store there, programs that do not use it run on (for env://: srun --resv-ports=1, "
                       "which needs MpiParams=ports in slurm.conf, or export MASTER_PORT; without env://: --dl-env=none)");
+  /* another user's listener, or one nobody can name, ends the step whatever --dl-env says */
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, 65534, 1000, "n1", &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "MASTER_PORT 21234 (derived from job and step) is held on n1, where rank 0 runs, by another user "
+                      "(uid 65534): ending the step before any task starts, so no rank connects to it (run srun with "
+                      "--resv-ports=1 so Slurm reserves a port per step, which needs MpiParams=ports in slurm.conf; or "
+                      "--dl-env=none, with dlpar.torch.init_process_group() for torch.distributed, which needs no "
+                      "port)");
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, true, 0, 1000, "n1", &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "by another user (uid 0): ending the step before any task starts") != NULL);
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, -1, 1000, "n1", &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "by a socket whose owner this node does not show: ending the step") != NULL);
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, 0, 0, "n1", &err), DLPAR_WARN); /* root's job, root's port */
   CHECK_INT(dlpar_distribution_refusal("arbitrary", true, &err), DLPAR_ERR_INPUT);
   CHECK_STR(err.text, "-m arbitrary may put rank 0 off the step's first node, whose address MASTER_ADDR is "
                       "(--dl-env=torch, the default): use a block, cyclic or plane distribution, or --dl-env=none and "
@@ -232,7 +245,7 @@ static void test_refusals_quoted(void)
                       "1234567\xc3\xa9 components): run the parallel program as a step of one component (srun "
                       "--het-group=N)");
   CHECK(valid_one_line(err.text));
-  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, "n1\n\xe2\x80\xa8", &err), DLPAR_WARN);
+  CHECK_INT(dlpar_busy_port_verdict(21234, false, false, 7, 7, "n1\n\xe2\x80\xa8", &err), DLPAR_WARN);
   CHECK(strstr(err.text, "in use on n1\\n\\xe2\\x80\\xa8, where") != NULL && valid_one_line(err.text));
 }
 
@@ -416,15 +429,76 @@ static void test_srun_mark(void)
   unsetenv("SLURMD_NODENAME");
 }
 
+/* Whether Slurm's parser puts host in list (false too where it refuses list). */
+static bool slurm_has(const char *list, const char *host)
+{
+  bool has = false;
+  return dlpar_slurm_hostlist_has(list, host, &has) == DLPAR_OK && has;
+}
+
+/* plugstack.conf's node classes: Slurm's own parser decides who is in one
+ * (it expands "rack[1-2]-n[1-2]" and "x[0-2]y[0-1]", which dlpar's own
+ * matcher did not); dlpar_hostlist_syntax refuses what Slurm's takes
+ * wrongly ("n[1-3" became the host "n]") or refuses with a log line only. */
 static void test_hostlists(void)
 {
-  CHECK(dlpar_hostlist_has("gpu[01-16]", "gpu01") && dlpar_hostlist_has("gpu[01-16]", "gpu16"));
-  CHECK(!dlpar_hostlist_has("gpu[01-16]", "gpu1") && !dlpar_hostlist_has("gpu[01-16]", "gpu17"));
-  CHECK(dlpar_hostlist_has("n[1-3,7],login1", "n7") && dlpar_hostlist_has("n[1-3,7],login1", "login1"));
-  CHECK(!dlpar_hostlist_has("n[1-3,7],login1", "n4") && !dlpar_hostlist_has("n[1-3,7],login1", "n01"));
-  CHECK(!dlpar_hostlist_has("n[1-3,7],login1", "login10") && !dlpar_hostlist_has("n[1-3]", "nx"));
-  CHECK(dlpar_hostlist_has("rack[1-2]-gpu", "rack2-gpu") && !dlpar_hostlist_has("rack[1-2]-gpu", "rack2-cpu"));
-  CHECK(dlpar_hostlist_has("n[8-12]", "n10") && dlpar_hostlist_has("n1", "n1") && !dlpar_hostlist_has("n1", "n10"));
+  dlpar_error err = {0};
+  bool has;
+  CHECK(slurm_has("gpu[01-16]", "gpu01") && slurm_has("gpu[01-16]", "gpu16"));
+  CHECK(!slurm_has("gpu[01-16]", "gpu1") && !slurm_has("gpu[01-16]", "gpu17"));
+  CHECK(slurm_has("n[1-3,7],login1", "n7") && slurm_has("n[1-3,7],login1", "login1"));
+  CHECK(!slurm_has("n[1-3,7],login1", "n4") && !slurm_has("n[1-3,7],login1", "n01"));
+  CHECK(!slurm_has("n[1-3,7],login1", "login10") && !slurm_has("n[1-3]", "nx"));
+  CHECK_INT(dlpar_slurm_hostlist_has("rack[1-2]-gpu", "rack2-gpu", &has), DLPAR_ERR_INPUT); /* Slurm's own rule */
+  CHECK(slurm_has("n[8-12]", "n10") && slurm_has("n1", "n1") && !slurm_has("n1", "n10"));
+  CHECK(slurm_has("rack[1-2]-n[1-2]", "rack2-n1") && slurm_has("rack[1-2]-n[1-2]", "rack1-n2"));
+  CHECK(!slurm_has("rack[1-2]-n[1-2]", "rack3-n1") && !slurm_has("rack[1-2]-n[1-2]", "rack1-n3"));
+  CHECK(slurm_has("x[0-2]y[0-1]", "x2y1") && slurm_has("x[0-2]y[0-1]", "x0y0") && !slurm_has("x[0-2]y[0-1]", "x3y0"));
+  CHECK_INT(dlpar_slurm_hostlist_has("n[3-1]", "n2", &has), DLPAR_ERR_INPUT);
+  /* the grammar, before any parser */
+  CHECK_INT(dlpar_hostlist_syntax("env.X@K", "gpu[01-16],rack[1-2]-n[1-8],login1,x[0-2]y[0-1],a_b.c", &err), DLPAR_OK);
+  CHECK_INT(dlpar_hostlist_syntax("env.NCCL_IB_HCA@n[1-3", "n[1-3", &err), DLPAR_ERR_INPUT);
+  CHECK_STR(err.text, "plugstack.conf: env.NCCL_IB_HCA@n[1-3: the host list n[1-3 is malformed (a '[' without its ']'): "
+                      "write it as Slurm does, e.g. gpu[01-16],rack[1-2]-n[1-8],login1");
+  CHECK_INT(dlpar_hostlist_syntax("k", "n[3-1]", &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "the host list n[3-1] is malformed (the range 3-1 runs backwards)") != NULL);
+  CHECK_INT(dlpar_hostlist_syntax("k", "n1-3]", &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "is malformed (a ']' without its '[')") != NULL);
+  CHECK_INT(dlpar_hostlist_syntax("k", "n[1-2],,n5", &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "is malformed (an empty name between commas)") != NULL);
+  CHECK_INT(dlpar_hostlist_syntax("k", "n[1-2],", &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_hostlist_syntax("k", "n[]", &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "is malformed (the range '' is not N or LO-HI)") != NULL);
+  CHECK_INT(dlpar_hostlist_syntax("k", "n[a-b]", &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_hostlist_syntax("k", "n[1-]", &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_hostlist_syntax("k", "n[1-2-3]", &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_hostlist_syntax("k", "n[1[2]]", &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_hostlist_syntax("k", "n*", &err), DLPAR_ERR_INPUT);
+  CHECK(strstr(err.text, "is malformed ('*' is no host name character)") != NULL);
+  expect_admin_error("env.NCCL_IB_HCA@rack[1-2]-gpu=mlx5_0", "plugstack.conf: env.NCCL_IB_HCA@rack[1-2]-gpu: Slurm's "
+                     "host list parser refuses rack[1-2]-gpu: write it as Slurm does, e.g. "
+                     "gpu[01-16],rack[1-2]-n[1-8],login1");
+  expect_admin_error("env.NCCL_IB_HCA@n[3-1]=mlx5_0", "plugstack.conf: env.NCCL_IB_HCA@n[3-1]: the host list n[3-1] "
+                     "is malformed (the range 3-1 runs backwards): write it as Slurm does, e.g. "
+                     "gpu[01-16],rack[1-2]-n[1-8],login1");
+  /* the classes against each other and the cluster */
+  {
+    dlpar_net_config net = {0};
+    CHECK_INT(dlpar_net_add(&net, "env.NCCL_IB_HCA@rack[1-2]-n[1-2]", "mlx5_0", &err), DLPAR_OK);
+    CHECK_INT(dlpar_net_add(&net, "env.NCCL_IB_HCA@x[0-2]y[0-1]", "mlx5_1", &err), DLPAR_OK);
+    CHECK_INT(dlpar_net_add(&net, "env.UCX_TLS@rack1-n2", "rc", &err), DLPAR_OK);
+    CHECK_INT(dlpar_slurm_net_classes_check(&net, NULL, &err), DLPAR_OK);
+    CHECK_INT(dlpar_slurm_net_classes_check(&net, "rack[1-4]-n[1-4],x[0-9]y[0-9]", &err), DLPAR_OK);
+    CHECK_INT(dlpar_slurm_net_classes_check(&net, "rack[1-4]-n[1-4]", &err), DLPAR_ERR_INPUT);
+    CHECK_STR(err.text, "plugstack.conf: env.NCCL_IB_HCA@x[0-2]y[0-1]: no node of the cluster (rack[1-4]-n[1-4]) is "
+                        "in x[0-2]y[0-1], so this setting would never apply: correct the class, or drop it until its "
+                        "nodes are in slurm.conf");
+    CHECK_INT(dlpar_net_add(&net, "env.NCCL_IB_HCA@x[2-3]y[1],z", "mlx5_2", &err), DLPAR_OK);
+    CHECK_INT(dlpar_slurm_net_classes_check(&net, NULL, &err), DLPAR_ERR_INPUT);
+    CHECK_STR(err.text, "plugstack.conf: env.NCCL_IB_HCA@x[0-2]y[0-1] and env.NCCL_IB_HCA@x[2-3]y[1],z share x2y1 (and "
+                        "maybe more): a node in two classes of one variable fails every step there; make the classes "
+                        "disjoint");
+  }
 }
 
 static void test_network_settings(void)
@@ -436,35 +510,35 @@ static void test_network_settings(void)
   dlpar_error err = {0};
   CHECK_INT(dlpar_admin_config_parse(5, argv, &config, &err), DLPAR_OK);
   CHECK_INT(config.net.count, 5);
-  CHECK_INT(dlpar_net_for_node(&config.net, "gpu07", &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "gpu07", dlpar_slurm_hostlist_has, &node, &err), DLPAR_OK);
   CHECK_INT(node.count, 3);
   CHECK_STR(dlpar_net_find(&node, "NCCL_SOCKET_IFNAME")->value, "ib");
   CHECK_STR(dlpar_net_find(&node, "NCCL_IB_HCA")->value, "mlx5_0,mlx5_1");
   CHECK_STR(dlpar_net_find(&node, "UCX_TLS")->value, "rc,sm");
   CHECK(dlpar_net_find(&node, "GLOO_SOCKET_IFNAME") == NULL);
-  CHECK_INT(dlpar_net_for_node(&config.net, "login1", &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "login1", dlpar_slurm_hostlist_has, &node, &err), DLPAR_OK);
   CHECK_STR(dlpar_net_find(&node, "NCCL_SOCKET_IFNAME")->value, "lo");
   CHECK(dlpar_net_find(&node, "NCCL_IB_HCA") == NULL);
   CHECK_INT(dlpar_net_check_interfaces(&node, "login1", &err), DLPAR_OK); /* lo: every Linux host has it */
-  CHECK_INT(dlpar_net_for_node(&config.net, "n2", &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "n2", dlpar_slurm_hostlist_has, &node, &err), DLPAR_OK);
   CHECK_INT(dlpar_net_check_interfaces(&node, "n2", &err), DLPAR_ERR_INPUT);
   CHECK_STR(err.text, "plugstack.conf: env.GLOO_SOCKET_IFNAME@n[1-2]=nosuch0: n2 has no such interface (`ip link` "
             "on it lists them): fix the line or the node");
   /* NCCL's list syntax: an exclusion finds nothing to check; =exact must match whole */
   config.net.count = 0;
   CHECK_INT(dlpar_net_add(&config.net, "env.NCCL_SOCKET_IFNAME", "^docker,lo", &err), DLPAR_OK);
-  CHECK_INT(dlpar_net_for_node(&config.net, "x", &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "x", dlpar_slurm_hostlist_has, &node, &err), DLPAR_OK);
   CHECK_INT(dlpar_net_check_interfaces(&node, "x", &err), DLPAR_OK);
   config.net.count = 0;
   CHECK_INT(dlpar_net_add(&config.net, "env.NCCL_SOCKET_IFNAME", "=l", &err), DLPAR_OK);
-  CHECK_INT(dlpar_net_for_node(&config.net, "x", &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "x", dlpar_slurm_hostlist_has, &node, &err), DLPAR_OK);
   CHECK_INT(dlpar_net_check_interfaces(&node, "x", &err), DLPAR_ERR_INPUT);
   /* a node in two classes of one variable */
   config.net.count = 0;
   CHECK_INT(dlpar_net_add(&config.net, "env.NCCL_IB_HCA@n[1-4]", "mlx5_0", &err), DLPAR_OK);
   CHECK_INT(dlpar_net_add(&config.net, "env.NCCL_IB_HCA@n[4-8]", "mlx5_1", &err), DLPAR_OK);
-  CHECK_INT(dlpar_net_for_node(&config.net, "n3", &node, &err), DLPAR_OK);
-  CHECK_INT(dlpar_net_for_node(&config.net, "n4", &node, &err), DLPAR_ERR_INPUT);
+  CHECK_INT(dlpar_net_for_node(&config.net, "n3", dlpar_slurm_hostlist_has, &node, &err), DLPAR_OK);
+  CHECK_INT(dlpar_net_for_node(&config.net, "n4", dlpar_slurm_hostlist_has, &node, &err), DLPAR_ERR_INPUT);
   CHECK_STR(err.text, "plugstack.conf: n4 is in two classes of NCCL_IB_HCA (n[1-4] and n[4-8]): make them disjoint");
   expect_admin_error("env.NCCL_SOCKET_IFNAM=ib0", "plugstack.conf: env.NCCL_SOCKET_IFNAM: NCCL reads no "
                    "NCCL_SOCKET_IFNAM (NCCL would ignore it): did you mean NCCL_SOCKET_IFNAME?");

@@ -266,6 +266,55 @@ static void test_port_collisions(void)
   CHECK(meets > expected_meets / 2 && meets < expected_meets * 2);
 }
 
+/* Who listens on a port (common/torchenv.h dlpar_port_listener): from
+ * the kernel's table format, another user's listener over the user's own,
+ * only LISTEN rows, IPv6 rows too; then this process's own listener, live. */
+static void test_port_listener(void)
+{
+  static const char table[] =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 00000000:5208 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 11 1 0 100 0 0 10 0\n"
+      "   1: 0B4D0A0A:5209 0C4D0A0A:9C40 01 00000000:00000000 00:00000000 00000000  4242        0 12 1 0 20 4 30 10 -1\n"
+      "   2: 00000000:5209 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 13 1 0 100 0 0 10 0\n"
+      "   3: 00000000000000000000000000000000:520A 00000000000000000000000000000000:0000 0A 00000000:00000000 "
+      "00:00000000 00000000 65534        0 14 1 0 100 0 0 10 0\n"
+      "   4: 00000000:520B 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 15 1 0 100 0 0 10 0\n"
+      "   5: 00000000:520B 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 16 1 0 100 0 0 10 0\n";
+  struct sockaddr_in where;
+  long holder = 0;
+  int port;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  CHECK_INT(dlpar_port_listener_parse(table, 0x5208, 1000, &holder), DLPAR_OK);
+  CHECK_INT(holder, 1000);
+  CHECK_INT(dlpar_port_listener_parse(table, 0x5208, 65534, &holder), DLPAR_OK);
+  CHECK_INT(holder, 1000);
+  CHECK_INT(dlpar_port_listener_parse(table, 0x5209, 1000, &holder), DLPAR_OK); /* 4242's is a connection */
+  CHECK_INT(holder, 1000);
+  CHECK_INT(dlpar_port_listener_parse(table, 0x520A, 1000, &holder), DLPAR_OK); /* an IPv6 row */
+  CHECK_INT(holder, 65534);
+  CHECK_INT(dlpar_port_listener_parse(table, 0x520B, 1000, &holder), DLPAR_OK); /* root's beside the user's */
+  CHECK_INT(holder, 0);
+  CHECK_INT(dlpar_port_listener_parse(table, 0x520C, 1000, &holder), DLPAR_OK);
+  CHECK_INT(holder, -1);
+  CHECK_INT(dlpar_port_listener_parse("garbage\n\n:::", 0x5208, 1000, &holder), DLPAR_OK);
+  CHECK_INT(holder, -1);
+  CHECK_INT(dlpar_port_listener_parse(NULL, 0x5208, 1000, &holder), DLPAR_ERR_INPUT);
+  /* live: this process's listener is its own user's, and another uid's from its point of view */
+  port = dlpar_port_pick();
+  memset(&where, 0, sizeof(where));
+  where.sin_family = AF_INET;
+  where.sin_port = htons((uint16_t)port);
+  CHECK(port > 0 && fd >= 0 && bind(fd, (struct sockaddr *)&where, sizeof(where)) == 0 && listen(fd, 1) == 0);
+  CHECK_INT(dlpar_port_listener(port, (long)geteuid(), &holder), DLPAR_OK);
+  CHECK_INT(holder, (long)geteuid());
+  CHECK_INT(dlpar_port_listener(port, (long)geteuid() + 1, &holder), DLPAR_OK);
+  CHECK_INT(holder, (long)geteuid());
+  if (fd >= 0)
+    close(fd);
+  CHECK_INT(dlpar_port_listener(port, (long)geteuid(), &holder), DLPAR_OK);
+  CHECK_INT(holder, -1);
+}
+
 /* The env:// contract's ports and interfaces (common/torchenv.h). */
 static void test_torch_env(void)
 {
@@ -375,6 +424,7 @@ int main(void)
   test_env_roundtrip();
   test_torch_env();
   test_port_collisions();
+  test_port_listener();
   test_route_skips_loopback(); /* last: it leaves this process in a network namespace of its own */
   return check_report("test_topo");
 }
