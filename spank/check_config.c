@@ -30,6 +30,8 @@
 #include "spank/plugstack.h"
 
 #define PROGRAM "dlpar-check-config"
+/* The longest host list of a cluster's nodes this program reads. */
+#define CLUSTER_NODES_MAX (1 << 20)
 
 /* In a child (libslurm's slurm_init ends the process, fatal(), without a
  * slurm.conf): the cluster's nodes from slurmctld, one host list written
@@ -51,7 +53,9 @@ static void cluster_nodes_child(int fd)
   for (uint32_t i = 0; i < info->record_count; i++)
     if (info->node_array[i].name)
       slurm_hostlist_push_host(list, info->node_array[i].name);
-  if (!(text = slurm_hostlist_ranged_string_malloc(list)))
+  /* slurm_hostlist_ranged_string_malloc is gone from Slurm 24.11 and the
+   * xmalloc form needs Slurm's xfree: a buffer of cluster_nodes' bound. */
+  if (!(text = malloc(CLUSTER_NODES_MAX)) || slurm_hostlist_ranged_string(list, CLUSTER_NODES_MAX, text) < 0)
     _exit(1);
   len = strlen(text);
   _exit(write(fd, text, len) == (ssize_t)len ? 0 : 1);
@@ -61,7 +65,6 @@ static void cluster_nodes_child(int fd)
  * slurmctld; DLPAR_ERR_SYSTEM where it does not answer. */
 static int cluster_nodes(char **nodes)
 {
-  enum { NODES_MAX = 1 << 20 }; /* the host list of the largest cluster */
   int pipe_fds[2], status = 1;
   size_t got = 0;
   ssize_t n = 0;
@@ -74,8 +77,8 @@ static int cluster_nodes(char **nodes)
     cluster_nodes_child(pipe_fds[1]);
   }
   close(pipe_fds[1]);
-  if (child > 0 && (*nodes = malloc(NODES_MAX)))
-    while (got < NODES_MAX - 1 && (n = read(pipe_fds[0], *nodes + got, NODES_MAX - 1 - got)) > 0)
+  if (child > 0 && (*nodes = malloc(CLUSTER_NODES_MAX)))
+    while (got < CLUSTER_NODES_MAX - 1 && (n = read(pipe_fds[0], *nodes + got, CLUSTER_NODES_MAX - 1 - got)) > 0)
       got += (size_t)n;
   close(pipe_fds[0]);
   if (child > 0)

@@ -640,19 +640,35 @@ static int check_virtual(const char *path, hid_t plist, hsize_t npoints, dlpar_e
   return DLPAR_OK;
 }
 
+/* The number HDF5 gives the file that object id lies in. HDF5 1.10's
+ * H5Oget_info2 fills an H5O_info_t; from 1.12 on that call takes the old
+ * H5O_info1_t and H5Oget_info3 fills the new H5O_info2_t. Both hold fileno. */
+static herr_t object_fileno(hid_t id, unsigned long *fileno)
+{
+#if H5_VERSION_GE(1, 12, 0)
+  H5O_info2_t info;
+  const herr_t rc = H5Oget_info3(id, &info, H5O_INFO_BASIC);
+#else
+  H5O_info_t info;
+  const herr_t rc = H5Oget_info2(id, &info, H5O_INFO_BASIC);
+#endif
+  *fileno = rc < 0 ? 0 : info.fileno;
+  return rc;
+}
+
 /* Whether file i's fields lies in the opened file (an external link leads
  * to another), and the size of the file it lies in. */
 static int dataset_file(const era5_data *d, int i, bool *in_file, long long *bytes, dlpar_error *err)
 {
   const char *path = d->files[i];
-  H5O_info_t of_file, of_dset;
+  unsigned long file_fileno, dset_fileno;
   hid_t file = -1;
   char name[PATH_MAX];
   struct stat st;
   int rc = DLPAR_OK;
-  H5_TRY_GOTO(H5Oget_info2((hid_t)d->file_handle[i], &of_file, H5O_INFO_BASIC), path, err, rc, out);
-  H5_TRY_GOTO(H5Oget_info2((hid_t)d->fields_dset[i], &of_dset, H5O_INFO_BASIC), path, err, rc, out);
-  *in_file = of_file.fileno == of_dset.fileno;
+  H5_TRY_GOTO(object_fileno((hid_t)d->file_handle[i], &file_fileno), path, err, rc, out);
+  H5_TRY_GOTO(object_fileno((hid_t)d->fields_dset[i], &dset_fileno), path, err, rc, out);
+  *in_file = file_fileno == dset_fileno;
   *bytes = d->file_bytes[i];
   if (*in_file)
     goto out;
