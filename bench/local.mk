@@ -23,4 +23,5 @@ bench_dlpar_loader_rate_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS)
 endif
 EXTRA_DIST += bench/README.md bench/RESULTS.md bench/rendezvous bench/torch-startup bench/torch_rendezvous.py \
 	bench/cpu-vs-torch bench/gpu-vs-torch bench/attention-vs-torch bench/gpu-round bench/torch_train.py bench/torch_attention.py bench/plugin-overhead bench/nccl-groups \
-	bench/startup-scaling bench/loader-vs-torch bench/torch_loader.py bench/restart-vs-requeue
+	bench/startup-scaling bench/loader-vs-torch bench/torch_loader.py bench/restart-vs-requeue \
+	bench/torch-stop bench/torch_stop.py

@@ -14,7 +14,7 @@ dist_sbatch_SCRIPTS = contrib/sbatch/short.sbatch contrib/sbatch/bs64_opt.sbatch
 endif
 if BUILD_LIBDLPAR
 dist_torchsbatch_SCRIPTS = contrib/sbatch/pytorch.sbatch
-dist_pytorch_DATA = contrib/pytorch/ddp_example.py
+dist_pytorch_DATA = contrib/pytorch/ddp_example.py contrib/pytorch/ddp_requeue.py
 endif
 # dlpar-restart serves any step of libdlpar's programs (the nodes it
 # excludes are those libdlpar and --dl-check name): installed with it.

@@ -3,8 +3,9 @@
 # installed for the system python3 (configure --with-python-dir). Its
 # _library.py is written at install time with the installed libdlpar's path.
 dlparpydir = $(DLPAR_PYTHONDIR)/dlpar
-dlparpy_DATA = python/dlpar/__init__.py python/dlpar/torch.py
-EXTRA_DIST += $(dlparpy_DATA) python/dlpar/_library.py python/README.md
+dlparpy_DATA = python/dlpar/__init__.py python/dlpar/torch.py python/dlpar/stop.py python/dlpar/_find.py \
+  python/dlpar/__main__.py
+EXTRA_DIST += $(dlparpy_DATA) python/dlpar/_library.py python/README.md python/pyproject.toml
 install-data-hook: install-dlpar-python-library
 install-dlpar-python-library:
 	$(MKDIR_P) "$(DESTDIR)$(dlparpydir)"

@@ -8,6 +8,7 @@ tests_integration_pmix_client_LDADD = $(PMIX_LIBS)
 INTEGRATION_TESTS += \
 	tests/integration/bed_pmix.sh \
 	tests/integration/torch_env.sh \
+	tests/integration/torch_stop_bed.sh \
 	tests/integration/spank_profile.sh \
 	tests/integration/spank_admin.sh \
 	tests/integration/launcher_groups.sh \
@@ -37,3 +38,13 @@ check_PROGRAMS += tests/unit/struct_layout
 tests_unit_struct_layout_SOURCES = tests/unit/struct_layout.c
 dist_check_SCRIPTS += tests/unit/python_mirror.sh
 TESTS += tests/unit/python_mirror.sh
+# Stopping a PyTorch program early (dlpar.stop, dlpar.torch.Stop) through
+# contrib/pytorch/ddp_requeue.py under dlpar-run: the agreed stop step, the
+# atomic checkpoint, exit 85, the restart at the next step, a signal twice,
+# during start-up, during the checkpoint's write.
+dist_check_SCRIPTS += tests/integration/torch_stop.sh
+TESTS += tests/integration/torch_stop.sh
+# The module pip-installed into a venv (python/pyproject.toml, no network)
+# finding libdlpar without DLPAR_LIBRARY, its programs run from there.
+dist_check_SCRIPTS += tests/unit/python_venv.sh
+TESTS += tests/unit/python_venv.sh

@@ -7,7 +7,11 @@ rank 0's text handed to every rank through PMIx, from libdlpar by ctypes.
     ctx.info.tp_rank, ctx.info.dp_size
     addr = ctx.share_from_root("my.key", "10.0.0.1:1234" if ctx.info.rank == 0 else None)
 
-dlpar.torch.init_process_group() builds PyTorch's process groups on it.
+dlpar.torch.init_process_group() builds PyTorch's process groups on it;
+dlpar.stop holds the stop signals and the exit status of a run stopped
+early (85), dlpar.torch.Stop the agreement on the step to stop at.
+libdlpar.so is found as dlpar._find says (`python3 -m dlpar` lists the
+places and the one that loads); DLPAR_LIBRARY overrides them.
 Pure Python over libdlpar.so (ctypes): nothing to compile per Python
 version, and the PMIx work stays in the one C implementation.
 
@@ -31,7 +35,7 @@ import os
 import sys
 import weakref
 
-from . import _library
+from . import _find
 
 __all__ = ["Info", "Context", "DlparError", "bootstrap"]
 
@@ -75,11 +79,10 @@ def _dump_python_stacks_on_request():
 
 
 def _load():
-    path = os.environ.get("DLPAR_LIBRARY") or _library.PATH
     try:
-        lib = ctypes.CDLL(path)
+        lib, _ = _find.load()
     except OSError as e:
-        raise DlparError(f"cannot load libdlpar ({path}): {e} (set DLPAR_LIBRARY to libdlpar.so's path)") from None
+        raise DlparError(str(e)) from None
     lib.dlpar_init_bootstrap.argtypes = [ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_void_p)]
     lib.dlpar_share_from_root.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                           ctypes.c_size_t]

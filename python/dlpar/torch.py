@@ -19,23 +19,39 @@ missing ranks are all on other nodes), and the step ends. The groups are libdlpa
 consecutive ranks (kept inside a node by the plugin), dp = the ranks M
 apart; on torch versions with a DeviceMesh, grid.mesh is the (dp, tp) mesh
 over them. The CUDA device is the one the launcher bound the rank to.
+It also turns the stop signals into stop requests (dlpar.stop).
 On a job of several nodes, a rank 0 address that is loopback (a host name
 that /etc/hosts maps to 127.0.1.1, say) is refused on every rank
 (DlparError) instead of hanging the other nodes.
+
+Stopping early, every rank at the same step (Slurm's time limit,
+preemption, scancel; doc/user.md, "Stopping and resuming"):
+
+    stop = dlpar.torch.Stop()                    # one all-reduce of one int per step, overlapped
+    state = dlpar.torch.load_checkpoint()        # DLPAR_CHECKPOINT's (a restart), else None
+    for step in range(state["step"] if state else 0, steps):
+        ...                                      # the step
+        if stop.now(step):                       # the same answer on every rank
+            if grid.rank == 0:
+                dlpar.torch.save_checkpoint({"step": step + 1, ...}, path)
+            stop.exit()                          # barrier, teardown, exit 85 (dlpar.stop.EXIT_STOPPED)
 """
 import datetime
 import ipaddress
 import itertools
 import os
+import signal
 import socket
+import sys
 from collections import namedtuple
 
 import torch
 import torch.distributed as dist
 
 import dlpar
+import dlpar.stop
 
-__all__ = ["Grid", "init_process_group"]
+__all__ = ["Grid", "init_process_group", "Stop", "save_checkpoint", "load_checkpoint"]
 
 Grid = namedtuple("Grid", "rank world_size tp_rank tp_size dp_rank dp_size tp_group dp_group device mesh context")
 
@@ -158,8 +174,10 @@ def init_process_group(backend=None, timeout=None):
     libdlpar's rendezvous timeout in effect: DLPAR_RENDEZVOUS_TIMEOUT, else
     120 s + 2 ms per rank)."""
     seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+    dlpar.stop.install()
     ctx = dlpar.bootstrap(rendezvous_timeout=seconds)
     info = ctx.info
+    dlpar.stop.install(rank=info.rank)
     on_gpu = info.device >= 0 and torch.cuda.is_available()
     if on_gpu:
         torch.cuda.set_device(info.device)
@@ -173,3 +191,84 @@ def init_process_group(backend=None, timeout=None):
     mesh = _mesh(info, tp_group, dp_group, "cuda" if on_gpu else "cpu")
     return Grid(info.rank, info.size, info.tp_rank, info.tp_size, info.dp_rank, info.dp_size, tp_group, dp_group,
                 info.device if on_gpu else -1, mesh, ctx)
+
+
+class Stop:
+    """Every rank's same answer to "stop now?" at a step boundary. now(step)
+    is called by every rank after each step; every `every` steps it posts
+    this rank's stop request (a signal's number, dlpar.stop) in an
+    all-reduce (MAX) of one int over the world, on a gloo group of its
+    own, and returns the agreement the previous post reached: all ranks
+    return True at the same step, `every` steps after the post that first
+    carried a request (with overlap=False, at that post: the all-reduce is
+    waited for there). The cost: one all-reduce of one int per `every`
+    steps, overlapped with the next steps' work by default (bench/RESULTS.md).
+    The signals are dlpar.stop's (installed here too, if not yet). Once
+    agreed, .step is the step all ranks stopped at and .signal the
+    largest signal number a rank posted. It needs only torch.distributed:
+    a program initialised with env:// may use it too."""
+
+    def __init__(self, every=1, overlap=True):
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"Stop(every={every!r}): expected a whole number of steps, 1 or more")
+        self.every, self.overlap = every, overlap
+        self.rank = dist.get_rank()
+        dlpar.stop.install(rank=self.rank)
+        self._group = dist.new_group(backend="gloo")  # every rank, in the same order: a CPU int on any backend
+        self._posted = None  # (work, tensor) of the last post, or None
+        self.step = None  # the step all ranks stopped at, once agreed
+        self.signal = 0
+
+    def _post(self):
+        flag = torch.tensor([dlpar.stop.requested()], dtype=torch.int32)
+        work = dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._group, async_op=True)
+        return work, flag
+
+    def _agreed(self, posted):
+        work, flag = posted
+        work.wait()
+        return int(flag.item())
+
+    def now(self, step):
+        """True on every rank at the same step, once a rank got a stop signal."""
+        if (step + 1) % self.every != 0:
+            return False
+        if not self.overlap:
+            agreed = self._agreed(self._post())
+        else:
+            agreed = self._agreed(self._posted) if self._posted else 0
+            self._posted = None if agreed else self._post()
+        if agreed:
+            self.step, self.signal = step, agreed
+            dlpar.stop._say(f"dlpar: rank {self.rank}: stop agreed at step {step} "
+                            f"({signal.Signals(agreed).name} on a rank)")
+        return bool(agreed)
+
+    def exit(self, code=dlpar.stop.EXIT_STOPPED):
+        """Every rank waits for the others (the checkpoint written by then),
+        tears the process group down and exits with `code` (85 by default:
+        stopped early, more to do)."""
+        if self._posted:
+            self._agreed(self._posted)
+        dist.barrier(group=self._group)
+        dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.exit(code)
+
+
+def save_checkpoint(obj, path):
+    """torch.save(obj) to path atomically: a temporary file beside it,
+    fsync, rename, fsync of the directory (dlpar.stop.write_atomic)."""
+    dlpar.stop.write_atomic(path, lambda f: torch.save(obj, f))
+
+
+def load_checkpoint(path=None, map_location="cpu"):
+    """torch.load of path, else of DLPAR_CHECKPOINT (dlpar-restart's, set on
+    a restart once the file exists); None when neither names a file."""
+    path = path or dlpar.stop.checkpoint()
+    if not path:
+        return None
+    if not os.path.isfile(path):
+        raise dlpar.DlparError(f"checkpoint {path}: no such file (DLPAR_CHECKPOINT names the file dlpar-restart "
+                               f"was given with --checkpoint; write it with dlpar.torch.save_checkpoint)")
+    return torch.load(path, map_location=map_location)

@@ -5,7 +5,8 @@
 #    losses bit for bit, and the same final weights (on a 2x2 grid);
 #  - a rank killed in the middle of writing a checkpoint leaves the previous
 #    checkpoint loadable, and the resumed run still matches;
-#  - SIGTERM (Slurm's time limit, scancel) writes a checkpoint and exits 0,
+#  - SIGTERM (Slurm's time limit, scancel) writes a checkpoint and exits 85
+#    (stopped early, more to do),
 #    with metrics.jsonl's step lines up to the checkpoint's step;
 #  - a checkpoint saved at an epoch's last step resumes at the next epoch's
 #    first (it crashed the loader once), under dlpar-run and srun on the bed.
@@ -61,14 +62,15 @@ expect_rc "resumed after the crash" $? 0
 expect_eq "losses after the crash" "$(losses crash | sort -n | uniq)" "$(losses whole)"
 expect_eq "no temporary file left" "$(ls "$TEST_TMP/runs/test/2x2/crash/" | grep -c tmp)" 0
 
-# SIGTERM: checkpoint, then exit 0
+# SIGTERM: checkpoint, then exit 85 (stopped early, more to do: doc/user.md)
 (run --run=term --num_iters=100000 >"$TEST_TMP/term.out" 2>&1) &
 pid=$!
 for i in $(seq 100); do grep -q '"step": 3,' "$TEST_TMP/runs/test/2x2/term/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
 kill -TERM $pid
 wait $pid
-expect_rc "SIGTERM" $? 0
+expect_rc "SIGTERM: stopped early, more to do" $? 85
 expect_contains "SIGTERM" "$(cat "$TEST_TMP/term.out")" "stop requested (SIGTERM): checkpointing at step"
+expect_contains "SIGTERM: the last line says so" "$(cat "$TEST_TMP/term.out")" "dlpar-train: stopped at step $(ckpt_step term), more to do (exit 85)"
 TEST_CHECKS=$((TEST_CHECKS + 1))
 [ "$(ckpt_step term)" -ge 3 ] 2>/dev/null || fail "SIGTERM: no checkpoint (step $(ckpt_step term))"
 expect_eq "SIGTERM: metrics.jsonl reaches the checkpoint's step" "$(losses term | tail -n 1 | cut -d' ' -f1)" \

@@ -249,8 +249,10 @@ int train_step(trainer *t, epoch_progress *e)
     post_window(t, e);
   if (dlpar_stop_requested(t->comm, t->net->stream, &stop) != 0)
     train_die(t, true, "stop agreement: %s", dlpar_last_error(t->comm));
-  if (stop)
+  if (stop) {
+    t->stopped_by_signal = true;
     train_say(t, "dlpar-train: stop requested (SIGTERM): checkpointing at step %ld\n", t->pos.step);
+  }
   if (c->stop_after_iters > 0 && t->steps_this_run >= c->stop_after_iters)
     stop = 1;
   if (stop || (c->checkpoint_every > 0 && t->pos.step % c->checkpoint_every == 0)) {
