@@ -50,8 +50,7 @@ SH
 }
 # wait_text NAME TEXT: until NAME's output has TEXT (240 s at most)
 wait_text() {
-  local i
-  for i in $(seq 2400); do grep -q -- "$2" "$TEST_TMP/$1.out" 2>/dev/null && return 0; sleep 0.1; done
+  for _ in $(seq 2400); do grep -q -- "$2" "$TEST_TMP/$1.out" 2>/dev/null && return 0; sleep 0.1; done
   fail "$1: no '$2' in its output in 240 s: $(tail -n 5 "$TEST_TMP/$1.out" 2>/dev/null)"
   return 1
 }
@@ -63,10 +62,10 @@ job_state() {
 # ends; the stop at step k by every task, k+1 to k+5 after it, the losses
 # (k in stopped_at)
 requeued_and_resumed() {
-  local name=$1 out k i state states
+  local name=$1 out k state states
   wait_text "$name" "run 0 of job" || return
   states=
-  for i in $(seq 2400); do
+  for _ in $(seq 2400); do
     state=$(job_state)
     [ "$state" = "${states##*, }" ] || states+=", $state"
     [ "$state" = "PENDING BeginTime" ] && { scontrol update JobId="$job" StartTime=now TimeLimit=5; break; }
@@ -74,7 +73,7 @@ requeued_and_resumed() {
     sleep 0.1
   done
   wait_text "$name" "run 1 of job"
-  for i in $(seq 2400); do
+  for _ in $(seq 2400); do
     state=$(job_state)
     [ "$state" = "${states##*, }" ] || states+=", $state"
     case $state in COMPLETED* | FAILED* | CANCELLED* | gone) break ;; esac
@@ -88,6 +87,8 @@ requeued_and_resumed() {
   expect_eq "$name: every task exited 85 (stopped early, more to do)" \
     "$(grep -o 'srun: error: n[12]: tasks [0-9-]*: Exited with exit code 85' <<<"$out" | sort | paste -sd ' ')" \
     "srun: error: n1: tasks 0-1: Exited with exit code 85 srun: error: n2: tasks 2-3: Exited with exit code 85"
+  expect_eq "$name: every rank logged the stop request" \
+    "$(sed -n 's/^dlpar: rank \([0-3]\): .* received: stopping at the next step boundary.*/\1/p' <<<"$out" | sort -u | paste -sd ' ')" "0 1 2 3"
   expect_contains "$name: dlpar-restart requeued the job" "$out" \
     "dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): requeued job $job, its nodes as they were (DLPAR_RESTART=1 once Slurm starts it again, about two minutes)"
   expect_contains "$name: the requeued run" "$out" "run 1 of job $job"
@@ -112,6 +113,11 @@ submit preempt
 for _ in $(seq 600); do grep -q '"step": 3,' "$TEST_TMP/runs/test/2x2/preempt/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
 preempted_at=$(date +%s)
 high=$(sbatch --parsable -p high --exclusive -N2 -o "$TEST_TMP/high.out" --wrap 'echo high ran')
+wait_text preempt "dlpar-restart: the step stopped early"
+took=$(($(date +%s) - preempted_at))
+TEST_CHECKS=$((TEST_CHECKS + 1))
+if [ "$took" -lt 30 ]; then pass "preempt: stopped and requeued within the grace time ($took s of 30)"
+else fail "preempt: stopped and requeued after $took s, past the grace time (30 s)"; fi
 requeued_and_resumed preempt
 k_preempt=$stopped_at
 expect_eq "preempt: the high-priority job ran" "$(cat "$TEST_TMP/high.out" 2>/dev/null)" "high ran"
