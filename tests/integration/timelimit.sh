@@ -68,7 +68,9 @@ requeued_and_resumed() {
   for _ in $(seq 2400); do
     state=$(job_state)
     [ "$state" = "${states##*, }" ] || states+=", $state"
-    [ "$state" = "PENDING BeginTime" ] && { scontrol update JobId="$job" StartTime=now TimeLimit=5; break; }
+    # (3 s after the requeue: a run started in the second of the requeue
+    # has its credential revoked with the last run's, and Slurm ends it)
+    [ "$state" = "PENDING BeginTime" ] && { sleep 3; scontrol update JobId="$job" StartTime=now TimeLimit=5; break; }
     case $state in COMPLETED* | FAILED* | CANCELLED* | gone) break ;; esac
     sleep 0.1
   done
