@@ -9,7 +9,8 @@
 # shell reach it), submitted with --requeue:
 #  (a) the time limit's warning to the batch shell, -t 1
 #      --signal=B:USR1@50: dlpar-restart passes it on, every task exits 85
-#      at the step k of the checkpoint, the job requeues itself;
+#      at the step k of the checkpoint, the job requeues itself; and the
+#      plain --signal=USR1@50, to the tasks by Slurm, the same way;
 #  (b) preemption by a job of partition high: Slurm's SIGTERM to the tasks,
 #      every task exits 85 at step k within the grace time, the job requeues
 #      itself;
@@ -110,6 +111,13 @@ expect_contains "limit: dlpar-restart passed SIGUSR1 on" "$(cat "$TEST_TMP/limit
   "dlpar-restart: SIGUSR1 received: passed on to the step (srun forwards it to every task)"
 echo "limit: $(($(date +%s) - start)) s in all"
 
+# (a') the plain form, --signal=USR1@50: Slurm signals the tasks itself,
+# and dlpar-restart nothing
+submit plain -t 1 --signal=USR1@50
+requeued_and_resumed plain
+k_plain=$stopped_at
+expect_eq "plain: nothing passed on by dlpar-restart" "$(grep -c '^dlpar-restart: SIGUSR1' "$TEST_TMP/plain.out")" 0
+
 # (b) preemption: a job of partition high on both nodes
 submit preempt
 for _ in $(seq 600); do grep -q '"step": 3,' "$TEST_TMP/runs/test/2x2/preempt/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
@@ -136,10 +144,10 @@ expect_contains "user: dlpar-restart passed SIGUSR1 on" "$(cat "$TEST_TMP/user.o
   "dlpar-restart: SIGUSR1 received: passed on to the step (srun forwards it to every task)"
 
 # the uninterrupted run, as far as the longest of them, and each one's losses against it
-most=$(printf '%s\n' "${k_limit:-0}" "${k_preempt:-0}" "${k_user:-0}" | sort -n | tail -n 1)
+most=$(printf '%s\n' "${k_limit:-0}" "${k_plain:-0}" "${k_preempt:-0}" "${k_user:-0}" | sort -n | tail -n 1)
 out=$(timeout 600 srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/train" --run=whole --stop_after_iters=$((most + 5)) 2>&1)
 expect_rc "the uninterrupted run of $((most + 5)) steps" $? 0
-for name in limit preempt user; do
+for name in limit plain preempt user; do
   expect_eq "$name: the losses of steps 1 to k+5, the uninterrupted run's bit for bit" \
     "$(losses "$name")" "$(losses whole | head -n "$(losses "$name" | wc -l)")"
 done
