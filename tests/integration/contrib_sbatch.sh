@@ -20,7 +20,7 @@ sbatch_value() { sed -n "s/^#SBATCH .*--$2=\([^ ]*\).*/\1/p" "$1" | head -n 1; }
 
 for template in "$DLPAR_SRCDIR"/contrib/sbatch/*.sbatch; do
   name=$(basename "$template" .sbatch)
-  [ "$name" = pytorch ] || [ "$name" = restart ] && continue # below
+  [ "$name" = pytorch ] || [ "$name" = restart ] || [ "$name" = long ] && continue # below
   nodes=$(sbatch_value "$template" nodes) tasks=$(sbatch_value "$template" ntasks-per-node)
   gpus=$(sbatch_value "$template" gpus-per-node) grid=$(sbatch_value "$template" dl-parallel)
   m=${grid%x*} d=${grid#*x}
@@ -59,6 +59,20 @@ expect_rc "restart: sbatch -W" $? 0
 log=$(cat "$TEST_TMP/restart.out" 2>/dev/null)
 expect_contains "restart: grid on the nodes but the spare" "$log" "dlpar-train: grid 2x1 (tensor x data parallel) on 1 node"
 expect_contains "restart: ran" "$log" "dlpar-train: done at step 12"
+
+# The long-run template: the step through dlpar-restart (exec'd: the batch
+# shell), a run that ends before the warning: done, not requeued
+# (tests/integration/timelimit.sh has the warning, a preemption, scancel -b)
+template=$DLPAR_SRCDIR/contrib/sbatch/long.sbatch
+expect_eq "long: grid fits" "$(( $(sbatch_value "$template" nodes) * $(sbatch_value "$template" ntasks-per-node) ))" 8
+out=$(PATH="$DLPAR_SRCDIR/contrib:$PATH" sbatch -W -N2 --ntasks-per-node=2 --gpus-per-node=2 --dl-parallel=2x2 \
+        -o "$TEST_TMP/long.out" \
+        --export=ALL,CONFIG=test,CONFIG_FILE=$DLPAR_SRCDIR/etc/vit.yaml,DATA=$TEST_TMP/data,EXTRA="--expdir=$TEST_TMP/runs --num_iters=12 --run=long" \
+        "$template" 2>&1)
+expect_rc "long: sbatch -W" $? 0
+log=$(cat "$TEST_TMP/long.out" 2>/dev/null)
+expect_contains "long: ran" "$log" "dlpar-train: done at step 12"
+expect_eq "long: nothing of dlpar-restart's (not requeued)" "$(grep -c '^dlpar-restart: ' <<<"$log")" 0
 
 # The PyTorch template's grid (its runs: contrib_sbatch_torch.sh)
 expect_eq "pytorch: grid fits" "$(sbatch_value "$DLPAR_SRCDIR/contrib/sbatch/pytorch.sbatch" dl-parallel)" 2x2

@@ -77,6 +77,7 @@ use_bed() {
       plugstack=*) state=$TEST_TMP/bed owner=$$ plugstack=(--plugstack "${arg#plugstack=}") ;;
       nodes=*) state=$TEST_TMP/bed owner=$$ nodes+=(--nodes "${arg#nodes=}") ;;
       slurmd_timeout=*) state=$TEST_TMP/bed owner=$$ nodes+=(--slurmd-timeout "${arg#slurmd_timeout=}") ;;
+      preempt) state=$TEST_TMP/bed owner=$$ nodes+=(--preempt) ;;
     esac
   done
   [ $need_pmix = no ] || "$DLPAR_SRCDIR/tests/testbed/dlpar-bed" has-pmix ||

@@ -78,7 +78,7 @@ esac
 echo "\$*" >>"\$SI/scontrol.calls"
 case \$1 in
   show) cat "\$SI/job" ;;
-  requeuehold | update | release)
+  requeuehold | update | release | requeue)
     [ -e "\$SI/\$1.fail" ] && { cat "\$SI/\$1.fail" >&2; exit 1; }
     exit 0 ;;
   *) echo "scontrol (stand-in): \$1 not planned" >&2; exit 1 ;;
@@ -287,4 +287,98 @@ expect_rc "SLURM_RESTART_COUNT not a number: refused" $rc 2
 expect_eq "SLURM_RESTART_COUNT not a number: one line" "$out" \
   "dlpar-restart: SLURM_RESTART_COUNT=$(printf %q "$value"): expected Slurm's count of the job's requeues, a whole number (unset it outside a requeued job)"
 expect_eq "SLURM_RESTART_COUNT not evaluated" "$([ -e "$TEST_TMP/evaluated" ] && echo evaluated || echo no)" no
+# 11. every task exits 85 (stopped early at an agreed step, its checkpoint
+# written: more to do): the batch job requeued as it is, no node
+# excluded, exit 75; a step that exits 0 is never requeued
+stopped_plan() {
+  cat >"$SI/plan" <<'SH'
+register 'n[1-2]'; sleep 2; unregister; echo "dlpar-train: stopped at step 7, more to do (exit 85)"; exit 85
+SH
+}
+fresh_case
+stopped_plan
+run 'n[1-3]' srun -N 2 prog
+expect_eq "exit 85: requeued, exit 75" "$rc: $out" "75: dlpar-train: stopped at step 7, more to do (exit 85)
+dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): requeued job 77, its nodes as they were (DLPAR_RESTART=1 once Slurm starts it again, about two minutes)"
+expect_eq "exit 85: scontrol's calls (no node excluded)" "$(cat "$SI/scontrol.calls")" "show job 77
+requeue 77"
+expect_eq "exit 85: srun run once" "$(srun_calls)" 1
+fresh_case
+echo "JobId=77 JobName=train BatchFlag=1 Requeue=1 Restarts=3 ExcNodeList=(null)" >"$SI/job"
+stopped_plan
+out=$(cd "$TEST_TMP/cwd" && PATH=$SI/bin:$PATH SLURM_JOB_ID=77 SLURM_JOB_NODELIST='n[1-3]' SLURM_RESTART_COUNT=3 \
+      timeout 150 "$restart" srun -N 2 prog 2>&1)
+expect_eq "exit 85 in the job's third requeue: the next DLPAR_RESTART" "$(tail -n 1 <<<"$out")" \
+  "dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): requeued job 77, its nodes as they were (DLPAR_RESTART=4 once Slurm starts it again, about two minutes)"
+fresh_case
+echo "JobId=77 JobName=train BatchFlag=0 Requeue=1 Restarts=0 ExcNodeList=(null)" >"$SI/job"
+stopped_plan
+run 'n[1-3]' srun -N 2 prog
+expect_eq "exit 85 in an salloc job: not requeued, exit 85" "$rc: $(tail -n 1 <<<"$out")" \
+  "85: dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): not requeued: not a batch job (salloc and srun jobs cannot be requeued: submit it with sbatch); run it again to resume"
+fresh_case
+echo "JobId=77 JobName=train BatchFlag=1 Requeue=0 Restarts=0 ExcNodeList=(null)" >"$SI/job"
+stopped_plan
+run 'n[1-3]' srun -N 2 prog
+expect_eq "exit 85 in an sbatch --no-requeue job: not requeued, exit 85" "$rc: $(tail -n 1 <<<"$out")" \
+  "85: dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): not requeued: the job may not be requeued (submit it with sbatch --requeue); run it again to resume"
+fresh_case
+echo "scontrol: error: Job is no longer pending execution" >"$SI/requeue.fail"
+stopped_plan
+run 'n[1-3]' srun -N 2 prog
+expect_eq "exit 85, scontrol requeue failing: exit 85" "$rc: $(tail -n 1 <<<"$out")" \
+  "85: dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): not requeued: scontrol requeue 77 failed (scontrol: error: Job is no longer pending execution); run it again to resume"
+fresh_case
+cat >"$SI/plan" <<'SH'
+register 'n[1-2]'; sleep 2; unregister; echo "done"; exit 0
+SH
+run 'n[1-3]' srun -N 2 prog
+expect_eq "exit 0: done, never requeued" "$rc: $out: $(cat "$SI/scontrol.calls" 2>/dev/null)" "0: done: "
+
+# 12. SIGUSR1 to dlpar-restart (the batch shell that exec'd it:
+# --signal=B:USR1@S, scancel -b -s USR1), once its step is listed: passed
+# on to srun (here the STAND-IN says so and exits 85, as dlpar-train's step
+# does), then the job requeued; SIGTERM: not passed on (Slurm signals the
+# tasks itself), and no attempt after it, even where a node failed
+# start_bg NODES ARGS...: dlpar-restart ARGS in job 77 in the background
+# (bg_pid), its output in $TEST_TMP/bg.out
+start_bg() {
+  local nodes=$1
+  shift
+  (cd "$TEST_TMP/cwd" && PATH=$SI/bin:$PATH SLURM_JOB_ID=77 SLURM_JOB_NODELIST=$nodes SLURM_JOB_NUM_NODES=2 \
+   SRUN_GRACE=2 exec timeout -s KILL 150 "$restart" "$@") >"$TEST_TMP/bg.out" 2>&1 &
+  bg_pid=$!
+  for _ in $(seq 100); do [ -s "$SI/steps" ] && break; sleep 0.1; done
+  restart_pid=$(pgrep -P "$bg_pid" | head -n 1)
+}
+signal_plan() {
+  cat >"$SI/plan" <<'SH'
+trap 'echo "srun: got SIGUSR1"; unregister; echo "dlpar-train: stopped at step 3, more to do (exit 85)"; exit 85' USR1
+trap 'echo "srun: got SIGTERM"; unregister; exit 143' TERM
+register 'n[1-2]'
+[ "$attempt" = 0 ] || { echo "attempt $attempt"; unregister; exit 0; }
+for _ in $(seq 100); do sleep 0.1; done
+unregister; echo "srun: error: n2: task 1: Killed" >&2; exit 9
+SH
+}
+fresh_case
+signal_plan
+start_bg 'n[1-3]' srun -N 2 prog
+kill -USR1 "$restart_pid"
+wait "$bg_pid"
+rc=$?
+expect_eq "SIGUSR1 to dlpar-restart: passed on, the job requeued" "$rc: $(cat "$TEST_TMP/bg.out")" "75: dlpar-restart: SIGUSR1 received: passed on to the step (srun forwards it to every task)
+srun: got SIGUSR1
+dlpar-train: stopped at step 3, more to do (exit 85)
+dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): requeued job 77, its nodes as they were (DLPAR_RESTART=1 once Slurm starts it again, about two minutes)"
+fresh_case
+signal_plan
+start_bg 'n[1-3]' srun -N 2 prog
+kill -TERM "$restart_pid"
+wait "$bg_pid"
+rc=$?
+expect_eq "SIGTERM to dlpar-restart: not passed on, no attempt after it" "$rc: $(cat "$TEST_TMP/bg.out")" "9: dlpar-restart: SIGTERM received: not passed on (Slurm signals the step's tasks itself); no attempt after this one
+srun: error: n2: task 1: Killed
+dlpar-restart: the step failed (exit 9) on n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)) after SIGTERM: not restarted"
+expect_eq "SIGTERM to dlpar-restart: srun run once" "$(srun_calls)" 1
 finish
