@@ -32,7 +32,7 @@ static int parse_path(const char *key, const char *value, char *out, size_t len,
 }
 
 /* An env. key: its class, where it has one, as Slurm's own host-list
- * parser takes it (a list Slurm refuses, "rack[1-2]-gpu" among them, would
+ * parser takes it (a list Slurm refuses, "n[1-2000000000]" among them, would
  * match no node on any node). */
 static int add_network_setting(dlpar_admin_config *config, const char *key, const char *value, dlpar_error *err)
 {
