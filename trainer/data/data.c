@@ -379,13 +379,18 @@ static int check_overlaps(const char *path, const storage *s, dlpar_error *err)
   return rc;
 }
 
-/* The bytes before the HDF5 data of dset's file (its user block): HDF5
- * 1.10 gives chunk addresses from there, where H5Dget_offset gives them
- * from the file's start. */
+/* What to add to H5Dget_chunk_info's addresses to count them from the
+ * file's start: the bytes before the HDF5 data of dset's file (its user
+ * block) up to HDF5 1.14.3, which gives chunk addresses from there where
+ * H5Dget_offset gives them from the file's start; nothing from 1.14.4 on,
+ * which adds the user block itself (HDF5 pull request 4236, issue 3003). */
 static int user_block(const char *path, hid_t dset, hsize_t *bytes, dlpar_error *err)
 {
   hid_t file = -1, fcpl = -1;
   int rc = DLPAR_OK;
+  *bytes = 0;
+  if (H5_VERSION_GE(1, 14, 4))
+    return DLPAR_OK;
   H5_TRY_GOTO(file = H5Iget_file_id(dset), path, err, rc, out);
   H5_TRY_GOTO(fcpl = H5Fget_create_plist(file), path, err, rc, out);
   H5_TRY_GOTO(H5Pget_userblock(fcpl, bytes), path, err, rc, out);
