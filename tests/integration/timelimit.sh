@@ -12,10 +12,10 @@
 #      at the step k of the checkpoint, the job requeues itself; and the
 #      plain --signal=USR1@50, to the tasks by Slurm, the same way;
 #  (b) preemption is left out for now: on Slurm 22.05 a preempted job
-#      stopped within its grace time and requeued by dlpar-restart resumed
-#      at k+1, but Slurm 24.11 requeues the preempted job itself as well, so
-#      the job runs once more (issue 48: dlpar-restart must leave a
-#      preempted job's requeue to Slurm);
+#      stopped within its grace time, was requeued by dlpar-restart and
+#      resumed at k+1, but on Slurm 24.11 the resumed run was requeued once
+#      more and ran again (issue 48), also when dlpar-restart left the
+#      requeue to Slurm;
 #  (c) scancel -b -s USR1 (the batch shell only): as (a);
 #  (d) a run that ends before the warning: exit 0, not requeued.
 # In (a) and (c) the requeued job's tasks (DLPAR_RESTART=1) resume from the
