@@ -139,7 +139,7 @@ expect_eq "a monitoring step meanwhile: the step's output alone" "$out" "step do
 fresh_case
 echo "n2 down*" >"$SI/sinfo"
 cat >"$SI/plan" <<'SH'
-if [ "$attempt" = 0 ]; then register 'n[1-2]'; sleep 5; unregister; sleep 120; exit 1; fi
+if [ "$attempt" = 0 ]; then register 'n[1-2]'; sleep 5; unregister; exec sleep 120; fi
 echo "attempt $attempt"; exit 0
 SH
 start=$(date +%s)
@@ -160,7 +160,7 @@ expect_eq "srun left waiting on a dead node: the restart without n2" "$(srun_arg
 # asked every 2 s from that line on, so ended within seconds, not 30
 fresh_case
 cat >"$SI/plan" <<'SH'
-if [ "$attempt" = 0 ]; then register 'n[1-2]'; sleep 3; unregister; echo "srun: error: Node failure on n2" >&2; sleep 120; exit 1; fi
+if [ "$attempt" = 0 ]; then register 'n[1-2]'; sleep 3; unregister; echo "srun: error: Node failure on n2" >&2; exec sleep 120; fi
 echo "attempt $attempt"; exit 0
 SH
 start=$(date +%s)
