@@ -127,29 +127,6 @@ static int check_classes(const char *path, char *msg, size_t len, char *note, si
   return rc;
 }
 
-/* libslurm's host-list parser logs its own refusals to stderr ("error:
- * _parse_single_range: Too many hosts in range"); this program says one
- * line of its own, so stderr is /dev/null while the file is checked. The
- * returned descriptor is the real stderr, for restore_stderr. */
-static int quiet_stderr(void)
-{
-  const int saved = dup(STDERR_FILENO);
-  const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  if (saved >= 0 && null >= 0)
-    dup2(null, STDERR_FILENO);
-  if (null >= 0)
-    close(null);
-  return saved;
-}
-
-static void restore_stderr(int saved)
-{
-  if (saved < 0)
-    return;
-  dup2(saved, STDERR_FILENO);
-  close(saved);
-}
-
 int main(int argc, char **argv)
 {
   const char *slurm_conf = getenv("SLURM_CONF");
@@ -175,10 +152,12 @@ int main(int argc, char **argv)
     fprintf(stderr, PROGRAM ": %s\n", err.text);
     return 1;
   }
-  const int real_stderr = quiet_stderr();
+  /* libslurm's parser logs a list it refuses ("error: _parse_single_range:
+   * ..."): off stderr while the file is checked, so the refusal is one line. */
+  const int real_stderr = dlpar_slurm_quiet_stderr();
   const bool good = dlpar_plugstack_check(path, msg, sizeof(msg)) == DLPAR_OK &&
                     check_classes(path, msg, sizeof(msg), note, sizeof(note)) == DLPAR_OK;
-  restore_stderr(real_stderr);
+  dlpar_slurm_restore_stderr(real_stderr);
   if (!good) {
     fprintf(stderr, PROGRAM ": %s\n", msg);
     return 1;

@@ -5,8 +5,10 @@
 
 #include "spank/hostlist.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 
@@ -92,4 +94,23 @@ int dlpar_slurm_net_classes_check(const dlpar_net_config *config, const char *cl
         DLPAR_TRY(classes_apart(&config->setting[j], s, err));
   }
   return DLPAR_OK;
+}
+
+int dlpar_slurm_quiet_stderr(void)
+{
+  const int saved = dup(STDERR_FILENO);
+  const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (saved >= 0 && null >= 0)
+    dup2(null, STDERR_FILENO);
+  if (null >= 0)
+    close(null);
+  return saved;
+}
+
+void dlpar_slurm_restore_stderr(int saved)
+{
+  if (saved < 0)
+    return;
+  dup2(saved, STDERR_FILENO);
+  close(saved);
 }

@@ -25,4 +25,11 @@ int dlpar_slurm_hostlist_has(const char *list, const char *host, bool *has);
  * one line naming the keys and the fix. */
 int dlpar_slurm_net_classes_check(const dlpar_net_config *config, const char *cluster, dlpar_error *err);
 
+/* libslurm logs its own failures (a refused host list, a failed RPC) on
+ * stderr. dlpar_slurm_quiet_stderr points stderr at /dev/null and returns
+ * the real one (-1 where it could not be saved, and stderr is then left
+ * as it was); dlpar_slurm_restore_stderr puts it back. */
+int dlpar_slurm_quiet_stderr(void);
+void dlpar_slurm_restore_stderr(int saved);
+
 #endif

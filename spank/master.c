@@ -44,6 +44,7 @@
 #include "common/status.h"
 #include "common/text.h"
 #include "common/torchenv.h"
+#include "spank/hostlist.h"
 #include "spank/plugin.h"
 
 /* node's address (NodeAddr) as slurmstepd itself reaches other nodes:
@@ -212,27 +213,6 @@ static void this_step(spank_t sp, slurm_step_id_t *id)
  * ask every 10 ms). */
 enum { MASTER_WAIT_S = 300, POLL_US = 10000, HOLD_SETTLE_US = 250000 };
 
-/* libslurm logs each failed RPC on stderr, which is the user's srun here:
- * a poll that fails until a node's slurmstepd exists would fill it. The
- * saved stderr, for restore_stderr (-1: none saved). */
-static int quiet_stderr(void)
-{
-  const int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  if (null >= 0) {
-    dup2(null, STDERR_FILENO);
-    close(null);
-  }
-  return saved;
-}
-
-static void restore_stderr(int saved)
-{
-  if (saved < 0)
-    return;
-  dup2(saved, STDERR_FILENO);
-  close(saved);
-}
-
 /* A task waiting in task_init is still named "slurmstepd", and Slurm's
  * proctrack/linuxproc leaves processes of that name out of a step's pid
  * list (it takes them for slurmstepd itself): under another name, the
@@ -248,7 +228,9 @@ static int node_tasks_state(slurm_step_id_t *id, char *node)
 {
   job_step_pids_response_msg_t *pids = NULL;
   int state = -1;
-  const int saved = quiet_stderr();
+  /* libslurm logs each failed RPC on stderr, which is the user's srun here:
+   * a poll that fails until a node's slurmstepd exists would fill it. */
+  const int saved = dlpar_slurm_quiet_stderr();
   if (slurm_job_step_get_pids(id, node, &pids) == SLURM_SUCCESS && pids) {
     __typeof__(slurm_list_iterator_create(pids->pid_list)) next = slurm_list_iterator_create(pids->pid_list);
     state = 0;
@@ -256,7 +238,7 @@ static int node_tasks_state(slurm_step_id_t *id, char *node)
       state = state == 1 || answer->pid_cnt > 0 ? 1 : 0;
     slurm_list_iterator_destroy(next);
   }
-  restore_stderr(saved);
+  dlpar_slurm_restore_stderr(saved);
   if (pids)
     slurm_job_step_pids_response_msg_free(pids);
   return state;
@@ -305,7 +287,7 @@ static bool tasks_elsewhere(slurm_step_id_t *id, char *nodes, int *tasks, uint32
   __typeof__(slurm_hostlist_create("")) list = slurm_hostlist_create(nodes);
   job_step_pids_response_msg_t *pids = NULL;
   uint32_t ready = 0;
-  const int saved = quiet_stderr();
+  const int saved = dlpar_slurm_quiet_stderr();
   if (list && slurm_job_step_get_pids(id, nodes, &pids) == SLURM_SUCCESS && pids) {
     __typeof__(slurm_list_iterator_create(pids->pid_list)) next = slurm_list_iterator_create(pids->pid_list);
     for (const job_step_pids_t *node; (node = slurm_list_next(next));) {
@@ -317,7 +299,7 @@ static bool tasks_elsewhere(slurm_step_id_t *id, char *nodes, int *tasks, uint32
   }
   for (uint32_t i = 0; list && i < nnodes; i++)
     ready += i != me && tasks[i] == 0;
-  restore_stderr(saved);
+  dlpar_slurm_restore_stderr(saved);
   if (pids)
     slurm_job_step_pids_response_msg_free(pids);
   if (list)
