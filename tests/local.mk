@@ -47,9 +47,19 @@ EXTRA_DIST += tests/testbed/dlpar-bed tests/testbed/trixie tests/topo/make-topol
 
 # Integration tests on the Slurm test bed.
 TEST_EXTENSIONS = .sh
-# LOG_COMPILER (tests/trainer.mk) bounds the GPU tests in time, each its
-# own bound, and runs every other test as it is; scripts go through it too.
+# Every test runs under a time bound (tests/lib/bounded), scripts too: a
+# GPU test under its own (GPU_TEST_BOUNDS in tests/trainer.mk), every other
+# test under DLPAR_TEST_BOUND seconds. A test past its bound FAILs with a
+# line naming it, so one hang costs CI at most that long and says where it
+# was. The slowest test here, restart.sh, takes about 4 minutes on the
+# Debian 12 bed; make check DLPAR_TEST_BOUND=N changes the default.
+DLPAR_TEST_BOUND = 900
+TEST_BOUNDS = default=$(DLPAR_TEST_BOUND)
+LOG_COMPILER = bash $(srcdir)/tests/lib/bounded $(TEST_BOUNDS) --
 SH_LOG_COMPILER = $(LOG_COMPILER) bash
+EXTRA_DIST += tests/lib/bounded
+dist_check_SCRIPTS += tests/unit/bounds.sh
+TESTS += tests/unit/bounds.sh
 # The plugin's own; libdlpar's and the trainer's are in tests/libdlpar.mk
 # and tests/trainer.mk.
 INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_env.sh tests/integration/slurm_steps.sh \

@@ -92,7 +92,7 @@ tests_lib_libnvtx_record_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_lib_libnvtx_record_la_LDFLAGS = -module -avoid-version -rpath /nowhere
 GPU_TESTS = tests/gpu/test_kernels_gpu tests/gpu/test_step_gpu tests/gpu/test_fp32_gpu tests/gpu/test_graph_gpu \
 	tests/gpu/test_nccl_gpu
-# Each GPU test's time bound in seconds (tests/gpu/bounded, below), beside it:
+# Each GPU test's time bound in seconds (tests/lib/bounded), beside it:
 # about 2x what it took on an H200 run 4 at a time beside compute-sanitizer
 # (test_kernels_gpu over 35 s, attention 13 s, nccl 13 s, fp32 7 s;
 # train_gpu.sh 88 s with its runs failing early), so that `make -j4
@@ -168,14 +168,13 @@ tests_gpu_gpu_usable_SOURCES = tests/gpu/gpu_usable.c tests/gpu/gpu_check.h
 tests_gpu_gpu_usable_CPPFLAGS = $(GPU_TEST_CPPFLAGS)
 tests_gpu_gpu_usable_LDADD = $(tests_gpu_test_kernels_gpu_LDADD)
 endif
-EXTRA_DIST += tests/gpu/train_gpu.sh tests/gpu/bounded
+EXTRA_DIST += tests/gpu/train_gpu.sh
 # Each GPU test runs under its own time bound (GPU_TEST_BOUNDS, through
-# tests/gpu/bounded: the harness's LOG_COMPILER, and SH_LOG_COMPILER's in
-# tests/local.mk), chosen so that make check-gpu as a whole ends within 4
-# minutes even if every test ran to its bound (tests/unit/gpu_bound.sh adds
-# them up); a test past it FAILs with a line naming it and the bound. Other
-# tests run as they are.
-LOG_COMPILER = bash $(srcdir)/tests/gpu/bounded $(GPU_TEST_BOUNDS) --
+# tests/lib/bounded, the harness's LOG_COMPILER in tests/local.mk), chosen
+# so that make check-gpu as a whole ends within 4 minutes even if every test
+# ran to its bound (tests/unit/gpu_bound.sh adds them up; tests/unit/bounds.sh checks the wrapper); a test past it
+# FAILs with a line naming it and the bound.
+TEST_BOUNDS += $(GPU_TEST_BOUNDS)
 # The wrapper itself, and this build's bounds against its GPU tests.
 dist_check_SCRIPTS += tests/unit/gpu_bound.sh
 TESTS += tests/unit/gpu_bound.sh
