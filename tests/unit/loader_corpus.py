@@ -146,6 +146,22 @@ layout = h5py.VirtualLayout(shape=fields.shape, dtype="<f4")
 layout[:3] = h5py.VirtualSource(os.path.join(aux, "source.h5"), "data", shape=fields.shape)[:3]
 with h5py.File(path, "w", libver="latest") as f:
     f.create_virtual_dataset("fields", layout, fillvalue=0)
+# Two mappings that overlap on steps 2-3 and leave step 5 unmapped: as
+# many elements mapped as the dataset holds, yet step 5 would be the fill
+# value. The same overlap with every step mapped reads right.
+source = h5py.VirtualSource(os.path.join(aux, "source.h5"), "data", shape=fields.shape)
+path = case("virtual-overlap-gap", "refuse")
+layout = h5py.VirtualLayout(shape=fields.shape, dtype="<f4")
+layout[:3] = source[:3]
+layout[2:5] = source[2:5]
+with h5py.File(path, "w", libver="latest") as f:
+    f.create_virtual_dataset("fields", layout, fillvalue=0)
+path = case("virtual-overlap", "same")
+layout = h5py.VirtualLayout(shape=fields.shape, dtype="<f4")
+layout[:4] = source[:4]
+layout[2:] = source[2:]
+with h5py.File(path, "w", libver="latest") as f:
+    f.create_virtual_dataset("fields", layout, fillvalue=0)
 path = case("unwritten-chunk", "refuse")
 with h5py.File(path, "w") as f:
     d = f.create_dataset("fields", shape=fields.shape, dtype="<f4", chunks=(2, 2, 4, 8), compression="gzip")

@@ -618,31 +618,59 @@ out:
   return rc;
 }
 
-/* A virtual dataset: every source there and sound, and its mappings
- * covering as many elements as the dataset has (unmapped ones would be the
- * fill value). */
+/* The union of a virtual dataset's mapped selections so far (in *mapped,
+ * -1 before the first) with mapping k's. Mappings may overlap, so only the
+ * union says whether every element is mapped; a mapping of the whole
+ * dataset is a union no other selection can grow. */
+static herr_t add_mapping(hid_t plist, size_t k, hid_t *mapped)
+{
+  const hid_t space = H5Pget_virtual_vspace(plist, k);
+  hid_t grown = -1;
+  if (space < 0)
+    return -1;
+  if (*mapped < 0 || H5Sget_select_type(space) == H5S_SEL_ALL) {
+    grown = H5Scopy(space);
+  } else if (H5Sget_select_type(*mapped) == H5S_SEL_ALL) {
+    grown = H5Scopy(*mapped);
+  } else {
+    grown = H5Scombine_select(*mapped, H5S_SELECT_OR, space);
+  }
+  h5_close(space);
+  if (grown < 0)
+    return -1;
+  h5_close(*mapped);
+  *mapped = grown;
+  return 0;
+}
+
+/* A virtual dataset: every source there and sound, and the union of its
+ * mappings covering every element, since an unmapped one would read as the
+ * fill value. */
 static int check_virtual(const char *path, hid_t plist, hsize_t npoints, dlpar_error *err)
 {
   size_t count = 0;
-  hsize_t mapped = 0;
+  hid_t mapped = -1;
+  hssize_t covered = 0;
+  int rc = DLPAR_OK;
   if (H5Pget_virtual_count(plist, &count) < 0)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' virtual mappings are unreadable (the file is damaged: "
                            "copy or regenerate it)", dlpar_show(path).text);
   for (size_t k = 0; k < count; k++) {
-    const hid_t space = H5Pget_virtual_vspace(plist, k);
-    const hssize_t points = space < 0 ? -1 : H5Sget_select_npoints(space);
-    h5_close(space);
-    if (points < 0)
-      return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' virtual mapping %zu is unreadable (the file is "
-                             "damaged: copy or regenerate it)", dlpar_show(path).text, k);
-    mapped += (hsize_t)points;
-    DLPAR_TRY(check_source(path, plist, k, err));
+    if (add_mapping(plist, k, &mapped) < 0) {
+      rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' virtual mapping %zu is unreadable (the file is "
+                           "damaged: copy or regenerate it)", dlpar_show(path).text, k);
+      goto out;
+    }
+    DLPAR_TRY_GOTO(check_source(path, plist, k, err), rc, out);
   }
-  if (mapped < npoints)
-    return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' virtual mappings cover %llu of its %llu elements (HDF5 "
-                           "would give the fill value for the rest: map them all)", dlpar_show(path).text,
-                           (unsigned long long)mapped, (unsigned long long)npoints);
-  return DLPAR_OK;
+  covered = mapped < 0 ? 0 : H5Sget_select_npoints(mapped);
+  if (covered < 0 || (hsize_t)covered < npoints)
+    rc = dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: fields' virtual mappings cover %lld of its %llu elements (HDF5 "
+                         "would give the fill value for the rest: map them all)", dlpar_show(path).text,
+                         (long long)covered, (unsigned long long)npoints);
+out:
+  h5_close(mapped);
+  return rc;
 }
 
 /* The number HDF5 gives the file that object id lies in. HDF5 1.10's
