@@ -16,6 +16,7 @@
 # contiguous dataset's address and size, a filter's id or parameter, the
 # dataspace's dimensions.
 import os
+import shutil
 import struct
 import sys
 import zlib
@@ -162,6 +163,17 @@ layout[:4] = source[:4]
 layout[2:] = source[2:]
 with h5py.File(path, "w", libver="latest") as f:
     f.create_virtual_dataset("fields", layout, fillvalue=0)
+# The global-heap entry that holds the mappings claims a size 2^30 larger
+# than it is (its fourth byte; the collection is "GCOL", version, 3
+# reserved bytes and its size, then the entry's index, reference count, 4
+# reserved bytes and its size). libhdf5 1.10.8 reads past the heap and
+# crashes inside H5Dopen2, before the loader can check anything.
+path = case("virtual-heap-size", "refuse")
+shutil.copy(os.path.join(out, "virtual", "2016.h5"), path)
+data = bytearray(open(path, "rb").read())
+heap = data.index(b"GCOL")
+data[heap + 16 + 8 + 3] ^= 0x40
+open(path, "wb").write(data)
 path = case("unwritten-chunk", "refuse")
 with h5py.File(path, "w") as f:
     d = f.create_dataset("fields", shape=fields.shape, dtype="<f4", chunks=(2, 2, 4, 8), compression="gzip")

@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #define ZLIB_CONST /* next_in is const */
 #include <zlib.h>
@@ -870,6 +872,65 @@ static int open_file(era5_data *d, int i, dlpar_error *err)
   return resolve_layout(d, i, err);
 }
 
+/* How the probe's child ends when a file was refused by the checks, as
+ * against a crash (a signal, or a sanitizer's own exit status). */
+enum { PROBE_REFUSED = 86 };
+
+/* The probe's child: opens every file as open_file does, saying on fd
+ * which file it is at, and exits 0, or PROBE_REFUSED at the first refusal.
+ * Its output goes nowhere: the parent words every outcome. */
+static void probe_child(era5_data *d, int fd)
+{
+  const int null = open("/dev/null", O_WRONLY);
+  dlpar_error ignored;
+  if (null >= 0) {
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+  }
+  for (int i = 0; i < d->nfiles; i++) {
+    if (write(fd, &i, sizeof(i)) != (ssize_t)sizeof(i) || open_file(d, i, &ignored) != DLPAR_OK)
+      _exit(PROBE_REFUSED);
+  }
+  _exit(0);
+}
+
+/* libhdf5 parses a file's metadata (object headers, global heaps, B-trees)
+ * before the loader can check a number of it, and its parsers are not
+ * hardened: 1.10.8 reads out of bounds and crashes on a virtual dataset
+ * whose global-heap entry claims a wrong size. So every file is opened
+ * first in a child process, with the HDF5 lock held so that no thread of
+ * ours is inside HDF5 at the fork. A child that crashes on a file is a
+ * one-line refusal here naming that file; a file the checks refuse is left
+ * to the parent's own open, which words the refusal. */
+static int probe_files(era5_data *d, dlpar_error *err)
+{
+  int fds[2], status = 0, at = -1, i;
+  char how[64];
+  pid_t child;
+  if (pipe(fds) != 0 || (child = fork()) < 0)
+    return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot start the check of the data files: %s (raise the "
+                           "process limit)", strerror(errno));
+  if (child == 0) {
+    close(fds[0]);
+    probe_child(d, fds[1]);
+  }
+  close(fds[1]);
+  while (read(fds[0], &i, sizeof(i)) == (ssize_t)sizeof(i))
+    at = i;
+  close(fds[0]);
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == PROBE_REFUSED))
+    return DLPAR_OK;
+  if (WIFSIGNALED(status))
+    snprintf(how, sizeof(how), "crashed (%s)", strsignal(WTERMSIG(status)));
+  else
+    snprintf(how, sizeof(how), "failed (exit status %d)", WEXITSTATUS(status));
+  return dlpar_error_set(err, DLPAR_ERR_INPUT, "%s: libhdf5 %s while reading the file's metadata (the file is "
+                         "damaged or crafted: check it with h5dump, or regenerate it)",
+                         dlpar_show(d->files[at < 0 ? 0 : at]).text, how);
+}
+
 int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit, const float *means,
               const float *stds, pthread_mutex_t *hdf5_lock, dlpar_error *err)
 {
@@ -886,6 +947,7 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
   d->hdf5_lock = hdf5_lock;
   DLPAR_TRY(list_files(d, dir, err));
   pthread_mutex_lock(hdf5_lock);
+  rc = probe_files(d, err);
   for (int i = 0; i < d->nfiles && rc == DLPAR_OK; i++)
     rc = open_file(d, i, err);
   pthread_mutex_unlock(hdf5_lock);
