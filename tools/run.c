@@ -25,6 +25,7 @@
 #include "common/taskenv.h"
 #include "common/topo.h"
 #include "common/text.h"
+#include "include/dlpar/dlpar.h"
 
 #define GRACE_SECONDS 5.0
 
@@ -44,6 +45,7 @@ typedef struct {
   rank_proc *ranks;
   int running;
   int first_failure;       /* exit code to return, 0 until a rank fails */
+  int stopped;             /* ranks that exited DLPAR_EXIT_STOPPED: stopped early, more to do */
   double kill_deadline;    /* SIGKILL the rest at this time (0: none) */
   int signals_forwarded;
   int signal_fd, abort_pipe[2];
@@ -223,7 +225,9 @@ static void reap(launcher *l)
         continue;
       l->ranks[r].exited = true;
       l->running--;
-      if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+      if (WIFEXITED(status) && WEXITSTATUS(status) == DLPAR_EXIT_STOPPED) {
+        l->stopped++;
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
         if (!l->first_failure)
           fprintf(stderr, "dlpar-run: rank %d exited with code %d: ending the others\n", r, WEXITSTATUS(status));
         fail_job(l, WEXITSTATUS(status));
@@ -333,6 +337,22 @@ static void supervise(launcher *l)
 
 /* ------------------------------------------------------------ main */
 
+/* The run's exit status: the first failure's; else, where ranks stopped
+ * early at an agreed step (a stop signal, the checkpoint written; the
+ * others stop at the same step by themselves), DLPAR_EXIT_STOPPED, so that
+ * a script or dlpar-restart can tell "more to do" from a failure and from
+ * a finished run; else 0. */
+static int exit_status(const launcher *l)
+{
+  if (l->first_failure)
+    return l->first_failure;
+  if (l->stopped == 0)
+    return 0;
+  fprintf(stderr, "dlpar-run: %d of %d ranks stopped early at an agreed step (exit %d: run the same command "
+          "again to resume from its checkpoint, with --resume for dlpar-train)\n", l->stopped, l->args.ntasks, DLPAR_EXIT_STOPPED);
+  return DLPAR_EXIT_STOPPED;
+}
+
 static int setup(launcher *l, dlpar_error *err)
 {
   sigset_t set;
@@ -381,5 +401,5 @@ int main(int argc, char **argv)
   supervise(&l);
   dlpar_run_server_stop(l.server);
   free(l.ranks);
-  return l.first_failure;
+  return exit_status(&l);
 }

@@ -225,6 +225,13 @@ double dlpar_wait_seconds(const dlpar_ctx *ctx);
  * peer that does take them got one) and reports 0 otherwise. */
 int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
 
+/* The exit status of a program stopped early at an agreed step with its
+ * checkpoint written: "more to do", apart from a finished run (0), a
+ * failure (1, 2, 128 + a signal) and dlpar-restart's own "requeued" (75).
+ * dlpar-restart requeues the job on it, dlpar-run passes it on, and the
+ * Python module's dlpar.stop.EXIT_STOPPED is the same number. */
+#define DLPAR_EXIT_STOPPED 85
+
 /* What ends the step (every rank: PMIx_Abort, then this process's exit
  * with the status given) without the program asking, each with one line
  * naming the rank, the host and the fix (one function of libdlpar's,

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/dlpar_run_cli.sh: dlpar-run's command line and its job
 # control: bad input gets one line and exit 2 (the grid messages are the
-# plugin's); the first failing rank's exit code is returned; output lines
+# plugin's); the first failing rank's exit code is returned, and 85 where
+# the ranks stopped early at an agreed step and none failed; output lines
 # can be tagged with the rank; each rank gets the same DLPAR_* contract as
 # under srun; the program's missing binary is named; two runs at once keep
 # Open MPI 4's session directories apart, each in its own run directory; a
@@ -35,6 +36,18 @@ expect_rc "-n from the grid" $? 0
 out=$("$run" -n 3 -- bash -c 'exit $(( PMIX_RANK == 1 ? 7 : 0 ))' 2>&1)
 expect_rc "first failure's exit code" $? 7
 expect_contains "first failure named" "$out" "dlpar-run: rank 1 exited with code 7: ending the others"
+
+# Ranks that stop early at an agreed step exit 85 (DLPAR_EXIT_STOPPED):
+# "more to do", passed on, with no rank ended for it (rank 1 stops a
+# second later and says whether a SIGTERM reached it first).
+stopping='trap "echo rank \$PMIX_RANK: ended by dlpar-run" TERM; [ "$PMIX_RANK" = 0 ] || { sleep 1 & wait; }; exit 85'
+out=$("$run" -n 2 -- bash -c "$stopping" 2>&1)
+expect_rc "every rank stopped early: passed on" $? 85
+expect_eq "every rank stopped early: one line, no rank ended" "$out" \
+  "dlpar-run: 2 of 2 ranks stopped early at an agreed step (exit 85: run the same command again to resume from its checkpoint, with --resume for dlpar-train)"
+out=$("$run" -n 3 -- bash -c 'exit $(( PMIX_RANK == 2 ? 3 : 85 ))' 2>&1)
+expect_rc "a rank stopped early, another failed: the failure" $? 3
+expect_contains "a rank stopped early, another failed: the failure named" "$out" "dlpar-run: rank 2 exited with code 3"
 
 out=$("$run" -n 2 -- /nonexistent/program 2>&1)
 expect_rc "missing program" $? 127

@@ -479,12 +479,12 @@ int main(int argc, char **argv)
     train_say(&t, "dlpar-train: fp16 loss scaling skipped %ld %s (gradients overflowed; the scale halved)\n",
               t.overflow_steps, dlpar_plural(t.overflow_steps, "step", "steps"));
   if (t.stopped_by_signal)
-    train_say(&t, "dlpar-train: stopped at step %ld, more to do (exit %d)\n", t.pos.step, DLPAR_TRAIN_EXIT_STOPPED);
+    train_say(&t, "dlpar-train: stopped at step %ld, more to do (exit %d)\n", t.pos.step, DLPAR_EXIT_STOPPED);
   else
     train_say(&t, "dlpar-train: done at step %ld\n", t.pos.step);
   teardown(&t);
   args_free(&args);
   if (dlpar_finalize(t.comm) != DLPAR_OK)
     return 1;
-  return t.stopped_by_signal ? DLPAR_TRAIN_EXIT_STOPPED : 0;
+  return t.stopped_by_signal ? DLPAR_EXIT_STOPPED : 0;
 }

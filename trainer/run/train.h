@@ -15,13 +15,6 @@
 #include "trainer/run/progress.h"
 #include "trainer/config/train_config.h"
 
-/* The exit status of a run stopped early by a stop signal (SIGTERM,
- * SIGUSR1, SIGINT) at an agreed step, its checkpoint written: "more to
- * do", apart from a finished run (0), a failure (1, 2, 128 + a signal) and
- * dlpar-restart's own "requeued" (75). The Python module's
- * dlpar.stop.EXIT_STOPPED is the same; doc/user.md, "Stopping and resuming". */
-#define DLPAR_TRAIN_EXIT_STOPPED 85
-
 /* The ranks' host-side step times, every skew_every steps: each rank posts
  * its mean busy time (wall less the time blocked in collectives) over the
  * interval; the gather is read one interval later (no synchronisation). */
@@ -52,7 +45,7 @@ typedef struct {
   long overflow_steps; /* fp16: this run's steps the loss scale skipped */
   long saved_step;     /* the last checkpoint's step, -1: none yet */
   bool on_gpu;
-  bool stopped_by_signal; /* the ranks agreed on a stop request: exit DLPAR_TRAIN_EXIT_STOPPED */
+  bool stopped_by_signal; /* the ranks agreed on a stop request: exit DLPAR_EXIT_STOPPED (dlpar.h) */
   step_skew skew;
 } trainer;
 
