@@ -4,7 +4,9 @@
 # virtual environment (python3 -m venv --system-site-packages, so that
 # Debian's torch is there), installed by pip from the source tree with no
 # network (python/pyproject.toml: pip install --no-build-isolation
-# --no-index), at configure.ac's version, imported from the venv; then
+# --no-index), at configure.ac's version, imported from the venv; the
+# wheel make install puts in share/dlpar (the .deb's /usr/share/dlpar),
+# installed by pip into a second venv; then
 # libdlpar found without DLPAR_LIBRARY: on LD_LIBRARY_PATH (ctypes'
 # find_library), through a relocated install's dlpar.pc on PKG_CONFIG_PATH,
 # and beside the dlpar-run on PATH; nowhere: one line naming every place
@@ -49,8 +51,22 @@ expect_eq "found on LD_LIBRARY_PATH (find_library): the first place listed" \
 expect_eq "found on LD_LIBRARY_PATH (find_library): loaded" "$(loaded_from LD_LIBRARY_PATH="$libs")" libdlpar.so.0
 # A relocated install (libdir and bindir of a prefix under TEST_TMP), its dlpar.pc saying so
 stage=$TEST_TMP/stage
-make -s -C "$B" install-libLTLIBRARIES install-binPROGRAMS install-pkgconfigDATA DESTDIR="$stage" >/dev/null 2>&1
-expect_rc "make install of libdlpar, dlpar-run and dlpar.pc into a stage" $? 0
+make -s -C "$B" install-libLTLIBRARIES install-binPROGRAMS install-pkgconfigDATA install-dlparwheelDATA \
+  DESTDIR="$stage" >/dev/null 2>&1
+expect_rc "make install of libdlpar, dlpar-run, dlpar.pc and the module's wheel into a stage" $? 0
+# The installed wheel (what the .deb ships in /usr/share/dlpar), into a venv of its own
+wheel=$(find "$stage" -name "dlpar-$want-py3-none-any.whl" | head -1)
+TEST_CHECKS=$((TEST_CHECKS + 1))
+case $wheel in
+  "$stage"*/share/dlpar/dlpar-*.whl) pass "the wheel installed in the package's data directory: ${wheel#"$stage"}" ;;
+  *) fail "no dlpar-$want-py3-none-any.whl in the stage's share/dlpar: '$wheel'" ;;
+esac
+/usr/bin/python3 -m venv --system-site-packages "$TEST_TMP/venv2" &&
+  out=$("$TEST_TMP/venv2/bin/pip" install --no-index "$wheel" 2>&1)
+expect_rc "pip install --no-index the installed wheel" $? 0
+expect_eq "the wheel's module: importable from its venv, at configure.ac's version" \
+  "$(cd / && "$TEST_TMP/venv2/bin/python" -c 'import importlib.metadata as m, dlpar.stop; print(m.version("dlpar"), dlpar.stop.EXIT_STOPPED)' 2>&1)" \
+  "$want 85"
 pc=$(find "$stage" -name dlpar.pc | head -1)
 prefix=$(sed -n 's/^prefix=//p' "$pc")
 sed -i "s|^prefix=.*|prefix=$stage$prefix|" "$pc"
