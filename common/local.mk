@@ -9,6 +9,7 @@ common_libdlpar_common_la_SOURCES = \
 	common/grid.c common/grid.h \
 	common/profile.c common/profile.h \
 	common/topo.c common/topo.h \
+	common/options.c common/options.h \
 	common/taskenv.c common/taskenv.h \
 	common/torchenv.c common/torchenv.h \
 	common/netenv.c common/netenv.h

@@ -28,25 +28,22 @@ static void add(dlpar_env_list *list, const char *name, const char *fmt, ...)
   list->count++;
 }
 
-int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, dlpar_error *err)
-{
-  char quoted[64];
-  if (!text || !*text || strcmp(text, "on") == 0)
-    *mode = DLPAR_CHECK_ON;
-  else if (strcmp(text, "only") == 0)
-    *mode = DLPAR_CHECK_ONLY;
-  else if (strcmp(text, "off") == 0)
-    *mode = DLPAR_CHECK_OFF;
-  else {
-    return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-check=%s: expected nothing (check, then run), 'only' (check and "
-                           "stop) or 'off'", dlpar_quote(text, quoted, sizeof(quoted)));
-  }
-  return DLPAR_OK;
-}
-
 bool dlpar_env_keeps_user_value(const char *name)
 {
   return dlpar_env_is_torch_name(name) || strcmp(name, "NCCL_SOCKET_IFNAME") == 0;
+}
+
+/* The variables of the option table (common/options.h) that name one. */
+static void export_options(const dlpar_request *options, dlpar_env_list *list)
+{
+  char value[sizeof(list->var[0].value)];
+  for (int i = 0; i < DLPAR_OPTION_COUNT; i++) {
+    const dlpar_option_spec *spec = &dlpar_option_table[i];
+    if (spec->var) {
+      spec->show(options, value, sizeof(value));
+      add(list, spec->var, "%s", value);
+    }
+  }
 }
 
 void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
@@ -74,11 +71,10 @@ void dlpar_task_env_export(const dlpar_task_env *env, dlpar_env_list *list)
     add(list, "DLPAR_PROFILE_STEPS", "%ld-%ld", env->profile_first_step, env->profile_last_step);
   add(list, "DLPAR_PROFILE_RANK", "%d", env->profile_this_rank ? 1 : 0);
   add(list, "DLPAR_PROFILE_OUTPUT", "%s", env->profile_output);
-  add(list, "DLPAR_VERBOSE", "%d", env->verbose ? 1 : 0);
-  add(list, "DLPAR_CHECK", "%s", env->check == DLPAR_CHECK_ONLY ? "only" : env->check == DLPAR_CHECK_ON ? "on" : "off");
+  export_options(&env->options, list);
   if (env->master_addr[0])
     add(list, "DLPAR_MASTER_ADDR", "%s", env->master_addr);
-  if (env->torch_env) {
+  if (env->options.torch_env) {
     add(list, "RANK", "%d", env->rank);
     add(list, "LOCAL_RANK", "%d", env->local_rank);
     add(list, "WORLD_SIZE", "%d", size);
@@ -134,6 +130,21 @@ static int import_profile(dlpar_task_env *env, dlpar_error *err)
   return DLPAR_OK;
 }
 
+/* The variables of the option table that name one, where they are set.
+ * The other options hold dlpar_request_init's value, not the launcher's:
+ * what the task needs of them comes in their own variables. */
+static int import_options(dlpar_request *options, dlpar_error *err)
+{
+  dlpar_request_init(options);
+  for (int i = 0; i < DLPAR_OPTION_COUNT; i++) {
+    const dlpar_option_spec *spec = &dlpar_option_table[i];
+    const char *value = spec->var ? getenv(spec->var) : NULL;
+    if (value)
+      DLPAR_TRY(spec->parse(value, options, err));
+  }
+  return DLPAR_OK;
+}
+
 /* No contract, yet srun accepted --dl-* options for this very step: the
  * node ran no plugin (its plugstack.conf has no dlpar line, srun's has). */
 static int srun_without_plugin(dlpar_error *err)
@@ -154,7 +165,7 @@ static int srun_without_plugin(dlpar_error *err)
 
 int dlpar_task_env_import(dlpar_task_env *env, bool *present, dlpar_error *err)
 {
-  const char *span = getenv("DLPAR_TP_SPAN"), *verbose = getenv("DLPAR_VERBOSE");
+  const char *span = getenv("DLPAR_TP_SPAN");
   long version, tp, dp, rank, local_rank, local_size, device;
   memset(env, 0, sizeof(*env));
   *present = getenv("DLPAR_VERSION") != NULL;
@@ -182,9 +193,7 @@ int dlpar_task_env_import(dlpar_task_env *env, bool *present, dlpar_error *err)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "DLPAR_TP_SPAN must be error, warn or allow");
   snprintf(env->binding.cpus, sizeof(env->binding.cpus), "%s", getenv("DLPAR_CPUS") ? getenv("DLPAR_CPUS") : "");
   snprintf(env->binding.nic, sizeof(env->binding.nic), "%s", getenv("DLPAR_NIC") ? getenv("DLPAR_NIC") : "");
-  env->verbose = verbose && strcmp(verbose, "1") == 0;
-  if (getenv("DLPAR_CHECK"))
-    DLPAR_TRY(dlpar_check_mode_parse(getenv("DLPAR_CHECK"), &env->check, err));
+  DLPAR_TRY(import_options(&env->options, err));
   return import_profile(env, err);
 }
 

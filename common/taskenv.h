@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "grid.h"
+#include "options.h"
 #include "profile.h"
 #include "status.h"
 #include "topo.h"
@@ -23,14 +24,6 @@
  * plugin ran (dlpar_task_env_import). */
 #define DLPAR_SRUN_STEP "DLPAR_SRUN_STEP"
 
-/* --dl-check (srun) / --check (dlpar-run): the pre-flight checks before the
- * program's own work; ONLY stops after them. */
-typedef enum { DLPAR_CHECK_OFF = 0, DLPAR_CHECK_ON, DLPAR_CHECK_ONLY } dlpar_check_mode;
-
-/* The option's value: NULL or "" (the bare option) and "on": ON; "only";
- * "off". Else DLPAR_ERR_INPUT with the fix in err. */
-int dlpar_check_mode_parse(const char *text, dlpar_check_mode *mode, dlpar_error *err);
-
 typedef struct {
   dlpar_grid grid;
   int rank, local_rank, local_size;
@@ -40,15 +33,16 @@ typedef struct {
   bool profile_this_rank;
   long profile_first_step, profile_last_step; /* -1: the whole run */
   char profile_output[512];
-  bool verbose;
-  dlpar_check_mode check;
-  /* the PyTorch env:// contract (common/torchenv.h); torch_env false
-   * (--dl-env=none): none of its names is exported. master_addr, world
+  /* The --dl-* options the launcher parsed: each option of the table
+   * (common/options.h) that names a variable is exported from here and
+   * imported back into here. */
+  dlpar_request options;
+  /* the PyTorch env:// contract (common/torchenv.h); options.torch_env
+   * false (--dl-env=none): none of its names is exported. master_addr, world
    * rank 0's node's address (its own on rank 0's node, the step's first
    * node's elsewhere: the same but under -m arbitrary), is exported as
    * DLPAR_MASTER_ADDR either way (dlpar's Python module's rank 0 publishes
    * its store there). */
-  bool torch_env;
   int node_rank;
   char master_addr[256];
   int master_port;

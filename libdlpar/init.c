@@ -314,7 +314,7 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
   DLPAR_TRY(ctx->backend->init(ctx));
   DLPAR_TRY(dlpar_watchdog_start(ctx));
   dlpar_profiling_setup(ctx);
-  if (ctx->env.verbose) {
+  if (ctx->env.options.verbose) {
     char line[DLPAR_ERRLEN];
     dlpar_task_env_describe(&ctx->env, ctx->info.host, line, sizeof(line));
     dlpar_eprintf("dlpar: %s backend %s\n", line, dlpar_backend_name(ctx->info.backend));

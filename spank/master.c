@@ -166,8 +166,9 @@ static int choose_port(spank_t sp, bool rank0_here, dlpar_error *err)
   spank_get_item(sp, S_JOB_UID, &user);
   if (!reserved_port)
     (void)dlpar_port_listener(dlpar_spank.master_port, (long)user, &holder); /* unreadable: -1, a stranger's */
-  return dlpar_busy_port_verdict(dlpar_spank.master_port, reserved_port != 0, dlpar_spank.options.env.given, holder,
-                                 (long)user, dlpar_spank.master_node, err);
+  return dlpar_busy_port_verdict(dlpar_spank.master_port, reserved_port != 0,
+                                 dlpar_spank.options.value[DLPAR_OPT_ENV].given, holder, (long)user,
+                                 dlpar_spank.master_node, err);
 }
 
 int dlpar_master_prepare(spank_t sp, bool torch_env)

@@ -19,32 +19,21 @@ void dlpar_user_value_store(dlpar_user_value *slot, const char *value)
 
 bool dlpar_user_options_active(const dlpar_user_options *options)
 {
-  return options->parallel.given || options->profile.given || options->profile_steps.given ||
-         options->profile_ranks.given || options->check.given || options->env.given || options->verbose;
+  for (int i = 0; i < DLPAR_OPTION_COUNT; i++)
+    if (options->value[i].given)
+      return true;
+  return false;
 }
 
-int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *grid,
-                        dlpar_profile_request *profile, dlpar_check_mode *check, bool *torch_env, dlpar_error *err)
+int dlpar_request_parse(const dlpar_user_options *options, dlpar_request *req, dlpar_error *err)
 {
-  dlpar_profile_init(profile);
-  *check = DLPAR_CHECK_OFF;
-  if (options->check.given)
-    DLPAR_TRY(dlpar_check_mode_parse(options->check.text, check, err));
-  DLPAR_TRY(dlpar_env_mode_parse(options->env.given ? options->env.text : NULL, torch_env, err));
-  if (options->parallel.given) {
-    DLPAR_TRY(dlpar_grid_parse(options->parallel.text, grid, err));
-  } else {
-    memset(grid, 0, sizeof(*grid));
-    grid->tp = 1;
-    snprintf(grid->text, sizeof(grid->text), "1");
+  dlpar_request_init(req);
+  for (int i = 0; i < DLPAR_OPTION_COUNT; i++) {
+    const dlpar_option_spec *spec = &dlpar_option_table[i];
+    if (options->value[i].given)
+      DLPAR_TRY(spec->parse(spec->arg == DLPAR_OPT_FLAG ? NULL : options->value[i].text, req, err));
   }
-  if (options->profile.given)
-    DLPAR_TRY(dlpar_profile_parse_tool(options->profile.text, profile, err));
-  if (options->profile_steps.given)
-    DLPAR_TRY(dlpar_profile_parse_steps(options->profile_steps.text, profile, err));
-  if (options->profile_ranks.given)
-    DLPAR_TRY(dlpar_profile_parse_ranks(options->profile_ranks.text, profile, err));
-  return dlpar_profile_check(profile, 0, err);
+  return dlpar_profile_check(&req->profile, 0, err);
 }
 
 int dlpar_nsys_find(const char *path, const char *whose, char *nsys, size_t len, dlpar_error *err)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/grid.h"
+#include "common/options.h"
 #include "common/profile.h"
 #include "common/status.h"
 #include "common/taskenv.h"
@@ -25,19 +26,18 @@ typedef struct {
   bool given;
 } dlpar_user_value;
 
+/* One value per entry of the option table (common/options.h). */
 typedef struct {
-  dlpar_user_value parallel, profile, profile_steps, profile_ranks, check, env;
-  bool verbose;
+  dlpar_user_value value[DLPAR_OPTION_COUNT];
 } dlpar_user_options;
 
 void dlpar_user_value_store(dlpar_user_value *slot, const char *value);
 bool dlpar_user_options_active(const dlpar_user_options *options);
 
-/* Syntax of every option. Without --dl-parallel the grid is 1xD (pure data
- * parallel, D = tasks); without --dl-check no checks; without --dl-env the
- * torch names are exported (torch_env). */
-int dlpar_request_parse(const dlpar_user_options *options, dlpar_grid_request *grid,
-                        dlpar_profile_request *profile, dlpar_check_mode *check, bool *torch_env, dlpar_error *err);
+/* Syntax of every option given, by its parser in the option table, in the
+ * table's order, into req; an option not given keeps dlpar_request_init's
+ * value (a 1xD grid, D = tasks; no checks; the torch names exported). */
+int dlpar_request_parse(const dlpar_user_options *options, dlpar_request *req, dlpar_error *err);
 
 /* --dl-profile=nsys: nsys on `path` (the PATH the tasks get) into nsys; else
  * DLPAR_ERR_INPUT, err naming `whose` PATH ("srun's", "rank 3 on n1"). */

@@ -84,7 +84,7 @@ static int check_nsys(void)
   const char *export = getenv("SLURM_EXPORT_ENV");
   char nsys[4096];
   dlpar_error err = {0};
-  if (dlpar_spank.profile.tool != DLPAR_PROFILE_NSYS || (export && strncmp(export, "ALL", 3) != 0))
+  if (dlpar_spank.request.profile.tool != DLPAR_PROFILE_NSYS || (export && strncmp(export, "ALL", 3) != 0))
     return 0;
   if (dlpar_nsys_find(getenv("PATH"), "srun", nsys, sizeof(nsys), &err) == DLPAR_OK)
     return 0;
@@ -97,7 +97,7 @@ static int check_nsys(void)
 static void report_kept_torch_names(void)
 {
   char line[DLPAR_ERRLEN];
-  if (dlpar_spank.torch_env && dlpar_torch_names_set(line, sizeof(line)))
+  if (dlpar_spank.request.torch_env && dlpar_torch_names_set(line, sizeof(line)))
     slurm_info("%s: keeping your exported %s for every task (unset them to get the step's; --dl-env=none "
                "exports none)", DLPAR_PLUGIN, line);
 }
@@ -152,9 +152,9 @@ static int check_step(uint32_t ntasks, dlpar_grid *grid, dlpar_error *err)
    * is one component's (24.11: the last one's, so the grid's task count would
    * be refused instead of the heterogeneous step). */
   DLPAR_TRY(dlpar_het_refusal(getenv("SLURM_HET_SIZE"), getenv("SLURM_NTASKS"), (long)ntasks, err));
-  DLPAR_TRY(dlpar_grid_resolve(&dlpar_spank.grid_request, (int)ntasks, grid, err));
-  DLPAR_TRY(dlpar_profile_check(&dlpar_spank.profile, (int)ntasks, err));
-  return dlpar_distribution_refusal(getenv("SLURM_DISTRIBUTION"), dlpar_spank.torch_env, err);
+  DLPAR_TRY(dlpar_grid_resolve(&dlpar_spank.request.grid, (int)ntasks, grid, err));
+  DLPAR_TRY(dlpar_profile_check(&dlpar_spank.request.profile, (int)ntasks, err));
+  return dlpar_distribution_refusal(getenv("SLURM_DISTRIBUTION"), dlpar_spank.request.torch_env, err);
 }
 
 int dlpar_srun_local_user_init(spank_t sp)

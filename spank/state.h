@@ -23,11 +23,9 @@ typedef struct {
   dlpar_admin_config admin;
   dlpar_error config_error; /* a bad plugstack.conf line: the parser's error (text "" for a good one) */
   char config_where[DLPAR_ERRLEN]; /* ... and where it is (dlpar_plugstack_where) */
-  dlpar_user_options options;
-  dlpar_grid_request grid_request;
-  dlpar_profile_request profile;
-  dlpar_check_mode check;
-  bool torch_env; /* --dl-env: export the PyTorch env:// names (common/torchenv.h) */
+  struct spank_option spank_options[DLPAR_OPTION_COUNT]; /* the option table as SPANK registers it */
+  dlpar_user_options options; /* the options' raw text */
+  dlpar_request request;      /* ... parsed in this context (dlpar_request_parse) */
   /* slurmstepd: the node's topology (read once, in user_init) and the
    * step's GPUs on the node (task_init_privileged: task_init sees only the
    * task's own GPU under --gpus-per-task) */

@@ -140,10 +140,10 @@ static int prepare_profile(spank_t sp, const task_facts *facts, dlpar_task_env *
 {
   char job[16], step[16], path[4096], nsys[4096], whose[128];
   const char *dir = dlpar_spank.admin.profile_dir[0] ? dlpar_spank.admin.profile_dir : ".";
-  env->profile = dlpar_spank.profile.tool;
-  env->profile_first_step = dlpar_spank.profile.first_step;
-  env->profile_last_step = dlpar_spank.profile.last_step;
-  env->profile_this_rank = dlpar_profile_selects(&dlpar_spank.profile, (int)facts->rank);
+  env->profile = dlpar_spank.request.profile.tool;
+  env->profile_first_step = dlpar_spank.request.profile.first_step;
+  env->profile_last_step = dlpar_spank.request.profile.last_step;
+  env->profile_this_rank = dlpar_profile_selects(&dlpar_spank.request.profile, (int)facts->rank);
   snprintf(job, sizeof(job), "%u", facts->job_id);
   snprintf(step, sizeof(step), "%u", facts->step_id);
   dlpar_profile_output_name(dir, job, step, (int)facts->rank, env->profile_output,
@@ -171,7 +171,6 @@ static int prepare_profile(spank_t sp, const task_facts *facts, dlpar_task_env *
 static void set_torch_env(spank_t sp, dlpar_task_env *env)
 {
   uint32_t node_id = 0;
-  env->torch_env = dlpar_spank.torch_env;
   spank_get_item(sp, S_JOB_NODEID, &node_id);
   env->node_rank = (int)node_id;
   snprintf(env->master_addr, sizeof(env->master_addr), "%s", dlpar_spank.master_addr);
@@ -244,9 +243,8 @@ int dlpar_stepd_user_init(spank_t sp)
   dlpar_spank.topology_error.status = dlpar_topology_load(xml, &dlpar_spank.topology, &dlpar_spank.topology_error);
   dlpar_spank.master_error.status = DLPAR_OK;
   node_network(sp);
-  if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile, &dlpar_spank.check,
-                          &dlpar_spank.torch_env, &parse_err) != DLPAR_OK ||
-      dlpar_master_prepare(sp, dlpar_spank.torch_env) == DLPAR_OK)
+  if (dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.request, &parse_err) != DLPAR_OK ||
+      dlpar_master_prepare(sp, dlpar_spank.request.torch_env) == DLPAR_OK)
     return 0; /* the other errors found here: task_init raises them */
   /* Rank 0's node refuses its rendezvous point before it forks any task
    * (slurmstepd copies this line to srun by now, and a required plugin's
@@ -267,10 +265,9 @@ static int setup_task(spank_t sp, dlpar_error *err)
   memset(&env, 0, sizeof(env));
   DLPAR_TRY(read_task_facts(sp, &facts, err));
   DLPAR_TRY(check_not_heterogeneous(sp, &facts, err));
-  DLPAR_TRY(dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.grid_request, &dlpar_spank.profile,
-                                &dlpar_spank.check, &dlpar_spank.torch_env, err));
-  DLPAR_TRY(dlpar_grid_resolve(&dlpar_spank.grid_request, (int)facts.ntasks, &env.grid, err));
-  DLPAR_TRY(dlpar_profile_check(&dlpar_spank.profile, (int)facts.ntasks, err));
+  DLPAR_TRY(dlpar_request_parse(&dlpar_spank.options, &dlpar_spank.request, err));
+  DLPAR_TRY(dlpar_grid_resolve(&dlpar_spank.request.grid, (int)facts.ntasks, &env.grid, err));
+  DLPAR_TRY(dlpar_profile_check(&dlpar_spank.request.profile, (int)facts.ntasks, err));
   DLPAR_TRY(check_pmix(sp, err));
   rc = check_groups_local(sp, &env.grid, &facts, err);
   if (rc == DLPAR_ERR_INPUT)
@@ -285,7 +282,7 @@ static int setup_task(spank_t sp, dlpar_error *err)
     dlpar_error_set(err, dlpar_spank.net_error.status, "%s", facts.local_rank == 0 ? dlpar_spank.net_error.text : "");
     return err->status;
   }
-  if (dlpar_spank.torch_env && dlpar_spank.master_error.status != DLPAR_OK) {
+  if (dlpar_spank.request.torch_env && dlpar_spank.master_error.status != DLPAR_OK) {
     /* the node's problem (only rank 0's node has it), said by its first
      * task, which then ends the step on every node */
     err->text[0] = '\0';
@@ -296,9 +293,9 @@ static int setup_task(spank_t sp, dlpar_error *err)
     }
     return dlpar_spank.master_error.status;
   }
-  if (dlpar_spank.torch_env && dlpar_spank.master_wait)
+  if (dlpar_spank.request.torch_env && dlpar_spank.master_wait)
     DLPAR_TRY(dlpar_master_wait_rank0(sp, facts.local_rank == 0, err));
-  if (dlpar_spank.torch_env && dlpar_spank.master_hold && facts.local_rank == 0)
+  if (dlpar_spank.request.torch_env && dlpar_spank.master_hold && facts.local_rank == 0)
     DLPAR_TRY(dlpar_master_hold(sp));
   rc = dlpar_map_task(&dlpar_spank.topology, dlpar_spank.step_gpus, dlpar_spank.nstep_gpus, facts.local_rank,
                       (int)facts.local_count, &env.binding, err);
@@ -313,17 +310,16 @@ static int setup_task(spank_t sp, dlpar_error *err)
   env.local_rank = facts.local_rank;
   env.local_size = (int)facts.local_count;
   env.span = dlpar_spank.admin.tp_span;
-  env.verbose = dlpar_spank.options.verbose;
-  env.check = dlpar_spank.check;
+  env.options = dlpar_spank.request;
   set_torch_env(sp, &env);
-  if (env.torch_env && !env.master_addr[0] && facts.rank == 0)
+  if (env.options.torch_env && !env.master_addr[0] && facts.rank == 0)
     dlpar_spank_error(dlpar_spank.master_warning.text);
-  if (env.torch_env && dlpar_spank.port_warning[0] && facts.rank == 0)
+  if (env.options.torch_env && dlpar_spank.port_warning[0] && facts.rank == 0)
     dlpar_spank_error(dlpar_spank.port_warning);
   DLPAR_TRY(prepare_profile(sp, &facts, &env, err));
   if (export_env(sp, &env) != 0)
     return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot set the task's DLPAR_* environment");
-  if (env.verbose) {
+  if (env.options.verbose) {
     char line[DLPAR_ERRLEN];
     dlpar_task_env_describe(&env, facts.node, line, sizeof(line));
     fprintf(stderr, "%s: %s\n", DLPAR_PLUGIN, line);

@@ -53,15 +53,37 @@ typedef struct {
   char gloo_ifname[32];    /* the loopback interface */
 } launcher;
 
+/* One word of the usage, on the current line if it fits in 80 columns,
+ * else on the next one, indented under the first option; returns the column. */
+static int usage_word(int column, const char *word)
+{
+  static const int indent = 17;
+  if (column + 1 + (int)strlen(word) > 80) {
+    fprintf(stderr, "\n%*s", indent - 1, "");
+    column = indent - 1;
+  }
+  return column + fprintf(stderr, " %s", word);
+}
+
+/* The --dl-* options as the option table (common/options.h) gives them. */
 static void usage(void)
 {
-  fprintf(stderr,
-          "usage: dlpar-run -n N [--dl-parallel=MxD] [--dl-profile=nsys|nvtx|off]\n"
-          "                 [--dl-profile-steps=A-B] [--dl-profile-ranks=LIST] [--dl-verbose]\n"
-          "                 [--check[=only]] [--dl-env=torch|none] [--tag-output] [--topology=XML]\n"
-          "                 -- PROGRAM [ARGS...]\n"
-          "Runs N ranks of PROGRAM on this machine under a PMIx server, with the\n"
-          "environment srun --dl-parallel gives them (see dlpar-run(1)).\n");
+  char word[128];
+  int column = fprintf(stderr, "usage: dlpar-run -n N");
+  for (int i = 0; i < DLPAR_OPTION_COUNT; i++) {
+    const dlpar_option_spec *spec = &dlpar_option_table[i];
+    if (spec->arg == DLPAR_OPT_FLAG)
+      snprintf(word, sizeof(word), "[--%s]", spec->name);
+    else
+      snprintf(word, sizeof(word), "[--%s=%s]", spec->name, spec->arginfo);
+    column = usage_word(column, word);
+  }
+  column = usage_word(column, "[--tag-output]");
+  column = usage_word(column, "[--topology=XML]");
+  usage_word(column, "-- PROGRAM [ARGS...]");
+  fprintf(stderr, "\nRuns N ranks of PROGRAM on this machine under a PMIx server, with the\n"
+          "environment srun --dl-parallel gives them (see dlpar-run(1)). --check[=only]\n"
+          "is the same as --dl-check.\n");
 }
 
 /* ------------------------------------------------------------ planning */
@@ -76,9 +98,7 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, dlpar_err
   env->rank = env->local_rank = rank;
   env->local_size = l->args.ntasks;
   env->span = DLPAR_SPAN_ERROR;
-  env->verbose = l->args.verbose;
-  env->check = l->args.check;
-  env->torch_env = l->args.torch_env;
+  env->options = l->args.request;
   snprintf(env->master_addr, sizeof(env->master_addr), "127.0.0.1");
   env->master_port = l->master_port;
   snprintf(env->gloo_ifname, sizeof(env->gloo_ifname), "%s", l->gloo_ifname);
@@ -89,10 +109,10 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, dlpar_err
     return rc;
   if (rc == DLPAR_WARN && rank == 0)
     fprintf(stderr, "dlpar-run: %s\n", err->text);
-  env->profile = l->args.profile.tool;
-  env->profile_first_step = l->args.profile.first_step;
-  env->profile_last_step = l->args.profile.last_step;
-  env->profile_this_rank = dlpar_profile_selects(&l->args.profile, rank);
+  env->profile = l->args.request.profile.tool;
+  env->profile_first_step = l->args.request.profile.first_step;
+  env->profile_last_step = l->args.request.profile.last_step;
+  env->profile_this_rank = dlpar_profile_selects(&l->args.request.profile, rank);
   snprintf(job, sizeof(job), "local%ld", (long)getpid());
   dlpar_profile_output_name(".", job, "0", rank, env->profile_output, sizeof(env->profile_output));
   return DLPAR_OK;
@@ -104,7 +124,7 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, dlpar_err
 static int plan_torch(launcher *l, dlpar_error *err)
 {
   char kept[DLPAR_ERRLEN];
-  if (!l->args.torch_env)
+  if (!l->args.request.torch_env)
     return DLPAR_OK;
   if (!(l->master_port = dlpar_port_pick()))
     return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "no free TCP port for MASTER_PORT on this machine (export "
@@ -356,7 +376,7 @@ static int exit_status(const launcher *l)
 static int setup(launcher *l, dlpar_error *err)
 {
   sigset_t set;
-  DLPAR_TRY(dlpar_grid_resolve(&l->args.grid_request, l->args.ntasks, &l->grid, err));
+  DLPAR_TRY(dlpar_grid_resolve(&l->args.request.grid, l->args.ntasks, &l->grid, err));
   DLPAR_TRY(dlpar_topology_load(l->args.topology_xml[0] ? l->args.topology_xml : NULL, &l->topology, err));
   DLPAR_TRY(plan_torch(l, err));
   /* Signals are read from a signalfd; blocked before PMIx starts its thread. */

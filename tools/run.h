@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "common/grid.h"
+#include "common/options.h"
 #include "common/profile.h"
 #include "common/status.h"
 #include "common/taskenv.h"
@@ -17,12 +18,8 @@
 
 typedef struct {
   int ntasks;
-  dlpar_grid_request grid_request;
-  dlpar_profile_request profile;
-  bool verbose;
+  dlpar_request request;       /* the --dl-* options (common/options.h); --check[=only] is --dl-check */
   bool tag_output;
-  dlpar_check_mode check;      /* --check[=only] */
-  bool torch_env;              /* --dl-env=torch (default) or none */
   char topology_xml[PATH_MAX]; /* --topology=XML or $DLPAR_HWLOC_XML; "" = this machine */
   char **program;              /* argv of the program (after --) */
 } dlpar_run_args;

@@ -28,36 +28,39 @@ static int parse_ntasks(const char *text, dlpar_run_args *args, dlpar_error *err
   return DLPAR_OK;
 }
 
+/* The entry of the option table (common/options.h) that arg gives, with
+ * its value (NULL: none): --NAME for a flag, --NAME=VALUE for an option
+ * with a value, either for one whose value is optional; --check is
+ * --dl-check. -1: arg is none of them. */
+static int table_option(const char *arg, const char **value)
+{
+  const char *name = arg + 2, *eq;
+  size_t len;
+  int i;
+  if (strncmp(arg, "--", 2) != 0)
+    return -1;
+  eq = strchr(name, '=');
+  len = eq ? (size_t)(eq - name) : strlen(name);
+  i = len == 5 && strncmp(name, "check", 5) == 0 ? DLPAR_OPT_CHECK : dlpar_option_find(name, len);
+  if (i < 0 || dlpar_option_table[i].arg == (eq ? DLPAR_OPT_FLAG : DLPAR_OPT_VALUE))
+    return -1;
+  *value = eq ? eq + 1 : NULL;
+  return i;
+}
+
 /* One option at argv[*i]; advances *i past a separate value. */
-static int parse_option(int argc, char **argv, int *i, dlpar_run_args *args, bool *parallel_given, dlpar_error *err)
+static int parse_option(int argc, char **argv, int *i, dlpar_run_args *args, dlpar_error *err)
 {
   const char *arg = argv[*i], *v;
+  int option;
   if (strcmp(arg, "-n") == 0 || strcmp(arg, "--ntasks") == 0)
     return parse_ntasks(++*i < argc ? argv[*i] : NULL, args, err);
   if ((v = value_of(arg, "--ntasks")))
     return parse_ntasks(v, args, err);
-  if ((v = value_of(arg, "--dl-parallel"))) {
-    *parallel_given = true;
-    return dlpar_grid_parse(v, &args->grid_request, err);
-  }
-  if ((v = value_of(arg, "--dl-profile")))
-    return dlpar_profile_parse_tool(v, &args->profile, err);
-  if ((v = value_of(arg, "--dl-profile-steps")))
-    return dlpar_profile_parse_steps(v, &args->profile, err);
-  if ((v = value_of(arg, "--dl-profile-ranks")))
-    return dlpar_profile_parse_ranks(v, &args->profile, err);
-  if ((v = value_of(arg, "--dl-env")))
-    return dlpar_env_mode_parse(v, &args->torch_env, err);
+  if ((option = table_option(arg, &v)) >= 0)
+    return dlpar_option_table[option].parse(v, &args->request, err);
   if ((v = value_of(arg, "--topology"))) {
     snprintf(args->topology_xml, sizeof(args->topology_xml), "%s", v);
-    return DLPAR_OK;
-  }
-  if (strcmp(arg, "--check") == 0 || strcmp(arg, "--dl-check") == 0)
-    return dlpar_check_mode_parse(NULL, &args->check, err);
-  if ((v = value_of(arg, "--check")) || (v = value_of(arg, "--dl-check")))
-    return dlpar_check_mode_parse(v, &args->check, err);
-  if (strcmp(arg, "--dl-verbose") == 0) {
-    args->verbose = true;
     return DLPAR_OK;
   }
   if (strcmp(arg, "--tag-output") == 0) {
@@ -69,34 +72,28 @@ static int parse_option(int argc, char **argv, int *i, dlpar_run_args *args, boo
 
 int dlpar_run_parse_args(int argc, char **argv, dlpar_run_args *args, dlpar_error *err)
 {
-  bool parallel_given = false;
   const char *xml = getenv("DLPAR_HWLOC_XML");
   dlpar_grid grid;
   int i;
   memset(args, 0, sizeof(*args));
-  args->torch_env = true;
-  dlpar_profile_init(&args->profile);
+  dlpar_request_init(&args->request);
   if (xml)
     snprintf(args->topology_xml, sizeof(args->topology_xml), "%s", xml);
   for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-    DLPAR_TRY(parse_option(argc, argv, &i, args, &parallel_given, err));
+    DLPAR_TRY(parse_option(argc, argv, &i, args, err));
   }
   if (i + 1 >= argc)
     return dlpar_error_set(err, DLPAR_ERR_INPUT, "no program to run (usage: dlpar-run -n N [--dl-parallel=MxD] -- "
                            "PROGRAM [ARGS])");
   args->program = argv + i + 1;
-  if (!parallel_given) {
-    args->grid_request.tp = 1;
-    snprintf(args->grid_request.text, sizeof(args->grid_request.text), "1");
-  }
   if (args->ntasks == 0) {
-    if (args->grid_request.dp == 0)
+    if (args->request.grid.dp == 0)
       return dlpar_error_set(err, DLPAR_ERR_INPUT, "how many ranks? give -n N (e.g. -n 4), or --dl-parallel=MxD");
-    if ((long)args->grid_request.tp * args->grid_request.dp > DLPAR_GRID_MAX)
-      return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-parallel=%s: more than %d ranks", args->grid_request.text,
+    if ((long)args->request.grid.tp * args->request.grid.dp > DLPAR_GRID_MAX)
+      return dlpar_error_set(err, DLPAR_ERR_INPUT, "--dl-parallel=%s: more than %d ranks", args->request.grid.text,
                              DLPAR_GRID_MAX);
-    args->ntasks = args->grid_request.tp * args->grid_request.dp;
+    args->ntasks = args->request.grid.tp * args->request.grid.dp;
   }
-  DLPAR_TRY(dlpar_grid_resolve(&args->grid_request, args->ntasks, &grid, err));
-  return dlpar_profile_check(&args->profile, args->ntasks, err);
+  DLPAR_TRY(dlpar_grid_resolve(&args->request.grid, args->ntasks, &grid, err));
+  return dlpar_profile_check(&args->request.profile, args->ntasks, err);
 }

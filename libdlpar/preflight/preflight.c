@@ -20,7 +20,7 @@ int dlpar_preflight(dlpar_ctx *ctx)
   rank_report mine, *all;
   verdict v = {.size = ctx->info.size, .straggler_ratio = DEFAULT_STRAGGLER};
   int rc;
-  if (ctx->env.check == DLPAR_CHECK_OFF)
+  if (ctx->env.options.check == DLPAR_CHECK_OFF)
     return DLPAR_OK;
   DLPAR_TRY(dlpar_env_positive(ctx, "DLPAR_CHECK_STRAGGLER", "a ratio", 1, DEFAULT_STRAGGLER, &v.straggler_ratio));
   DLPAR_TRY(dlpar_preflight_measure(ctx, &mine));
@@ -34,7 +34,7 @@ int dlpar_preflight(dlpar_ctx *ctx)
     if (ctx->info.rank == 0) {
       dlpar_preflight_print(ctx, &v);
       dlpar_eprintf("dlpar-check: %s in %.1f s%s\n", v.failures ? "FAILED" : "all checks passed",
-                    dlpar_now() - start, v.failures ? "" : ctx->env.check == DLPAR_CHECK_ONLY ? "" : "; running the program");
+                    dlpar_now() - start, v.failures ? "" : ctx->env.options.check == DLPAR_CHECK_ONLY ? "" : "; running the program");
     }
     rc = dlpar_barrier(ctx, DLPAR_WORLD); /* rank 0's table is out before any rank leaves */
   }
@@ -43,5 +43,5 @@ int dlpar_preflight(dlpar_ctx *ctx)
   if (v.failures) /* every rank returns it: the verdict is the gathered one */
     return dlpar_fail(ctx, DLPAR_ERR_CHECK, "%d pre-flight check%s failed (rank 0's table above says which)",
                       v.failures, v.failures == 1 ? "" : "s");
-  return ctx->env.check == DLPAR_CHECK_ONLY ? DLPAR_DONE : DLPAR_OK;
+  return ctx->env.options.check == DLPAR_CHECK_ONLY ? DLPAR_DONE : DLPAR_OK;
 }

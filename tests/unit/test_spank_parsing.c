@@ -61,18 +61,19 @@ static int parse(const char *parallel, const char *profile, const char *steps, c
                  dlpar_profile_request *req, dlpar_error *err)
 {
   dlpar_user_options options = {0};
-  dlpar_grid_request grid;
+  dlpar_request parsed;
+  int rc;
   if (parallel)
-    dlpar_user_value_store(&options.parallel, parallel);
+    dlpar_user_value_store(&options.value[DLPAR_OPT_PARALLEL], parallel);
   if (profile)
-    dlpar_user_value_store(&options.profile, profile);
+    dlpar_user_value_store(&options.value[DLPAR_OPT_PROFILE], profile);
   if (steps)
-    dlpar_user_value_store(&options.profile_steps, steps);
+    dlpar_user_value_store(&options.value[DLPAR_OPT_PROFILE_STEPS], steps);
   if (ranks)
-    dlpar_user_value_store(&options.profile_ranks, ranks);
-  dlpar_check_mode check;
-  bool torch_env;
-  return dlpar_request_parse(&options, &grid, req, &check, &torch_env, err);
+    dlpar_user_value_store(&options.value[DLPAR_OPT_PROFILE_RANKS], ranks);
+  rc = dlpar_request_parse(&options, &parsed, err);
+  *req = parsed.profile;
+  return rc;
 }
 
 static void test_request(void)
@@ -120,37 +121,36 @@ static void test_check(void)
   const char *texts[] = {NULL, "", "on", "only", "off"};
   const dlpar_check_mode modes[] = {DLPAR_CHECK_ON, DLPAR_CHECK_ON, DLPAR_CHECK_ON, DLPAR_CHECK_ONLY, DLPAR_CHECK_OFF};
   dlpar_user_options options = {0};
-  dlpar_grid_request grid;
-  dlpar_profile_request req;
-  dlpar_check_mode check = DLPAR_CHECK_ON;
+  dlpar_user_value *env_option = &options.value[DLPAR_OPT_ENV], *check_option = &options.value[DLPAR_OPT_CHECK];
+  dlpar_request req = {.check = DLPAR_CHECK_ON, .torch_env = false};
   dlpar_task_env env = {.grid = {2, 2}, .local_size = 1}, back;
   dlpar_env_list list;
   dlpar_error err = {0};
-  bool present, torch_env = false;
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_OK);
-  CHECK(check == DLPAR_CHECK_OFF && torch_env && !dlpar_user_options_active(&options));
-  dlpar_user_value_store(&options.env, "none");
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_OK);
-  CHECK(!torch_env && dlpar_user_options_active(&options));
-  dlpar_user_value_store(&options.env, "torchrun");
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_ERR_INPUT);
+  bool present;
+  CHECK_INT(dlpar_request_parse(&options, &req, &err), DLPAR_OK);
+  CHECK(req.check == DLPAR_CHECK_OFF && req.torch_env && !dlpar_user_options_active(&options));
+  dlpar_user_value_store(env_option, "none");
+  CHECK_INT(dlpar_request_parse(&options, &req, &err), DLPAR_OK);
+  CHECK(!req.torch_env && dlpar_user_options_active(&options));
+  dlpar_user_value_store(env_option, "torchrun");
+  CHECK_INT(dlpar_request_parse(&options, &req, &err), DLPAR_ERR_INPUT);
   CHECK_STR(err.text,
             "--dl-env=torchrun: expected torch (export MASTER_ADDR, MASTER_PORT, RANK... for env://) or none");
-  options.env.given = false;
+  env_option->given = false;
   for (int i = 0; i < 5; i++) {
-    dlpar_user_value_store(&options.check, texts[i]);
-    CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_OK);
-    CHECK(check == modes[i] && dlpar_user_options_active(&options));
+    dlpar_user_value_store(check_option, texts[i]);
+    CHECK_INT(dlpar_request_parse(&options, &req, &err), DLPAR_OK);
+    CHECK(req.check == modes[i] && dlpar_user_options_active(&options));
   }
-  dlpar_user_value_store(&options.check, "sometimes");
-  CHECK_INT(dlpar_request_parse(&options, &grid, &req, &check, &torch_env, &err), DLPAR_ERR_INPUT);
+  dlpar_user_value_store(check_option, "sometimes");
+  CHECK_INT(dlpar_request_parse(&options, &req, &err), DLPAR_ERR_INPUT);
   CHECK_STR(err.text, "--dl-check=sometimes: expected nothing (check, then run), 'only' (check and stop) or 'off'");
-  env.check = DLPAR_CHECK_ONLY;
+  env.options.check = DLPAR_CHECK_ONLY;
   dlpar_task_env_export(&env, &list);
   for (int i = 0; i < list.count; i++)
     setenv(list.var[i].name, list.var[i].value, 1);
   CHECK_INT(dlpar_task_env_import(&back, &present, &err), DLPAR_OK);
-  CHECK(present && back.check == DLPAR_CHECK_ONLY);
+  CHECK(present && back.options.check == DLPAR_CHECK_ONLY);
 }
 
 /* torch_ports inside this node's ephemeral ports (ip_local_port_range):

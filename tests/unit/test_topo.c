@@ -162,7 +162,7 @@ static void test_env_roundtrip(void)
   dlpar_task_env_export(&out, &list); /* torch_env off: none of the torch names */
   for (int i = 0; i < list.count; i++)
     CHECK(!dlpar_env_is_torch_name(list.var[i].name));
-  out.torch_env = true;
+  out.options.torch_env = true;
   out.node_rank = 2;
   snprintf(out.master_addr, sizeof(out.master_addr), "10.1.2.3");
   out.master_port = 20077;
