@@ -626,9 +626,9 @@ out:
   return rc;
 }
 
-/* A virtual dataset must have every source there and sound, and mappings
- * that cover as many elements as the dataset has. Unmapped elements would
- * be the fill value. */
+/* A virtual dataset: every source there and sound, and its mappings
+ * covering as many elements as the dataset has (unmapped ones would be the
+ * fill value). */
 static int check_virtual(const char *path, hid_t plist, hsize_t npoints, dlpar_error *err)
 {
   size_t count = 0;
