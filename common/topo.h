@@ -40,7 +40,7 @@ typedef struct {
 int dlpar_topology_load(const char *xml_path, dlpar_topology *topo, dlpar_error *err);
 
 typedef struct {
-  int gpu;                        /* the chosen GPU as an index into topo->gpu, which is its gres index, or -1 for none */
+  int gpu;                        /* the chosen GPU as an index into topo->gpu, its gres index, or -1 */
   int device;                     /* its index in `visible`, the local rank mod the GPUs, or -1 for none */
   char visible[DLPAR_LIST_LEN];   /* CUDA_VISIBLE_DEVICES: all of the step's GPUs on the node, in
                                    * locality order, so that cuda:LOCAL_RANK is the task's GPU */

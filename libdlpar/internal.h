@@ -102,7 +102,7 @@ struct dlpar_ctx {
   double stopped_timeout;      /* a rank of this node stopped this long ends the step */
   long *peer_pid;              /* pid of every world rank on this node, 0 for this rank and ranks elsewhere */
   int *peer_stopped_polls;     /* consecutive watchdog polls that found that rank stopped */
-  dlpar_nccl_ids nccl_ids;     /* tp and dp ids, and the world's in split mode, with an eager world or one rank, else lazily */
+  dlpar_nccl_ids nccl_ids;     /* tp and dp ids; the world's in split mode, eager or of one rank, else lazily */
   bool nccl_split;             /* DLPAR_NCCL_GROUPS=split: tp and dp come from ncclCommSplit of the world */
   bool eager_world;            /* DLPAR_NCCL_WORLD=eager: the world communicator at init */
   bool collect_modex;          /* DLPAR_MODEX=collect: the fence hands every rank's keys to every node */

@@ -50,7 +50,7 @@ struct era5_chunks {
   size_t max_stored;      /* the largest chunk as stored, in bytes */
   long long *offset;      /* per chunk, row-major over grid: its byte offset */
   uint32_t *stored;       /* its bytes as stored */
-  unsigned char *skipped; /* Its filter mask, where bit i set means filter i was not applied. HDF5 skips optional filters that fail. */
+  unsigned char *skipped; /* its filter mask: bit i set means filter i was not applied, an optional one that failed */
 };
 
 static void chunks_free(era5_chunks *k)
@@ -1128,7 +1128,7 @@ static int read_step(era5_data *d, int year, long idx, long t, int channels, flo
   int rc = check_intact(d, year, idx, t, err);
   if (rc != DLPAR_OK || d->chunks[year])
     return rc != DLPAR_OK ? rc : read_chunked_step(d, year, idx, t, channels, stage, out, seconds, err);
-  if (by_pread) /* The whole step at once, so that the kernel reads ahead of the pieces below. It is a no-op where cached. */
+  if (by_pread) /* the whole step at once, so the kernel reads ahead of the pieces; a no-op where cached */
     posix_fadvise(d->fds[year], (off_t)d->step_offset[year][t],
                   (off_t)(sizeof(float) * (size_t)channels * (size_t)d->file_height * (size_t)d->file_width),
                   POSIX_FADV_WILLNEED);
@@ -1345,7 +1345,7 @@ static void *reader_main(void *arg)
   reader *r = arg;
   loader *l = r->l;
   dlpar_error error = {0};
-  h5_quiet(); /* This thread's HDF5 error stack, which a thread-safe HDF5 keeps per thread, so that errors come back in one line. */
+  h5_quiet(); /* this thread's HDF5 error stack, one a thread in a thread-safe HDF5: errors come back in one line */
   pthread_mutex_lock(&l->lock);
   while (!l->stop) {
     const double idle = dlpar_now();

@@ -78,7 +78,7 @@ typedef struct {
   long nsamples;           /* after limit_nsamples */
   const float *means, *stds;
   pthread_mutex_t *hdf5_lock; /* libhdf5 is not thread-safe: one lock for all readers */
-  long *fields_dset; /* Per file, the hid_t of its `fields` dataset, or -1. The type hid_t is kept out of this header. */
+  long *fields_dset; /* per file, the hid_t of its `fields` dataset, or -1; hid_t is kept out of this header */
   long *file_handle; /* per file: hid_t of the open file, or -1 */
   long long **step_offset; /* per file: byte offset of each time step for pread, or NULL */
   era5_chunks **chunks;    /* Per file, its chunks for pread, or NULL. With neither, HDF5 reads it. */
