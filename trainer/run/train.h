@@ -15,18 +15,16 @@
 #include "trainer/run/progress.h"
 #include "trainer/config/train_config.h"
 
-/* The exit status of a run stopped early at an agreed step by a stop
- * signal, SIGTERM, SIGUSR1 or SIGINT, with its checkpoint written. It means
- * "more to do", apart from a finished run's 0, a failure's 1, 2 or 128 + a
- * signal, and dlpar-restart's own "requeued", 75. The Python module's
- * dlpar.stop.EXIT_STOPPED is the same. doc/user.md explains it under
- * "Stopping early and resuming". */
+/* The exit status of a run stopped early by a stop signal (SIGTERM,
+ * SIGUSR1, SIGINT) at an agreed step, its checkpoint written: "more to
+ * do", apart from a finished run (0), a failure (1, 2, 128 + a signal) and
+ * dlpar-restart's own "requeued" (75). The Python module's
+ * dlpar.stop.EXIT_STOPPED is the same; doc/user.md, "Stopping and resuming". */
 #define DLPAR_TRAIN_EXIT_STOPPED 85
 
-/* The ranks' host-side step times, every skew_every steps. Each rank posts
- * its mean busy time over the interval, which is wall time less the time
- * blocked in collectives. The gather is read one interval later, so there
- * is no synchronisation. */
+/* The ranks' host-side step times, every skew_every steps: each rank posts
+ * its mean busy time (wall less the time blocked in collectives) over the
+ * interval; the gather is read one interval later (no synchronisation). */
 typedef struct {
   double start, waited;  /* dlpar_now() and dlpar_wait_seconds() at the last post */
   long posted_step;      /* the step of the posted interval; 0: none */
