@@ -17,8 +17,8 @@
 int dlpar_spank_register_options(spank_t sp);
 
 /* Refuses the options under a bad plugstack.conf line, else parses their
- * syntax into dlpar_spank.grid_request and .profile, in spank/options.c.
- * This is all that sbatch and salloc check: the values reach the
+ * syntax into dlpar_spank.grid_request/.profile (spank/options.c). All that
+ * sbatch and salloc check: the values reach the
  * job's steps through Slurm's SPANK option environment, and srun and
  * slurmstepd check them again against the step. */
 int dlpar_spank_parse_request(void);

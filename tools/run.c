@@ -44,7 +44,7 @@ typedef struct {
   rank_proc *ranks;
   int running;
   int first_failure;       /* exit code to return, 0 until a rank fails */
-  double kill_deadline;    /* SIGKILL the rest at this time, or 0 for none */
+  double kill_deadline;    /* SIGKILL the rest at this time (0: none) */
   int signals_forwarded;
   int signal_fd, abort_pipe[2];
   int master_port;         /* the env:// contract's port: the kernel's pick for this run */

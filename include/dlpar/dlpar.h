@@ -234,28 +234,26 @@ double dlpar_wait_seconds(const dlpar_ctx *ctx);
  * when a peer that does take them got one, and reports 0 otherwise. */
 int dlpar_stop_requested(dlpar_ctx *ctx, void *stream, int *stop);
 
-/* What ends the step without the program asking. Every rank then calls
- * PMIx_Abort and exits with the status given, with one line naming the
- * rank, the host and the fix. One function of libdlpar's, in end_step.c,
- * does it for all of them.
- *  - A rank missing at the PMIx rendezvous after the rendezvous timeout,
- *    or Open MPI's MPI_Init not returning within it, ends it with status 1.
- *  - A device or host collective not complete after the collective
- *    timeout, or NCCL's asynchronous error on a communicator, ends it with
- *    status 1.
- *  - A rank of this node stopped by SIGSTOP or SIGTSTP for longer than
- *    DLPAR_STOPPED_TIMEOUT, 10 s by default, ends it with status 1.
- *    These three are the watchdog's. They go to the program first when it
- *    asked for a grace, through dlpar_fatal_error below. On a hang, which
- *    is the collective timeout or a stopped rank, every rank first writes
- *    its stack, asked with SIGURG, and one line names the rank whose stack
- *    differs, as doc/user.md describes.
- *  - A second stop signal, SIGTERM, SIGINT or SIGUSR1, to a rank that turns
- *    them into stop requests ends that process at once with 128 + the
- *    signal. The launcher then ends the step.
- *  - dlpar_finalize on a context whose dlpar_share_from_root timed out ends
- *    it with status 1, and so do the program's own dlpar_abort and
- *    dlpar_abort_shared below.
+/* What ends the step (every rank: PMIx_Abort, then this process's exit
+ * with the status given) without the program asking, each with one line
+ * naming the rank, the host and the fix (one function of libdlpar's,
+ * end_step.c, does it, for all of them):
+ *  - a rank missing at the PMIx rendezvous after the rendezvous timeout,
+ *    or Open MPI's MPI_Init not returning within it (status 1);
+ *  - a device or host collective not complete after the collective
+ *    timeout, or NCCL's asynchronous error on a communicator (status 1);
+ *  - a rank of this node stopped (SIGSTOP, SIGTSTP) for longer than
+ *    DLPAR_STOPPED_TIMEOUT, 10 s by default (status 1);
+ *    these three, the watchdog's, go to the program first when it asked
+ *    for a grace (dlpar_fatal_error below); on a hang (the first and the
+ *    third) every rank first writes its stack, asked with SIGURG, and one
+ *    line names the rank whose stack differs (doc/user.md);
+ *  - a second stop signal (SIGTERM, SIGINT, SIGUSR1) to a rank that turns
+ *    them into stop requests ends that process at once (128 + the signal;
+ *    the launcher then ends the step);
+ *  - dlpar_finalize on a context whose dlpar_share_from_root timed out
+ *    (status 1), and dlpar_abort / dlpar_abort_shared below (the
+ *    program's own).
  * The timeouts in effect are in dlpar_info. */
 
 /* NCCL's asynchronous-error model, for a host that ends the step itself,
