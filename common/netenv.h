@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* common/netenv.h: the site's network settings, once, per node class: the
- * plugstack.conf keys env.VAR=VALUE (every node) and env.VAR@NODES=VALUE
- * (a Slurm host list, e.g. gpu[01-16],login1) for NCCL_*, UCX_* and
- * GLOO_SOCKET_IFNAME, which the plugin exports to every task of a node, a
- * user's own export winning. An NCCL name NCCL itself does not read (a
- * misspelling: NCCL would ignore it silently) is refused, so is a node in
- * two classes of one variable, and, on the node, an interface it does not
- * have. Plain C, unit-tested without Slurm. */
+/* common/netenv.h: the site's network settings, written once per node
+ * class. The plugstack.conf keys env.VAR=VALUE, for every node, and
+ * env.VAR@NODES=VALUE, for a Slurm host list such as gpu[01-16],login1,
+ * set NCCL_*, UCX_* and GLOO_SOCKET_IFNAME. The plugin exports them to
+ * every task of a node, and a user's own export wins. An NCCL name that
+ * NCCL itself does not read is refused, because NCCL would silently ignore
+ * such a misspelling. So is a node in two classes of one variable, and, on
+ * the node, an interface it does not have. This is plain C, unit-tested
+ * without Slurm. */
 #ifndef DLPAR_COMMON_NETENV_H
 #define DLPAR_COMMON_NETENV_H
 
@@ -27,38 +28,40 @@ typedef struct {
   dlpar_net_setting setting[DLPAR_NET_MAX];
 } dlpar_net_config;
 
-/* Whether a plugstack.conf key (the text before '=') is a network setting's (env.). */
+/* Whether a plugstack.conf key, the text before '=', is a network setting's, starting env. */
 bool dlpar_net_is_key(const char *key);
-/* Adds key=value (key: env.VAR or env.VAR@NODES), refusing a variable that
- * is not a network setting, an NCCL name NCCL does not read (with the
- * nearest one it does), an empty host list or value, more than
- * DLPAR_NET_MAX settings. */
+/* Adds key=value, where key is env.VAR or env.VAR@NODES. It refuses a
+ * variable that is not a network setting, an NCCL name NCCL does not read,
+ * naming the nearest one it does, an empty host list or value, and more
+ * than DLPAR_NET_MAX settings. */
 int dlpar_net_add(dlpar_net_config *config, const char *key, const char *value, dlpar_error *err);
-/* A host-list parser's membership test: DLPAR_OK and *has (whether host
- * is in list), or DLPAR_ERR_INPUT where the parser refuses list. The
- * plugin and dlpar-check-config pass Slurm's own (spank/hostlist.h), so a
- * class means the nodes Slurm would expand it to; common/ (which libdlpar
- * links) takes it as a pointer and needs no libslurm. */
+/* A host-list parser's membership test. It returns DLPAR_OK with *has
+ * saying whether host is in list, or DLPAR_ERR_INPUT where the parser
+ * refuses list. The plugin and dlpar-check-config pass Slurm's own, from
+ * spank/hostlist.h, so a class means the nodes Slurm would expand it to.
+ * common/, which libdlpar links, takes it as a pointer and needs no
+ * libslurm. */
 typedef int (*dlpar_hostlist_has_fn)(const char *list, const char *host, bool *has);
-/* The settings that hold on node, one per variable: its class's over the
- * every-node one (has: whether node is in a class); a node in two classes
- * of one variable is refused, naming both, so is a class the parser
- * refuses. */
+/* The settings that hold on node, one per variable, its class's over the
+ * every-node one. has tells whether node is in a class. A node in two
+ * classes of one variable is refused, naming both, and so is a class the
+ * parser refuses. */
 int dlpar_net_for_node(const dlpar_net_config *config, const char *node, dlpar_hostlist_has_fn has,
                        dlpar_net_config *out, dlpar_error *err);
-/* The interfaces node's settings name (NCCL_SOCKET_IFNAME and
- * NCCL_OOB_NET_IFNAME: a prefix, or =exact, in a list, ^ excludes;
- * GLOO_SOCKET_IFNAME: exact names) exist here; else refused, naming the
- * setting and the node. */
+/* The interfaces node's settings name must exist here, else they are
+ * refused, naming the setting and the node. NCCL_SOCKET_IFNAME and
+ * NCCL_OOB_NET_IFNAME hold a list of prefixes or =exact names, where ^
+ * excludes. GLOO_SOCKET_IFNAME holds exact names. */
 int dlpar_net_check_interfaces(const dlpar_net_config *node_settings, const char *node, dlpar_error *err);
 /* The setting of var in a node's settings, or NULL. */
 const dlpar_net_setting *dlpar_net_find(const dlpar_net_config *node_settings, const char *var);
-/* DLPAR_OK when list is written in Slurm's host-list grammar
- * ("n[1-3,7],rack[1-2]-gpu[01-16],login1": names of letters, digits, '-',
- * '_' and '.', brackets closed and not nested, holding numbers and rising
- * LO-HI ranges, no empty name); else DLPAR_ERR_INPUT naming key and what is
- * wrong ("n[1-3" and "n[3-1]", which Slurm's parser takes or refuses with
- * a log line only). dlpar_net_add checks every class so. */
+/* DLPAR_OK when list is written in Slurm's host-list grammar, as in
+ * "n[1-3,7],rack[1-2]-gpu[01-16],login1". Names are of letters, digits,
+ * '-', '_' and '.', with brackets closed and not nested that hold numbers
+ * and rising LO-HI ranges, and no name is empty. Otherwise it returns
+ * DLPAR_ERR_INPUT naming key and what is wrong, for example in "n[1-3" or
+ * "n[3-1]", which Slurm's parser takes, or refuses with a log line only.
+ * dlpar_net_add checks every class so. */
 int dlpar_hostlist_syntax(const char *key, const char *list, dlpar_error *err);
 
 #endif

@@ -22,7 +22,7 @@ restartbindir = $(bindir)
 if BUILD_LIBDLPAR
 dist_restartbin_SCRIPTS = contrib/dlpar-restart
 endif
-EXTRA_DIST += contrib/demo contrib/dlpar-bundle
+EXTRA_DIST += contrib/demo contrib/dlpar-bundle contrib/tools/comment-style
 
 # The README's main job: a real 2x2 training on a generated dataset.
 demo: all

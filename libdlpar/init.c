@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/init.c: dlpar_init and dlpar_finalize, the order of things:
- * nsys re-exec (before any CUDA call) -> signals (unless the program keeps
- * them) -> the launcher's grid ->
- * MPI where it must precede PMIx (Open MPI 5) -> PMIx (ranks, hosts) ->
- * grid cross-check and tensor-parallel locality ->
- * GPU device -> one PMIx rendezvous (hosts, NCCL ids) -> communicators ->
- * watchdog. The context's small helpers are in context.c. This file owns
- * two endings and decides each in one function: a rank missing at a
- * rendezvous (on_missing_rank: dlpar_init's ends the step at once, a
- * bootstrap context's dlpar_share_from_root returns the timeout so that
- * the program's cleanup runs), and dlpar_finalize of a spent context
- * (end_spent_context). Both end through end_step.c. */
+ * the nsys re-exec, which comes before any CUDA call; the signals, unless
+ * the program keeps them; the launcher's grid; MPI, where Open MPI 5 needs
+ * it before PMIx; PMIx, which gives the ranks and hosts; the grid
+ * cross-check and tensor-parallel locality; the GPU device; one PMIx
+ * rendezvous for the hosts and NCCL ids; the communicators; the watchdog.
+ * The context's small helpers are in context.c. This file owns two endings
+ * and decides each in one function. A rank missing at a rendezvous is
+ * decided in on_missing_rank: dlpar_init ends the step at once, while a
+ * bootstrap context's dlpar_share_from_root returns the timeout so that the
+ * program's cleanup runs. dlpar_finalize of a spent context is decided in
+ * end_spent_context. Both end through end_step.c. */
 #include "config.h"
 
 #include <stdio.h>
@@ -30,8 +30,9 @@
 #include "libdlpar/telemetry/telemetry.h"
 #include "common/text.h"
 
-/* A timeout: the program's option, else the environment's, else fallback
- * (0: default_timeouts sets it once the job's size is known). */
+/* A timeout is the program's option, else the environment's, else the
+ * fallback. A fallback of 0 means default_timeouts sets it once the job's
+ * size is known. */
 static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double fallback, double example,
                           double *out)
 {
@@ -39,7 +40,7 @@ static int option_seconds(dlpar_ctx *ctx, double given, const char *env, double 
   return given > 0 ? DLPAR_OK : dlpar_env_seconds(ctx, env, example, out);
 }
 
-/* Each tensor-parallel group must sit on one node (as the launcher's policy says). */
+/* Each tensor-parallel group must sit on one node, as the launcher's policy says. */
 static int check_locality(const dlpar_ctx *ctx, dlpar_error *err)
 {
   const char **node_names = calloc((size_t)ctx->info.nnodes, sizeof(char *));
@@ -53,8 +54,9 @@ static int check_locality(const dlpar_ctx *ctx, dlpar_error *err)
   return rc;
 }
 
-/* The launcher's contract (DLPAR_*), read before PMIx: MPI may have to
- * start first (start_mpi_early), and whether it serves depends on it. */
+/* The launcher's contract is its DLPAR_* variables, read before PMIx. MPI
+ * may have to start first in start_mpi_early, and whether it serves depends
+ * on this contract. */
 static int import_launcher_env(dlpar_ctx *ctx)
 {
   dlpar_error err = {0};
@@ -89,10 +91,10 @@ static int settle_grid(dlpar_ctx *ctx)
   rc = check_locality(ctx, &err);
   if (rc < 0)
     return dlpar_fail(ctx, rc, "%s", err.text);
-  return DLPAR_OK; /* a warning (tp_span=warn) was the plugin's to print, once per step */
+  return DLPAR_OK; /* With tp_span=warn, the plugin printed the warning once per step. */
 }
 
-/* The launcher gave this rank a GPU (device >= 0) and CUDA sees one. */
+/* The launcher gave this rank a GPU, so device >= 0, and CUDA sees one. */
 static bool rank_has_gpu(int device)
 {
 #ifdef HAVE_CUDA
@@ -121,10 +123,11 @@ static int requested_backend(dlpar_ctx *ctx, const dlpar_options *options, dlpar
   return DLPAR_OK;
 }
 
-/* Where MPI must come up before PMIx (Open MPI 5, backend_mpi.c), it does
+/* Open MPI 5 must come up before PMIx, as backend_mpi.c explains. It does
  * so when the MPI backend serves this rank as far as can be told before
- * PMIx: a PMIx job, MPI asked for or no GPU given, and not a launcher's
- * one-rank grid. It then serves whatever size PMIx reports. */
+ * PMIx: the job is a PMIx job, MPI is asked for or no GPU is given, and the
+ * grid is not a launcher's one-rank grid. MPI then serves whatever size
+ * PMIx reports. */
 static int start_mpi_early(dlpar_ctx *ctx, dlpar_backend requested)
 {
 #ifdef HAVE_MPI
@@ -171,8 +174,8 @@ static int env_switch(dlpar_ctx *ctx, const char *name, const char *first, const
   return DLPAR_OK;
 }
 
-/* Whether the program keeps its signals: options->keep_signals, or
- * DLPAR_SIGNALS keep (stop, the default, takes them). */
+/* The program keeps its signals if options->keep_signals is set or
+ * DLPAR_SIGNALS is keep. The default, stop, takes them. */
 static int read_keep_signals(dlpar_ctx *ctx, const dlpar_options *options)
 {
   bool keep = false;
@@ -181,34 +184,38 @@ static int read_keep_signals(dlpar_ctx *ctx, const dlpar_options *options)
   return DLPAR_OK;
 }
 
-/* The stop signals become stop requests (the watchdog reads them), unless
- * the program keeps them. Read before anything starts a thread. */
+/* The stop signals become stop requests, which the watchdog reads, unless
+ * the program keeps them. This runs before anything starts a thread. */
 static int take_signals(dlpar_ctx *ctx, const dlpar_options *options)
 {
   DLPAR_TRY(read_keep_signals(ctx, options));
   return ctx->keep_signals ? DLPAR_OK : dlpar_watchdog_block_signals(ctx);
 }
 
-/* SIGURG asks for this rank's stack (stacks.c), unless the program keeps
- * its signals; once rank and host are known. */
+/* SIGURG asks for this rank's stack, as stacks.c serves it, unless the
+ * program keeps its signals. This is armed once rank and host are known. */
 static int arm_stacks(dlpar_ctx *ctx)
 {
   return ctx->keep_signals ? DLPAR_OK : dlpar_stacks_arm(ctx);
 }
 
-/* How the start-up exchanges and builds things (doc/scaling.md):
- * DLPAR_NCCL_GROUPS initrank (default: tp and dp from ids exchanged over
- * PMIx) or split (ncclCommSplit of an eager world communicator);
- * DLPAR_NCCL_WORLD lazy (default: the world communicator at the first device
- * collective on the world group) or eager; DLPAR_MODEX direct (default: the fence carries no
- * data) or collect (every rank's keys to every node at the fence);
- * DLPAR_NCCL_RANKS_PER_ROOT, the ranks per NCCL bootstrap root;
- * DLPAR_WORLD_VIA_GROUPS 1: host world collectives composed from tp and dp
- * on every backend (on NCCL they are so anyway without a world
- * communicator; on MPI this tests the composition); DLPAR_NCCL_ONE_RANK
- * local (default: a group of one rank has no communicator, its collectives
- * are copies or nothing) or comm (an NCCL communicator of one rank, so one
- * GPU runs every NCCL path: tests/gpu/test_nccl_gpu). */
+/* These variables say how the start-up exchanges and builds things; see
+ * doc/scaling.md.
+ * DLPAR_NCCL_GROUPS is initrank by default, which builds tp and dp from ids
+ * exchanged over PMIx, or split, which uses ncclCommSplit of an eager world
+ * communicator.
+ * DLPAR_NCCL_WORLD is lazy by default, which builds the world communicator
+ * at the first device collective on the world group, or eager.
+ * DLPAR_MODEX is direct by default, where the fence carries no data, or
+ * collect, which sends every rank's keys to every node at the fence.
+ * DLPAR_NCCL_RANKS_PER_ROOT is the number of ranks per NCCL bootstrap root.
+ * DLPAR_WORLD_VIA_GROUPS=1 composes host world collectives from tp and dp
+ * on every backend. On NCCL they are composed so anyway when there is no
+ * world communicator; on MPI this tests the composition.
+ * DLPAR_NCCL_ONE_RANK is local by default, where a group of one rank has no
+ * communicator and its collectives are copies or nothing, or comm, which
+ * gives it an NCCL communicator of one rank so that one GPU runs every NCCL
+ * path, as tests/gpu/test_nccl_gpu does. */
 static int choose_startup(dlpar_ctx *ctx)
 {
   long value = DLPAR_NCCL_RANKS_PER_ROOT;
@@ -272,13 +279,14 @@ static int set_device(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
-/* The one decision on a rank missing at a rendezvous (the fence returned
- * DLPAR_ERR_TIMEOUT, its line naming the missing ranks printed by each
- * node's reporter). On a dlpar_init context the step ends now: no program
- * goes on without its ranks. On a bootstrap context the call returns the
- * timeout and the context keeps it as taken, so that the program's cleanup
- * runs; the context is spent, and dlpar_finalize ends the step
- * (end_spent_context). Any other status is passed up unchanged. */
+/* The one decision on a rank missing at a rendezvous, where the fence
+ * returned DLPAR_ERR_TIMEOUT and each node's reporter printed the line
+ * naming the missing ranks. On a dlpar_init context the step ends now,
+ * because no program goes on without its ranks. On a bootstrap context the
+ * call returns the timeout and the context keeps it as taken, so that the
+ * program's cleanup runs. The context is then spent, and dlpar_finalize
+ * ends the step in end_spent_context. Any other status is passed up
+ * unchanged. */
 static int on_missing_rank(dlpar_ctx *ctx, int rc)
 {
   if (rc != DLPAR_ERR_TIMEOUT)
@@ -322,7 +330,7 @@ static int init_steps(dlpar_ctx *ctx, int argc, char **argv, const dlpar_options
   return DLPAR_OK;
 }
 
-/* A fresh context in *out (NULL: out of memory). */
+/* A fresh context in *out, or NULL when out of memory. */
 static dlpar_ctx *new_context(dlpar_ctx **out, bool bootstrap_only)
 {
   dlpar_ctx *ctx = calloc(1, sizeof(*ctx));
@@ -429,18 +437,18 @@ DLPAR_API int dlpar_share_from_root(dlpar_ctx *ctx, const char *key, const char 
   return share_in_turn(ctx, key, text, out, len);
 }
 
-/* The collectives still posted (a stop agreement, a step-time gather)
- * waited for, before the watchdog and the communicators go. */
+/* Wait for the collectives still posted, such as a stop agreement or a
+ * step-time gather, before the watchdog and the communicators go. */
 static int drain(dlpar_ctx *ctx)
 {
   DLPAR_TRY(dlpar_stop_drain(ctx));
   return dlpar_times_drain(ctx);
 }
 
-/* The one decision on a spent context at dlpar_finalize (a rank missing
- * at a bootstrap exchange, or what the watchdog found during the host's
- * grace): its program has run its cleanup, so the step ends now, with the
- * kept line printed unless the program took it. */
+/* The one decision on a spent context at dlpar_finalize. A context is
+ * spent by a rank missing at a bootstrap exchange, or by what the watchdog
+ * found during the host's grace. Its program has run its cleanup, so the
+ * step ends now, and the kept line is printed unless the program took it. */
 static void end_spent_context(dlpar_ctx *ctx)
 {
   if (atomic_load(&ctx->fatal_status))

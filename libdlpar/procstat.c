@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/procstat.c: /proc/PID/stat read once for every caller: the
- * watchdog (is a node-mate stopped?) and telemetry (when did this process
- * start?). */
+/* libdlpar/procstat.c: /proc/PID/stat read once for every caller. The
+ * watchdog asks whether a node-mate is stopped, and telemetry asks when
+ * this process started. */
 #include "config.h"
 
 #include <stdio.h>

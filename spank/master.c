@@ -1,29 +1,31 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* spank/master.c: slurmstepd (remote context), once per node (user_init):
- * the step's rendezvous point for PyTorch's env:// contract
- * (common/torchenv.h). MASTER_ADDR is the NodeAddr, from the node table
- * slurmstepd holds, of world rank 0's node: on that node itself, and
- * elsewhere the step's first node, rank 0's under the block, cyclic and
- * plane distributions (srun refuses -m arbitrary under --dl-env=torch; the
- * node holding rank 0 refuses too if rank 0 is not on the first node). An
- * address, not a host name, and never loopback on a step of several nodes
- * (a name that resolves to 127.0.1.1 in /etc/hosts hangs them). MASTER_PORT
- * is the step's first reserved port (srun --resv-ports=1,
- * MpiParams=ports=LO-HI), else one derived from job and step in the
- * admin's torch_ports range; the node holding rank 0 checks that it is
- * free, and who listens on it where it is not (dlpar_busy_port_verdict: a
- * busy reserved port, a derived one another user's process holds, or a
- * busy derived one under an explicit --dl-env=torch ends the step; else a
- * warning). GLOO_SOCKET_IFNAME: this node's interface towards MASTER_ADDR.
- * The address is exported as DLPAR_MASTER_ADDR under --dl-env=none too.
+/* spank/master.c: in slurmstepd's remote context, once per node in
+ * user_init, the step's rendezvous point for PyTorch's env:// contract of
+ * common/torchenv.h. MASTER_ADDR is the NodeAddr of world rank 0's node,
+ * from the node table slurmstepd holds. On rank 0's node it is that node
+ * itself. Elsewhere it is the step's first node, which holds rank 0 under
+ * the block, cyclic and plane distributions. srun refuses -m arbitrary under
+ * --dl-env=torch, and the node holding rank 0 refuses too if rank 0 is
+ * not on the first node. MASTER_ADDR is an address, not a host name, and
+ * never loopback on a step of several nodes, because a name that resolves
+ * to 127.0.1.1 in /etc/hosts hangs them. MASTER_PORT is the step's first
+ * reserved port, from srun --resv-ports=1 and MpiParams=ports=LO-HI, else
+ * one derived from job and step in the admin's torch_ports range. The node
+ * holding rank 0 checks that it is free, and who listens on it where it is
+ * not, in dlpar_busy_port_verdict. A busy reserved port, a derived one
+ * another user's process holds, or a busy derived one under an explicit
+ * --dl-env=torch ends the step; anything else busy is a warning.
+ * GLOO_SOCKET_IFNAME is this node's interface towards MASTER_ADDR. The
+ * address is exported as DLPAR_MASTER_ADDR under --dl-env=none too.
  * A refusal on rank 0's node is said and raised in user_init, before that
- * node forks a task; the other nodes' tasks wait in task_init until rank
- * 0's node has tasks (dlpar_master_wait_rank0), which it holds until they
- * saw them (dlpar_master_hold), so no task anywhere runs towards a refused
- * port. Under an optional plugin Slurm ignores the user_init failure, and
- * task_init ends the whole step (dlpar_master_end_step). An address that
- * cannot be found is a warning (no MASTER_ADDR), not a failure of programs
- * that do not need it. */
+ * node forks a task. The other nodes' tasks wait in task_init, in
+ * dlpar_master_wait_rank0, until rank 0's node has tasks, and that node
+ * holds its tasks in dlpar_master_hold until the others saw them. So no
+ * task anywhere runs towards a refused port. Under an optional plugin
+ * Slurm ignores the user_init failure, and task_init ends the whole step
+ * in dlpar_master_end_step. An address that cannot be found is a warning,
+ * and MASTER_ADDR is then not set, rather than a failure of programs that
+ * do not need it. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -47,13 +49,14 @@
 #include "spank/hostlist.h"
 #include "spank/plugin.h"
 
-/* node's address (NodeAddr) as slurmstepd itself reaches other nodes:
- * Slurm's slurm_conf_get_addr (a slurm_addr_t, struct sockaddr_storage
- * since 20.11), found at run time (it is in no public header; where it is
- * missing or fails, the node's name, which the caller resolves). No RPC:
+/* node's address, its NodeAddr, as slurmstepd itself reaches other nodes.
+ * It comes from Slurm's slurm_conf_get_addr, whose slurm_addr_t is a
+ * struct sockaddr_storage since 20.11. That function is in no public
+ * header, so it is found at run time. Where it is missing or fails, this
+ * gives the node's name, which the caller resolves. It makes no RPC:
  * slurm_load_node_single from user_init deadlocks slurmstepd 24.11 on its
- * auth lock ("auth_g_create: pthread_rwlock_rdlock(): Resource deadlock
- * avoided"), and one per node per step would load slurmctld. */
+ * auth lock with "auth_g_create: pthread_rwlock_rdlock(): Resource
+ * deadlock avoided", and one per node per step would load slurmctld. */
 static void node_address(const char *node, char *addr, size_t len)
 {
   int (*get_addr)(const char *node_name, struct sockaddr_storage *address, uint16_t flags) = NULL;
@@ -65,8 +68,8 @@ static void node_address(const char *node, char *addr, size_t len)
     snprintf(addr, len, "%s", node);
 }
 
-/* The step's node list (SLURM_STEP_NODELIST, compressed) into *nodes, to
- * free. */
+/* The step's compressed node list, SLURM_STEP_NODELIST, into *nodes, for
+ * the caller to free. */
 static int step_nodelist(spank_t sp, char **nodes, dlpar_error *err)
 {
   enum { NODES_MAX = 1 << 20 }; /* the compressed node list of the largest step */
@@ -77,12 +80,12 @@ static int step_nodelist(spank_t sp, char **nodes, dlpar_error *err)
   return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot read the step's node list (SLURM_STEP_NODELIST)");
 }
 
-/* The index-th host of the step's node list (S_JOB_NODEID's numbering)
+/* The index-th host of the step's node list, numbered as S_JOB_NODEID is,
  * into node. */
 static int step_node(spank_t sp, uint32_t index, char *node, size_t len, dlpar_error *err)
 {
-  /* hostlist_t is a pointer type up to Slurm 23.02 and a struct (used by
-   * pointer) from 23.11 on: the list takes whatever the call returns */
+  /* hostlist_t is a pointer type up to Slurm 23.02 and a struct, used by
+   * pointer, from 23.11 on, so the list takes whatever the call returns. */
   __typeof__(slurm_hostlist_create("")) list = NULL;
   char *nodes, *host = NULL;
   DLPAR_TRY(step_nodelist(sp, &nodes, err));
@@ -110,9 +113,9 @@ int dlpar_master_this_node(spank_t sp, char *node, size_t len, dlpar_error *err)
   return step_node(sp, node_id, node, len, err);
 }
 
-/* World rank 0's node (this one where rank 0 runs here, else the step's
- * first node) into dlpar_spank.master_node and its address into addr; a
- * warning in err where there is none to export. */
+/* World rank 0's node into dlpar_spank.master_node, and its address into
+ * addr. It is this node where rank 0 runs here, else the step's first
+ * node. err gets a warning where there is no address to export. */
 static int master_address(spank_t sp, bool rank0_here, char *addr, size_t len, dlpar_error *err)
 {
   char *node = dlpar_spank.master_node;
@@ -129,10 +132,11 @@ static int master_address(spank_t sp, bool rank0_here, char *addr, size_t len, d
   return dlpar_master_addr_warning(node, addr, nnodes, err) == DLPAR_OK ? DLPAR_OK : DLPAR_ERR_SYSTEM;
 }
 
-/* The step's reserved port, else the derived one; on rank 0's node,
- * checked free: DLPAR_OK, DLPAR_WARN (a busy derived port under the
- * default --dl-env) or DLPAR_ERR_INPUT (the step must end), err saying
- * why. Rank 0 must be on the step's first node (MASTER_ADDR's elsewhere). */
+/* The step's reserved port, else the derived one. On rank 0's node it is
+ * checked free, giving DLPAR_OK, DLPAR_WARN for a busy derived port under
+ * the default --dl-env, or DLPAR_ERR_INPUT when the step must end, with
+ * err saying why. Rank 0 must be on the step's first node, which the
+ * other nodes give as MASTER_ADDR. */
 static int choose_port(spank_t sp, bool rank0_here, dlpar_error *err)
 {
   char reserved[256], user_port[DLPAR_TEXT_MAX + 2];
@@ -176,8 +180,8 @@ int dlpar_master_prepare(spank_t sp, bool torch_env)
   uint32_t local;
   const bool rank0_here = spank_get_item(sp, S_JOB_GLOBAL_TO_LOCAL_ID, 0u, &local) == ESPANK_SUCCESS;
   int rc;
-  /* No address: no MASTER_ADDR, and rank 0's task says why (programs that
-   * do not read it, dlpar-train among them, run on). */
+  /* Without an address there is no MASTER_ADDR, and rank 0's task says why.
+   * Programs that do not read it, dlpar-train among them, run on. */
   dlpar_spank.master_warning.text[0] = dlpar_spank.port_warning[0] = dlpar_spank.gloo_ifname[0] = '\0';
   dlpar_spank.master_said = dlpar_spank.master_wait = dlpar_spank.master_hold = false;
   if (master_address(sp, rank0_here, dlpar_spank.master_addr, sizeof(dlpar_spank.master_addr),
@@ -208,23 +212,23 @@ static void this_step(spank_t sp, slurm_step_id_t *id)
   id->step_het_comp = NO_VAL;
 }
 
-/* dlpar_master_wait_rank0 and dlpar_master_hold: how long a node waits
- * for rank 0's at most, how often it asks, and how long rank 0's node keeps
- * its first task once every node has its tasks, for them to see it (they
- * ask every 10 ms). */
+/* For dlpar_master_wait_rank0 and dlpar_master_hold: how long a node waits
+ * for rank 0's at most, how often it asks, and how long rank 0's node
+ * keeps its first task once every node has its tasks, so that they see
+ * it. They ask every 10 ms. */
 enum { MASTER_WAIT_S = 300, POLL_US = 10000, HOLD_SETTLE_US = 250000 };
 
 /* A task waiting in task_init is still named "slurmstepd", and Slurm's
  * proctrack/linuxproc leaves processes of that name out of a step's pid
- * list (it takes them for slurmstepd itself): under another name, the
- * other nodes see this task while it waits. exec renames it again. */
+ * list, taking them for slurmstepd itself. Under another name, the other
+ * nodes see this task while it waits. exec renames it again. */
 static void show_waiting(const char *name)
 {
   (void)prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
-/* What node says of step id: 1 it has tasks, 0 its slurmstepd answers
- * without any (not forked yet, or all ended), -1 no answer. */
+/* What node says of step id. 1 means it has tasks. 0 means its slurmstepd
+ * answers without any, not forked yet or all ended. -1 means no answer. */
 static int node_tasks_state(slurm_step_id_t *id, char *node)
 {
   job_step_pids_response_msg_t *pids = NULL;
@@ -245,15 +249,16 @@ static int node_tasks_state(slurm_step_id_t *id, char *node)
   return state;
 }
 
-/* Slurm starts each node's tasks on its own, so a refusal on rank 0's node
- * (user_init, before it forks any task) cannot stop the other nodes'
- * tasks once they run: they wait here, in task_init, before the program is
- * executed, until rank 0's node has tasks, which it forks only once its
- * user_init accepted the port (and holds until they saw them,
- * dlpar_master_hold). Its slurmstepd gone without tasks, after it answered
- * once (it refused, and stays DLPAR_MASTER_REFUSAL_LINGER_S seconds for
- * this: srun does not end the step for that), ends these tasks too; one
- * that never answers (slurmd's prolog there may still run), after 300 s. */
+/* Slurm starts each node's tasks on its own, so a refusal on rank 0's node,
+ * in user_init before it forks any task, cannot stop the other nodes'
+ * tasks once they run. So they wait here, in task_init, before the program
+ * is executed, until rank 0's node has tasks. That node forks them only
+ * once its user_init accepted the port, and holds them in
+ * dlpar_master_hold until the others saw them. If its slurmstepd is gone
+ * without tasks after it answered once, it refused, and these tasks end
+ * too. It stays DLPAR_MASTER_REFUSAL_LINGER_S seconds for this, since srun
+ * does not end the step for that. One that never answers, because slurmd's
+ * prolog there may still run, ends these tasks after 300 s. */
 int dlpar_master_wait_rank0(spank_t sp, bool say, dlpar_error *err)
 {
   slurm_step_id_t id;
@@ -279,10 +284,11 @@ int dlpar_master_wait_rank0(spank_t sp, bool say, dlpar_error *err)
   return DLPAR_OK;
 }
 
-/* Whether every node of the step but this one (me) has had all its tasks:
- * it answers for the step's pids with at least its count of tasks
- * (tasks[i], in node list order), now or at an earlier call (tasks[i] is
- * then 0: a node whose tasks ended at once is not waited for again). */
+/* Whether every node of the step but this one, me, has had all its tasks.
+ * A node has them when it answers for the step's pids with at least its
+ * count of tasks, tasks[i] in node list order, now or at an earlier call.
+ * tasks[i] is then 0, so a node whose tasks ended at once is not waited
+ * for again. */
 static bool tasks_elsewhere(slurm_step_id_t *id, char *nodes, int *tasks, uint32_t nnodes, uint32_t me)
 {
   __typeof__(slurm_hostlist_create("")) list = slurm_hostlist_create(nodes);
@@ -309,7 +315,7 @@ static bool tasks_elsewhere(slurm_step_id_t *id, char *nodes, int *tasks, uint32
 }
 
 /* Waits, up to 10 s, until every other node of the step has its tasks,
- * then settle_us more (without the step's layout: no wait). */
+ * then settle_us more. Without the step's layout it does not wait. */
 static void wait_other_nodes(spank_t sp, slurm_step_id_t *id, useconds_t settle_us)
 {
   uint32_t nnodes = 1, me = 0;
@@ -340,16 +346,17 @@ int dlpar_master_hold(spank_t sp)
 
 enum { KILL_SETTLE_US = 200000 }; /* KILL_SETTLE below */
 
-/* Another job's TCPStore has no authentication: the other nodes' ranks must
- * not run towards a MASTER_ADDR:MASTER_PORT that another process holds.
- * Slurm drops a step signal that reaches a node before its tasks exist
- * (22.05: the other node's tasks then ran and joined the other store, in 4
- * of 6 tries on the bed), so the kill waits, up to 10 s, until every other
- * node has its tasks, and KILL_SETTLE more (a kill sent the moment they
- * appeared was still lost once in about 50 tries, as if it overtook their
- * node's report that they started): they die as they start. From
- * task_init, where slurmstepd holds no auth lock (an RPC from user_init
- * deadlocks 24.11's); once per step: only rank 0's node refuses so. */
+/* Another job's TCPStore has no authentication, so the other nodes' ranks
+ * must not run towards a MASTER_ADDR:MASTER_PORT that another process
+ * holds. Slurm drops a step signal that reaches a node before its tasks
+ * exist. Under 22.05 the other node's tasks then ran and joined the other
+ * store, in 4 of 6 tries on the bed. So the kill waits, up to 10 s, until
+ * every other node has its tasks, and KILL_SETTLE more, and they die as
+ * they start. A kill sent the moment they appeared was still lost once in
+ * about 50 tries, as if it overtook their node's report that they started.
+ * This runs from task_init, where slurmstepd holds no auth lock, since an
+ * RPC from user_init deadlocks 24.11's. It runs once per step, because
+ * only rank 0's node refuses so. */
 int dlpar_master_end_step(spank_t sp, dlpar_error *err)
 {
   slurm_step_id_t id;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tools/run.c: dlpar-run, the one-machine launcher.
  *   dlpar-run -n 4 --dl-parallel=2x2 [--dl-profile=...] [--tag-output] -- prog args
- * Plans each rank exactly as the SPANK plugin would (the same grid,
- * topology mapping and DLPAR_* contract), hosts a PMIx server, forks the
+ * Plans each rank exactly as the SPANK plugin would, with the same grid,
+ * topology mapping and DLPAR_* contract. It hosts a PMIx server, forks the
  * ranks, forwards signals, optionally prefixes output lines with the rank,
  * and when one rank fails ends the others and returns the first failure's
  * exit code. The program's PMIx client path is the one it takes under srun. */
@@ -119,8 +119,9 @@ static int plan_rank(const launcher *l, int rank, dlpar_task_env *env, dlpar_err
 }
 
 /* The env:// contract's rendezvous point on this machine: 127.0.0.1, a port
- * the kernel picks as free (another dlpar-run gets another), the loopback
- * interface for gloo; the torch names the user exported, said once. */
+ * the kernel picks as free, so that another dlpar-run gets another, and
+ * the loopback interface for gloo. The torch names the user exported are
+ * said once. */
 static int plan_torch(launcher *l, dlpar_error *err)
 {
   char kept[DLPAR_ERRLEN];
@@ -154,25 +155,25 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
   }
   for (char **var = pmix_env; var && *var; var++)
     putenv(*var);
-  /* What Open MPI's direct-launch support needs (its Slurm and Flux
-   * detection set the same): no singleton, the PMIx ess, our binding; and,
-   * all ranks being on this machine, shared memory through ob1 without
-   * probing network fabrics at start (~0.2 s). */
+  /* What Open MPI's direct-launch support needs, as its Slurm and Flux
+   * detection set it: no singleton, the PMIx ess and our binding. As all
+   * ranks are on this machine, it also takes shared memory through ob1
+   * without probing network fabrics at start, which saves about 0.2 s. */
   setenv("OMPI_MCA_schizo", "^orte", 0);
   setenv("OMPI_MCA_ess", "pmi", 0);
   setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 0);
   setenv("OMPI_MCA_pml", "ob1", 0);
-  /* Open MPI 4's session directory under the run's own directory: two runs
-   * sharing /tmp/ompi.HOST.UID race when one removes it as the other
-   * starts (open-mpi/ompi#8510: a rank then fails in MPI_Init or
-   * segfaults after "shared memory initialization: open(2) ENOENT").
+  /* Open MPI 4's session directory goes under the run's own directory. Two
+   * runs sharing /tmp/ompi.HOST.UID race when one removes it as the other
+   * starts, and a rank then fails in MPI_Init or segfaults after "shared
+   * memory initialization: open(2) ENOENT", as open-mpi/ompi#8510 reports.
    * Open MPI 5 has no such variable. */
   setenv("OMPI_MCA_orte_tmpdir_base", dlpar_run_server_tmpdir(l->server), 0);
-  /* Open MPI 5's modex as a fence, not on demand (libdlpar asks for on
-   * demand unless set): PMIx's server holds a Get for a rank of its node
-   * that has not committed for 2 s only when every rank is local
-   * (pmix_server_get.c, 4.2 and 5.0), so a node-mate starting later than
-   * that failed MPI_Init; the fence waits for it, as srun's server does,
+  /* Open MPI 5's modex runs as a fence, not on demand, which libdlpar asks
+   * for unless this is set. When every rank is local, PMIx's server holds
+   * a Get for a rank of its node that has not committed for only 2 s, in
+   * pmix_server_get.c of 4.2 and 5.0. So a node-mate starting later than
+   * that failed MPI_Init. The fence waits for it, as srun's server does,
    * and libdlpar bounds that wait by the rendezvous timeout. */
   setenv("OMPI_MCA_pmix_base_async_modex", "0", 0);
   if (l->args.ntasks > sysconf(_SC_NPROCESSORS_ONLN)) /* oversubscribed: yield, as mpirun does */

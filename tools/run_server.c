@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tools/run_server.c: dlpar-run's PMIx server, on OpenPMIx's server API
- * (the same library the ranks use as clients: no home-made protocol). One
- * namespace, every rank on this host: the job-level and per-rank keys a
- * PMIx client (libdlpar, Open MPI) reads, a fence that hands the collected
- * local data straight back (all participants are local), and PMIx_Abort
- * forwarded to the supervisor through a pipe. */
+/* tools/run_server.c: dlpar-run's PMIx server, on OpenPMIx's server API,
+ * the same library the ranks use as clients, so there is no home-made
+ * protocol. It serves one namespace, with every rank on this host. It
+ * holds the job-level and per-rank keys a PMIx client such as libdlpar or
+ * Open MPI reads, and a fence that hands the collected local data straight
+ * back, since all participants are local. It forwards PMIx_Abort to the
+ * supervisor through a pipe. */
 #include "config.h"
 
 #include <errno.h>
@@ -44,9 +45,9 @@ static pmix_status_t client_connected(const pmix_proc_t *proc, void *server_obje
   return PMIX_OPERATION_SUCCEEDED;
 }
 
-/* Once per job, at the first abort: the ranks that never started PMIx.
- * (Open MPI 5's MPI_Init, before libdlpar's rendezvous, aborts when a
- * rank of its node has not: the rendezvous cannot name it then.) */
+/* Once per job, at the first abort, this names the ranks that never started
+ * PMIx. Open MPI 5's MPI_Init, before libdlpar's rendezvous, aborts when a
+ * rank of its node has not, and the rendezvous cannot name it then. */
 static void name_absent_ranks(dlpar_run_server *server)
 {
   char line[512];
@@ -255,11 +256,11 @@ int dlpar_run_server_start(int nprocs, int abort_fd, dlpar_run_server **out, dlp
   if (!mkdtemp(server->tmpdir))
     return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "cannot create a directory in %s: %s (set TMPDIR)", tmp,
                            strerror(errno));
-  /* PMIx 5's shared-memory store (gds/shmem2) leaves its segment files in
-   * TMPDIR, outside the run's directory, when ranks abort
-   * (pmix-gds-shmem2.HOST-NSPACE.jobdata.PID, on the Debian 13 bed); one
-   * machine's ranks need no such store: the hash one (the ranks inherit
-   * it), unless the user chose. */
+  /* PMIx 5's shared-memory store, gds/shmem2, leaves its segment files in
+   * TMPDIR, outside the run's directory, when ranks abort. On the Debian 13
+   * bed they were named pmix-gds-shmem2.HOST-NSPACE.jobdata.PID. One
+   * machine's ranks need no such store, so they get the hash one, which the
+   * ranks inherit, unless the user chose. */
   setenv("PMIX_MCA_gds", "hash", 0);
   PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, server->tmpdir, PMIX_STRING);
   PMIX_INFO_LOAD(&info[1], PMIX_SERVER_TOOL_SUPPORT, &no, PMIX_BOOL);
@@ -305,7 +306,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 /* The directory first: whatever PMIx's teardown does, none is left behind.
  * Then the namespace, with its clients, deregistered before the server
  * finalizes: OpenPMIx 4.2.2's PMIx_server_finalize, left to tear down a
- * namespace whose ranks aborted or were killed, crashed (SIGSEGV) in about
+ * namespace whose ranks aborted or were killed, crashed with SIGSEGV in about
  * 5 of 30 runs, making dlpar-run exit 139 instead of the ranks' status. */
 void dlpar_run_server_stop(dlpar_run_server *server)
 {

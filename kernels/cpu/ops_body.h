@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cpu/ops_body.h: the algorithms of the CPU reference ops, written
  * once for a type `real` and compiled twice, each time into static
- * functions NAME_real: ops_f32.c (float, the trainer) and ops_f64.c
- * (double, the finite-difference gradient tests), which define the public
- * NAME_f32 / NAME_f64 entry points as one-line calls, by their full names
- * (no token pasting: grep finds every definition). Before including,
- * typedef real and define GEMM (cblas_sgemm/cblas_dgemm), EXP and ERF
- * (expf/exp, erff/erf).
+ * functions NAME_real. ops_f32.c compiles them in float for the trainer,
+ * and ops_f64.c in double for the finite-difference gradient tests. They
+ * define the public NAME_f32 and NAME_f64 entry points as one-line calls,
+ * by their full names, without token pasting, so grep finds every
+ * definition. Before including, typedef real and define GEMM as
+ * cblas_sgemm or cblas_dgemm, EXP as expf or exp, and ERF as erff or erf.
  * Reductions accumulate in double in both.
  *
- * Threads: OpenMP only. BLAS runs single-threaded inside our parallel
- * regions (GEMMs split by rows of the output), so one pool of threads does
- * all the work instead of OpenMP's and OpenBLAS's spinning against each
- * other (60-120x slower at the ViT's attention): every op that calls BLAS
- * sets that itself at its first call (blas_one_thread), so every caller
- * gets it (dlpar-train, the GPU tests' CPU references, the unit tests, the
- * benches). */
+ * Threads come from OpenMP only. BLAS runs single-threaded inside our
+ * parallel regions, where GEMMs are split by rows of the output. So one
+ * pool of threads does all the work, instead of OpenMP's and OpenBLAS's
+ * spinning against each other, which is 60-120x slower at the ViT's
+ * attention. Every op that calls BLAS sets that itself at its first call,
+ * through blas_one_thread, so every caller gets it: dlpar-train, the GPU
+ * tests' CPU references, the unit tests and the benches. */
 #include <cblas.h>
 #include <math.h>
 #ifdef _OPENMP
@@ -41,7 +41,7 @@ static void blas_threads_now(void)
     openblas_set_num_threads(1);
 }
 
-/* Once per process (per precision's file), before the first GEMM,
+/* Once per process and per precision's file, before the first GEMM and
  * outside any parallel region. */
 static void blas_one_thread(void)
 {
@@ -212,7 +212,7 @@ static void softmax_fwd_real(real *out, const real *inp, int rows, int cols)
 
 /* ------------------------------------------------------------ attention */
 
-/* One (batch, head): rows of q/k/v/o are NH*HD apart. */
+/* One batch and head, whose rows of q, k, v and o are NH*HD apart. */
 typedef struct {
   const real *q, *k, *v;
   int N, HD, ld;
@@ -307,7 +307,7 @@ static void attn_head_bwd(const attn_head *h, const attn_grads *g)
     for (int k0 = 0; k0 < h->N; k0 += ATTN_BLOCK_K) {
       const int bk = h->N - k0 < ATTN_BLOCK_K ? h->N - k0 : ATTN_BLOCK_K;
       const real *kb = h->k + (size_t)k0 * ld, *vb = h->v + (size_t)k0 * ld;
-      /* p = exp(q k^T scale - lse) recomputed; dp = dout v^T */
+      /* p = exp(q k^T scale - lse) is recomputed, and dp = dout v^T */
       GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, h->scale, qb, ld, kb, ld, 0, g->p, bk);
       GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, bq, bk, HD, 1, dob, ld, vb, ld, 0, g->dp, bk);
       for (int i = 0; i < bq; i++) {

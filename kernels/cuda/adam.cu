@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/adam.cu: Adam over the whole flat parameter buffer in one
- * launch (the "multi-tensor" form: every tensor of the model is a slice of
- * it), torch.optim.Adam's arithmetic, fp32 state, the activation-type copy
- * of the weights written in the same pass; lr and step read from device
- * memory (so a captured CUDA graph stays valid); fp16's dynamic loss
- * scaling (grads divided by the scale, the step skipped on inf/NaN). */
+ * launch. This is the "multi-tensor" form, where every tensor of the model
+ * is a slice of the buffer. It uses torch.optim.Adam's arithmetic and fp32
+ * state, and writes the activation-type copy of the weights in the same
+ * pass. lr and step are read from device memory, so that a captured CUDA
+ * graph stays valid. fp16's dynamic loss scaling divides the grads by the
+ * scale and skips the step on inf or NaN. */
 #include "config.h"
 
 #include <math.h>

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/attention.cu: flash attention, forward and backward, never
- * an N x N matrix in memory (the base config has N = 4050 tokens): the
- * kernels and their launches around attention_tiles.cuh's block code
- * (register-blocked tiles of fp32 FMAs, deterministic). It is
- * the attention of fp32 runs (cuDNN's fused attention takes only bf16 and
- * fp16) and of attention: reference; 16-bit runs use cuDNN's
- * (attention_cudnn.cu). Heads up to 128 dims, padded to 16, 32, 48, 64 or
- * 128 (the padding's dims are zeros). Shared memory is dynamic, up to
- * 175 KB a block (dk/dv at 128 dims; the H100 allows 227 KB, an A100 163,
- * sm_86/89 99: dl_attention_shared_bytes says what a head size needs). */
+ * holding an N x N matrix in memory; the base config has N = 4050 tokens.
+ * These are the kernels and their launches around attention_tiles.cuh's
+ * block code of register-blocked tiles of fp32 FMAs, which is
+ * deterministic. It is the attention of fp32 runs, since cuDNN's fused
+ * attention takes only bf16 and fp16, and of `attention: reference`.
+ * 16-bit runs use cuDNN's, in attention_cudnn.cu. Heads go up to 128
+ * dims, padded to 16, 32, 48, 64 or 128 with zeros in the padding's dims.
+ * Shared memory is dynamic, up to 175 KB a block for dk/dv at 128 dims.
+ * The H100 allows 227 KB, an A100 163 and sm_86/89 99, and
+ * dl_attention_shared_bytes says what a head size needs. */
 #include "config.h"
 
 #include "kernels/cuda/attention_tiles.cuh"
@@ -42,9 +43,10 @@ __global__ void __launch_bounds__(AT_THREADS) flash_dq_kernel(T *dq, const T *q,
                    q, k, v, dout, lse, delta, a);
 }
 
-/* A kernel's grid (a block per 64 rows of each head) and its shared memory,
- * allowed above the default 48 KB (a function attribute, not a stream
- * operation: allowed while a graph is captured). */
+/* A kernel's grid, a block per 64 rows of each head, and its shared memory.
+ * The memory is allowed above the default 48 KB through a function
+ * attribute, which is not a stream operation and so is allowed while a
+ * graph is captured. */
 template <typename Kernel> static int prepare(Kernel kernel, int floats, int B, const attn_shape &a, dim3 *grid)
 {
   DL_TRY_CUDA(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -138,7 +140,7 @@ extern "C" int dl_attention_shared_bytes(int HD, size_t *bytes)
   return 0;
 }
 
-/* The largest per-thread local memory (frames, spills) of the kernels. */
+/* The largest per-thread local memory of the kernels, for frames and spills. */
 static int add_stack_of(const void *kernel, size_t *bytes)
 {
   cudaFuncAttributes attributes;

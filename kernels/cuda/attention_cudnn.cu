@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/attention_cudnn.cu: attention through cuDNN's backend graph
- * API (cuDNN >= 9.13.1; written against 9.19): forward is the fused SDPA_FWD
- * operation writing the softmax statistics (the lse of the reference
- * kernels), backward the 18-operation flash-bprop graph cuDNN's fused
- * engines accept. Plans are built once per shape and dtype, kept in the
- * dl_sdpa cache, and are also built for a device that is not here (a
- * cuDNN device-properties JSON) by dl_sdpa_check, CI's GPU-less test.
- * Layouts as the reference kernels: q, k, v, o (B,N,NH,HD) act, lse
- * (B,NH,N) fp32. Deterministic plans (dl_sdpa_set_deterministic): dQ
- * written by its matmul directly (no fp32 accumulator, as cudnn-frontend's
- * deterministic backward), and only engines whose numerical notes do not
- * say NONDETERMINISTIC. */
+ * API, for cuDNN 9.13.1 or later, written against 9.19. The forward is the
+ * fused SDPA_FWD operation, writing the softmax statistics that are the lse
+ * of the reference kernels. The backward is the 18-operation flash-bprop
+ * graph that cuDNN's fused engines accept. Plans are built once per shape
+ * and dtype and kept in the dl_sdpa cache. dl_sdpa_check, CI's GPU-less
+ * test, also builds them for a device that is not here, described by a
+ * cuDNN device-properties JSON. Layouts are as in the reference kernels:
+ * q, k, v and o are [B,N,NH,HD] in act, and lse is [B,NH,N] in fp32.
+ * dl_sdpa_set_deterministic asks for deterministic plans. Then dQ is
+ * written by its matmul directly, without an fp32 accumulator, as in
+ * cudnn-frontend's deterministic backward, and only engines whose
+ * numerical notes do not say NONDETERMINISTIC are taken. */
 #include <cudnn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,12 +30,12 @@ static int cudnn_fail(cudnnStatus_t status, const char *call, const char *file, 
   return DL_CUDNN_BASE + (int)status;
 }
 
-/* A shape, type or layout cuDNN has no engine for: an answer about the
- * problem, which the reference kernels can take (if the config allows).
- * The rest of 3000-3999 (an old driver, another CUDA runtime, a GPU
- * architecture this cuDNN lacks, missing libnvrtc or libcuda.so.1, a
- * missing sublibrary) is the installation's problem: an error, in cuDNN's
- * own words. */
+/* A shape, type or layout cuDNN has no engine for. That is an answer about
+ * the problem, which the reference kernels can take if the config allows.
+ * The rest of 3000-3999 is the installation's problem and an error, in
+ * cuDNN's own words. Such are an old driver, another CUDA runtime, a GPU
+ * architecture this cuDNN lacks, a missing libnvrtc or libcuda.so.1, or a
+ * missing sublibrary. */
 static bool unsupported(cudnnStatus_t status)
 {
   switch (status) {
@@ -50,12 +51,12 @@ static bool unsupported(cudnnStatus_t status)
 }
 
 /* cuDNN before 9.15.1 reads out of bounds replaying the SDPA backward graph
- * when the sequence length is not a multiple of 128 (fixed in 9.15.1). */
+ * when the sequence length is not a multiple of 128. 9.15.1 fixed it. */
 static const size_t CUDNN_SDPA_BWD_ANY_LENGTH = 91501;
 
-/* 0 for success; a planning step's "not supported" (quiet: an answer, the
- * caller falls back and says so once) returned as it is; anything else
- * printed by cudnn_fail. */
+/* 0 for success. A planning step's "not supported" is returned as it is,
+ * quietly, because it is an answer: the caller falls back and says so
+ * once. cudnn_fail prints anything else. */
 static int cudnn_status(cudnnStatus_t status, bool quiet, const char *call, const char *file, int line)
 {
   if (status == CUDNN_STATUS_SUCCESS)
@@ -70,7 +71,7 @@ static int cudnn_status(cudnnStatus_t status, bool quiet, const char *call, cons
 
 enum { MAX_DESCS = 128, MAX_OPS = 24, SDPA_CACHE = 8, ALIGN = 256 };
 
-/* the graphs' non-virtual tensors (virtual ones are numbered from VIRTUAL_UID) */
+/* the graphs' non-virtual tensors; virtual ones are numbered from VIRTUAL_UID */
 enum { UID_Q = 1, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_DO, UID_DQ, UID_DK, UID_DV, UID_ONE, UID_DSUM,
        UID_DQACC, VIRTUAL_UID = 100 };
 
@@ -139,7 +140,7 @@ static cudnnDataType_t cudnn_type(dl_dtype act)
   return act == DL_BF16 ? CUDNN_DATA_BFLOAT16 : act == DL_F16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
 }
 
-/* uid 0: a virtual tensor (graph-internal, numbered here) */
+/* uid 0 means a virtual tensor, internal to the graph and numbered here */
 static int tensor(sdpa_graph *g, cudnnBackendDescriptor_t *t, int64_t uid, cudnnDataType_t type, const layout4 *l,
                   int kind)
 {
@@ -169,7 +170,7 @@ typedef struct {
   int kind;
 } tensor_spec;
 
-/* The tensors of specs but the one whose uid is `without` (0: none left out). */
+/* The tensors of specs but the one whose uid is `without`, where 0 leaves none out. */
 static int tensors(sdpa_graph *g, const tensor_spec *specs, size_t n, int64_t without)
 {
   for (size_t i = 0; i < n; i++)
@@ -240,7 +241,7 @@ static int reduce_sum(sdpa_graph *g, cudnnBackendDescriptor_t x, cudnnBackendDes
   return add_op(g, op);
 }
 
-/* y: x seen through other dims and strides (a transposed view) */
+/* y is x seen through other dims and strides, as a transposed view */
 static int reshape(sdpa_graph *g, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y)
 {
   cudnnBackendDescriptor_t op = NULL;
@@ -252,14 +253,14 @@ static int reshape(sdpa_graph *g, cudnnBackendDescriptor_t x, cudnnBackendDescri
 
 /* ------------------------------------------------------------ layouts */
 
-/* [B,H,S,D] over the (B,N,NH,HD) buffers of the model */
+/* [B,H,S,D] over the [B,N,NH,HD] buffers of the model */
 static layout4 bshd(const sdpa_shape *s)
 {
   const int64_t B = s->B, H = s->NH, S = s->N, D = s->HD;
   return (layout4){{B, H, S, D}, {S * H * D, D, H * D, 1}};
 }
 
-/* a contiguous [B,H,rows,cols] (cols 1: the statistics, the lse's (B,NH,N)) */
+/* a contiguous [B,H,rows,cols], where cols 1 gives the statistics in the lse's [B,NH,N] */
 static layout4 contiguous(const sdpa_shape *s, int64_t rows, int64_t cols)
 {
   const int64_t B = s->B, H = s->NH;
@@ -384,10 +385,11 @@ static int nondeterministic(sdpa_graph *g, cudnnBackendDescriptor_t cfg, bool *a
 }
 
 /* Finalizes the graph, asks heuristics mode A for engine configs and keeps
- * the first whose plan finalizes (cuDNN compiles its kernel here), among
- * the deterministic ones only if asked. For the device of `handle`, or
- * (handle NULL) the one `props` describes. Returns 0, or DL_CUDNN_BASE +
- * the last config's status (NOT_SUPPORTED if none). */
+ * the first whose plan finalizes, which is where cuDNN compiles its
+ * kernel. If asked, it looks among the deterministic ones only. It plans
+ * for the device of `handle`, or with handle NULL for the one `props`
+ * describes. Returns 0, or DL_CUDNN_BASE + the last config's status, which
+ * is NOT_SUPPORTED if there was none. */
 static int plan_graph(sdpa_graph *g, bool deterministic, cudnnHandle_t handle, cudnnBackendDescriptor_t props)
 {
   const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
@@ -539,11 +541,11 @@ static int run_pack(cudnnHandle_t handle, cudnnBackendDescriptor_t plan, cudnnBa
   return 0;
 }
 
-/* A variant pack per call, as cudnn-frontend builds one per execute: the
+/* A variant pack per call, as cudnn-frontend builds one per execute. The
  * pointers change from layer to layer, and making one costs about 1 us of
- * host time (create, three attributes, finalize, destroy: cuDNN 9.19 on the
- * CI machine's CPU), against attention kernels of milliseconds; a replayed
- * CUDA graph makes none. */
+ * host time, against attention kernels of milliseconds. That covers
+ * create, three attributes, finalize and destroy, with cuDNN 9.19 on the
+ * CI machine's CPU. A replayed CUDA graph makes none. */
 static int execute(cudnnHandle_t handle, const sdpa_graph *g, int n, int64_t *uids, void **ptrs, void *workspace,
                    cudaStream_t stream)
 {
@@ -641,7 +643,7 @@ extern "C" int dl_sdpa_bwd(dl_sdpa *sdpa, void *workspace, void *dq, void *dk, v
   DL_TRY(plans_for(sdpa, &shape, &p));
   if (shape.deterministic)
     return execute(sdpa->handle, &p->bwd, without_dqacc, uids, ptrs, own, s);
-  /* the accumulator starts at zero every call (whether cuDNN >= 9.6 clears it is unconfirmed) */
+  /* The accumulator starts at zero every call. Whether cuDNN 9.6 or later clears it is unconfirmed. */
   if (cudaMemsetAsync(dqacc, 0, dqacc_bytes(&shape), s) != cudaSuccess)
     return (int)cudaGetLastError();
   return execute(sdpa->handle, &p->bwd, 13, uids, ptrs, own, s);

@@ -1,25 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* kernels/cuda/attention_mma.cu: fp32 flash attention on tensor cores
- * (dl_attention_tc_*: 3xTF32, fp32-accurate, or plain TF32), beside
- * attention.cu's fp32 FMA kernels: the kernels and launches around
- * attention_mma_tiles.cuh's block code, and its context on the GPU (the
- * inline PTX of mma.sync m16n8k8 TF32, cvt.rna.tf32.f32, cp.async, the
- * quad shuffle, dq's turns). sm_80 and later; heads up to 128 dims (padded
- * as at_padded_head); up to 224.5 KB of shared memory a block (backward at
- * 128 dims; forward 192; 112.5 and 72 at 48: dl_attention_tc_shared_bytes;
- * sm_90 allows 227, an A100 163: up to 64 dims there). The forward's
- * blocks are 64 query rows (128 at 128 dims: am_sizes' FWD_ROWS).
- * The backward is one kernel, deterministic (dq in a fixed order: the
- * turns in dl_attention_tc_scratch_bytes). */
+/* kernels/cuda/attention_mma.cu: fp32 flash attention on tensor cores, the
+ * dl_attention_tc_* functions, in 3xTF32, which is fp32-accurate, or in
+ * plain TF32. It sits beside attention.cu's fp32 FMA kernels. It holds the
+ * kernels and launches around attention_mma_tiles.cuh's block code, and
+ * that code's context on the GPU: the inline PTX of mma.sync m16n8k8 TF32,
+ * cvt.rna.tf32.f32 and cp.async, the quad shuffle, and dq's turns. It
+ * needs sm_80 or later. Heads go up to 128 dims, padded as at_padded_head.
+ * A block takes up to 224.5 KB of shared memory, for the backward at 128
+ * dims. The forward takes 192 there, and at 48 dims they take 112.5 and
+ * 72, as dl_attention_tc_shared_bytes says. sm_90 allows 227 and an A100
+ * 163, so an A100 serves up to 64 dims. The forward's blocks are 64 query
+ * rows, or 128 at 128 dims, as am_sizes' FWD_ROWS says. The backward is
+ * one kernel and deterministic, because dq is summed in a fixed order by
+ * the turns in dl_attention_tc_scratch_bytes. */
 #include "config.h"
 
 #include <initializer_list>
 
 #include "kernels/cuda/attention_mma_tiles.cuh"
 
-/* The block code's context on the GPU: common.cuh's (the thread, the
- * barrier, the shuffle) and the tensor cores' own. The host bodies are
- * never run: the kernels are the only callers. */
+/* The block code's context on the GPU: common.cuh's, which gives the
+ * thread, the barrier and the shuffle, and the tensor cores' own. The host
+ * bodies are never run, because the kernels are the only callers. */
 struct am_device_ctx : gpu_block_ctx {
   /* round to TF32: nearest, ties away from zero, the low 13 bits zero */
   __host__ __device__ float tf32(float x) const
@@ -45,8 +47,8 @@ struct am_device_ctx : gpu_block_ctx {
     (void)d, (void)a, (void)b;
 #endif
   }
-  /* W (4 or 1) floats from global to shared memory, zeros where !inside
-   * (src is not read then), asynchronously until wait_copies */
+  /* W floats, 4 or 1, from global to shared memory, asynchronously until
+   * wait_copies. Where !inside it writes zeros and does not read src. */
   template <int W> __host__ __device__ void copy(float *dst, const float *src, bool inside) const
   {
 #ifdef __CUDA_ARCH__
@@ -61,14 +63,14 @@ struct am_device_ctx : gpu_block_ctx {
     (void)dst, (void)src, (void)inside;
 #endif
   }
-  /* this thread's copies have landed (the block's: after a sync) */
+  /* this thread's copies have landed, and the block's after a sync */
   __host__ __device__ void wait_copies() const
   {
 #ifdef __CUDA_ARCH__
     asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
   }
-  /* the block waits until *turn == value (acquire) */
+  /* the block waits until *turn == value, with acquire semantics */
   __host__ __device__ void wait_turn(const int *turn, int value) const
   {
 #ifdef __CUDA_ARCH__
@@ -86,7 +88,7 @@ struct am_device_ctx : gpu_block_ctx {
     (void)turn, (void)value;
 #endif
   }
-  /* after the block's stores and adds: *turn = value (release) */
+  /* after the block's stores and adds, *turn = value with release semantics */
   __host__ __device__ void pass_turn(int *turn, int value) const
   {
 #ifdef __CUDA_ARCH__
@@ -129,10 +131,10 @@ __global__ void __launch_bounds__(am_sizes<HDP, PASSES>::BWD_THREADS, am_sizes<H
                                  (int)blockIdx.y, dq, dk, dv, q, k, v, dout, lse, delta, turns, a, 0, 1);
 }
 
-/* Launches kernel on a grid of row blocks (`rows` each) x heads, blocks
- * of `threads` with `floats` of shared memory, allowed above the default
- * 48 KB (a function attribute, not a stream operation: allowed while a
- * graph is captured). */
+/* Launches kernel on a grid of row blocks of `rows` each by heads, in
+ * blocks of `threads` with `floats` of shared memory. The memory is
+ * allowed above the default 48 KB through a function attribute, which is
+ * not a stream operation and so is allowed while a graph is captured. */
 template <typename Kernel, typename... Args>
 static int launch(Kernel kernel, int threads, int floats, int rows, int B, const am_shape &a, cudaStream_t s,
                   Args... args)

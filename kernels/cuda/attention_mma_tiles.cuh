@@ -1,104 +1,118 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/attention_mma_tiles.cuh: the block code of the fp32 flash
- * attention on tensor cores (attention_mma.cu's kernels run it;
- * tests/unit/attention_mma_emulator.cu runs it on the CPU). Same math and
- * layouts as attention_tiles.cuh's FMA kernels; the tile products are
- * warp-level mma.sync m16n8k8 TF32 MMAs (fp32 accumulators):
- *  - 3xTF32 (PASSES 3, fp32-accurate): every operand x is split into
- *    big = tf32(x), small = tf32(x - big) (tf32: round to nearest, ties
- *    away, the low 13 bits zero: cvt.rna.tf32.f32) and a product sums
- *    a_small b_big + a_big b_small + a_big b_big (small x small dropped);
- *    PASSES 1: a_big b_big alone (plain TF32, as PyTorch's allow_tf32).
- *  - Split once, where it is staged: a tile that several warps read (the
- *    forward's q to 64 dims, k, v; the backward's q, do and dS) is held in
- *    shared memory as its TF32 terms, each element (big, small) side by
- *    side (PASSES 1: big alone), so a fragment is loaded, not computed: an
- *    element pair along a row (k index t, t+4 = elements 2t, 2t+1) is one
- *    16-byte load (am_pair), an element one 8-byte load (am_elem). Its rows
+ * attention on tensor cores. attention_mma.cu's kernels run it, and
+ * tests/unit/attention_mma_emulator.cu runs it on the CPU. It has the same
+ * math and layouts as attention_tiles.cuh's FMA kernels, but the tile
+ * products are warp-level mma.sync m16n8k8 TF32 MMAs with fp32
+ * accumulators.
+ *  - 3xTF32, with PASSES 3, is fp32-accurate. Every operand x is split
+ *    into big = tf32(x) and small = tf32(x - big), where tf32 rounds to
+ *    nearest with ties away and zeroes the low 13 bits, as
+ *    cvt.rna.tf32.f32 does. A product then sums
+ *    a_small b_big + a_big b_small + a_big b_big, dropping small x small.
+ *    PASSES 1 takes a_big b_big alone, which is plain TF32 as PyTorch's
+ *    allow_tf32 gives.
+ *  - An operand is split once, where it is staged. A tile that several
+ *    warps read is held in shared memory as its TF32 terms, each element's
+ *    big and small side by side, or big alone with PASSES 1. Such tiles are
+ *    the forward's q up to 64 dims, k and v, and the backward's q, do and
+ *    dS. So a fragment is loaded, not computed. An element pair along a
+ *    row, k index t and t+4 being elements 2t and 2t+1, is one 16-byte load
+ *    in am_pair, and an element one 8-byte load in am_elem. The tile's rows
  *    are copied by cp.async, 16 bytes a unit of 4 elements, into the first
- *    of the unit's two chunks; after its wait the thread that copied a
- *    unit splits it in place (am_expand: no other thread touches it, no
- *    extra barrier). Split on the fly only: A fragments taken from C
- *    fragments (p, P^T: a warp's own registers) and those of the operands
- *    held raw for room (the backward's k and v, the forward's q at 128
- *    dims: once per 8-dim step, for 8 n-groups), and the backward's dq B
- *    fragments (raw k).
- *  - No long sums on the tensor cores: they truncate their fp32 sums
- *    (toward zero), and thousands of MMAs onto one accumulator drift (o
- *    off by 3e-5 at 4050 keys on an H200). o, dk and dv add each tile's
- *    product, summed by MMAs from zero, in fp32 (am_add_product); dq's
+ *    of the unit's two chunks. After its wait, the thread that copied a
+ *    unit splits it in place in am_expand. No other thread touches the
+ *    unit, so this needs no extra barrier. Operands are split on the fly
+ *    only in three cases. The first is A fragments taken from C fragments,
+ *    p and P^T, which are a warp's own registers. The second is those of
+ *    the operands held raw for room, the backward's k and v and the
+ *    forward's q at 128 dims, once per 8-dim step for 8 n-groups. The third
+ *    is the backward's dq B fragments, from raw k.
+ *  - There are no long sums on the tensor cores. They truncate their fp32
+ *    sums toward zero, and thousands of MMAs onto one accumulator drift: o
+ *    was off by 3e-5 at 4050 keys on an H200. o, dk and dv add each tile's
+ *    product, summed by MMAs from zero, in fp32 in am_add_product. dq's
  *    per-block parts are added in global memory.
- *  - mma.sync, not Hopper's wgmma: its per-lane fragment layouts are
- *    documented in the PTX ISA ("Matrix Fragments for mma.m16n8k8", .tf32),
- *    so a test emulates them exactly on the CPU. With lane = 4 g + t
- *    (g = groupID, t = threadID_in_group), a 16 x 8 A fragment is a0 (g, t),
- *    a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); an 8 x 8 B fragment b0 (t, g),
- *    b1 (t+4, g); the 16 x 8 C/D fragment c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t),
- *    c3 (g+8, 2t+1). The order of a reduction is free: k index t (t+4) of
- *    an 8-step is element 2t (2t+1) of it, for an A fragment taken from a C
- *    fragment (P V, P^T dO, dS^T Q: c0, c1 are a0, a2: no shuffles) and
- *    for a pair along a staged row alike; dq's k index t (t+4) is key
- *    4h+t (4h+t+8) of a 16-key group, the pairs in which dS is stored.
- *  - Bank conflicts: a split row is a whole number of 128-byte lines, its
- *    2-element chunks XOR-swizzled by row (am_split_swizzle), a raw row's
- *    4-element units alike (am_raw_swizzle): the pair loads (a quarter
- *    warp: rows g, g+1 x 4 chunks), the element loads (a half warp: rows
- *    2t x 4 dims; the raw k: rows t x 8 dims) and the dS stores all hit 32
- *    banks.
- * Partitioning (FlashAttention-2): warps of 16 rows; row statistics over
- * the 4 lanes of a quad (shuffles); heads padded as at_padded_head (the
- * padding's dims are zeros), keys past N masked, rows past N never written.
- *  forward: a block of 64 query rows (4 warps; 128 rows, 8 warps at 128
- *    dims: the split k and v tiles, 64 KB each, shared by twice the
- *    warps) over tiles of 64 keys; k of the next tile loads during P V, v
- *    during Q K^T (one buffer each).
- *  backward: ONE kernel, a block per 64 keys over steps of 64 query rows,
- *    with the five products of FlashAttention-2: s^T = K Q^T,
- *    dp^T = V dO^T, dv += P^T dO, dk += dS^T Q (dS scaled), dq += dS K.
- *    Up to 48 dims a warp has 16 keys and does all five (and dq for 16 of
- *    the step's query rows). From 64 dims (ROLES 2) the block has 8 warps,
- *    two for each 16 keys: warp p computes s^T, P^T and dv (all dims),
- *    warp p + 4 dp^T, dS^T and dk; P^T goes from the one to the other
- *    through shared memory (the dS tile's chunks that the second then
- *    overwrites with dS, lane for lane), so nothing is computed twice and
- *    a warp keeps one 16 x HD accumulator; dq is 32 rows x 32 (16) dims a
- *    warp. dq is accumulated in global memory in a fixed order
- *    (deterministic): a step's rows take key block 0's part as a store,
- *    then blocks 1, 2, ... as adds, each block waiting for its turn on a
- *    per-step counter (FlashAttention-3's deterministic mode). Block j
- *    waits only for block j-1 of its head, of the lower index: the GPU
- *    dispatches blocks in index order, so the block waited for is running
- *    or done (no deadlock); the emulator runs blocks in order. Chosen over
- *    a dk/dv kernel plus a dq kernel (7 products, as the FMA path) for its
- *    5 products; it needs the counters as scratch.
- * Shared memory at 3xTF32 (am_sizes): forward 72 KB at 48 dims (3 blocks
- * an SM), 192 KB at 128 (1 block of 8 warps); backward 112.5 KB at 48 (2
- * blocks), 224.5 KB at 128 (1 block of 8 warps). sm_90 allows 227 KB a
- * block, an A100 163: 128 dims need an H100 or later.
+ *  - The code uses mma.sync, not Hopper's wgmma, because mma.sync's
+ *    per-lane fragment layouts are documented in the PTX ISA, under
+ *    "Matrix Fragments for mma.m16n8k8" for .tf32, so a test emulates them
+ *    exactly on the CPU. With lane = 4 g + t, where g is the groupID and t
+ *    the threadID_in_group, a 16 x 8 A fragment is a0 (g, t), a1 (g+8, t),
+ *    a2 (g, t+4), a3 (g+8, t+4); an 8 x 8 B fragment is b0 (t, g),
+ *    b1 (t+4, g); the 16 x 8 C/D fragment is c0 (g, 2t), c1 (g, 2t+1),
+ *    c2 (g+8, 2t), c3 (g+8, 2t+1). The order of a reduction is free. So k
+ *    index t of an 8-step is its element 2t, and k index t+4 its element
+ *    2t+1, both for an A fragment taken from a C fragment and for a pair
+ *    along a staged row. For P V, P^T dO and dS^T Q, c0 and c1 are then a0
+ *    and a2, with no shuffles. dq's k index t is key 4h+t of a 16-key
+ *    group, and k index t+4 is key 4h+t+8, the pairs in which dS is
+ *    stored.
+ *  - Against bank conflicts, a split row is a whole number of 128-byte
+ *    lines, and its 2-element chunks are XOR-swizzled by row in
+ *    am_split_swizzle. A raw row's 4-element units are swizzled alike in
+ *    am_raw_swizzle. So the pair loads of a quarter warp, rows g and g+1
+ *    by 4 chunks, the element loads of a half warp, rows 2t by 4 dims or
+ *    for the raw k rows t by 8 dims, and the dS stores all hit 32 banks.
+ * The partitioning is FlashAttention-2's. Warps take 16 rows each, and row
+ * statistics are taken over the 4 lanes of a quad by shuffles. Heads are
+ * padded as at_padded_head, the padding's dims being zeros. Keys past N
+ * are masked, and rows past N are never written.
+ *  The forward runs a block of 64 query rows in 4 warps over tiles of 64
+ *    keys. At 128 dims it runs 128 rows in 8 warps, so that twice the warps
+ *    share the split k and v tiles of 64 KB each. k of the next tile loads
+ *    during P V, and v during Q K^T, with one buffer each.
+ *  The backward is ONE kernel, a block per 64 keys over steps of 64 query
+ *    rows, with the five products of FlashAttention-2: s^T = K Q^T,
+ *    dp^T = V dO^T, dv += P^T dO, dk += dS^T Q with dS scaled, and
+ *    dq += dS K. Up to 48 dims a warp has 16 keys and does all five, and
+ *    dq for 16 of the step's query rows. From 64 dims, with ROLES 2, the
+ *    block has 8 warps, two for each 16 keys. Warp p computes s^T, P^T and
+ *    dv over all dims, and warp p + 4 computes dp^T, dS^T and dk. P^T goes
+ *    from the one to the other through shared memory, in the dS tile's
+ *    chunks, which the second then overwrites with dS lane for lane. So
+ *    nothing is computed twice and a warp keeps one 16 x HD accumulator.
+ *    dq is 32 rows x HD/4 dims a warp, which is 32 dims at 128 and 16 at
+ *    64. dq is accumulated in
+ *    global memory in a fixed order, so it is deterministic. A step's rows
+ *    take key block 0's part as a store, then blocks 1, 2 and on as adds,
+ *    each block waiting for its turn on a per-step counter, as in
+ *    FlashAttention-3's deterministic mode. Block j waits only for block
+ *    j-1 of its head, which has the lower index. The GPU dispatches blocks
+ *    in index order, so the block waited for is running or done, and there
+ *    is no deadlock. The emulator runs blocks in order. This was chosen
+ *    over a dk/dv kernel plus a dq kernel, with 7 products as the FMA path
+ *    has, for its 5 products. It needs the counters as scratch.
+ * Shared memory at 3xTF32 is given by am_sizes. The forward takes 72 KB at
+ * 48 dims, for 3 blocks an SM, and 192 KB at 128, for 1 block of 8 warps.
+ * The backward takes 112.5 KB at 48, for 2 blocks, and 224.5 KB at 128,
+ * for 1 block of 8 warps. sm_90 allows 227 KB a block and an A100 163, so
+ * 128 dims need an H100 or later.
  *
- * Cost, predicted from instruction counts (bench/attention-vs-torch
- * measures it): a B fragment is one or two loads per 3 MMAs, split once
- * per staged element (a 16-byte unit: 1 cp.async, 1 load, 12 ALU, 2
- * stores, for the 4 or 8 warps that read it) and on the fly as listed
- * above; each key group computes s^T and dp^T once (5 products). Counted in
- * the PTX (loop bodies times trip counts, per warp), instructions per unit
- * of work and cvt.rna among them:
- *   forward 48 dims, a 64-key tile:    ~2200 (cvt ~190)
- *   forward 128 dims, a 64-key tile:   ~3430 (cvt ~320)
- *   backward 48 dims, a step:          ~5100 (720 MMAs)
- *   backward 128 dims, a step:         ~4700 (960 MMAs)
- * On an H200 (B4 N4050 NH8, forward / backward ms, 3xTF32), issue-bound at
- * ~0.3-0.4 IPC a scheduler but no lower than the mma.sync tensor-core
- * bound (~0.5 MMA a clock an SM at 1.8 GHz: 3.4 ms forward, 8.5 ms
- * backward at 128 dims): base ~2.1 / ~6.7, mp ~4.2 / ~13, against PyTorch
- * SDPA's 4.06 / 9.81 and 6.03 / 18.66 (bench/RESULTS.md). Uncertain:
- * cvt.rna's cost in SASS (not visible here), the backward's dq turns and
- * barrier stalls with one block of 8 warps an SM at 128 dims.
+ * The cost is predicted from instruction counts, and
+ * bench/attention-vs-torch measures it. A B fragment is one or two loads
+ * per 3 MMAs. It is split once per staged element, where a 16-byte unit
+ * costs 1 cp.async, 1 load, 12 ALU and 2 stores for the 4 or 8 warps that
+ * read it, and on the fly as listed above. Each key group computes s^T
+ * and dp^T once, in 5 products. Counted in the PTX as loop bodies times
+ * trip counts per warp, the instructions per unit of work, and the
+ * cvt.rna or MMAs among them, are:
+ *   forward 48 dims, a 64-key tile:    ~2200, cvt ~190
+ *   forward 128 dims, a 64-key tile:   ~3430, cvt ~320
+ *   backward 48 dims, a step:          ~5100, 720 MMAs
+ *   backward 128 dims, a step:         ~4700, 960 MMAs
+ * On an H200, at B4 N4050 NH8 in 3xTF32, forward and backward take in ms:
+ * base ~2.1 / ~6.7 and mp ~4.2 / ~13, against PyTorch SDPA's 4.06 / 9.81
+ * and 6.03 / 18.66, as bench/RESULTS.md records. They are issue-bound at
+ * ~0.3-0.4 IPC a scheduler, but no lower than the mma.sync tensor-core
+ * bound of ~0.5 MMA a clock an SM at 1.8 GHz, which is 3.4 ms forward and
+ * 8.5 ms backward at 128 dims. Still uncertain are cvt.rna's cost in SASS,
+ * which is not visible here, and the backward's dq turns and barrier
+ * stalls with one block of 8 warps an SM at 128 dims.
  *
- * The code is __host__ __device__ over a context (c) giving the thread's
+ * The code is __host__ __device__ over a context c giving the thread's
  * index, the block barrier, the quad shuffle, tf32 rounding, the MMA,
- * cp.async copies and their wait, and dq's turns, stores and adds; every
- * thread reaches every barrier and every lane of a warp every MMA and
+ * cp.async copies and their wait, and dq's turns, stores and adds. Every
+ * thread reaches every barrier, and every lane of a warp every MMA and
  * shuffle. */
 #ifndef DLPAR_KERNELS_CUDA_ATTENTION_MMA_TILES_CUH
 #define DLPAR_KERNELS_CUDA_ATTENTION_MMA_TILES_CUH
@@ -114,42 +128,44 @@ enum {
   AM_THREADS = 128 /* 4 warps: a forward block's, a backward block's up to 48 dims */
 };
 
-/* The shape, and whether 16-byte copies may stage the rows (am_rows_aligned). */
+/* The shape, and whether 16-byte copies may stage the rows, as am_rows_aligned tells. */
 struct am_shape : attn_shape {
   bool vec;
 };
 
-/* Whether the rows of a (B, N, NH, HD) fp32 tensor at p all start on 16 bytes. */
+/* Whether the rows of a [B, N, NH, HD] fp32 tensor at p all start on 16 bytes. */
 static inline bool am_rows_aligned(const void *p, int HD)
 {
   return HD % 4 == 0 && (uintptr_t)p % 16 == 0;
 }
 
-/* A row of C elements split into W floats each (W 2: big, small; 1: big),
- * or raw (W 0: one float), in floats: whole 128-byte lines. */
+/* The floats of a row of C elements, in whole 128-byte lines. Split, each
+ * element takes W floats: big and small with W 2, big alone with W 1. Raw,
+ * with W 0, each takes one float. */
 __host__ __device__ constexpr int am_row_floats(int C, int W)
 {
   return ((W == 0 ? C : W * C) + 31) / 32 * 32;
 }
 
-/* Row r's XOR on the chunk (2-element) index of a split row: W 2 (16-byte
- * chunks, 8 a line): 0 4 2 6 4 0 6 2 by r % 8; W 1 (8-byte chunks, 16 a
- * line): 4 x (0 1 2 3 1 0 3 2). Even, so a unit's two chunks stay together. */
+/* Row r's XOR on the 2-element chunk index of a split row. With W 2, chunks
+ * of 16 bytes, 8 a line, take 0 4 2 6 4 0 6 2 by r % 8. With W 1, chunks
+ * of 8 bytes, 16 a line, take 4 x {0 1 2 3 1 0 3 2}. The XOR is even, so a
+ * unit's two chunks stay together. */
 __host__ __device__ constexpr int am_split_swizzle(int W, int r)
 {
   return W == 2 ? ((r >> 1 & 3) << 1 ^ (r & 1) << 2) : 4 * ((r & 3) ^ (r >> 2 & 1));
 }
 
-/* Row r's XOR on the unit (4-element) index of a raw row: 0 2 4 6 by r % 4. */
+/* Row r's XOR on the 4-element unit index of a raw row: 0 2 4 6 by r % 4. */
 __host__ __device__ constexpr int am_raw_swizzle(int r)
 {
   return 2 * (r & 3);
 }
 
-/* Shared memory (floats) of a block: the forward's 64 (to 64 dims) or 128
- * query rows (split; raw at 128 dims), k and v tiles of 64 keys (split);
- * the backward's q and do (split), k and v (raw), dS (64 x 64, split), lse
- * and delta. */
+/* The shared memory in floats of a block. The forward holds 64 query rows
+ * up to 64 dims, or 128 at 128 dims, split, or raw at 128 dims, and split k
+ * and v tiles of 64 keys. The backward holds split q and do, raw k and v,
+ * a split 64 x 64 dS, lse and delta. */
 __host__ __device__ constexpr int am_forward_floats(int hdp, int passes)
 {
   return (hdp <= 64 ? AM_ROWS * am_row_floats(hdp, passes == 3 ? 2 : 1) : 2 * AM_ROWS * am_row_floats(hdp, 0)) +
@@ -166,18 +182,19 @@ template <int HDP, int PASSES> struct am_sizes {
   static constexpr int W = PASSES == 3 ? 2 : 1; /* floats of a split element */
   static constexpr int NT = HDP / 8;            /* 8-dim groups of a padded head */
   static constexpr int RF = am_row_floats(HDP, W), RAW_LD = am_row_floats(HDP, 0), DS_RF = am_row_floats(AM_ROWS, W);
-  /* forward: FWD_WARPS warps of 16 query rows; q split (to 64 dims) or raw
-   * (128: for room, the k and v tiles shared by 8 warps); KT keys a tile */
+  /* The forward has FWD_WARPS warps of 16 query rows and KT keys a tile. q
+   * is split up to 64 dims, or raw at 128 for room, the k and v tiles then
+   * shared by 8 warps. */
   static constexpr bool FWD_Q_SPLIT = HDP <= 64;
   static constexpr int FWD_WARPS = HDP <= 64 ? 4 : 8, FWD_ROWS = 16 * FWD_WARPS, FWD_THREADS = 32 * FWD_WARPS;
   static constexpr int KT = AM_ROWS, FWD_Q = FWD_ROWS * (FWD_Q_SPLIT ? RF : RAW_LD);
   static constexpr int FWD = FWD_Q + 2 * KT * RF;
-  /* backward: 1 warp (ROLES 1) or 2 for each 16 keys; dq per warp: DQ_M
-   * 16-row tiles x DQ_N 8-dim groups */
+  /* The backward has 1 warp for each 16 keys with ROLES 1, or 2. dq per
+   * warp is DQ_M 16-row tiles x DQ_N 8-dim groups. */
   static constexpr int ROLES = HDP >= 64 ? 2 : 1, BWD_THREADS = AM_THREADS * ROLES;
   static constexpr int DQ_M = ROLES == 2 ? 2 : 1, DQ_N = ROLES == 2 ? NT / 4 : NT;
   static constexpr int BWD = 2 * AM_ROWS * RF + 2 * AM_ROWS * RAW_LD + AM_ROWS * DS_RF + 2 * AM_ROWS;
-  /* the 8-dim groups of o, dk, dv summed apart from the accumulator at once (am_add_product): all */
+  /* the 8-dim groups of o, dk and dv that am_add_product sums apart from the accumulator at once: all */
   static constexpr int CH = NT;
   static_assert(HDP % 16 == 0 && HDP <= 128, "heads are padded as at_padded_head");
   static_assert(FWD == am_forward_floats(HDP, PASSES) && BWD == am_backward_floats(HDP, PASSES),
@@ -186,8 +203,8 @@ template <int HDP, int PASSES> struct am_sizes {
   static_assert(4 * FWD <= 232448 && 4 * BWD <= 232448, "a block's tiles exceed sm_90's shared memory");
 };
 
-/* Vector accesses of shared memory: on the host (the emulation) checked
- * for the alignment the GPU needs, and element by element. */
+/* Vector accesses of shared memory. On the host, in the emulation, they are
+ * checked for the alignment the GPU needs, and done element by element. */
 __host__ __device__ inline void am_aligned(const float *p, int bytes)
 {
 #ifndef __CUDA_ARCH__
@@ -232,11 +249,11 @@ __host__ __device__ inline void am_store4(float *p, float a, float b, float c, f
   at_store4(p, a, b, c, d);
 }
 
-/* Offsets (floats) are a row's start plus an in-row offset, the row's
+/* Offsets, in floats, are a row's start plus an in-row offset, the row's
  * swizzle depending on the row modulo 8 only, so that a thread computes
  * its few bases once and unrolled indices become immediates. */
 
-/* In-row offset of chunk q (elements 2q, 2q+1) of a split row whose swizzle is f. */
+/* In-row offset of chunk q, elements 2q and 2q+1, of a split row whose swizzle is f. */
 template <int W> __host__ __device__ inline int am_chunk_off(int q, int f)
 {
   constexpr int CL = 16 / W; /* chunks a 128-byte line */
@@ -249,14 +266,15 @@ template <int W> __host__ __device__ inline int am_chunk_at(int r, int q, int rf
   return r * rf + am_chunk_off<W>(q, am_split_swizzle(W, r));
 }
 
-/* In-row offset of unit u (elements 4u..4u+3) of a raw row whose swizzle is s. */
+/* In-row offset of unit u, elements 4u..4u+3, of a raw row whose swizzle is s. */
 __host__ __device__ inline int am_unit_off(int u, int s)
 {
   return 32 * (u / 8) + 4 * ((u % 8) ^ s);
 }
 
-/* Offset of 4-element unit u of row r: a raw tile's (W 0), or a split
- * tile's first chunk (the unit's raw 16 bytes before am_expand). */
+/* Offset of 4-element unit u of row r, in a raw tile with W 0, or at a
+ * split tile's first chunk, where the unit's raw 16 bytes sit before
+ * am_expand. */
 template <int HDP, int W> __host__ __device__ inline int am_unit_at(int r, int u)
 {
   if constexpr (W == 0)
@@ -265,7 +283,7 @@ template <int HDP, int W> __host__ __device__ inline int am_unit_at(int r, int u
     return am_chunk_at<W>(r, 2 * u, am_row_floats(HDP, W));
 }
 
-/* A chunk's two elements: big[i], small[i] (0 for W 1). */
+/* A chunk's two elements: big[i] and small[i], which is 0 for W 1. */
 template <int W> __host__ __device__ inline void am_pair(const float *p, float (&big)[2], float (&small)[2])
 {
   if constexpr (W == 2) {
@@ -277,7 +295,7 @@ template <int W> __host__ __device__ inline void am_pair(const float *p, float (
   }
 }
 
-/* One element's terms (big, then small for W 2). */
+/* One element's terms: big, then small for W 2. */
 template <int W> __host__ __device__ inline void am_elem(const float *p, float &big, float &small)
 {
   if constexpr (W == 2) {
@@ -288,14 +306,14 @@ template <int W> __host__ __device__ inline void am_elem(const float *p, float &
   }
 }
 
-/* x's TF32 terms: big = tf32(x); small = tf32(x - big) for PASSES 3 (else 0). */
+/* x's TF32 terms: big = tf32(x), and small = tf32(x - big) for PASSES 3, else 0. */
 template <int PASSES, typename Ctx> __host__ __device__ inline void am_split(const Ctx &c, float x, float &big, float &small)
 {
   big = c.tf32(x);
   small = PASSES == 3 ? c.tf32(x - big) : 0.0f;
 }
 
-/* d += a b from split fragments: 3xTF32 (small terms first) or plain TF32. */
+/* d += a b from split fragments, by 3xTF32 with the small terms first, or by plain TF32. */
 template <int PASSES, typename Ctx>
 __host__ __device__ inline void am_mma(const Ctx &c, float (&d)[4], const float (&a_big)[4], const float (&a_small)[4],
                                        const float (&b_big)[2], const float (&b_small)[2])
@@ -307,21 +325,22 @@ __host__ __device__ inline void am_mma(const Ctx &c, float (&d)[4], const float 
   c.mma(d, a_big, b_big);
 }
 
-/* The staging map of a tile of ROWS rows by THREADS threads: a row's
- * HDP / 4 units padded to UP (a power of two) slots, slot e = tid +
- * THREADS i is row e / UP, unit e % UP (idle past HDP / 4): a thread keeps
- * its unit and steps RP rows, a multiple of 8, so its rows share one
- * swizzle and its offsets are one base and immediates. A warp reads whole
- * 16-byte runs of rows. */
+/* The staging map of a tile of ROWS rows by THREADS threads. A row's HDP / 4
+ * units are padded to UP slots, a power of two. Slot e = tid + THREADS i
+ * is row e / UP, unit e % UP, and idle past HDP / 4. A thread keeps its
+ * unit and steps RP rows, a multiple of 8, so its rows share one swizzle
+ * and its offsets are one base and immediates. A warp reads whole 16-byte
+ * runs of rows. */
 template <int HDP, int THREADS, int ROWS> struct am_stage_map {
   static constexpr int U = HDP / 4, UP = U <= 4 ? 4 : U <= 8 ? 8 : U <= 16 ? 16 : 32, RP = THREADS / UP,
                        STEPS = ROWS / RP;
   static_assert(THREADS % UP == 0 && ROWS % RP == 0 && RP % 8 == 0, "rows split evenly over the threads");
 };
 
-/* Copies of rows r0.. (ROWS of them, < N, dims < HD; zeros outside) of one
- * head into a tile of HDP dims: raw (W 0) or split (W 1, 2: each unit's raw
- * 16 bytes where am_expand splits them), by a block of THREADS. */
+/* A block of THREADS copies ROWS rows from r0 of one head into a tile of
+ * HDP dims, rows < N and dims < HD, with zeros outside. The tile is raw
+ * with W 0. With W 1 or 2 it is split, and each unit's raw 16 bytes land
+ * where am_expand splits them. */
 template <int HDP, int THREADS, int ROWS, int W, typename Ctx>
 __host__ __device__ void am_stage(const Ctx &c, float *dst, const float *src, at_head hd, int r0, const am_shape &a)
 {
@@ -351,9 +370,10 @@ __host__ __device__ void am_stage(const Ctx &c, float *dst, const float *src, at
   }
 }
 
-/* The units this thread copied into a split tile by am_stage (landed: after
- * its wait_copies), split in place: raw x0..x3 (at the unit's first chunk)
- * become the chunks (b0 s0 b1 s1)(b2 s2 b3 s3) (W 2) or b0 b1 b2 b3 (W 1). */
+/* The units this thread copied into a split tile by am_stage are split in
+ * place, once they have landed after its wait_copies. Raw x0..x3 at the
+ * unit's first chunk become the chunks b0 s0 b1 s1 | b2 s2 b3 s3 with W 2,
+ * or b0 b1 b2 b3 with W 1. */
 template <int HDP, int THREADS, int ROWS, int PASSES, typename Ctx>
 __host__ __device__ void am_expand(const Ctx &c, float *dst)
 {
@@ -382,13 +402,14 @@ __host__ __device__ void am_expand(const Ctx &c, float *dst)
   }
 }
 
-/* acc[n] += X Y_n^T over the HDP dims: the warp's 16 rows of X (from row
- * m0, a multiple of 16; split, or raw with A_W 0: split here) against rows
- * 8n.. of the split tile Y (n < KN): q k^T, k q^T, v do^T. Step ks pairs
- * elements 8ks + 2t, +1 as k index t, t+4; a thread's offsets of step ks
- * in its rows repeat every 4 steps, a 128-byte line's worth or two, in
- * which they advance by 32 floats per line: two steps a turn, offsets from
- * a table of 4. */
+/* acc[n] += X Y_n^T over the HDP dims, for q k^T, k q^T and v do^T. The
+ * warp's 16 rows of X start at row m0, a multiple of 16. X is split, or
+ * raw with A_W 0 and then split here. They meet rows 8n.. of the split
+ * tile Y, for n < KN. Step ks pairs elements 8ks + 2t and 8ks + 2t + 1 as
+ * k index t and t+4. A thread's offsets of step ks in its rows repeat
+ * every 4 steps, a 128-byte line's worth or two, in which they advance by
+ * 32 floats per line. So a turn takes two steps, with offsets from a table
+ * of 4. */
 template <int HDP, int PASSES, int A_W, int KN, typename Ctx>
 __host__ __device__ void am_scores(const Ctx &c, float (&acc)[KN][4], const float *X, const float *Y, int m0, int g,
                                    int t)
@@ -440,9 +461,9 @@ __host__ __device__ void am_scores(const Ctx &c, float (&acc)[KN][4], const floa
   }
 }
 
-/* The A fragment (split) of 8 columns of a C fragment, as the next
- * product's k step (pi order: c0 (g, 2t) is a0 (g, k = t), c1 (g, 2t+1)
- * is a2, c2 a1, c3 a3). */
+/* The split A fragment of 8 columns of a C fragment, as the next product's
+ * k step in pi order. c0 (g, 2t) is a0 (g, k = t), c1 (g, 2t+1) is a2, c2
+ * is a1, and c3 is a3. */
 template <int PASSES, typename Ctx>
 __host__ __device__ inline void am_split_c(const Ctx &c, const float (&cf)[4], float (&big)[4], float (&small)[4])
 {
@@ -452,22 +473,23 @@ __host__ __device__ inline void am_split_c(const Ctx &c, const float (&cf)[4], f
     am_split<PASSES>(c, a[i], big[i], small[i]);
 }
 
-/* The dS tile (64 query rows x 64 keys, split): the offset of the chunk of
- * query row i that holds keys 16p + j and 16p + j + 8 (j < 8; a warp's C
- * fragment rows g, g+8: one chunk a column). */
+/* In the split dS tile of 64 query rows x 64 keys, the offset of the chunk
+ * of query row i that holds keys 16p + j and 16p + j + 8, for j < 8. A
+ * warp's C fragment rows g and g+8 take one chunk a column. */
 template <int W> __host__ __device__ inline int am_ds_at(int i, int p, int j)
 {
   return am_chunk_at<W>(i, 8 * p + j, am_row_floats(AM_ROWS, W));
 }
 
-/* acc[n] += P Y over KT 8-row steps, Y a split tile, P's A fragments from
- * the C fragments cf (split here) or, with DS, from the chunks of key
- * group p of the dS tile ds that this thread stored (query 8kk + 2t holds
- * a0 (key g), a1 (key g+8); 8kk + 2t + 1 a2, a3): each chunk of CH 8-dim
- * groups summed by the MMAs from zero, then added to acc in fp32. The
- * tensor cores truncate their sums (toward zero): a chain of thousands of
- * MMAs onto one accumulator (every key into o) drifts (3e-5 at 4050 keys,
- * on an H200 as in the emulation); KT steps do not. */
+/* acc[n] += P Y over KT 8-row steps, with Y a split tile. P's A fragments
+ * come from the C fragments cf, split here. With DS they come instead from
+ * the chunks of key group p of the dS tile ds that this thread stored.
+ * There query 8kk + 2t holds a0 for key g and a1 for key g+8, and
+ * 8kk + 2t + 1 holds a2 and a3. Each chunk of CH 8-dim groups is summed by
+ * the MMAs from zero, then added to acc in fp32. The tensor cores truncate
+ * their sums toward zero, so a chain of thousands of MMAs onto one
+ * accumulator, as with every key into o, drifts. It drifted by 3e-5 at
+ * 4050 keys on an H200, as in the emulation. KT steps do not drift. */
 template <int HDP, int PASSES, int CH, bool DS, int KT, int NT, typename Ctx>
 __host__ __device__ void am_add_product(const Ctx &c, float (&acc)[NT][4], const float (&cf)[KT][4], const float *ds,
                                         int p, const float *Y, int g, int t)
@@ -518,10 +540,11 @@ __host__ __device__ void am_add_product(const Ctx &c, float (&acc)[NT][4], const
   }
 }
 
-/* The running softmax of rows g and g+8 (elements 2r, 2r+1 of each C
- * fragment of s) over one more tile of KN 8-key groups (scaled here;
- * columns >= count masked): s becomes the tile's p against the new maxima,
- * acc and the sums are rescaled to them. The rows' statistics are the quad's. */
+/* The running softmax of rows g and g+8, elements 2r and 2r+1 of each C
+ * fragment of s, over one more tile of KN 8-key groups. The tile is scaled
+ * here, and columns >= count are masked. s becomes the tile's p against
+ * the new maxima, and acc and the sums are rescaled to them. The rows'
+ * statistics are the quad's. */
 template <int KN, int NT, typename Ctx>
 __host__ __device__ void am_online_softmax(const Ctx &c, float (&s)[KN][4], float (&acc)[NT][4], float (&row_max)[2],
                                            float (&row_sum)[2], int count, float scale, int t)
@@ -558,8 +581,8 @@ __host__ __device__ void am_online_softmax(const Ctx &c, float (&s)[KN][4], floa
   }
 }
 
-/* Rows r0 + g, r0 + g + 8 (< N) and dims < HD of one head's rows, dims
- * d0 + 8n + 2t + e: out = acc * factor[r]. */
+/* out = acc * factor[r] for rows r0 + g and r0 + g + 8 of one head, those
+ * < N, at dims d0 + 8n + 2t + e, those < HD. */
 template <int NT>
 __host__ __device__ void am_write_rows(float *out, const float (&acc)[NT][4], const float (&factor)[2], at_head hd,
                                        int r0, int d0, int g, int t, const attn_shape &a)
@@ -597,7 +620,7 @@ __host__ __device__ void am_forward_block(const Ctx &c, float *smem, int i0, int
     if (QW != 0 && j0 == 0)
       am_expand<HDP, THREADS, S::FWD_ROWS, PASSES>(c, qs);
     am_expand<HDP, THREADS, KT, PASSES>(c, ks);
-    c.sync(); /* k (and q) split; every warp is done with the previous v */
+    c.sync(); /* k and q are split, and every warp is done with the previous v */
     am_stage<HDP, THREADS, KT, W>(c, vs, v, hd, j0, a);
     am_scores<HDP, PASSES, QW>(c, s, qs, ks, m0, g, t);
     am_online_softmax(c, s, acc, row_max, row_sum, a.N - j0, a.scale, t);
@@ -618,7 +641,7 @@ __host__ __device__ void am_forward_block(const Ctx &c, float *smem, int i0, int
   am_write_rows(o, acc, inv_sum, hd, i0 + m0, 0, g, t, a);
 }
 
-/* One backward step's q and do rows [i0, i0 + 64) (split tiles), their lse and delta. */
+/* One backward step's q and do rows [i0, i0 + 64) as split tiles, and their lse and delta. */
 template <int HDP, int PASSES, typename Ctx>
 __host__ __device__ void am_stage_step(const Ctx &c, float *qs, float *dos, float *lse_s, float *delta_s,
                                        const float *q, const float *dout, const float *lse, const float *delta,
@@ -636,10 +659,11 @@ __host__ __device__ void am_stage_step(const Ctx &c, float *qs, float *dos, floa
 }
 
 /* Backward for the keys [jt * 64, jt * 64 + 64) of head bh, by a block of
- * am_sizes<HDP, PASSES>::BWD_THREADS: dk and dv of those rows, and key
- * block jt's turn of dq on every step; turns: the head's per-step counters
- * (zero before key block 0). The steps run are first_step, + step_stride,
- * ... (the kernel: all; the emulator may pick). */
+ * am_sizes<HDP, PASSES>::BWD_THREADS. It computes dk and dv of those rows,
+ * and key block jt's turn of dq on every step. turns holds the head's
+ * per-step counters, zero before key block 0. The steps run are
+ * first_step, first_step + step_stride and on. The kernel runs them all,
+ * and the emulator may pick. */
 template <int HDP, int PASSES, typename Ctx>
 __host__ __device__ void am_backward_block(const Ctx &c, float *smem, int jt, int bh, float *dq, float *dk, float *dv,
                                            const float *q, const float *k, const float *v, const float *dout,
@@ -650,8 +674,9 @@ __host__ __device__ void am_backward_block(const Ctx &c, float *smem, int jt, in
   constexpr int W = S::W, ROLES = S::ROLES, THREADS = S::BWD_THREADS, QT = AM_ROWS / 8;
   const int warp = c.tid / 32, g = c.tid % 32 / 4, t = c.tid % 4, j0 = jt * AM_ROWS,
             steps = (a.N + AM_ROWS - 1) / AM_ROWS;
-  /* the warp's 16 keys (group p) and role: 0 (ROLES 1: all five products;
-   * else s^T, P^T, dv) or 1 (dp^T, dS^T, dk); its dq rows and dims */
+  /* The warp's 16 keys, group p, and its role. Role 0 does all five
+   * products with ROLES 1, else s^T, P^T and dv. Role 1 does dp^T, dS^T
+   * and dk. Then its dq rows and dims. */
   const int p = warp % 4, role = warp / 4, m0 = 16 * p;
   const int qb = ROLES == 2 ? 32 * (warp % 2) : 16 * warp, d0 = ROLES == 2 ? 8 * S::DQ_N * (warp / 2) : 0;
   const bool scores = ROLES == 1 || role == 0, grads = ROLES == 1 || role == 1;
@@ -673,7 +698,8 @@ __host__ __device__ void am_backward_block(const Ctx &c, float *smem, int jt, in
   am_stage_step<HDP, PASSES>(c, qs, dos, lse_s, delta_s, q, dout, lse, delta, hd, bh, first_step * AM_ROWS, a);
   for (int step = first_step; step < steps; step += step_stride) {
     const int i0 = step * AM_ROWS;
-    /* ROLES 1: s^T (then P^T), dp^T (then dS^T); ROLES 2: the role's one */
+    /* With ROLES 1, one accumulator holds s^T, then P^T, and the other dp^T, then dS^T.
+     * With ROLES 2, one holds the role's. */
     float sc[ROLES == 1 ? 2 : 1][QT][4] = {}, dq_acc[S::DQ_M][S::DQ_N][4] = {};
     float(&st)[QT][4] = sc[0];
     float(&dpt)[QT][4] = sc[ROLES == 1 ? 1 : 0];
@@ -704,7 +730,7 @@ __host__ __device__ void am_backward_block(const Ctx &c, float *smem, int jt, in
             am_store2(dss + dsb[e] + 8 * n * S::DS_RF, st[n][e], st[n][2 + e]);
       c.sync(); /* P^T is across */
     }
-    if (grads) { /* dS^T = P^T (dp^T - delta) (at_prob_grad's), scaled, split into dss; dk += dS^T q */
+    if (grads) { /* dS^T = P^T (dp^T - delta), as at_prob_grad has it, scaled and split into dss; dk += dS^T q */
       AT_UNROLL
       for (int n = 0; n < QT; n++)
         AT_UNROLL

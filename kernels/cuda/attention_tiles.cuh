@@ -1,24 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/attention_tiles.cuh: the flash attention's block code, one
- * 64-row tile per block of 256 threads, fp32 in shared memory and in
- * registers, fp32 FMAs (no TF32), never an N x N matrix:
- *  forward (a block of query rows i, over key tiles j):
- *    s_ij = q_i.k_j scale, online softmax (running max and sum per row),
+ * 64-row tile per block of 256 threads. It keeps fp32 in shared memory and
+ * in registers, uses fp32 FMAs without TF32, and never holds an N x N
+ * matrix. It uses no atomics, so it is deterministic.
+ *  The forward takes a block of query rows i over key tiles j:
+ *    s_ij = q_i.k_j scale, with an online softmax keeping a running max and sum per row,
  *    o_i = sum_j softmax_j(s_ij) v_j,  lse_i = log sum_j exp(s_ij)
- *  backward, recomputing p_ij = exp(q_i.k_j scale - lse_i), delta_i = do_i.o_i:
- *    dk/dv (a block of key rows j, over query tiles i):
+ *  The backward recomputes p_ij = exp(q_i.k_j scale - lse_i) and takes delta_i = do_i.o_i.
+ *    dk and dv take a block of key rows j over query tiles i:
  *      dv_j = sum_i p_ij do_i,  dk_j = scale sum_i ds_ij q_i,  ds_ij = p_ij (do_i.v_j - delta_i)
- *    dq (a block of query rows i, over key tiles j): dq_i = scale sum_j ds_ij k_j
- *  (no atomics: deterministic).
- * Each tile product is a register-blocked SIMT GEMM: thread (tx, ty) of the
- * 16 x 16 grid holds a 4 x 4 piece (rows ty*4.., columns tx*4..) of a
- * 64 x 64 score tile, and rows ty*4.. x DPT dims (at_dim) of a 64 x HD output.
- * Operands of a score tile are staged d-major ([d][row]: float4 loads along
- * rows); those of an output product row-major ([row][d]).
+ *    dq takes a block of query rows i over key tiles j: dq_i = scale sum_j ds_ij k_j
+ * Each tile product is a register-blocked SIMT GEMM. Thread tx, ty of the
+ * 16 x 16 grid holds a 4 x 4 piece of a 64 x 64 score tile, rows ty*4..
+ * and columns tx*4.., and rows ty*4.. x DPT dims of a 64 x HD output, as
+ * at_dim picks them. Operands of a score tile are staged d-major as
+ * [d][row], for float4 loads along rows. Those of an output product are
+ * staged row-major as [row][d].
  * The code is __host__ __device__ over a context giving the thread's index,
  * the block barrier and the half-warp shuffle, so a test runs these very
- * functions on the CPU, a thread per CUDA thread (tests/unit/attention_emulator.cu,
- * for tests/unit/test_attention_tiles.c);
+ * functions on the CPU, a thread per CUDA thread. That is
+ * tests/unit/attention_emulator.cu, for tests/unit/test_attention_tiles.c.
  * attention.cu's kernels run them with threadIdx, __syncthreads and
  * __shfl_xor_sync. Every thread reaches every barrier and shuffle. */
 #ifndef DLPAR_KERNELS_CUDA_ATTENTION_TILES_CUH
@@ -29,7 +30,7 @@
 
 #include "kernels/cuda/common.cuh"
 
-/* Loop unrolling, on the GPU only (the host compiler does not know the pragma). */
+/* Loop unrolling, on the GPU only, because the host compiler does not know the pragma. */
 #ifdef __CUDA_ARCH__
 #define AT_UNROLL _Pragma("unroll")
 #define AT_UNROLL_4 _Pragma("unroll 4")
@@ -39,7 +40,7 @@
 #endif
 
 enum {
-  AT_ROWS = 64,    /* rows of a tile (query or key) */
+  AT_ROWS = 64,    /* rows of a query or key tile */
   AT_THREADS = 256, /* 16 x 16 */
   AT_LD = AT_ROWS + 4 /* a d-major tile's row: float4-aligned, staggered banks */
 };
@@ -49,15 +50,16 @@ typedef struct {
   float scale;
 } attn_shape;
 
-/* The padded head dimension the block code is compiled for; 0: none (HD > 128). */
+/* The padded head dimension the block code is compiled for, or 0 for none when HD > 128. */
 __host__ __device__ constexpr int at_padded_head(int HD)
 {
   return HD < 1 ? 0 : HD <= 16 ? 16 : HD <= 32 ? 32 : HD <= 48 ? 48 : HD <= 64 ? 64 : HD <= 128 ? 128 : 0;
 }
 
-/* HDP: the head dimension padded to a multiple of 16 (dims >= HD are 0). */
-/* The shared memory (floats) of a dk/dv block, the largest of the three
- * kinds, for heads padded to hdp (at_sizes' DKDV; dl_attention_shared_bytes). */
+/* HDP is the head dimension padded to a multiple of 16, where dims >= HD are 0. */
+/* The shared memory in floats of a dk/dv block, the largest of the three
+ * kinds, for heads padded to hdp. It is at_sizes' DKDV, and
+ * dl_attention_shared_bytes reports it. */
 __host__ __device__ constexpr int at_dkdv_floats(int hdp)
 {
   return 2 * hdp * AT_LD + 2 * (hdp * AT_LD > AT_ROWS * (hdp + 4) ? hdp * AT_LD : AT_ROWS * (hdp + 4)) +
@@ -71,7 +73,7 @@ template <int HDP> struct at_sizes {
   static constexpr int ROWMAJOR = AT_ROWS * LDR; /* floats of a row-major tile */
   static constexpr int EITHER = DMAJOR > ROWMAJOR ? DMAJOR : ROWMAJOR;
   static constexpr int SCORES = AT_ROWS * AT_LD; /* a 64 x 64 tile, k-major */
-  /* shared memory (floats) of each block kind */
+  /* shared memory in floats of each block kind */
   static constexpr int FWD = 2 * DMAJOR + ROWMAJOR + SCORES;
   static constexpr int DKDV = 2 * DMAJOR + 2 * EITHER + 2 * SCORES + 2 * AT_ROWS;
   static_assert(DKDV == at_dkdv_floats(HDP), "at_dkdv_floats follows this layout");
@@ -85,9 +87,10 @@ template <int HDP> struct at_sizes {
                 "a block's tiles exceed sm_90's shared memory");
 };
 
-/* The e-th of a thread's DPT output dims: runs of 4 (float4 loads) 64 dims
- * apart when DPT is a multiple of 4, so 16 threads read 16 consecutive
- * float4s (no bank conflict); else DPT consecutive dims. */
+/* The e-th of a thread's DPT output dims. When DPT is a multiple of 4 they
+ * are runs of 4 for float4 loads, 64 dims apart, so 16 threads read 16
+ * consecutive float4s without a bank conflict. Otherwise they are DPT
+ * consecutive dims. */
 template <int DPT> __host__ __device__ constexpr int at_dim(int tx, int e)
 {
   return DPT % 4 == 0 ? (e / 4) * 64 + tx * 4 + e % 4 : tx * DPT + e;
@@ -111,7 +114,7 @@ __host__ __device__ inline void at_store4(float *p, float a, float b, float c, f
 #endif
 }
 
-/* The rows of one head in a (B, N, NH, HD) tensor: row r at base + r * ld. */
+/* The rows of one head in a [B, N, NH, HD] tensor, row r at base + r * ld. */
 struct at_head {
   size_t base, ld;
 };
@@ -128,8 +131,8 @@ template <int HDP, typename T, typename Ctx>
 __host__ __device__ void at_stage_dmajor(const Ctx &c, float *dst, const T *src, at_head hd, int r0, float scale,
                                          const attn_shape &a)
 {
-  /* a warp's 32 elements are 4 rows x 8 dims: its global reads stay whole
-   * sectors, its stores (bank 4d + r) hit 32 banks */
+  /* A warp's 32 elements are 4 rows x 8 dims, so its global reads stay
+   * whole sectors and its stores, to bank 4d + r, hit 32 banks. */
   for (int e = c.tid; e < AT_ROWS * HDP; e += AT_THREADS) {
     const int group = e / 32, lane = e % 32, dim_groups = HDP / 8;
     const int r = group / dim_groups * 4 + lane % 4, d = group % dim_groups * 8 + lane / 4;
@@ -159,7 +162,7 @@ __host__ __device__ void at_stage_pair(const Ctx &c, float *x_tile, const T *x, 
   at_stage_dmajor<HDP>(c, y_tile, y, hd, r0, 1.0f, a);
 }
 
-/* acc[m][n] += sum_d A[d][ty*4+m] B[d][tx*4+n] (two d-major tiles) */
+/* acc[m][n] += sum_d A[d][ty*4+m] B[d][tx*4+n], over two d-major tiles */
 template <int HDP>
 __host__ __device__ void at_scores(float (&acc)[4][4], const float *A, const float *B, int tx, int ty)
 {
@@ -175,8 +178,8 @@ __host__ __device__ void at_scores(float (&acc)[4][4], const float *A, const flo
   }
 }
 
-/* acc[m][e] += sum_k X[k][ty*4+m] Y[k][at_dim(tx, e)] (X a k-major score
- * tile, Y a row-major tile) */
+/* acc[m][e] += sum_k X[k][ty*4+m] Y[k][at_dim(tx, e)], where X is a k-major
+ * score tile and Y a row-major tile */
 template <int HDP>
 __host__ __device__ void at_rows(float (&acc)[4][at_sizes<HDP>::DPT], const float *X, const float *Y, int tx, int ty)
 {
@@ -206,8 +209,8 @@ __host__ __device__ void at_rows(float (&acc)[4][at_sizes<HDP>::DPT], const floa
   }
 }
 
-/* X[tx*4+n][ty*4+m] = v[m][n]: a thread's score piece into a k-major tile
- * (the column index becomes the reduction index of at_rows). */
+/* X[tx*4+n][ty*4+m] = v[m][n] puts a thread's score piece into a k-major
+ * tile. The column index becomes the reduction index of at_rows. */
 __host__ __device__ inline void at_store_scores(float *X, const float (&v)[4][4], int tx, int ty)
 {
   AT_UNROLL
@@ -233,7 +236,7 @@ __host__ __device__ void at_write_rows(T *out, const float (&acc)[4][at_sizes<HD
   }
 }
 
-/* Max and sum over the 16 threads of a half-warp (one ty: the same rows). */
+/* Max and sum over the 16 threads of a half-warp, which share one ty and so the same rows. */
 template <typename Ctx> __host__ __device__ float at_row_max(const Ctx &c, float v)
 {
   for (int offset = 8; offset > 0; offset >>= 1)
@@ -248,9 +251,9 @@ template <typename Ctx> __host__ __device__ float at_row_sum(const Ctx &c, float
   return v;
 }
 
-/* The running softmax of rows ty*4+m over one more score tile s (columns
- * >= count masked): s becomes the tile's p (against the new maxima), acc
- * and the sums are rescaled to the new maxima. */
+/* The running softmax of rows ty*4+m over one more score tile s, with
+ * columns >= count masked. s becomes the tile's p against the new maxima,
+ * and acc and the sums are rescaled to the new maxima. */
 template <int DPT, typename Ctx>
 __host__ __device__ void at_online_softmax(const Ctx &c, float (&s)[4][4], float (&acc)[4][DPT], float (&row_max)[4],
                                            float (&row_sum)[4], int count, int tx)
@@ -280,8 +283,8 @@ __host__ __device__ void at_online_softmax(const Ctx &c, float (&s)[4][4], float
 }
 
 /* The backward's recomputed probability and its score gradient for one
- * score s (unscaled) and do.v: p = exp(s scale - lse), 0 for a position
- * past N; s becomes p, dp becomes ds = p (dp - delta). */
+ * unscaled score s and do.v. p = exp(s scale - lse), or 0 for a position
+ * past N. s becomes p, and dp becomes ds = p (dp - delta). */
 __host__ __device__ inline void at_prob_grad(float &s, float &dp, float lse, float delta, bool inside, float scale)
 {
   s = inside ? expf(s * scale - lse) : 0.0f;
@@ -297,8 +300,8 @@ template <typename T> __host__ __device__ float at_delta_row(const T *dout, cons
   return sum;
 }
 
-/* delta_i = do_i . o_i for every row of (B, NH, N): the backward's first
- * kernel (attention.cu's and attention_mma.cu's). */
+/* delta_i = do_i . o_i for every row of [B, NH, N]. This is the backward's
+ * first kernel, in attention.cu and attention_mma.cu alike. */
 template <typename T> __global__ void delta_kernel(float *delta, const T *dout, const T *o, int B, attn_shape a)
 {
   const size_t rows = (size_t)B * a.NH * a.N, ld = (size_t)a.NH * a.HD;

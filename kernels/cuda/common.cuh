@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* kernels/cuda/common.cuh: what every CUDA kernel file shares:
- * DL_TRY_CUDA (returns CUDA's status; the caller prints file:line
- * and dl_status_string), the conversions between fp32 and the activation types,
- * grid sizes, dtype dispatch and block reductions. */
+/* kernels/cuda/common.cuh: what every CUDA kernel file shares. That is
+ * DL_TRY_CUDA, which returns CUDA's status for the caller to print with
+ * file:line and dl_status_string, the conversions between fp32 and the
+ * activation types, grid sizes, dtype dispatch and block reductions. */
 #ifndef DLPAR_KERNELS_CUDA_COMMON_CUH
 #define DLPAR_KERNELS_CUDA_COMMON_CUH
 
@@ -14,12 +14,12 @@
 
 #include "kernels/cuda/ops.h"
 
-/* The kernels' part of the error family (common/status.h): DL_TRY returns
- * a call's non-zero dl status; DL_TRY_CUDA a CUDA error as one (cudaSuccess
- * is 0); DL_TRY_GOTO(call, rc, label) keeps the status in rc and goes to
- * the function's cleanup label. The kernels' status carries no message:
- * the caller (the CUDA model's MODEL_TRY, trainer/model/cuda/) records its
- * file:line, the call and dl_status_string's words. */
+/* The kernels' part of the error family of common/status.h. DL_TRY returns
+ * a call's non-zero dl status, and DL_TRY_CUDA returns a CUDA error as one,
+ * cudaSuccess being 0. DL_TRY_GOTO(call, rc, label) keeps the status in rc
+ * and goes to the function's cleanup label. The kernels' status carries no
+ * message. The caller, the CUDA model's MODEL_TRY in trainer/model/cuda/,
+ * records its file:line, the call and dl_status_string's words. */
 #define DL_TRY(call)                                                                          \
   do {                                                                                        \
     const int try_rc_ = (call);                                                               \
@@ -33,10 +33,10 @@
   } while (0)
 #define DL_TRY_CUDA(call) DL_TRY((int)(call))
 
-/* After a kernel launch: the launch's own error (bad configuration). */
+/* After a kernel launch, this returns the launch's own error, such as a bad configuration. */
 #define DL_TRY_LAUNCH() DL_TRY_CUDA(cudaGetLastError())
 
-/* (host too: attention_tiles.cuh's block code also runs on the CPU in a test) */
+/* On the host too, because attention_tiles.cuh's block code also runs on the CPU in a test. */
 __host__ __device__ __forceinline__ float to_float(float x) { return x; }
 __host__ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __host__ __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
@@ -67,8 +67,9 @@ __device__ __forceinline__ float warp_sum(float v)
   return v;
 }
 
-/* V consecutive values at p as fp32, and back. V = 4: one load or store of
- * 16 bytes (fp32) or 8 (bf16, fp16), p aligned to that; V = 1: one value. */
+/* V consecutive values at p as fp32, and back. With V = 4 this is one load
+ * or store of 16 bytes for fp32 or 8 for bf16 and fp16, with p aligned to
+ * that. With V = 1 it is one value. */
 template <int V, typename T> __device__ __forceinline__ void load_vec(float (&out)[V], const T *p)
 {
   if constexpr (V == 4 && sizeof(T) == 4) {
@@ -103,18 +104,19 @@ template <int V, typename T> __device__ __forceinline__ void store_vec(T *p, con
   }
 }
 
-/* Whether p may be read V values at a time by load_vec (NULL: yes). */
+/* Whether p may be read V values at a time by load_vec. It holds for NULL too. */
 template <int V, typename T> static inline bool vec_aligned(const T *p)
 {
   return (uintptr_t)p % (V * sizeof(T)) == 0;
 }
 
-/* The block code's context on the GPU: the block code of a kernel that a
- * CPU stand-in also runs (tests/unit: the emulators) is __host__ __device__
- * over a context; this is the GPU's (the host bodies are never run:
- * kernels are the only callers): the thread, the block barrier, the
- * warp's shuffle, a warp's sum (warp_sum: every lane gets it) and V values
- * at p as fp32 and back (load_vec, store_vec: p aligned to V values). */
+/* The block code's context on the GPU. The block code of a kernel that a
+ * CPU stand-in, one of the emulators in tests/unit, also runs is
+ * __host__ __device__ over a context, and this is the GPU's. Its host
+ * bodies are never run, because kernels are the only callers. It gives
+ * the thread, the block barrier, the warp's shuffle, a warp's sum in
+ * warp_sum, which every lane gets, and V values at p as fp32 and back in
+ * load_vec and store_vec, with p aligned to V values. */
 struct gpu_block_ctx {
   int tid;
   __host__ __device__ void sync() const
@@ -160,7 +162,7 @@ struct gpu_block_ctx {
   }
 };
 
-/* Sum over a block whose size is a multiple of 32 (at most 1024); every thread gets it. */
+/* Sum over a block whose size is a multiple of 32 and at most 1024. Every thread gets it. */
 __device__ __forceinline__ float block_sum(float v, float *shared32)
 {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;

@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* kernels/cuda/elementwise.cu: the pointwise and data-movement ops: casts,
- * the residual stream's start (tokens + position embedding) and the
- * embedding's gradient, bias planes (the GEMMs' fallback), exact GELU,
- * column sums (bias gradients), patchify / unpatchify. Grid-stride loops
- * (over elements, or over rows where an element's row would cost a 64-bit
- * division); casts and GELU take 4 values a thread (map_values: 16 bytes
- * of fp32, 8 of 16-bit values) where the pointers allow; the column sums
- * are deterministic (reduce.cuh's two stages, fixed order). */
+/* kernels/cuda/elementwise.cu: the pointwise and data-movement ops. They are
+ * casts, the residual stream's start as tokens plus position embedding,
+ * the embedding's gradient, bias planes as the GEMMs' fallback, exact
+ * GELU, column sums for bias gradients, and patchify and unpatchify. The
+ * loops are grid-stride, over elements, or over rows where an element's
+ * row would cost a 64-bit division. Casts and GELU take 4 values a thread
+ * through map_values where the pointers allow, which is 16 bytes of fp32
+ * or 8 of 16-bit values. The column sums are deterministic, through
+ * reduce.cuh's two stages in a fixed order. */
 #include "config.h"
 
 #include "kernels/cuda/reduce.cuh"
 
-/* out[i] = f(a[i]) (or f(a[i], b[i])) for i < n in fp32: V values a thread
- * at a time (load_vec), then the tail of n % V one at a time. */
+/* out[i] = f(a[i]), or f(a[i], b[i]), for i < n in fp32. A thread takes V
+ * values at a time through load_vec, then the tail of n % V one at a time. */
 template <int V, typename TO, typename TA, typename TB, typename F>
 __device__ void map_values(TO *out, const TA *a, const TB *b, size_t n, F f)
 {
@@ -72,16 +73,16 @@ extern "C" int dl_cast(void *dst, dl_dtype dst_type, const void *src, dl_dtype s
   return cast_from((__half *)dst, src, src_type, n, s);
 }
 
-/* Blocks for a kernel that gives each block whole rows (grid-stride over
- * rows; a row's index math, 64-bit where a count of rows may pass 2^31,
- * is done once a row). */
+/* Blocks for a kernel that gives each block whole rows, grid-stride over
+ * rows. A row's index math, 64-bit where a count of rows may pass 2^31, is
+ * done once a row. */
 static unsigned row_blocks(size_t rows)
 {
   return (unsigned)(rows < 65535u * 16u ? (rows > 0 ? rows : 1) : 65535u * 16u);
 }
 
-/* A block per token row: the row's position (a 64-bit offset) once, the
- * columns by the threads. */
+/* A block per token row computes the row's position, a 64-bit offset, once,
+ * and the threads take the columns. */
 template <typename T> __global__ void embed_tokens_kernel(float *x, const T *tokens, const float *pos, int rows, int N,
                                                           int D)
 {
@@ -107,8 +108,8 @@ extern "C" int dl_embed_tokens(float *x, const void *tokens, const float *pos, i
   return DL_DISPATCH(act, embed_tokens, x, tokens, pos, B, N, D, s);
 }
 
-/* plane p of out (rows x cols) += bias_p in each row: a block per row of
- * all the planes' rows */
+/* Plane p of out, rows x cols, += bias_p in each row, with a block per row
+ * of all the planes' rows. */
 template <typename T> __global__ void add_bias_planes_kernel(T *out, const T *bias, int planes, int rows, int cols)
 {
   for (size_t r = blockIdx.x; r < (size_t)planes * rows; r += gridDim.x) {
@@ -219,7 +220,7 @@ extern "C" int dl_gelu_bwd(void *dinp, const void *inp, const void *dout, size_t
   return DL_DISPATCH(act, gelu_bwd, dinp, inp, dout, n, s);
 }
 
-/* Column sums (bias gradients) through the two-stage reduction of reduce.cuh. */
+/* Column sums for bias gradients, through the two-stage reduction of reduce.cuh. */
 template <typename T>
 static int column_sum(float *sum, int accumulate, const void *x, int rows, int cols, float *partials, cudaStream_t s)
 {
@@ -238,8 +239,9 @@ extern "C" int dl_column_sum(float *sum, int accumulate, const void *x, int rows
   return DL_DISPATCH(act, column_sum, sum, accumulate, x, rows, cols, partials, s);
 }
 
-/* The image kernels take a pixel row (b, c, y) per block: the row's 64-bit
- * offsets once, its W pixels by the threads with 32-bit arithmetic. */
+/* The image kernels take a pixel row b, c, y per block. The row's 64-bit
+ * offsets are computed once, and the threads take its W pixels with 32-bit
+ * arithmetic. */
 struct pixel_row {
   int b, c, y;
   __device__ pixel_row(size_t r, int C, int H) : b((int)(r / ((size_t)H * C))), c((int)(r / H % C)), y((int)(r % H)) {}

@@ -7,16 +7,18 @@
  *                                   bias gradient (colsum of dout) in the BGRADB epilogue
  * The bias vector has D's type, as cuBLASLt requires of a 16-bit D (the
  * forward bias is the act copy of the weights; the bias gradient is fp32
- * like dW). fp32 accumulation always (TF32 only when allowed). One handle,
- * one workspace. Each shape's plan (descriptor, layouts, the heuristic's
- * algorithm or that there is none) is made on its first call and kept in a
- * hash table, so a call costs a lookup, the pointers' attributes and the
- * GEMM. Operands may sit at any 16-byte offset: the heuristic is told each
- * pointer's alignment, which is part of the shape's key. Every epilogue has
- * a fallback, a plain GEMM and a kernel, taken where cuBLASLt has no
- * algorithm or refuses its own at run time, from then on without asking
- * again: the bias (dl_add_bias_planes), the bias gradient (dl_column_sum,
- * its partials in the workspace) and the GELUs (dl_gelu_fwd/bwd). */
+ * like dW). Accumulation is always fp32, and TF32 only when allowed. There
+ * is one handle and one workspace. Each shape's plan is made on its first
+ * call and kept in a hash table, so a call costs a lookup, the pointers'
+ * attributes and the GEMM. A plan holds the descriptor, the layouts, and
+ * the heuristic's algorithm or the fact that there is none. Operands may
+ * sit at any 16-byte offset, because the heuristic is told each pointer's
+ * alignment, which is part of the shape's key. Every epilogue has a
+ * fallback, a plain GEMM and a kernel, taken where cuBLASLt has no
+ * algorithm or refuses its own at run time, and from then on without
+ * asking again. The bias falls back to dl_add_bias_planes, the bias
+ * gradient to dl_column_sum with its partials in the workspace, and the
+ * GELUs to dl_gelu_fwd/bwd. */
 #include "config.h"
 
 #include <cublasLt.h>
@@ -29,9 +31,9 @@
 
 #include "kernels/cuda/common.cuh"
 
-/* A cuBLAS status as a dl status (DL_CUBLAS_BASE + status; dl_status_string
- * names it). DL_TRY_CUBLAS returns it on an error; DL_TRY_CUBLAS_GOTO keeps
- * it in rc and goes to label. */
+/* A cuBLAS status as a dl status, DL_CUBLAS_BASE + status, which
+ * dl_status_string names. DL_TRY_CUBLAS returns it on an error, and
+ * DL_TRY_CUBLAS_GOTO keeps it in rc and goes to label. */
 static int cublas_status(cublasStatus_t st)
 {
   return st == CUBLAS_STATUS_SUCCESS ? 0 : DL_CUBLAS_BASE + (int)st;
@@ -39,11 +41,11 @@ static int cublas_status(cublasStatus_t st)
 #define DL_TRY_CUBLAS(call) DL_TRY(cublas_status(call))
 #define DL_TRY_CUBLAS_GOTO(call, rc, label) DL_TRY_GOTO(cublas_status(call), rc, label)
 
-/* What fixes a GEMM's descriptor, layouts and algorithm (the pointers are
- * set per call). Built by gemm_key_of, which zeroes the padding: keys are
- * hashed and compared as bytes. */
+/* What fixes a GEMM's descriptor, layouts and algorithm, while the pointers
+ * are set per call. gemm_key_of builds it and zeroes the padding, because
+ * keys are hashed and compared as bytes. */
 typedef struct {
-  int64_t stride_a, stride_b, stride_d, stride_bias; /* a batch's planes, elements apart (0: shared) */
+  int64_t stride_a, stride_b, stride_d, stride_bias; /* a batch's planes, elements apart, or 0 when shared */
   int m, n, k, transa, transb, ab_type, d_type, epilogue, accumulate, planes;
   int align_a, align_b, align_d, align_bias, align_aux; /* bytes, up to 256, of each plane */
 } gemm_key;
@@ -71,16 +73,16 @@ struct dl_blas {
 typedef struct {
   void *d;
   const void *a, *b;
-  void *bias; /* the bias (BIAS) or its gradient (BGRADB), D's type; NULL: none */
+  void *bias; /* the bias for BIAS or its gradient for BGRADB, in D's type, or NULL for none */
   int m, n, k, transa, transb, accumulate;
   dl_dtype ab_type, d_type;
   cublasLtEpilogue_t epilogue;
-  /* a strided batch of `planes` GEMMs (0 or 1: one), each operand's planes
-   * `stride_*` elements apart (0: shared by all) */
+  /* A strided batch of `planes` GEMMs, where 0 or 1 means one. Each
+   * operand's planes are `stride_*` elements apart, or 0 when all share one. */
   int planes;
   int64_t stride_a, stride_b, stride_d, stride_bias;
-  /* the GELU epilogues' pre-activation (GELU_AUX_BIAS: written; DGELU:
-   * read), D's type and shape, leading dimension m; NULL: none */
+  /* The GELU epilogues' pre-activation, written by GELU_AUX_BIAS and read by
+   * DGELU, in D's type and shape with leading dimension m, or NULL for none. */
   void *aux;
 } gemm_call;
 
@@ -127,7 +129,7 @@ extern "C" void dl_blas_refuse_epilogues(dl_blas *b)
   b->epilogues_refused = true;
 }
 
-/* Whatever of the plan was made (a failed one's handles may be NULL). */
+/* Whatever of the plan was made. A failed plan's handles may be NULL. */
 static void plan_destroy(gemm_plan *plan)
 {
   if (plan->la)
@@ -153,8 +155,8 @@ extern "C" void dl_blas_destroy(dl_blas *b)
   free(b);
 }
 
-/* The largest power of two (up to 256) that divides the address of every
- * plane: the first's and the distance between them. */
+/* The largest power of two, up to 256, that divides the address of every
+ * plane, that is the first's and the distance between them. */
 static int alignment_of(const void *ptr, int64_t stride, dl_dtype type)
 {
   const uintptr_t bits = (uintptr_t)ptr | (uintptr_t)(stride * (int64_t)dl_dtype_bytes(type));
@@ -218,7 +220,7 @@ static gemm_plan *find_slot(gemm_plan *plans, size_t capacity, const gemm_key *k
   return &plans[i];
 }
 
-/* Doubles the table (a plan is a few handles: moved, not rebuilt). */
+/* Doubles the table. A plan is a few handles, so it is moved, not rebuilt. */
 static int grow_plans(dl_blas *blas)
 {
   const size_t capacity = 2 * blas->capacity;
@@ -234,7 +236,7 @@ static int grow_plans(dl_blas *blas)
   return 0;
 }
 
-/* The layout's planes (a batch of `planes` matrices `stride` elements apart). */
+/* The layout's planes, a batch of `planes` matrices `stride` elements apart. */
 static int set_planes(cublasLtMatrixLayout_t layout, int planes, int64_t stride)
 {
   const int32_t count = planes;
@@ -288,7 +290,7 @@ static int set_epilogue(cublasLtMatmulDesc_t op, const gemm_call *g, const gemm_
   return set_pointers(op, g);
 }
 
-/* The plan's descriptor and its three layouts (A, B, and C = D). */
+/* The plan's descriptor and its three layouts, for A, B, and C = D. */
 static int describe(dl_blas *blas, const gemm_call *g, gemm_plan *plan)
 {
   const gemm_key *key = &plan->key;
@@ -309,7 +311,7 @@ static int describe(dl_blas *blas, const gemm_call *g, gemm_plan *plan)
   return set_planes(plan->lc, key->planes, key->stride_d);
 }
 
-/* The heuristic's first algorithm for the plan (plan->usable: there is one). */
+/* The heuristic's first algorithm for the plan. plan->usable says there is one. */
 static int ask_heuristic(dl_blas *blas, gemm_plan *plan)
 {
   const gemm_key *key = &plan->key;
@@ -337,8 +339,8 @@ done:
   return rc;
 }
 
-/* A new plan in its slot: described, its algorithm asked for (none asked
- * when the epilogues are refused); nothing kept on a failure. */
+/* A new plan in its slot, described, with its algorithm asked for unless the
+ * epilogues are refused. Nothing is kept on a failure. */
 static int make_plan(dl_blas *blas, const gemm_call *g, const gemm_key *key, gemm_plan **out)
 {
   gemm_plan plan, *slot;
@@ -362,7 +364,7 @@ static int make_plan(dl_blas *blas, const gemm_call *g, const gemm_key *key, gem
   return 0;
 }
 
-/* The call's plan (made on its shape's first call), its pointers set. */
+/* The call's plan, made on its shape's first call, with its pointers set. */
 static int plan_for(dl_blas *blas, const gemm_call *g, gemm_plan **out)
 {
   const gemm_key key = gemm_key_of(g);
@@ -373,9 +375,9 @@ static int plan_for(dl_blas *blas, const gemm_call *g, gemm_plan **out)
   return plan->usable ? set_pointers(plan->op, g) : NO_ALGO;
 }
 
-/* Runs the GEMM (run: 0 only plans it; the pointers may then be stand-ins
- * of the alignment to plan for). NO_ALGO, from then on for this shape,
- * where cuBLASLt has no algorithm or refuses the one it gave. */
+/* Runs the GEMM. With run 0 it only plans it, and the pointers may then be
+ * stand-ins of the alignment to plan for. It returns NO_ALGO, from then on
+ * for this shape, where cuBLASLt has no algorithm or refuses the one it gave. */
 static int lt_matmul_run(dl_blas *blas, const gemm_call *g, int run, cudaStream_t s)
 {
   const float alpha = 1.0f, beta = g->accumulate ? 1.0f : 0.0f;
@@ -396,7 +398,7 @@ static int lt_matmul(dl_blas *blas, const gemm_call *g, cudaStream_t s)
   return lt_matmul_run(blas, g, 1, s);
 }
 
-/* out_p[BT,OC] = inp w_p^T + bias_p, then the epilogue (aux: GELU's pre-activation) */
+/* out_p[BT,OC] = inp w_p^T + bias_p, then the epilogue, aux being GELU's pre-activation */
 static gemm_call forward_call(void *out, const void *inp, const void *w, const void *bias, int planes, int BT, int C,
                               int OC, dl_dtype act, cublasLtEpilogue_t epilogue, void *aux)
 {
@@ -405,7 +407,7 @@ static gemm_call forward_call(void *out, const void *inp, const void *w, const v
   return g;
 }
 
-/* dinp[BT,C] = (accumulate: +=) dout[BT,OC] w[OC,C], then the epilogue (aux: GELU's pre-activation) */
+/* dinp[BT,C] = dout[BT,OC] w[OC,C], or += with accumulate, then the epilogue, aux being GELU's pre-activation */
 static gemm_call input_grad_call(void *dinp, int accumulate, const void *dout, const void *w, int BT, int C, int OC,
                                  dl_dtype act, cublasLtEpilogue_t epilogue, void *aux)
 {
@@ -440,8 +442,9 @@ static const void *plane_at(const void *x, int p, size_t plane, dl_dtype type)
 }
 
 /* dbias_p = colsum(dout_p) by the two-stage reduction, its partials in the
- * GEMMs' workspace: free once the GEMMs enqueued before on s are done, as
- * the next GEMM on s waits for the reduction (one stream per dl_blas). */
+ * GEMMs' workspace. The workspace is free once the GEMMs enqueued before on
+ * s are done, and the next GEMM on s waits for the reduction, since there
+ * is one stream per dl_blas. */
 static int bias_grad(dl_blas *blas, float *dbias, const void *dout, int planes, int BT, int OC, dl_dtype act,
                      cudaStream_t s)
 {
@@ -454,9 +457,9 @@ static int bias_grad(dl_blas *blas, float *dbias, const void *dout, int planes, 
   return rc;
 }
 
-/* dW_p += inp^T dout_p (all planes in one GEMM), and dbias_p = colsum(dout_p)
- * in its epilogue where cuBLASLt has an algorithm for that (else the
- * two-stage column sums). */
+/* dW_p += inp^T dout_p, all planes in one GEMM, and dbias_p = colsum(dout_p)
+ * in its epilogue where cuBLASLt has an algorithm for that, else by the
+ * two-stage column sums. */
 static int weight_and_bias_grad(dl_blas *blas, float *dw, float *dbias, const void *dout, const void *inp, int planes,
                                 int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
@@ -472,10 +475,10 @@ static int weight_and_bias_grad(dl_blas *blas, float *dw, float *dbias, const vo
   return bias_grad(blas, dbias, dout, planes, BT, OC, act, s);
 }
 
-/* dinp = (accumulate: +=) sum_p dout_p w_p: a GEMM a plane, the later ones
- * adding to the first (the planes of dout are not one matrix). Several
- * planes in 16 bits sum in fp32 in `sum` (BT x C floats), rounded once into
- * dinp, as one GEMM over all planes would. */
+/* dinp = sum_p dout_p w_p, or += with accumulate. It takes a GEMM a plane,
+ * the later ones adding to the first, because the planes of dout are not
+ * one matrix. Several planes in 16 bits sum in fp32 in `sum`, BT x C
+ * floats, rounded once into dinp, as one GEMM over all planes would. */
 static int input_grad(dl_blas *blas, void *dinp, float *sum, int accumulate, const void *dout, const void *w, int planes,
                       int BT, int C, int OC, dl_dtype act, cudaStream_t s)
 {
@@ -514,12 +517,12 @@ extern "C" int dl_matmul_bwd(dl_blas *blas, void *dinp, int accumulate, float *d
   return dl_matmul_bwd_planes(blas, dinp, NULL, accumulate, dw, dbias, dout, inp, w, 1, BT, C, OC, act, s);
 }
 
-/* ---- GELU in the epilogues (16-bit activations: cuBLASLt's GELU is the
- * tanh approximation, within 5e-4 of the exact one; fp32 keeps the exact
- * kernels). The pre-activation is the aux matrix: D's type and shape, its
- * leading dimension m (the layer's width), which cuBLASLt wants a multiple
- * of 8. Every epilogue has its fallback, chosen once per shape: a plain
- * GEMM and a kernel. */
+/* ---- GELU in the epilogues, for 16-bit activations only. cuBLASLt's GELU
+ * is the tanh approximation, within 5e-4 of the exact one, so fp32 keeps
+ * the exact kernels. The pre-activation is the aux matrix, in D's type and
+ * shape. Its leading dimension m is the layer's width, which cuBLASLt wants
+ * a multiple of 8. Every epilogue has its fallback, chosen once per shape:
+ * a plain GEMM and a kernel. */
 
 extern "C" int dl_gelu_epilogue(dl_blas *blas, int BT, int C, int OC, int C2, dl_dtype act, int *fused)
 {
@@ -532,7 +535,7 @@ extern "C" int dl_gelu_epilogue(dl_blas *blas, int BT, int C, int OC, int C2, dl
   *fused = 0;
   if (act == DL_F32 || OC % 8 != 0)
     return 0;
-  /* any refusal (no algorithm, or an attribute this cuBLASLt rejects) leaves the separate kernels */
+  /* Any refusal, for want of an algorithm or of an attribute this cuBLASLt accepts, leaves the separate kernels. */
   if ((rc = lt_matmul_run(blas, &forward, 0, 0)) == 0)
     rc = lt_matmul_run(blas, &backward, 0, 0);
   *fused = rc == 0;
@@ -550,10 +553,10 @@ extern "C" int dl_matmul_gelu_fwd(dl_blas *blas, int fused, void *out, void *pre
   return dl_gelu_fwd(out, pre, (size_t)BT * OC, act, s);
 }
 
-/* The weight's gradient first (it reads inp: dpre may be inp), then the
- * input's; unfused, or where cuBLASLt has no DGELU algorithm: the GEMM
- * into dpre, then GELU's derivative in place (the kernel reads and writes
- * one element per thread). */
+/* The weight's gradient comes first, because it reads inp and dpre may be
+ * inp. Then comes the input's. Unfused, or where cuBLASLt has no DGELU
+ * algorithm, the GEMM writes dpre, and then GELU's derivative works in
+ * place, since the kernel reads and writes one element per thread. */
 extern "C" int dl_matmul_bwd_gelu(dl_blas *blas, int fused, void *dpre, const void *pre, float *dw, float *dbias,
                                   const void *dout, const void *inp, const void *w, int BT, int C, int OC,
                                   dl_dtype act, cudaStream_t s)

@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/layernorm.cu: LayerNorm with fp32 statistics, one warp per
- * row, over the fp32 residual stream; the residual add that ends a branch
- * fused with the next norm; the backward (block code in layernorm_rows.cuh)
- * accumulating the stream's fp32 gradient and, in the same pass where the
- * width is a multiple of 4 up to 1024, the weight and bias gradients'
- * stage-1 partials of reduce.cuh's deterministic two-stage column sums.
- * Rows are read 16 (fp32) or 8 (16-bit) bytes a lane at a time where the
- * width and the pointers allow (common.cuh's load_vec). */
+ * row, over the fp32 residual stream; the residual add that ends a branch,
+ * fused with the next norm; and the backward, whose block code is in
+ * layernorm_rows.cuh. The backward accumulates the stream's fp32 gradient.
+ * Where the width is a multiple of 4 up to 1024, it also writes, in the
+ * same pass, the weight and bias gradients' stage-1 partials of
+ * reduce.cuh's deterministic two-stage column sums. Rows are read 16 bytes
+ * of fp32 or 8 of 16-bit values a lane at a time, through common.cuh's
+ * load_vec, where the width and the pointers allow. */
 #include "config.h"
 
 #include "kernels/cuda/layernorm_rows.cuh"
 
-/* x_out = x + y + bias (when y), out = LN(x_out or x). The residual stream
- * (x, x_out) is fp32 in every precision, as PyTorch's autocast keeps it;
- * the branch's output y and the normalised out have the activations' type.
- * A lane takes V consecutive columns at a time (V = 4: 16-byte loads of
- * fp32, 8-byte of 16-bit values; V = 1 where C or a pointer does not allow). */
+/* x_out = x + y + bias when there is a y, and out = LN(x_out), or LN(x)
+ * without y. The residual stream, x and x_out, is fp32 in every precision,
+ * as PyTorch's autocast keeps it. The branch's output y and the normalised
+ * out have the activations' type. A lane takes V consecutive columns at a
+ * time. V = 4 gives 16-byte loads of fp32 or 8-byte loads of 16-bit
+ * values, and V = 1 serves where C or a pointer does not allow that. */
 template <typename T, int V>
 __global__ void layernorm_fwd_kernel(float *x_out, T *out, float *mean, float *rstd, const float *x, const T *y,
                                      const float *bias, const float *w, const float *b, int BT, int C, float eps)
@@ -89,11 +91,12 @@ extern "C" int dl_residual_layernorm_fwd(float *x_out, void *out, float *mean, f
   return DL_DISPATCH(act, layernorm_fwd, x_out, out, mean, rstd, x, y, bias, w, b, BT, C, eps, s);
 }
 
-/* The backward (layernorm_rows.cuh's block code): dinp += the norm's
- * input gradient, in fp32 (the residual stream's gradient); dinp_act (when
- * not NULL) gets the sum in the activations' type, for the GEMMs that read
- * it; dw, db += the parameter gradients. Fused: a block per 256-row chunk,
- * its stage-1 partials, then reduce.cuh's stage 2. */
+/* The backward, with layernorm_rows.cuh's block code. dinp, the residual
+ * stream's gradient, += the norm's input gradient in fp32. dinp_act, when
+ * not NULL, gets the sum in the activations' type, for the GEMMs that read
+ * it. dw and db += the parameter gradients. Fused, it runs a block per
+ * 256-row chunk that writes its stage-1 partials, then reduce.cuh's
+ * stage 2. */
 template <typename T, int G>
 __global__ void __launch_bounds__(LN_THREADS, G <= 4 ? 2 : 1) layernorm_bwd_fused_kernel(ln_bwd_args<T> a)
 {

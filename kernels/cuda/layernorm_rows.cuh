@@ -1,30 +1,33 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/layernorm_rows.cuh: LayerNorm's backward block code, which
  * layernorm.cu's kernels run on the GPU and tests/unit/layernorm_emulator.cu
- * runs on the CPU (a fiber per CUDA thread), over a context as reduce.cuh's
- * (gpu_block_ctx: the thread, the block barrier, a warp's sum, loads and
- * stores of V values). Per row, with norm = (x - mean) rstd and
- * dnorm = dout w:
- *   dinp += (dnorm - mean(dnorm) - norm mean(dnorm norm)) rstd   (fp32),
- *   dinp_act = dinp in the activations' type (when not NULL),
+ * runs on the CPU, a fiber per CUDA thread. It works over a context like
+ * reduce.cuh's gpu_block_ctx, which gives the thread, the block barrier, a
+ * warp's sum, and loads and stores of V values. Per row, with
+ * norm = (x - mean) rstd and dnorm = dout w:
+ *   dinp += (dnorm - mean(dnorm) - norm mean(dnorm norm)) rstd, in fp32,
+ *   dinp_act = dinp in the activations' type, when dinp_act is not NULL,
  *   dw += sum over rows of dout norm,  db += sum over rows of dout.
- * The fused block (C a multiple of 4, at most 1024, the pointers on 16
- * bytes): one block of 8 warps per 256-row chunk of reduce.cuh's stage 1;
- * warp w takes rows chunk * 256 + w * 32 .. + 31 in order, a lane holds G
- * groups of 4 consecutive columns (group g: columns g * 128 + lane * 4 ..,
- * those >= C masked off), so its part of a row of x (fp32), dout and dinp
- * stays in registers (w in shared memory), all three loaded before the
- * row's two warp sums: x, dout and dinp are read once, dinp written once
- * (no spills at C = 1024 under ptxas for sm_90: 241 registers). The
- * lane adds dout norm and dout of its columns over the warp's rows in
- * registers; the 8 warps' sums are then added in warp order through
- * shared memory (((w0 + w1) + w2) ...) and the last warp writes them as
- * reduce.cuh's stage-1 partials[o][chunk][column] (o: 0 dw, 1 db); stage 2
- * (column_reduce_partials) adds the chunks into dw, db. Fixed order, no
- * atomics: the same bits on every run and every GPU.
- * Other widths or pointers: a warp per row reading x, dout, w twice
- * (ln_bwd_row: V = 4 values a lane at a time where the width and the
- * pointers allow, else 1), the parameter terms through column_reduce. */
+ * The fused block serves C a multiple of 4 and at most 1024, with the
+ * pointers on 16 bytes. It runs one block of 8 warps per 256-row chunk of
+ * reduce.cuh's stage 1. Warp w takes rows chunk * 256 + w * 32 .. + 31 in
+ * order. A lane holds G groups of 4 consecutive columns, group g being
+ * columns g * 128 + lane * 4 .., with those >= C masked off. So its part
+ * of a row of x in fp32, dout and dinp stays in registers, while w stays
+ * in shared memory. All three are loaded before the row's two warp sums,
+ * so x, dout and dinp are read once and dinp written once. ptxas for
+ * sm_90 spills nothing at C = 1024, with 241 registers. The lane adds
+ * dout norm and dout of its columns over the warp's rows in registers.
+ * The 8 warps' sums are then added in warp order through shared memory,
+ * as ((w0 + w1) + w2) and so on, and the last warp writes them as
+ * reduce.cuh's stage-1 partials[o][chunk][column], with o 0 for dw and 1
+ * for db. Stage 2, column_reduce_partials, adds the chunks into dw and db.
+ * The order is fixed and there are no atomics, so every run and every GPU
+ * gives the same bits.
+ * Other widths or pointers take a warp per row that reads x, dout and w
+ * twice. That is ln_bwd_row, with V = 4 values a lane at a time where the
+ * width and the pointers allow, else 1. The parameter terms then go
+ * through column_reduce. */
 #ifndef DLPAR_KERNELS_CUDA_LAYERNORM_ROWS_CUH
 #define DLPAR_KERNELS_CUDA_LAYERNORM_ROWS_CUH
 
@@ -40,8 +43,9 @@ enum {
   LN_MAX_GROUPS = 8                         /* C up to 1024 fused */
 };
 
-/* One call's tensors: (BT, C) row-major; partials: [2][chunks][C] fp32
- * (dl_column_partials_bytes(BT, 2 * C)), chunks = reduce_chunks(BT). */
+/* One call's tensors are [BT, C] row-major. partials is [2][chunks][C] in
+ * fp32, dl_column_partials_bytes(BT, 2 * C) bytes, with
+ * chunks = reduce_chunks(BT). */
 template <typename T> struct ln_bwd_args {
   float *dinp;
   T *dinp_act;
@@ -65,9 +69,9 @@ template <typename T> static inline ln_bwd_plan ln_bwd_plan_of(const ln_bwd_args
   return {fused ? (a.C + LN_GROUP - 1) / LN_GROUP : 0, by4 ? 4 : 1};
 }
 
-/* f(std::integral_constant<int, G>()) for the plan's groups G = 1..8
- * (never more): the fused block's instantiation (the kernels, the CPU
- * stand-in). */
+/* f(std::integral_constant<int, G>()) for the plan's groups G = 1..8,
+ * never more. This instantiates the fused block for the kernels and for
+ * the CPU stand-in. */
 template <typename F> static inline void ln_with_groups(int groups, F &&f)
 {
   switch (groups) {
@@ -90,8 +94,8 @@ template <int G> __host__ __device__ constexpr int ln_fused_shared_floats()
 }
 
 /* Runs fn(g, col, w) for each of the lane's G column groups that lies
- * inside the row (first column col), with w the weights of its 4 columns
- * as the block staged them in shared memory at w_row. */
+ * inside the row, col being its first column and w the weights of its 4
+ * columns as the block staged them in shared memory at w_row. */
 template <int G, typename Ctx, typename Fn>
 __host__ __device__ __forceinline__ void ln_each_group(const Ctx &c, const float *w_row, int lane, int C, const Fn &fn)
 {
@@ -106,15 +110,16 @@ __host__ __device__ __forceinline__ void ln_each_group(const Ctx &c, const float
   }
 }
 
-/* Chunk `chunk` of the rows (one block of LN_THREADS): dinp, dinp_act and
- * the chunk's stage-1 partials of dw, db; smem: ln_fused_shared_floats<G>
- * floats on 16 bytes. Every thread reaches every barrier. */
+/* Chunk `chunk` of the rows, by one block of LN_THREADS, writes dinp,
+ * dinp_act and the chunk's stage-1 partials of dw and db. smem holds
+ * ln_fused_shared_floats<G> floats on 16 bytes. Every thread reaches every
+ * barrier. */
 template <typename T, int G, typename Ctx>
 __host__ __device__ void ln_bwd_fused_block(const Ctx &c, float *smem, int chunk, const ln_bwd_args<T> &a)
 {
   const int warp = c.tid / 32, lane = c.tid % 32, C = a.C;
   const int first = chunk * REDUCE_CHUNK + warp * LN_WARP_ROWS;
-  const int rows = a.BT - first < LN_WARP_ROWS ? a.BT - first : LN_WARP_ROWS; /* <= 0: none (the last chunk) */
+  const int rows = a.BT - first < LN_WARP_ROWS ? a.BT - first : LN_WARP_ROWS; /* <= 0 means none, in the last chunk */
   float *const w_row = smem + 2 * G * LN_GROUP; /* w: the registers go to the rows */
   float dw[G][4], db[G][4];
   REDUCE_UNROLL
@@ -195,7 +200,7 @@ __host__ __device__ void ln_bwd_fused_block(const Ctx &c, float *smem, int chunk
   }
 }
 
-/* One row's dinp (and dinp_act) by one warp, V values a lane at a time. */
+/* One row's dinp and dinp_act by one warp, V values a lane at a time. */
 template <typename T, int V, typename Ctx>
 __host__ __device__ void ln_bwd_row(const Ctx &c, int row, const ln_bwd_args<T> &a)
 {
@@ -233,7 +238,7 @@ __host__ __device__ void ln_bwd_row(const Ctx &c, int row, const ln_bwd_args<T> 
   }
 }
 
-/* Block `block` of the rows path (LN_THREADS): a row a warp. */
+/* Block `block` of LN_THREADS in the rows path, with a row a warp. */
 template <typename T, int V, typename Ctx>
 __host__ __device__ void ln_bwd_rows_block(const Ctx &c, int block, const ln_bwd_args<T> &a)
 {
@@ -242,7 +247,7 @@ __host__ __device__ void ln_bwd_rows_block(const Ctx &c, int block, const ln_bwd
     ln_bwd_row<T, V>(c, row, a);
 }
 
-/* The parameter terms of the rows path (column_reduce): dout norm, dout. */
+/* The parameter terms of the rows path for column_reduce: dout norm and dout. */
 template <typename T> struct ln_param_term {
   const T *dout;
   const float *inp, *mean, *rstd;

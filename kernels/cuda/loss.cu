@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* kernels/cuda/loss.cu: the tutorial's relative L2 loss (every step: each
- * sample's sums by L2_CHUNKS blocks, then the chunks added in a fixed
- * order, so the whole GPU reads the prediction and the result is
- * deterministic) and the latitude-weighted RMSE (validation: a block per
- * sample), accumulated into device sums the host reads rarely. */
+/* kernels/cuda/loss.cu: the tutorial's relative L2 loss and the
+ * latitude-weighted RMSE, accumulated into device sums the host reads
+ * rarely. The loss runs every step. L2_CHUNKS blocks take each sample's
+ * sums, and the chunks are then added in a fixed order, so the whole GPU
+ * reads the prediction and the result is deterministic. The RMSE serves
+ * validation, with a block per sample. */
 #include "config.h"
 
 #include <math.h>
 
 #include "kernels/cuda/common.cuh"
 
-/* Blocks per sample: B x 64 blocks (16 samples a rank) fill an H100's 132
- * SMs several times over, where a block per sample used 16 of them. */
+/* Blocks per sample. B x 64 blocks, with 16 samples a rank, fill an H100's
+ * 132 SMs several times over, where a block per sample used 16 of them. */
 enum { L2_CHUNKS = 64, L2_THREADS = 512 };
 
 extern "C" size_t dl_l2_loss_scratch_floats(int B)
@@ -89,7 +90,7 @@ extern "C" int dl_l2_loss_bwd(float *dpred, const float *sums, const float *pred
   return 0;
 }
 
-/* one block per sample: sqrt(mean over (y, x) of w_y (p - t)^2) of channel c */
+/* one block per sample: sqrt(mean over y, x of w_y (p - t)^2) of channel c */
 __global__ void weighted_rmse_kernel(float *per_sample, const float *pred, const float *target, const float *lat_w,
                                      int C, int H, int W, int c)
 {

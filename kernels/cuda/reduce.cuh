@@ -1,44 +1,48 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* kernels/cuda/reduce.cuh: deterministic column reductions that use the
- * whole GPU (bias gradients: dl_column_sum; LayerNorm's weight and bias
- * gradients: dl_layernorm_bwd, whose fused kernel writes stage 1's
- * partials itself: layernorm_rows.cuh), in two stages, no atomics:
- *  stage 1: a grid of (column tiles) x (row chunks of 256) blocks of
- *           256 threads, 8 row lanes (warps) of 32; a thread takes V
- *           consecutive columns (V = 4 where the width and the pointers
- *           allow: 16 bytes of fp32, 8 of 16-bit values a load; else 1),
- *           so a tile is 32 V columns; in block (tile, chunk) each row
- *           lane adds its 32 rows (lane, lane + 8, ...) in order, then
- *           lane 0 adds the 8 lanes in order and writes
- *           partials[output][chunk][column] (fp32, in the caller's
- *           workspace: dl_column_partials_bytes);
- *  stage 2: the same block code over the partials (V = 1): one block per
- *           tile of 32 columns, its 8 lanes walking the chunks in order,
- *           then the lanes in order, into the result (= or +=).
- * A column's order of additions does not depend on V: the same bits as
- * one value a thread. The chunk is a fixed 256 rows whatever the device,
- * so a shape's result is the same bits on every run and every GPU.
- * The block code is __host__ __device__ over a context (the thread's
- * index, the block barrier, loads and stores of V values: common.cuh's gpu_block_ctx
- * here, a CPU stand-in in tests/unit/layernorm_emulator.cu, which runs
- * these very functions).
- * Sized for the tutorial: rows = 16 x 4050 = 64800 -> 254 chunks; columns
- * 384 (base embed), 1024 (mp embed), 1536 (base MLP), 3072 -> 3, 8, 12,
- * 24 tiles of 128 columns: 762 to 6096 blocks of 256 threads, 1 to 6
- * waves of 8 blocks per SM on 132 SMs. Stage 2 reads 254 x cols x 4
- * bytes, under 1% of what stage 1 reads of bf16 and 0.4% of fp32.
- * Bytes read (the achieved bandwidth: test_kernels_gpu prints it):
- *   column sum bf16 64800 x  384:  49.8 MB (~15 us at 3.35 TB/s)
- *   column sum bf16 64800 x 3072: 398.1 MB (~120 us)
- * A warp reads 32 x 16 (fp32) or 32 x 8 (16-bit) contiguous bytes a row,
- * 4 rows unrolled: 64 (16-bit) to 128 KB (fp32) in flight per SM at 8
- * blocks an SM (one value a thread would keep 16 to 32 KB in flight). */
+ * whole GPU, in two stages and without atomics. dl_column_sum uses them
+ * for bias gradients, and dl_layernorm_bwd for LayerNorm's weight and bias
+ * gradients, where the fused kernel of layernorm_rows.cuh writes stage 1's
+ * partials itself.
+ *  Stage 1 is a grid of column tiles by row chunks of 256, in blocks of
+ *           256 threads that form 8 row lanes, which are warps of 32. A
+ *           thread takes V consecutive columns, so a tile is 32 V columns.
+ *           V = 4 where the width and the pointers allow, for 16 bytes of
+ *           fp32 or 8 of 16-bit values a load, and 1 otherwise. In the
+ *           block of a tile and a chunk, each row lane adds its 32 rows,
+ *           lane, lane + 8 and so on, in order. Then lane 0 adds the 8
+ *           lanes in order and writes partials[output][chunk][column] in
+ *           fp32, in the caller's workspace of dl_column_partials_bytes.
+ *  Stage 2 runs the same block code over the partials with V = 1. One
+ *           block per tile of 32 columns has its 8 lanes walk the chunks
+ *           in order, then adds the lanes in order, into the result with
+ *           = or +=.
+ * A column's order of additions does not depend on V, so it gives the same
+ * bits as one value a thread. The chunk is a fixed 256 rows whatever the
+ * device, so a shape's result is the same bits on every run and every GPU.
+ * The block code is __host__ __device__ over a context that gives the
+ * thread's index, the block barrier, and loads and stores of V values.
+ * Here that is common.cuh's gpu_block_ctx. tests/unit/layernorm_emulator.cu
+ * has a CPU stand-in and runs these very functions.
+ * It is sized for the tutorial. rows = 16 x 4050 = 64800 make 254 chunks.
+ * The columns are 384 for the base embedding, 1024 for the mp embedding,
+ * 1536 for the base MLP and 3072, which make 3, 8, 12 and 24 tiles of 128
+ * columns. That is 762 to 6096 blocks of 256 threads, or 1 to 6 waves of
+ * 8 blocks per SM on 132 SMs. Stage 2 reads 254 x cols x 4 bytes, under
+ * 1% of what stage 1 reads of bf16 and 0.4% of fp32.
+ * Bytes read, from which test_kernels_gpu prints the achieved bandwidth:
+ *   column sum bf16 64800 x  384:  49.8 MB, about 15 us at 3.35 TB/s
+ *   column sum bf16 64800 x 3072: 398.1 MB, about 120 us
+ * A warp reads 32 x 16 contiguous bytes a row in fp32, or 32 x 8 in 16
+ * bits, with 4 rows unrolled. That keeps 64 KB in 16 bits to 128 KB in
+ * fp32 in flight per SM at 8 blocks an SM, where one value a thread would
+ * keep 16 to 32 KB in flight. */
 #ifndef DLPAR_KERNELS_CUDA_REDUCE_CUH
 #define DLPAR_KERNELS_CUDA_REDUCE_CUH
 
 #include "kernels/cuda/common.cuh"
 
-/* Loop unrolling, on the GPU only (the host compiler does not know the pragma). */
+/* Loop unrolling, on the GPU only, because the host compiler does not know the pragma. */
 #ifdef __CUDA_ARCH__
 #define REDUCE_UNROLL _Pragma("unroll")
 #define REDUCE_UNROLL_4 _Pragma("unroll 4")
@@ -48,7 +52,7 @@
 #endif
 
 enum {
-  REDUCE_TILE = 32,                              /* threads across a tile (V columns each) */
+  REDUCE_TILE = 32,                              /* threads across a tile, V columns each */
   REDUCE_LANES = 8,                              /* row lanes: the block's warps */
   REDUCE_THREADS = REDUCE_TILE * REDUCE_LANES,   /* a block */
   REDUCE_CHUNK = 256,                            /* rows of a stage-1 block */
@@ -81,11 +85,11 @@ template <int NOUT> static inline reduce_sink<NOUT> reduce_sink_partials(float *
   return sink;
 }
 
-/* A term adds, for V consecutive columns col.. of a row, its NOUT
- * outputs: add(c, acc, row, col); by4() (host): whether its pointers
- * allow V = 4. */
+/* A term adds its NOUT outputs for V consecutive columns col.. of a row,
+ * through add(c, acc, row, col). On the host, by4() says whether its
+ * pointers allow V = 4. */
 
-/* The plain column sum of a (rows, cols) matrix (dl_column_sum). */
+/* The plain column sum of a rows x cols matrix, for dl_column_sum. */
 template <typename T> struct column_value_term {
   const T *x;
   int cols;
@@ -122,8 +126,9 @@ template <int NOUT, int V> __host__ __device__ constexpr int reduce_shared_float
   return NOUT * REDUCE_LANES * REDUCE_TILE * V;
 }
 
-/* Block (tile, chunk) reduces rows [chunk * rows_per_chunk, ...) of its
- * 32 V columns (cols a multiple of V); lanes: reduce_shared_floats. */
+/* The block of a tile and a chunk reduces rows [chunk * rows_per_chunk, ...)
+ * of its 32 V columns, where cols is a multiple of V. lanes holds
+ * reduce_shared_floats. */
 template <int NOUT, int V, typename Term, typename Ctx>
 __host__ __device__ void column_reduce_block(const Ctx &c, float *lanes, const reduce_sink<NOUT> &sink,
                                              const Term &term, int rows, int cols, int rows_per_chunk, int tile,
@@ -183,15 +188,16 @@ struct reduce_grid {
   int vec, tiles, chunks;
 };
 
-/* Stage 1 over rows x cols (by4: the term's pointers allow 4 values a
- * load); stage 2 (by4 false) over the chunks of stage 1 as its rows. */
+/* Stage 1 runs over rows x cols, with by4 when the term's pointers allow 4
+ * values a load. Stage 2, with by4 false, runs over the chunks of stage 1
+ * as its rows. */
 static inline reduce_grid reduce_grid_of(int rows, int cols, bool by4)
 {
   const int vec = by4 && cols % 4 == 0 ? 4 : 1;
   return {vec, (cols + REDUCE_TILE * vec - 1) / (REDUCE_TILE * vec), reduce_chunks(rows)};
 }
 
-/* Stage 2: out[o][c] (+)= sum over the chunks of partials[o][chunk][c]. */
+/* Stage 2: out[o][c] = or += the sum over the chunks of partials[o][chunk][c]. */
 template <int NOUT>
 static int column_reduce_partials(float *const *out, int accumulate, const float *partials, int chunks, int cols,
                                   cudaStream_t s)
@@ -205,8 +211,9 @@ static int column_reduce_partials(float *const *out, int accumulate, const float
   return 0;
 }
 
-/* out[o][c] (+)= sum over rows of term o of column c, both stages on s;
- * partials: dl_column_partials_bytes(rows, NOUT * cols) of device scratch. */
+/* out[o][c] = or += the sum over rows of term o of column c, both stages on
+ * s. partials is dl_column_partials_bytes(rows, NOUT * cols) of device
+ * scratch. */
 template <int NOUT, typename Term>
 static int column_reduce(float *const *out, int accumulate, const Term &term, int rows, int cols, float *partials,
                          cudaStream_t s)

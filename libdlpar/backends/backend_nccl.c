@@ -1,35 +1,37 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/backends/backend_nccl.c: the GPU backend. One NCCL communicator per group
- * (tp, dp; world only when used) from the ids exchanged over PMIx,
- * initialised after cudaSetDevice with ncclCommInitRankConfig, or with
- * ncclCommInitRankScalable from one bootstrap root per ranks_per_root ranks
- * in a bigger group (or tp and dp split from an eager world with
- * DLPAR_NCCL_GROUPS=split, to compare: bench/nccl-groups). Communicators
- * are non-blocking, so that set-up is bounded: a call answers
- * ncclInProgress and ncclCommGetAsyncError is polled until it is done; a
- * set-up that is not done within the rendezvous timeout is aborted and
- * names what this node knows (a group member here that exited or is
- * stopped, else the members on other hosts). The world
- * communicator is built at the first device collective on the world group
- * (its ids exchanged then), or at init with DLPAR_NCCL_WORLD=eager; the
- * stop agreement, the step-time gather and, without a world communicator,
- * the host and barrier world collectives run over tp then dp
- * (collectives.c's composition), so training never needs it. Host-memory
+/* libdlpar/backends/backend_nccl.c: the GPU backend. Each group, tp and dp,
+ * and the world only when used, gets one NCCL communicator from the ids
+ * exchanged over PMIx. It is initialised after cudaSetDevice with
+ * ncclCommInitRankConfig, or in a bigger group with
+ * ncclCommInitRankScalable from one bootstrap root per ranks_per_root
+ * ranks. With DLPAR_NCCL_GROUPS=split, tp and dp are instead split from an
+ * eager world, for comparison in bench/nccl-groups. Communicators are
+ * non-blocking, so that set-up is bounded. A call answers ncclInProgress,
+ * and ncclCommGetAsyncError is polled until it is done. A set-up that is
+ * not done within the rendezvous timeout is aborted and names what this
+ * node knows: a group member here that exited or is stopped, else the
+ * members on other hosts. The world communicator is built at the first
+ * device collective on the world group, its ids exchanged then, or at init
+ * with DLPAR_NCCL_WORLD=eager. The stop agreement, the step-time gather
+ * and, without a world communicator, the host and barrier world
+ * collectives run over tp then dp, in collectives.c's composition, so
+ * training never needs it. Host-memory
  * collectives go through a device staging buffer of the backend's, grown
  * on demand up to STAGING_MAX_BYTES, in chunks beyond that. Collectives
- * enqueue on the caller's stream (stream semantics). The watchdog polls
+ * enqueue on the caller's stream, with stream semantics. The watchdog polls
  * ncclCommGetAsyncError and an event recorded after the last collective of
  * each group: an error or a collective that does not complete within the
  * timeout aborts the communicators and ends the step with a message naming
  * the group. A group of one rank has no communicator: its allreduce and
- * broadcast are no-ops, its allgather and reduce-scatter a copy; with
- * DLPAR_NCCL_ONE_RANK=comm it has one (of one rank, from an id it made
- * itself), so that one GPU runs every path of this file: the non-blocking
- * set-up, each collective, graph capture, the watchdog's abort.
+ * broadcast are no-ops, and its allgather and reduce-scatter a copy. With
+ * DLPAR_NCCL_ONE_RANK=comm it has one, of one rank, from an id it made
+ * itself, so that one GPU runs every path of this file: the non-blocking
+ * set-up, each collective, graph capture and the watchdog's abort.
  *
- * Collectives captured in a CUDA graph: their watchdog events are recorded
- * as graph nodes (cudaEventRecordExternal), so every replay records them
- * again, and dlpar_graph_launched restarts their clocks at each launch. */
+ * For collectives captured in a CUDA graph, the watchdog events are
+ * recorded as graph nodes with cudaEventRecordExternal, so every replay
+ * records them again, and dlpar_graph_launched restarts their clocks at
+ * each launch. */
 #include "config.h"
 
 #include <cuda_runtime_api.h>
@@ -69,7 +71,7 @@ typedef struct {
   double *times_device;        /* the step-time gather: [0] this rank's, [1..size] everyone's, then the tp row */
   double *times_host;          /* pinned: [0] this rank's, [1..size] everyone's */
   cudaEvent_t times_done;      /* recorded after the gather's copy back */
-  unsigned char *staging;      /* host collectives' device buffer (NULL until the first) */
+  unsigned char *staging;      /* host collectives' device buffer, NULL until the first */
   size_t staging_bytes;
 } nccl_state;
 
@@ -82,15 +84,15 @@ static nccl_state *state_of(dlpar_ctx *ctx)
   return ctx->backend_state;
 }
 
-/* The NIC the user pointed NCCL at, for messages (escaped: it is input). */
+/* The NIC the user pointed NCCL at, for messages, escaped because it is input. */
 static dlpar_shown nic_hint(void)
 {
   const char *hca = getenv("NCCL_IB_HCA"), *ifname = getenv("NCCL_SOCKET_IFNAME");
   return dlpar_show(hca ? hca : ifname ? ifname : "none exported (NCCL chooses)");
 }
 
-/* On a CUDA error: file:line, the call and cudaGetErrorString recorded in
- * ctx (dlpar_fail), whose status the function returns. */
+/* On a CUDA error, dlpar_fail records file:line, the call and
+ * cudaGetErrorString in ctx, and the function returns its status. */
 #define CUDA_TRY(call, ctx)                                                                    \
   do {                                                                                         \
     cudaError_t rc_ = (call);                                                                  \
@@ -99,8 +101,8 @@ static dlpar_shown nic_hint(void)
                         cudaGetErrorString(rc_));                                              \
   } while (0)
 
-/* A call on a non-blocking communicator comm, waited for (nccl_wait_done);
- * on an error, file:line, the call and NCCL's words recorded in ctx. */
+/* A call on a non-blocking communicator comm, waited for by nccl_wait_done.
+ * On an error, file:line, the call and NCCL's words are recorded in ctx. */
 #define NCCL_TRY(call, comm, ctx)                                                              \
   do {                                                                                         \
     ncclResult_t rc_ = nccl_wait_done((comm), (call), (ctx)->collective_timeout);              \
@@ -118,9 +120,9 @@ static ncclConfig_t comm_config(void)
   return config;
 }
 
-/* A non-blocking call's outcome: `rc`, or while that is ncclInProgress,
- * the communicator's state, polled until it is settled or `seconds` pass
- * (then ncclInProgress). */
+/* A non-blocking call's outcome: `rc`, or while that is ncclInProgress, the
+ * communicator's state, polled until it is settled. When `seconds` pass
+ * first, it is ncclInProgress. */
 static ncclResult_t nccl_wait_done(ncclComm_t comm, ncclResult_t rc, double seconds)
 {
   const double deadline = dlpar_now() + seconds;
@@ -156,10 +158,10 @@ static ncclRedOp_t nccl_op(dlpar_op op)
   }
 }
 
-/* ncclCommInitRank from the group's one id, ncclCommInitRankScalable
- * from several (one per bootstrap root), or, with DLPAR_NCCL_GROUPS=split
- * (tp and dp only), ncclCommSplit of the world's, `color` naming the group
- * (the other coordinate), `rank` ordering it. */
+/* ncclCommInitRank from the group's one id, or ncclCommInitRankScalable
+ * from several, one per bootstrap root. With DLPAR_NCCL_GROUPS=split, tp
+ * and dp instead take ncclCommSplit of the world's, where `color`, the
+ * other coordinate, names the group and `rank` orders it. */
 static ncclResult_t make_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color, ncclComm_t *comm,
                               const char **how)
 {
@@ -202,8 +204,8 @@ static int setup_timed_out(dlpar_ctx *ctx, dlpar_group group, ncclComm_t comm, c
                     ctx->info.rank, ctx->info.host, how, name, ctx->rendezvous_timeout, suspects, nic_hint().text);
 }
 
-/* The group's communicator (none for a group of one rank, unless
- * DLPAR_NCCL_ONE_RANK=comm). */
+/* The group's communicator. A group of one rank has none, unless
+ * DLPAR_NCCL_ONE_RANK=comm. */
 static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
 {
   nccl_state *st = state_of(ctx);
@@ -236,8 +238,9 @@ static int init_comm(dlpar_ctx *ctx, dlpar_group group, int rank, int color)
   return DLPAR_OK;
 }
 
-/* The group's communicator for a collective; the world's is built at its
- * first use (every rank calls it, as any collective), outside graph capture. */
+/* The group's communicator for a collective. The world's is built at its
+ * first use, outside graph capture, and every rank calls it, as for any
+ * collective. */
 static int comm_of(dlpar_ctx *ctx, dlpar_group group, void *stream, ncclComm_t *comm)
 {
   nccl_state *st = state_of(ctx);
@@ -313,9 +316,9 @@ static void nccl_finalize(dlpar_ctx *ctx)
   ctx->backend_state = NULL;
 }
 
-/* After enqueueing: remember when, so the watchdog can time it. Inside a
- * graph capture the event record becomes a node of the graph (re-recorded
- * by every replay) and the clock starts at dlpar_graph_launched. */
+/* After enqueueing, remember when, so the watchdog can time it. Inside a
+ * graph capture the event record becomes a node of the graph, re-recorded
+ * by every replay, and the clock starts at dlpar_graph_launched. */
 static int track(dlpar_ctx *ctx, dlpar_group group, const char *op, void *stream)
 {
   nccl_state *st = state_of(ctx);
@@ -350,7 +353,7 @@ static void nccl_graph_launched(dlpar_ctx *ctx)
   pthread_mutex_unlock(&st->lock);
 }
 
-/* A 1-rank group: the result is the input (a copy when out of place). */
+/* In a 1-rank group the result is the input, copied when out of place. */
 static int local_copy(dlpar_ctx *ctx, const void *send, void *recv, size_t count, dlpar_dtype dtype, void *stream)
 {
   if (send != recv)
@@ -412,11 +415,12 @@ static int nccl_barrier(dlpar_ctx *ctx, dlpar_group group)
   return DLPAR_OK;
 }
 
-/* In the caller's stream, behind the step's work (one stream keeps every
- * rank's NCCL calls in one order): flag in, max over tp then over dp (the
- * world's max without a world communicator), result out to pinned memory,
- * then an event that stop_wait waits for (the pinned ints are rewritten
- * only after that wait). */
+/* This runs in the caller's stream, behind the step's work, because one
+ * stream keeps every rank's NCCL calls in one order. The flag goes in, the
+ * max is taken over tp then over dp, which is the world's max without a
+ * world communicator, and the result goes out to pinned memory. Then
+ * comes an event that stop_wait waits for. The pinned ints are rewritten
+ * only after that wait. */
 static int nccl_stop_post(dlpar_ctx *ctx, int local, void *stream)
 {
   nccl_state *st = state_of(ctx);
@@ -440,9 +444,9 @@ static int nccl_stop_wait(dlpar_ctx *ctx, int *global)
   return DLPAR_OK;
 }
 
-/* As the stop agreement: in the caller's stream behind the step's work,
- * over tp then dp (no world communicator), the copy back to pinned memory,
- * an event that times_wait waits for. */
+/* As the stop agreement, this runs in the caller's stream behind the step's
+ * work, over tp then dp without a world communicator. The copy goes back
+ * to pinned memory, then comes an event that times_wait waits for. */
 static int nccl_times_post(dlpar_ctx *ctx, double local, void *stream)
 {
   nccl_state *st = state_of(ctx);
@@ -467,7 +471,7 @@ static int nccl_times_wait(dlpar_ctx *ctx, double *all)
   return DLPAR_OK;
 }
 
-/* The staging buffer, at least `bytes` (at most STAGING_MAX_BYTES asked). */
+/* The staging buffer of at least `bytes`, where at most STAGING_MAX_BYTES is asked for. */
 static int staging_reserve(dlpar_ctx *ctx, size_t bytes)
 {
   nccl_state *st = state_of(ctx);
@@ -482,8 +486,8 @@ static int staging_reserve(dlpar_ctx *ctx, size_t bytes)
 }
 
 /* Host collectives start once the device has finished what the program
- * queued (their values may come from it, and one communicator's
- * collectives must not overlap); they run on the backend's own stream. */
+ * queued, because their values may come from it and one communicator's
+ * collectives must not overlap. They run on the backend's own stream. */
 static int host_collective_start(dlpar_ctx *ctx, size_t bytes)
 {
   CUDA_TRY(cudaDeviceSynchronize(), ctx);
@@ -540,9 +544,9 @@ static bool nccl_has_world(const dlpar_ctx *ctx)
 }
 
 /* Runs on the watchdog thread, which may query events while the trainer
- * captures a CUDA graph (cuda_graph: true) in global mode: in relaxed mode
- * this thread's queries leave that capture valid (PyTorch's NCCL watchdog
- * broke captures so: pytorch#104555, #148594). */
+ * captures a CUDA graph in global mode, with `cuda_graph: true`. In relaxed
+ * mode this thread's queries leave that capture valid. PyTorch's NCCL
+ * watchdog broke captures so, in pytorch#104555 and #148594. */
 static int nccl_poll(dlpar_ctx *ctx, double now, dlpar_error *err)
 {
   nccl_state *st = state_of(ctx);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/bootstrap/mpi_init_guard.c: Open MPI's MPI_Init, bounded by the
  * rendezvous timeout at both ends. At its start, a thread bounds Open MPI
- * 5's MPI_Init (which waits without a limit for ranks that never start)
- * and names the missing ranks as the rendezvous does; at its end, a fence
- * holds every rank until all are out of it (dlpar_mpi_init_barrier). This
+ * 5's MPI_Init, which waits without a limit for ranks that never start, and
+ * names the missing ranks as the rendezvous does. At its end, the fence in
+ * dlpar_mpi_init_barrier holds every rank until all are out of it. This
  * file owns the policy of both conditions and decides each in one
- * function, guard_main and dlpar_mpi_init_barrier: the step ends,
+ * function, guard_main and dlpar_mpi_init_barrier. In both the step ends
  * through end_step.c. */
 #include "config.h"
 
@@ -22,14 +22,15 @@
 #include "libdlpar/bootstrap/pmix_internal.h"
 #include "common/text.h"
 
-/* Open MPI 5's MPI_Init, which comes before libdlpar's PMIx_Init there
- * (backend_mpi.c), waits without a limit: for each rank of its node (their
- * keys) and for every rank (its closing barrier). A rank that never starts
- * holds the whole step in it. The guard bounds that wait by the rendezvous
- * timeout (unset: its default for the job's size, learnt from PMIx, which
- * Open MPI has initialised by then), then diagnoses as the rendezvous
- * does: the ranks of this node that never started are named, those held
- * in MPI_Init like this one are not. */
+/* Open MPI 5's MPI_Init comes before libdlpar's PMIx_Init there, as
+ * backend_mpi.c explains, and waits without a limit. It waits for the keys
+ * of each rank of its node, and for every rank at its closing barrier. A
+ * rank that never starts holds the whole step in it. The guard bounds that
+ * wait by the rendezvous timeout. When that is unset, it uses the default
+ * for the job's size, learnt from PMIx, which Open MPI has initialised by
+ * then. It then diagnoses as the rendezvous does. The ranks of this node
+ * that never started are named, while those held in MPI_Init like this one
+ * are not. */
 struct dlpar_init_guard {
   dlpar_waiter w;
   pthread_t thread;
@@ -39,10 +40,11 @@ struct dlpar_init_guard {
 
 #define GUARD_POLL_SECONDS 0.002
 
-/* Waits for PMIx to be up inside MPI_Init (PMIx_Initialized waits while
- * Open MPI's PMIx_Init runs): the start-up line's "PMIx ready" under Open
- * MPI 5, where the end of MPI_Init also counts the wait for other ranks.
- * false if MPI_Init returned first or the limit passed. */
+/* Waits for PMIx to be up inside MPI_Init. PMIx_Initialized waits while
+ * Open MPI's PMIx_Init runs. This gives the start-up line's "PMIx ready"
+ * under Open MPI 5, where the end of MPI_Init also counts the wait for
+ * other ranks. Returns false if MPI_Init returned first or the limit
+ * passed. */
 static bool guard_see_pmix(dlpar_init_guard *guard, double limit)
 {
   while (dlpar_now() - guard->start < limit) {
@@ -56,7 +58,7 @@ static bool guard_see_pmix(dlpar_init_guard *guard, double limit)
   return true;
 }
 
-/* The guard's own PMIx context (it names missing ranks), done with. */
+/* The guard is done with its own PMIx context, which it used to name missing ranks. */
 static void free_probe_context(dlpar_ctx *ctx)
 {
   free(ctx->hosts);
@@ -65,12 +67,12 @@ static void free_probe_context(dlpar_ctx *ctx)
   free(ctx);
 }
 
-/* dlpar.started, for the node-mates' probes (dlpar_pmix_diagnose): put as
- * soon as PMIx is up in MPI_Init, committed by Open MPI's own commit (a
- * commit of ours before it would answer the other nodes' requests for this
- * rank's data without Open MPI's keys: MPI_Init failed so, exit 14, under
- * Slurm 24.11); committed by the guard only at the timeout, in case Open
- * MPI committed before the put. */
+/* dlpar.started is for the node-mates' probes in dlpar_pmix_diagnose. It is
+ * put as soon as PMIx is up in MPI_Init and committed by Open MPI's own
+ * commit. A commit of ours before Open MPI's would answer the other nodes'
+ * requests for this rank's data without Open MPI's keys; under Slurm 24.11
+ * MPI_Init failed so, with exit 14. The guard commits it only at the
+ * timeout, in case Open MPI committed before the put. */
 static void put_started(void)
 {
   pmix_value_t value;
@@ -82,10 +84,11 @@ static void put_started(void)
                   "missing\n", PMIx_Error_string(rc));
 }
 
-/* Past the first limit: the guard's own PMIx context, to learn the job's
- * size and name the missing ranks. DLPAR_OK when MPI_Init returned within
- * the limit for that size (nothing to end); else DLPAR_ERR_TIMEOUT with the
- * line in err, printed, and the context in *out. */
+/* Past the first limit, the guard opens its own PMIx context to learn the
+ * job's size and name the missing ranks. It returns DLPAR_OK when MPI_Init
+ * returned within the limit for that size, so there is nothing to end.
+ * Otherwise it returns DLPAR_ERR_TIMEOUT with the line in err, printed, and
+ * the context in *out. */
 static int diagnose_held_init(dlpar_init_guard *guard, double limit, dlpar_ctx **out, dlpar_error *err)
 {
   dlpar_ctx *probe_ctx = calloc(1, sizeof(*probe_ctx));

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/bootstrap/ncclid.c: making an NCCL unique id, the only NCCL call that
- * works without a GPU (it opens a bootstrap socket), so the PMIx exchange of
- * real ids is tested on machines without GPUs too; and how many bootstrap
- * roots (ids) a group gets, and which of its ranks hold them; a group of
- * one rank makes its own (each group its own id: an id's bootstrap root
- * serves one communicator). */
+/* libdlpar/bootstrap/ncclid.c: making an NCCL unique id, and how many
+ * bootstrap roots, each with an id, a group gets and which of its ranks
+ * hold them. ncclGetUniqueId is the only NCCL call that works without a
+ * GPU, because it only opens a bootstrap socket, so the PMIx exchange of
+ * real ids is tested on machines without GPUs too. A group of one rank
+ * makes its own id. Each group gets its own id, because an id's bootstrap
+ * root serves one communicator. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -52,9 +53,9 @@ int dlpar_nccl_roots(const dlpar_ctx *ctx, int size)
 #endif
 }
 
-/* NCCL's documented spread (rankHasRoot in the ncclCommInitRankScalable
- * docs): the first size % roots roots cover size / roots + 1 ranks each,
- * the others size / roots. */
+/* This is NCCL's documented spread, rankHasRoot in the
+ * ncclCommInitRankScalable docs. The first size % roots roots cover
+ * size / roots + 1 ranks each, and the others size / roots. */
 int dlpar_nccl_root_rank(int size, int roots, int index)
 {
   const int per_root = size / roots, longer = size % roots;

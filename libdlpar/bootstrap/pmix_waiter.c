@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/bootstrap/pmix_waiter.c: waiting for PMIx's callbacks with a deadline, and
- * a rank's pmix_proc_t. The PMIx exchange (pmixboot.c), the rendezvous
- * diagnosis (rendezvous_diagnosis.c) and the MPI_Init guard
- * (mpi_init_guard.c) all wait so; this file calls nothing else of
- * libdlpar, so none of them has to call another for it. */
+/* libdlpar/bootstrap/pmix_waiter.c: waiting for PMIx's callbacks with a
+ * deadline, and a rank's pmix_proc_t. The PMIx exchange in pmixboot.c, the
+ * rendezvous diagnosis in rendezvous_diagnosis.c and the MPI_Init guard in
+ * mpi_init_guard.c all wait so. This file calls nothing else of libdlpar,
+ * so none of them has to call another for it. */
 #include "config.h"
 
 #include <pmix.h>

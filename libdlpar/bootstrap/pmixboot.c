@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/bootstrap/pmixboot.c: the PMIx exchange, everything libdlpar asks of PMIx.
- * Init and the job's shape (size, local rank and size, every rank's host:
- * job-level data the server already holds), then the one rendezvous: each
- * rank puts its host and pid (and, as a bootstrap root of a group, an NCCL
- * id), commits, and joins one fence that carries no data (direct modex):
- * afterwards each rank gets only the keys it needs (its groups' roots' ids;
- * its own node's pids), so a node receives O(its ranks' groups' roots)
- * bytes, not O(job size). The world's roots put its ids too, but they are
- * got only at its first collective (unless asked for at init).
+ * First come init and the job's shape: its size, the local rank and size,
+ * and every rank's host, all job-level data the server already holds. Then
+ * comes the one rendezvous. Each rank puts its host and pid, and an NCCL
+ * id if it is a bootstrap root of a group. It commits and joins one fence
+ * that carries no data, which is PMIx's direct modex. Afterwards each rank
+ * gets only the keys it needs, which are its groups' roots' ids and its own
+ * node's pids. So a node receives bytes in proportion to its ranks' groups'
+ * roots, not to the job's size. The world's roots put its ids too, but
+ * those are got only at its first collective, unless asked for at init.
  * This file is a transport: it returns statuses and never ends anything.
  * A fence that does not complete within the rendezvous timeout returns
  * DLPAR_ERR_TIMEOUT with the line that rendezvous_diagnosis.c wrote, naming
- * the ranks that never arrived; the caller decides what that ends (init.c
- * for dlpar_init and dlpar_share_from_root, mpi_init_guard.c for the fence
- * at the end of MPI_Init). */
+ * the ranks that never arrived. The caller decides what that ends: init.c
+ * does for dlpar_init and dlpar_share_from_root, and mpi_init_guard.c for
+ * the fence at the end of MPI_Init. */
 #include "config.h"
 
 #include <pmix.h>
@@ -29,8 +30,8 @@
 #include "libdlpar/bootstrap/pmix_internal.h"
 #include "common/text.h"
 
-/* On a PMIx error: file:line, the call and PMIx's words recorded in ctx
- * (dlpar_fail), whose status the function returns. */
+/* On a PMIx error, dlpar_fail records file:line, the call and PMIx's words
+ * in ctx, and the function returns its status. */
 #define PMIX_TRY(call, ctx)                                                                    \
   do {                                                                                         \
     pmix_status_t rc_ = (call);                                                                \
@@ -70,7 +71,7 @@ static int get_u32(dlpar_ctx *ctx, pmix_rank_t rank, const char *key, unsigned *
 /* A rank's host as PMIx names it. PMIx 5's client answers PMIX_HOSTNAME for
  * its own rank itself, with the machine's host name, while Slurm 24.11's
  * mpi/pmix_v5 server gives every other rank Slurm's node name, which can
- * differ (emulated nodes, NodeHostname aliases); so under Slurm the own
+ * differ for emulated nodes or NodeHostname aliases. So under Slurm the own
  * rank's host is SLURMD_NODENAME, the name Slurm 22.05 with PMIx 4 gives
  * for every rank. */
 static const char *host_name(const dlpar_ctx *ctx, int rank, const char *from_pmix)
@@ -158,8 +159,8 @@ static int put_bytes(dlpar_ctx *ctx, const char *key, const void *bytes, size_t 
   return DLPAR_OK;
 }
 
-/* A rank's key: exactly len bytes, or at most len unless `exact` (this
- * rank's own key is not counted as traffic). */
+/* A rank's key, of exactly len bytes when `exact` is set and of at most len
+ * otherwise. This rank's own key is not counted as traffic. */
 static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, size_t len, bool exact)
 {
   pmix_value_t *value = NULL;
@@ -180,10 +181,10 @@ static int get_bytes(dlpar_ctx *ctx, int rank, const char *key, void *bytes, siz
   return rc;
 }
 
-/* One fence over every rank. It carries no data (DLPAR_MODEX=collect: it
- * hands every rank's keys to every node at the fence): each PMIx_Get
- * afterwards fetches one key from its rank's node (direct modex). Past the
- * rendezvous timeout the ranks that never arrived are named and the fence
+/* One fence over every rank. It carries no data, unless DLPAR_MODEX=collect
+ * makes it hand every rank's keys to every node. Each PMIx_Get afterwards
+ * fetches one key from its rank's node, which is PMIx's direct modex. Past
+ * the rendezvous timeout the ranks that never arrived are named and the fence
  * returns DLPAR_ERR_TIMEOUT with that line in ctx->error; the waiter stays
  * allocated, because PMIx may still call back into it. */
 static int rendezvous_fence(dlpar_ctx *ctx)
@@ -217,15 +218,16 @@ static int rendezvous_fence(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
-/* The groups that get NCCL ids at the rendezvous: those of more than one
- * rank (a 1-rank group has no communicator: its collectives are no-ops or
- * copies), and those of one rank too with DLPAR_NCCL_ONE_RANK=comm (each
- * makes its own: dlpar_nccl_own_id); tp and dp unless they are split from
- * the world's; the world only when asked for at init (split mode,
- * DLPAR_NCCL_WORLD=eager, or a world of one rank, which is never built
- * later), else at its first device collective (dlpar_pmix_world_ids).
- * Every group gets its own ids: an id's bootstrap root serves one
- * communicator. */
+/* The groups that get NCCL ids at the rendezvous are those of more than one
+ * rank. A group of one rank has no communicator, and its collectives are
+ * no-ops or copies. With DLPAR_NCCL_ONE_RANK=comm, groups of one rank get
+ * ids too, each making its own with dlpar_nccl_own_id. tp and dp get ids
+ * unless they are split from the world's communicator. The world gets its
+ * ids here only when they are asked for at init, which split mode,
+ * DLPAR_NCCL_WORLD=eager and a world of one rank do, since such a world is
+ * never built later. Otherwise dlpar_pmix_world_ids gets them at its first
+ * device collective. Every group gets its own ids, because an id's
+ * bootstrap root serves one communicator. */
 bool dlpar_group_ids_at_init(const dlpar_ctx *ctx, dlpar_group group)
 {
   if (dlpar_group_size(ctx, group) == 1 && !ctx->one_rank_comms)
@@ -243,8 +245,8 @@ static int rank_in_group(const dlpar_ctx *ctx, dlpar_group group)
   return group == DLPAR_GROUP_TP ? ctx->info.tp_rank : group == DLPAR_GROUP_DP ? ctx->info.dp_rank : ctx->info.rank;
 }
 
-/* A root of the group (one per ranks_per_root ranks, NCCL's spread) makes
- * an id and puts it under the group's key. */
+/* A root of the group makes an id and puts it under the group's key. There
+ * is one root per ranks_per_root ranks, in NCCL's spread. */
 static int put_group_ids(dlpar_ctx *ctx, dlpar_group group)
 {
   const int size = dlpar_group_size(ctx, group), roots = dlpar_nccl_roots(ctx, size);
@@ -282,8 +284,8 @@ static int get_group_ids(dlpar_ctx *ctx, dlpar_group group)
   return rc;
 }
 
-/* Puts the ids of the groups in `put` (a bit per dlpar_group), commits,
- * fences, gets those of the groups in `get`. */
+/* Puts the ids of the groups in `put`, commits, fences, and gets those of
+ * the groups in `get`. Both hold a bit per dlpar_group. */
 static int exchange_ids(dlpar_ctx *ctx, unsigned put, unsigned get)
 {
   for (int g = 0; g < 3; g++)
@@ -297,8 +299,9 @@ static int exchange_ids(dlpar_ctx *ctx, unsigned put, unsigned get)
   return DLPAR_OK;
 }
 
-/* dlpar.host, "HOST:PID": this rank arrived (what the rendezvous timeout's
- * diagnosis probes for) and its pid (dlpar_pmix_peer_pids). */
+/* dlpar.host holds "HOST:PID". It says this rank arrived, which is what the
+ * rendezvous timeout's diagnosis probes for, and gives its pid to
+ * dlpar_pmix_peer_pids. */
 static int put_host_pid(dlpar_ctx *ctx)
 {
   char host_pid[320];
@@ -306,9 +309,9 @@ static int put_host_pid(dlpar_ctx *ctx)
   return put_bytes(ctx, "dlpar.host", host_pid, strlen(host_pid) + 1);
 }
 
-/* The world's roots put its ids now, in the one commit (a key put after a
- * fence is not seen by a rank that already got its owner's keys, under
- * Slurm's PMIx): nobody gets them unless the world communicator is built. */
+/* The world's roots put its ids now, in the one commit. Under Slurm's PMIx,
+ * a key put after a fence is not seen by a rank that already got its
+ * owner's keys. Nobody gets them unless the world communicator is built. */
 int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
 {
   unsigned put = 0, get = 0;
@@ -330,8 +333,9 @@ int dlpar_pmix_rendezvous(dlpar_ctx *ctx, bool exchange_nccl_ids)
   return DLPAR_OK;
 }
 
-/* Every rank puts dlpar.host (the rendezvous timeout names the ranks that
- * did not), rank 0 also the text; one fence; every rank gets rank 0's. */
+/* Every rank puts dlpar.host, so that the rendezvous timeout can name the
+ * ranks that did not, and rank 0 also puts the text. After one fence,
+ * every rank gets rank 0's text. */
 int dlpar_pmix_share(dlpar_ctx *ctx, const char *key, const char *text, char *out, size_t len)
 {
   const char *shared = text ? text : "";

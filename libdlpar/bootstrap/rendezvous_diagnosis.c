@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/bootstrap/rendezvous_diagnosis.c: after a PMIx fence that timed out, which
- * ranks never arrived, on which hosts: each node's lowest arrived rank asks
- * its own node's server for its node-mates' keys and names the missing
- * ones in one line. It returns that line with DLPAR_ERR_TIMEOUT and ends
- * nothing: the caller of the fence decides (init.c, mpi_init_guard.c). */
+/* libdlpar/bootstrap/rendezvous_diagnosis.c: after a PMIx fence that timed
+ * out, which ranks never arrived, and on which hosts. Each node's lowest
+ * arrived rank asks its own node's server for its node-mates' keys and
+ * names the missing ones in one line. It returns that line with
+ * DLPAR_ERR_TIMEOUT and ends nothing. The caller of the fence, init.c or
+ * mpi_init_guard.c, decides. */
 #include "config.h"
 
 #include <pmix.h>
@@ -34,23 +35,23 @@ static void probe_done(pmix_status_t status, pmix_value_t *value, void *cbdata)
     PMIX_VALUE_RELEASE(value);
 }
 
-/* After a timed-out fence: which ranks of this node never put their data?
- * Their keys are local, answered at once by this node's server (a get of
- * a remote rank's key would be a request to its node, held there while the
- * rank is missing: at scale, N probes per rank). The lowest arrived rank of
- * each node names its node's missing ranks in one line; rank 0, when its
- * node is complete, says the missing ranks are elsewhere; the others stay
- * quiet. Each returns only after the probe window, so that the lines get
- * out before a caller ends the step. */
+/* After a timed-out fence, this finds which ranks of this node never put
+ * their data. Their keys are local, so this node's server answers at once.
+ * A get of a remote rank's key would be a request to its node, held there
+ * while the rank is missing, which at scale makes N probes per rank. The
+ * lowest arrived rank of each node names its node's missing ranks in one
+ * line. Rank 0, when its node is complete, says the missing ranks are
+ * elsewhere. The others stay quiet. Each returns only after the probe
+ * window, so that the lines get out before a caller ends the step. */
 #define PROBE_SECONDS 3.0
 
-/* The key a probe asks for: dlpar.host, put at the rendezvous; or, from
- * inside Open MPI 5's MPI_Init (where no rank has put that yet),
- * dlpar.started, put by each rank's init guard as soon as PMIx is up in
- * there: a rank that has it started and is held in MPI_Init as well, not
- * missing. (Whether a rank committed no such key, or never connected, PMIx
- * servers do not tell apart the same way: with every rank local, as under
- * dlpar-run, both time out.) */
+/* A probe asks for dlpar.host, which each rank puts at the rendezvous.
+ * From inside Open MPI 5's MPI_Init, where no rank has put that yet, it
+ * asks for dlpar.started, which each rank's init guard puts as soon as PMIx
+ * is up in there. A rank that has it has started and is held in MPI_Init
+ * as well, so it is not missing. PMIx servers do not all tell apart a rank
+ * that committed no such key from one that never connected. With every
+ * rank local, as under dlpar-run, both time out. */
 static const char *probe_key(bool in_mpi_init)
 {
   return in_mpi_init ? "dlpar.started" : "dlpar.host";
@@ -66,8 +67,8 @@ int dlpar_pmix_diagnose(dlpar_ctx *ctx, double waited, bool in_mpi_init, dlpar_e
   char *const message = err->text;
   const size_t len = sizeof(err->text);
   const int size = ctx->info.size, me = ctx->info.rank;
-  /* the probes' callbacks may come after their window: what they touch
-   * stays allocated (the step ends after a timed-out rendezvous) */
+  /* The probes' callbacks may come after their window, so what they touch
+   * stays allocated. The step ends after a timed-out rendezvous anyway. */
   dlpar_waiter *w = malloc(sizeof(*w));
   probe *probes = calloc((size_t)size, sizeof(probe));
   size_t used = 0;

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/ending/end_step.c: how libdlpar ends the step or the process, the one
- * path every ending takes; it decides nothing. dlpar_end_step ends the
- * whole step from any rank (the communicators aborted, for at most
- * ABORT_COMMS_SECONDS, then PMIx_Abort, then this process's exit);
+ * path every ending takes. It decides nothing. dlpar_end_step ends the
+ * whole step from any rank: it aborts the communicators for at most
+ * ABORT_COMMS_SECONDS, then calls PMIx_Abort, then exits this process.
  * dlpar_end_process ends this process alone, when the launcher is ending
- * the step already. Who decides, one function per condition, in the file
- * that owns the condition's policy: init.c (a rank missing at the
- * rendezvous; dlpar_finalize of a spent context), mpi_init_guard.c (Open
- * MPI's MPI_Init held past the rendezvous timeout, at its start or its
- * end), watchdog.c (what the watchdog finds, and the stop signals), and
- * the program itself through the two calls here: dlpar_abort, and
- * dlpar_abort_shared (rank 0 prints a line every rank found alike, the
- * others wait for the launcher's signal). dlpar.h lists every condition. */
+ * the step already. Each condition is decided by one function, in the file
+ * that owns the condition's policy. init.c decides a rank missing at the
+ * rendezvous and dlpar_finalize of a spent context. mpi_init_guard.c
+ * decides Open MPI's MPI_Init held past the rendezvous timeout, at its
+ * start or its end. watchdog.c decides what the watchdog finds, and the
+ * stop signals. The program itself decides through the two calls here,
+ * dlpar_abort and dlpar_abort_shared. With dlpar_abort_shared, rank 0
+ * prints a line every rank found alike and the others wait for the
+ * launcher's signal. dlpar.h lists every condition. */
 #include "config.h"
 
 #include <pthread.h>
@@ -28,8 +29,9 @@
 /* How long ranks other than 0 wait for rank 0 to report an error they all found. */
 #define SHARED_ERROR_GRACE_SECONDS 10.0
 /* How long the communicators' abort may take before the step ends without
- * it: NCCL's waits for its streams, which a kernel queued before the stuck
- * collective can hold for ever (a GPU that hangs; tests/gpu/test_nccl_gpu). */
+ * it. NCCL's abort waits for its streams, which a kernel queued before the
+ * stuck collective can hold for ever on a GPU that hangs, as
+ * tests/gpu/test_nccl_gpu shows. */
 #define ABORT_COMMS_SECONDS 5.0
 
 static void *abort_comms_main(void *arg)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/ending/fatal.c: what a context keeps of a condition that will end the
- * step, when the step does not end at once (NCCL's asynchronous-error
- * model): the first condition, its line, and whether the program has taken
- * it. A context that keeps one is spent: its collectives and
+ * step, when the step does not end at once, as in NCCL's asynchronous-error
+ * model. It keeps the first condition, its line, and whether the program
+ * has taken it. A context that keeps one is spent: its collectives and
  * dlpar_share_from_root refuse, and dlpar_finalize ends the step. This
- * file only keeps and tells; the watchdog (its grace) and init.c (a
- * bootstrap rendezvous that timed out) decide what is kept. */
+ * file only keeps and tells. The watchdog, during its grace, and init.c,
+ * for a bootstrap rendezvous that timed out, decide what is kept. */
 #include "config.h"
 
 #include <stdatomic.h>

@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/ending/stacks.c: the stacks of a hung step. A stack request is SIGURG
- * (ignored by default, so a program without libdlpar loses nothing): the
- * watchdog sends it to every rank before it ends the step on a hang (a
- * collective past its timeout, a stopped rank), and anyone can, at any
- * time: `scancel --signal=URG JOB.STEP`. Each rank then writes its main
- * thread's C stack to stderr, one block headed by rank and host; a Python
- * rank's stacks follow (the Python module registers faulthandler for
- * SIGURG before libdlpar, and this handler chains to it). With a watchdog,
- * each rank also publishes its stack's signature (where it waits, and its
- * frames' functions) through PMIx, and the rank that asked prints one
- * summary line: the rank whose stack differs from the rest (the usual
- * culprit), and the ranks that gave none (stopped, dead, unreached).
- * A signal handler talks through one static mailbox: libdlpar's second
- * global beside watchdog.c's stray signal, for the same reason. */
+/* libdlpar/ending/stacks.c: the stacks of a hung step. A stack request is
+ * SIGURG, which is ignored by default, so a program without libdlpar loses
+ * nothing. The watchdog sends it to every rank before it ends the step on
+ * a hang, such as a collective past its timeout or a stopped rank. Anyone
+ * can send it at any time with `scancel --signal=URG JOB.STEP`. Each rank
+ * then writes its main thread's C stack to stderr, one block headed by
+ * rank and host. A Python rank's stacks follow, because the Python module
+ * registers faulthandler for SIGURG before libdlpar and this handler
+ * chains to it. With a watchdog, each rank also publishes its stack's
+ * signature through PMIx, which is where it waits and its frames'
+ * functions. The rank that asked then prints one summary line. It names
+ * the rank whose stack differs from the rest, which is the usual culprit,
+ * and the ranks that gave none because they are stopped, dead or
+ * unreached. A signal handler talks through one static mailbox. That is
+ * libdlpar's second global beside watchdog.c's stray signal, for the same
+ * reason. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -35,16 +37,16 @@
 #include "libdlpar/ending/ending.h"
 #include "common/text.h"
 
-/* A dump is one write(2) of at most PIPE_BUF bytes (atomic on a pipe: the
- * blocks of ranks sharing one stderr do not interleave): the header and
- * this many frames, the rest cut. */
+/* A dump is one write(2) of at most PIPE_BUF bytes, which is atomic on a
+ * pipe, so the blocks of ranks sharing one stderr do not interleave. It
+ * holds the header and this many frames, and the rest is cut. */
 #define STACK_FRAMES 32
 #define STACK_BLOCK_BYTES 4096
 /* A rank writes its stack at most once in this many seconds: several ranks
  * that time out together each ask. */
 #define STACK_REPEAT_SECONDS 5.0
-/* How long the asking rank waits for the others' signatures (those not
- * read by then count as none). */
+/* How long the asking rank waits for the others' signatures. Those not
+ * read by then count as none. */
 #define STACKS_WAIT_SECONDS 4.0
 /* How long the asking rank lets the others write and publish before it
  * reads their signatures: PMIx caches a remote rank's keys at the first
@@ -76,8 +78,8 @@ static void chain_previous(int sig, siginfo_t *info, void *uctx)
     mailbox.previous.sa_handler(sig);
 }
 
-/* The header and the frames from the interrupted one on (past this
- * handler and the signal's trampoline), formatted through the memfd, then
+/* The header and the frames from the interrupted one on, past this handler
+ * and the signal's trampoline, are formatted through the memfd and then
  * written at once. Async-signal-safe. */
 static void write_block(int n)
 {
@@ -98,7 +100,7 @@ static void write_block(int n)
 }
 
 /* Async-signal-safe but for backtrace, which dlpar_stacks_arm loaded
- * first (its lazy libgcc load is what is unsafe). */
+ * first, because its lazy libgcc load is what is unsafe. */
 static void on_stack_request(int sig, siginfo_t *info, void *uctx)
 {
   const double now = dlpar_now(); /* clock_gettime: async-signal-safe */
@@ -143,7 +145,7 @@ int dlpar_stacks_arm(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
-/* A frame's function (its object's name where it has no symbol), and
+/* A frame's function, or its object's name where it has no symbol, and
  * whether it is in the program itself. */
 static const char *frame_name(void *pc, const void *program, bool *in_program)
 {
@@ -159,10 +161,11 @@ static const char *frame_name(void *pc, const void *program, bool *in_program)
   return slash ? slash + 1 : where.dli_fname ? where.dli_fname : "?";
 }
 
-/* The program's frames, from main (the first of its frames that the C
- * library's start-up called) inwards, up to the first call out of it or
- * into libdlpar's API, included: where the program is, without the
- * libraries' own waiting loops, which differ by the instant of the dump. */
+/* The program's frames from main inwards, main being the first of its
+ * frames that the C library's start-up called. They run up to and include
+ * the first call out of the program or into libdlpar's API. That says
+ * where the program is, without the libraries' own waiting loops, which
+ * differ by the instant of the dump. */
 static void program_frames(int count, char *out, size_t len, size_t used)
 {
   const char *names[STACK_FRAMES];
@@ -184,9 +187,10 @@ static void program_frames(int count, char *out, size_t len, size_t used)
   }
 }
 
-/* "where | fn fn fn": the collective this rank waits in (MPI; on NCCL the
- * host does not wait in them), then the program's frames, addresses left
- * out so that ranks waiting in the same place read alike. */
+/* The signature reads "where | fn fn fn". First comes the collective this
+ * rank waits in, on MPI only, since on NCCL the host does not wait in
+ * them. Then come the program's frames, with addresses left out so that
+ * ranks waiting in the same place read alike. */
 static void signature(dlpar_ctx *ctx, int count, char *out, size_t len)
 {
   size_t used = (size_t)snprintf(out, len, "not in a libdlpar collective |");
@@ -202,8 +206,8 @@ static void signature(dlpar_ctx *ctx, int count, char *out, size_t len)
     program_frames(count, out, len, used);
 }
 
-/* Publishes the last dump's signature, marked A when this rank asked
- * for the stacks (the summary's printer is the lowest that asked), else -. */
+/* Publishes the last dump's signature, marked A when this rank asked for
+ * the stacks, else -. The lowest rank that asked prints the summary. */
 static void publish(dlpar_ctx *ctx, bool asked)
 {
   char sig[DLPAR_ERRLEN];
@@ -222,9 +226,10 @@ void dlpar_stacks_publish(dlpar_ctx *ctx)
     publish(ctx, false);
 }
 
-/* Sends them SIGURG: every rank of the step, or this node's: `scancel --signal=URG` reaches
- * every task of a Slurm step (this one's too); elsewhere (dlpar-run: one
- * node) each rank of this node by its pid. */
+/* Sends SIGURG to every rank of the step, or to this node's. In a Slurm
+ * step, `scancel --signal=URG` reaches every task, this one's too.
+ * Elsewhere, as under dlpar-run on one node, each rank of this node gets
+ * it by its pid. */
 static bool send_requests(dlpar_ctx *ctx)
 {
   const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
@@ -244,8 +249,8 @@ static bool send_requests(dlpar_ctx *ctx)
   return false;
 }
 
-/* The signatures' verdict: the one rank whose stack differs from all the
- * others (which agree), and the ranks without one. */
+/* The signatures' verdict names the one rank whose stack differs from all
+ * the others, when those agree, and the ranks without one. */
 static void summarise(dlpar_ctx *ctx, char (*sigs)[DLPAR_ERRLEN], const bool *have, char *line, size_t len)
 {
   int odd = -1, majority = -1, majority_count = 0, present = 0;
@@ -279,9 +284,9 @@ static void summarise(dlpar_ctx *ctx, char (*sigs)[DLPAR_ERRLEN], const bool *ha
   }
 }
 
-/* Several ranks time out together and each asks: the lowest of those
- * that asked prints the summary (one that asks later, lower, may print a
- * second one); the others leave it the time. */
+/* Several ranks time out together and each asks. The lowest of those that
+ * asked prints the summary, and the others leave it the time. A lower rank
+ * that asks later may print a second one. */
 static bool prints_summary(dlpar_ctx *ctx, char (*sigs)[DLPAR_ERRLEN], const bool *have)
 {
   for (int rank = 0; rank < ctx->info.rank; rank++)

@@ -1,27 +1,28 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* libdlpar/ending/watchdog.c: a thread that keeps a step from hanging. Every
- * 100 ms it asks the backend for asynchronous errors and collectives that
- * exceeded the timeout (then the step ends with a message naming the
- * group), and it receives the stop signals: SIGTERM, SIGINT and SIGUSR1 are
- * blocked in every thread (before PMIx, MPI or CUDA start theirs) and read
- * from a signalfd here. Threads that libraries started before dlpar_init
- * (OpenBLAS starts its pool when it is loaded) do not block them: a handler
- * catches the signals those threads get and leaves them in `stray_signal`,
- * which the watchdog reads too: the one global in libdlpar, because a
- * signal handler can only talk through one. The first signal asks the
- * program to stop (dlpar_stop_requested); a second one ends it at once.
- * A program that keeps its signals (dlpar_options.keep_signals,
- * DLPAR_SIGNALS=keep) has none of this: no mask, no handler, no signalfd.
- * A rank that is ending the step (dlpar_abort, dlpar_abort_shared) exits
- * at the first, silently. Once a second it also looks at the other ranks of
- * its node (/proc): one that stays stopped ends the step, by name.
+ * 100 ms it asks the backend for asynchronous errors and for collectives
+ * that exceeded the timeout, and then the step ends with a message naming
+ * the group. It also receives the stop signals. SIGTERM, SIGINT and SIGUSR1
+ * are blocked in every thread, before PMIx, MPI or CUDA start theirs, and
+ * read from a signalfd here. Threads that libraries started before
+ * dlpar_init do not block them; OpenBLAS, for one, starts its pool when it
+ * is loaded. So a handler catches the signals those threads get and leaves
+ * them in `stray_signal`, which the watchdog reads too. That is the one
+ * global in libdlpar, because a signal handler can only talk through one.
+ * The first signal asks the program to stop through dlpar_stop_requested,
+ * and a second one ends it at once. A program that keeps its signals,
+ * through dlpar_options.keep_signals or DLPAR_SIGNALS=keep, has none of
+ * this: no mask, no handler and no signalfd. A rank that is ending the
+ * step with dlpar_abort or dlpar_abort_shared exits at the first signal,
+ * silently. Once a second the watchdog also looks at the other ranks of
+ * its node in /proc, and one that stays stopped ends the step, by name.
  * This file owns the policy of what it finds, and decides there, once per
- * condition: on_stop_signal for the signals (this process ends), and
- * on_finding for a collective past its timeout, an asynchronous error or a
- * rank stopped too long (the step ends now, after every rank's stack on a
- * hang; or, with the host's grace, the condition is kept in fatal.c and the
- * step ends here only when the grace passes untaken). Both end through
- * end_step.c. */
+ * condition. on_stop_signal decides for the signals, and this process
+ * ends. on_finding decides for a collective past its timeout, an
+ * asynchronous error or a rank stopped too long. The step then ends now,
+ * after every rank's stack on a hang. With the host's grace, the condition
+ * is instead kept in fatal.c, and the step ends here only when the grace
+ * passes untaken. Both end through end_step.c. */
 #include "config.h"
 
 #include <errno.h>
@@ -106,8 +107,8 @@ static void read_signals(dlpar_ctx *ctx)
   }
 }
 
-/* Process pid's state letter in /proc (T: stopped by SIGSTOP or SIGTSTP;
- * Z, X: exited, not yet reaped), 'X' when it is gone. */
+/* Process pid's state letter in /proc, or 'X' when it is gone. T means
+ * stopped by SIGSTOP or SIGTSTP, and Z or X exited but not yet reaped. */
 static char process_state(long pid)
 {
   char stat[512];
@@ -115,12 +116,13 @@ static char process_state(long pid)
   return fields ? fields[0] : 'X';
 }
 
-/* Once a second: the ranks of this node that stay stopped (SIGSTOP,
- * SIGTSTP; not a debugger's ptrace stop) past stopped_timeout end the step, named by the lowest
- * running rank of the node, so one line tells which. Polls, not wall time,
- * are counted: when the whole node is suspended (scontrol suspend) this
- * thread is stopped too and counts nothing. Stopped ranks elsewhere (a hung
- * node) are found by the collective timeout. */
+/* Once a second, this looks for ranks of this node stopped by SIGSTOP or
+ * SIGTSTP, though not by a debugger's ptrace stop. One that stays stopped
+ * past stopped_timeout ends the step. The lowest running rank of the node
+ * names them, so one line tells which. Polls are counted rather than wall
+ * time, so when scontrol suspends the whole node this thread is stopped
+ * too and counts nothing. Stopped ranks elsewhere, as on a hung node, are
+ * found by the collective timeout. */
 static int check_stopped_peers(dlpar_ctx *ctx, dlpar_error *err)
 {
   int reporter = ctx->info.rank, culprit = -1;
@@ -153,8 +155,8 @@ void dlpar_watchdog_suspects(const dlpar_ctx *ctx, dlpar_group group, char *out,
   }
   dlpar_grid_members(&ctx->grid, group, me, ranks);
   for (int i = 0; i < n; i++) {
-    /* read now as well as the polls': before the watchdog thread runs (an
-     * NCCL set-up that timed out) no poll has counted yet */
+    /* Read now as well as at the polls. Before the watchdog thread runs, as
+     * when an NCCL set-up timed out, no poll has counted yet. */
     const char state = ctx->peer_pid[ranks[i]] ? process_state(ctx->peer_pid[ranks[i]]) : 'R';
     if (state == 'Z' || state == 'X') {
       snprintf(out, len, "rank %d (pid %ld) on this host has exited", ranks[i], ctx->peer_pid[ranks[i]]);
@@ -186,8 +188,8 @@ void dlpar_timeout_message(const dlpar_ctx *ctx, dlpar_group group, const char *
                   waited, suspects);
 }
 
-/* The step ends on what the watchdog found: its line, then, for a hang,
- * every rank's stack and the summary (stacks.c), then the end. */
+/* The step ends on what the watchdog found. Its line is printed, then, for
+ * a hang, every rank's stack and the summary from stacks.c, then the end. */
 static void end_on_finding(dlpar_ctx *ctx, int status, const char *line)
 {
   dlpar_eprintf("dlpar: %s\n", line);
@@ -284,7 +286,7 @@ void dlpar_inflight_end(dlpar_ctx *ctx, dlpar_group group)
   ctx->wait_seconds += dlpar_now() - atomic_load(&ctx->inflight[group].since);
 }
 
-/* The posted agreement's answer (0 when none is posted). */
+/* The posted agreement's answer, or 0 when none is posted. */
 static int wait_posted_stop(dlpar_ctx *ctx, int *stop)
 {
   *stop = 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/preflight/links.c: the rates of the links a rank's groups cross, for the
- * pre-flight's expectations (links.h): NVLink and PCIe from hwloc, the
- * memory's from hwloc's attributes, the NIC's from sysfs and ethtool. */
+/* libdlpar/preflight/links.c: the rates of the links a rank's groups cross,
+ * for the pre-flight's expectations that links.h declares. NVLink and PCIe
+ * come from hwloc, the memory's rate from hwloc's attributes, and the
+ * NIC's from sysfs and ethtool. */
 #include "config.h"
 
 #include "libdlpar/preflight/links.h"
@@ -29,9 +30,10 @@ void dlpar_link_set(dlpar_link *link, double gbs, const char *source)
   snprintf(link->source, sizeof(link->source), "%s", gbs > 0 ? source : "unknown");
 }
 
-/* The GPU's NVLink bandwidth, one way (GB/s): its row of hwloc's
- * NVLinkBandwidth matrix (MB/s; its objects are the GPUs' NVML OS devices
- * and the NVSwitches), summed over the peers it links to. */
+/* The GPU's NVLink bandwidth one way, in GB/s: its row of hwloc's
+ * NVLinkBandwidth matrix, summed over the peers it links to. The matrix is
+ * in MB/s, and its objects are the GPUs' NVML OS devices and the
+ * NVSwitches. */
 static double nvlink_gbs(hwloc_topology_t topology, hwloc_obj_t gpu)
 {
   struct hwloc_distances_s *matrices[4];
@@ -52,7 +54,7 @@ static double nvlink_gbs(hwloc_topology_t topology, hwloc_obj_t gpu)
   return total_mbs / 1000.0;
 }
 
-/* Bandwidth of the memory local to this process's CPUs (hwloc reports MiB/s), 0 unknown. */
+/* Bandwidth of the memory local to this process's CPUs, which hwloc reports in MiB/s, or 0 when unknown. */
 static double memory_gbs(hwloc_topology_t topology)
 {
   hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
@@ -92,7 +94,7 @@ int dlpar_links_in_node(const char *xml_path, const char *gpu_busid, dlpar_link 
   return DLPAR_OK;
 }
 
-/* The number a sysfs file starts with ("400 Gb/sec (4X NDR)", "10000"); 0 when none or negative. */
+/* The number a sysfs file starts with, as in "400 Gb/sec (4X NDR)" or "10000"; 0 when none or negative. */
 static double sysfs_number(const char *path)
 {
   double value = 0;
@@ -105,7 +107,7 @@ static double sysfs_number(const char *path)
   return value;
 }
 
-/* The fastest port of an HCA (sysfs rates in Gb/s). */
+/* The fastest port of an HCA, from sysfs rates in Gb/s. */
 static double hca_gbs(const char *hca)
 {
   char path[PATH_MAX], rate_path[PATH_MAX + 300];
@@ -126,7 +128,7 @@ static double hca_gbs(const char *hca)
   return best;
 }
 
-/* The interface of the default route (/proc/net/route: this network namespace's). */
+/* The interface of this network namespace's default route, from /proc/net/route. */
 static void default_route_ifname(char *out, size_t len)
 {
   char name[IF_NAMESIZE + 1], line[256];
@@ -142,8 +144,9 @@ static void default_route_ifname(char *out, size_t len)
     fclose(routes);
 }
 
-/* NCCL_SOCKET_IFNAME's way: "=eth0" exactly, "eth" as a prefix, "^..." excludes
- * (then the default route's); the first up, non-loopback match. */
+/* NCCL_SOCKET_IFNAME's way: "=eth0" matches exactly, "eth" as a prefix, and
+ * "^..." excludes, leaving the default route's. The first up,
+ * non-loopback match wins. */
 static void socket_ifname(const char *wanted, char *out, size_t len)
 {
   const bool exact = wanted && wanted[0] == '=';
@@ -163,7 +166,7 @@ static void socket_ifname(const char *wanted, char *out, size_t len)
   freeifaddrs(all);
 }
 
-/* An interface's speed (Mb/s -> GB/s) from the driver, 0 unknown. */
+/* An interface's speed from the driver, turned from Mb/s into GB/s, or 0 when unknown. */
 static double ethtool_gbs(const char *ifname)
 {
   struct ethtool_cmd cmd = {.cmd = ETHTOOL_GSET};
@@ -181,7 +184,7 @@ static double ethtool_gbs(const char *ifname)
   return gbs;
 }
 
-/* An interface's speed as sysfs has it (Mb/s -> GB/s; this machine's namespace at mount time). */
+/* An interface's speed as sysfs has it, turned from Mb/s into GB/s. sysfs shows the namespace it was mounted in. */
 static double sysfs_speed_gbs(const char *ifname)
 {
   char path[PATH_MAX];

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libdlpar/preflight/preflight_measure.c: the pre-flight's measuring part, what each
- * rank finds (preflight.h's rank_report): its CPU binding against the
- * launcher's, its GPU and peer access (SKIP on a CPU rank), its
- * NCCL-relevant settings (NCCL_* and UCX_* variables, NCCL version, the
- * node's HCAs), an allreduce on its tp and dp groups against the figure
- * its link should give (bus bandwidth as nccl-tests computes it: algbw x
- * 2(n-1)/n), and a short GEMM. */
+/* libdlpar/preflight/preflight_measure.c: the pre-flight's measuring part,
+ * what each rank finds for preflight.h's rank_report. That is its CPU
+ * binding against the launcher's; its GPU and peer access, a SKIP on a CPU
+ * rank; its NCCL-relevant settings, which are the NCCL_* and UCX_*
+ * variables, the NCCL version and the node's HCAs; an allreduce on its tp
+ * and dp groups against the figure its link should give; and a short GEMM.
+ * The allreduce's figure is bus bandwidth as nccl-tests computes it,
+ * algbw x 2(n-1)/n. */
 #include "config.h"
 
 #include <dirent.h>
@@ -37,19 +38,21 @@ extern char **environ;
 #define GPU_GEMM_REPS 20
 /* An allreduce passes at DLPAR_CHECK_BUSBW_FRACTION x its group's link, unless
  * DLPAR_CHECK_MIN_BUSBW gives the figure. A 1 MiB allreduce reaches a few
- * percent of a GPU link (20 GB/s on NVLink4's 450); on CPUs the fraction is
- * a floor that says the path works (MPI on shared cores is no link test). */
+ * percent of a GPU link, 20 GB/s on NVLink4's 450. On CPUs the fraction is
+ * a floor that says the path works, since MPI on shared cores is no link
+ * test. */
 #define DEFAULT_FRACTION_GPU 0.04
 #define DEFAULT_FRACTION_CPU 0.0001
-/* Links no source knows (GB/s one way), shown as "default". */
+/* Links no source knows, in GB/s one way, shown as "default". */
 #define DEFAULT_LINK_MEMORY 10.0 /* shared memory between CPU ranks */
 #define DEFAULT_LINK_GPU 31.5    /* PCIe 4 x16 */
 #define DEFAULT_LINK_NIC 12.5    /* 100 Gb/s */
 
 #ifdef HAVE_CUDA
-/* Per-generation figures by compute capability (GB/s one way): NVLink per
- * GPU (links x rate) and a PCIe x16 link; the row with the highest sm not
- * above the GPU's. Used where hwloc knows neither. */
+/* Per-generation figures by compute capability, in GB/s one way: NVLink per
+ * GPU, as links x rate, and a PCIe x16 link. The row taken is the one with
+ * the highest sm not above the GPU's. They are used where hwloc knows
+ * neither. */
 static const struct {
   int sm;
   double nvlink, pcie;
@@ -68,7 +71,7 @@ static int compare_strings(const void *a, const void *b)
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The node's HCAs (/sys/class/infiniband), sorted, comma-separated. */
+/* The node's HCAs from /sys/class/infiniband, sorted and comma-separated. */
 static void hca_list(char *out, size_t len)
 {
   char *names[64];
@@ -102,8 +105,9 @@ static void nccl_version(char *out, size_t len)
   snprintf(out, len, "none");
 }
 
-/* NCCL_* and UCX_* (but UCX_NET_DEVICES, each rank's own NIC: the NIC
- * column), the NCCL version and the HCA list, as sorted "K=V" lines. */
+/* NCCL_* and UCX_* but UCX_NET_DEVICES, which is each rank's own NIC and
+ * has the NIC column, then the NCCL version and the HCA list, as sorted
+ * "K=V" lines. */
 static void collect_settings(char *out, size_t len)
 {
   const char *lines[256];
@@ -126,7 +130,7 @@ static void collect_settings(char *out, size_t len)
     used += (size_t)snprintf(out + used, len - used, "%s\n", lines[i]);
 }
 
-/* The CPUs this rank runs on are the launcher's (SKIP: it bound none). */
+/* The CPUs this rank runs on are the launcher's, or SKIP when it bound none. */
 static double check_binding(const dlpar_ctx *ctx, char *cpus, size_t len)
 {
   unsigned char wanted[CPU_SETSIZE];
@@ -144,8 +148,8 @@ static double check_binding(const dlpar_ctx *ctx, char *cpus, size_t len)
 }
 
 #ifdef HAVE_CUDA
-/* The device the launcher chose is the current one; every other visible
- * GPU (the step's GPUs of this node) is reachable peer to peer. */
+/* The device the launcher chose is the current one, and every other visible
+ * GPU, which is the step's GPUs of this node, is reachable peer to peer. */
 static void check_gpu(const dlpar_ctx *ctx, rank_report *report)
 {
   int current = -1, devices = 0, reachable = 0;
@@ -214,7 +218,7 @@ static void buffer_free(const dlpar_ctx *ctx, float *buf)
   free(buf);
 }
 
-/* The device has done the queued collectives (nothing to wait for on MPI). */
+/* The device has done the queued collectives. There is nothing to wait for on MPI. */
 static int synchronize_device(dlpar_ctx *ctx)
 {
 #ifdef HAVE_CUDA
@@ -242,8 +246,9 @@ static bool group_on_node(const dlpar_ctx *ctx, dlpar_group group)
 }
 
 #ifdef HAVE_CUDA
-/* Whether the GPU reaches a peer with native atomics: NVLink does, PCIe
- * does not (CUDA's own sign of an NVLink path where hwloc has no NVML). */
+/* Whether the GPU reaches a peer with native atomics, which NVLink does and
+ * PCIe does not. It is CUDA's own sign of an NVLink path where hwloc has
+ * no NVML. */
 static bool gpu_nvlinked(int device)
 {
   int devices = 0;
@@ -289,8 +294,8 @@ static void gpu_link(const dlpar_ctx *ctx, const dlpar_link *nvlink, const dlpar
 }
 #endif
 
-/* The link inside this node: between GPUs (NVLink or PCIe) or, between CPU
- * ranks, shared memory. hwloc reads $DLPAR_HWLOC_XML where set. */
+/* The link inside this node: NVLink or PCIe between GPUs, or shared memory
+ * between CPU ranks. hwloc reads $DLPAR_HWLOC_XML where set. */
 static void link_in_node(const dlpar_ctx *ctx, dlpar_link *link)
 {
   dlpar_link nvlink, pcie, memory;
@@ -318,7 +323,7 @@ static void link_in_node(const dlpar_ctx *ctx, dlpar_link *link)
     dlpar_link_set(link, DEFAULT_LINK_MEMORY, "memory default");
 }
 
-/* The NIC the topology module gave the rank (an HCA), else the socket interface. */
+/* The HCA the topology module gave the rank, else the socket interface. */
 static void link_between_nodes(const dlpar_ctx *ctx, dlpar_link *link)
 {
   dlpar_link_nic(ctx->env.binding.nic, getenv("NCCL_SOCKET_IFNAME"), link);
@@ -326,10 +331,10 @@ static void link_between_nodes(const dlpar_ctx *ctx, dlpar_link *link)
     dlpar_link_set(link, DEFAULT_LINK_NIC, "NIC default");
 }
 
-/* The group's link (into link_text) and the busbw that passes:
+/* The group's link into link_text, and the busbw that passes, which is
  * DLPAR_CHECK_MIN_BUSBW, else DLPAR_CHECK_BUSBW_FRACTION x the link.
- * in_node: this node's link, looked up (hwloc's topology loaded) by the
- * first group that stays on the node; gbs < 0 until then. */
+ * in_node is this node's link. The first group that stays on the node
+ * looks it up, loading hwloc's topology, and gbs is < 0 until then. */
 static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, dlpar_link *in_node, double *expected,
                           char *link_text, size_t len)
 {
@@ -352,7 +357,7 @@ static int expected_busbw(dlpar_ctx *ctx, dlpar_group group, dlpar_link *in_node
                             expected);
 }
 
-/* Bus bandwidth of a 1 MiB float allreduce on the group (GB/s), after one warm-up. */
+/* Bus bandwidth in GB/s of a 1 MiB float allreduce on the group, after one warm-up. */
 static int time_allreduce(dlpar_ctx *ctx, dlpar_group group, float *buf, double *busbw)
 {
   const int n = dlpar_group_size(ctx, group);
@@ -418,10 +423,10 @@ static int gemm_rate_cpu(dlpar_ctx *ctx, double *gflops)
 }
 
 #ifdef HAVE_CUDA
-/* cuBLAS, loaded when the GEMM check first runs, not linked: loading it
- * costs ~0.45 s of CPU per process (it and cuBLASLt are hundreds of MB),
- * which every program linked with libdlpar would pay at start, the ranks
- * of dlpar's Python module on a loaded node included. */
+/* cuBLAS is loaded when the GEMM check first runs, not linked. Loading it
+ * costs about 0.45 s of CPU per process, since it and cuBLASLt are
+ * hundreds of MB, and every program linked with libdlpar would pay that at
+ * start, the ranks of dlpar's Python module on a loaded node included. */
 typedef struct {
   void *lib;
   cublasStatus_t (*create)(cublasHandle_t *handle);
@@ -451,9 +456,9 @@ static int load_cublas(dlpar_ctx *ctx, cublas_calls *calls)
                     "cublasGetStatusString (CUDA %d's cuBLAS expected)", name, CUBLAS_VER_MAJOR);
 }
 
-/* On a cuBLAS error: file:line, the call and cuBLAS's string (from calls,
- * the loaded cublas_calls) recorded in ctx (dlpar_fail), the status kept in
- * rc, and on to label. */
+/* On a cuBLAS error, dlpar_fail records file:line, the call and cuBLAS's
+ * string, from calls, the loaded cublas_calls, in ctx. The status is kept
+ * in rc, and control goes on to label. */
 #define CUBLAS_TRY_GOTO(call, calls, ctx, rc, label)                                                \
   do {                                                                                              \
     cublasStatus_t st_ = (call);                                                                    \
@@ -464,7 +469,7 @@ static int load_cublas(dlpar_ctx *ctx, cublas_calls *calls)
     }                                                                                               \
   } while (0)
 
-/* An fp32 GEMM on this rank's GPU (cuBLAS), after one warm-up. */
+/* An fp32 GEMM on this rank's GPU with cuBLAS, after one warm-up. */
 static int gemm_rate_gpu(dlpar_ctx *ctx, double *gflops)
 {
   const size_t elems = (size_t)GPU_GEMM_N * GPU_GEMM_N;

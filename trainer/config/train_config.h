@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/config/train_config.h: the training configuration, read from the Deep Learning
- * at Scale tutorial's YAML format unchanged (config/ViT.yaml: named
- * top-level configs, anchors, merge keys, its keys and value spellings),
- * plus --key=value overrides, checked against the grid. Every key keeps
- * where its value came from (FILE:LINE or the command line) for messages. */
+/* trainer/config/train_config.h: the training configuration, read from the
+ * Deep Learning at Scale tutorial's YAML format unchanged, plus --key=value
+ * overrides, checked against the grid. The format is config/ViT.yaml's,
+ * with named top-level configs, anchors, merge keys, and its keys and
+ * value spellings. Every key keeps where its value came from, FILE:LINE or
+ * the command line, for messages. */
 #ifndef DLPAR_TRAIN_CONFIG_H
 #define DLPAR_TRAIN_CONFIG_H
 
@@ -40,23 +41,23 @@ typedef struct {
   char expdir[PATH_MAX];
   /* data */
   char data_loader_config[16];
-  int num_data_workers;      /* reader threads per batch (0, 1: one) and prefetch depth in batches (at least 2) */
+  int num_data_workers;      /* prefetch depth in batches, at least 2 */
   char train_data_path[PATH_MAX], valid_data_path[PATH_MAX], inf_data_path[PATH_MAX];
   char time_means_path[PATH_MAX], global_means_path[PATH_MAX], global_stds_path[PATH_MAX];
-  long limit_nsamples, limit_nsamples_val; /* -1: no limit (None) */
+  long limit_nsamples, limit_nsamples_val; /* -1, the tutorial's None, means no limit */
   char wireup_info[16], wireup_store[16];  /* accepted; dlpar wires up over PMIx */
   /* dlpar's own keys */
   long seed;
   double bucket_mb;          /* data-parallel gradient bucket size */
   int checkpoint_every;      /* steps; 0: only at the end */
-  int stop_after_iters;      /* stop (with a checkpoint) after this many steps in this run; 0: never */
+  int stop_after_iters;      /* stop, with a checkpoint, after this many steps in this run; 0: never */
   int log_every;             /* metrics line every N steps */
-  int skew_every;            /* the ranks' step-time skew every N steps (default 50) */
-  double straggler_threshold; /* a rank's step time over this x the median is named (default 1.5) */
+  int skew_every;            /* the ranks' step-time skew every N steps, 50 by default */
+  double straggler_threshold; /* a rank's step time over this x the median is named, 1.5 by default */
   int max_skipped_steps;     /* steps with a non-finite loss or gradients skipped before the run stops; 0: stop at the first */
-  bool tf32, cuda_graph;     /* tf32: TF32 GEMMs and attention in fp32 runs (alias allow_tf32, PyTorch's name) */
-  char attention[16];        /* cudnn (cuDNN's fused attention in 16 bits, dlpar's tensor-core kernels in fp32) |
-                                reference (dlpar's FMA kernels) */
+  bool tf32, cuda_graph;     /* tf32: TF32 GEMMs and attention in fp32 runs, also spelt allow_tf32 as in PyTorch */
+  char attention[16];        /* cudnn runs cuDNN's fused attention in 16 bits and dlpar's tensor-core kernels
+                                in fp32; reference runs dlpar's FMA kernels */
   bool deterministic;        /* run-to-run bit-reproducible kernels only (torch.use_deterministic_algorithms) */
   char recompute[8];         /* gelu: GELU's output recomputed in the backward, not kept (less memory) | none */
 } train_config;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/data/data.c: ERA5 samples from HDF5 and the prefetching loader (see data.h). */
+/* trainer/data/data.c: ERA5 samples from HDF5 and the prefetching loader, as data.h describes. */
 #include "config.h"
 
 #include "trainer/data/data.h"
@@ -35,15 +35,16 @@
 
 /* ------------------------------------------------------------ files */
 
-/* A piece of a time step (whole rows of one channel): small enough to stay
+/* A piece of a time step is whole rows of one channel, small enough to stay
  * in the CPU's cache between its read and its normalisation. */
 enum { STAGE_BYTES = 1 << 20 };
-/* Larger chunks (unpacked) stay with HDF5: each reader holds up to two. */
+/* Larger chunks, counted unpacked, stay with HDF5, because each reader holds up to two. */
 enum { CHUNK_LIMIT = 64 << 20 };
 
-/* A chunked file's chunks, read here rather than by HDF5 (data.h): their
- * shape, HDF5's filters (byte shuffle then deflate, h5py's order, either
- * or both), and each chunk's place in the file, resolved once at open. */
+/* A chunked file's chunks, read here rather than by HDF5, as data.h says.
+ * This holds their shape, HDF5's filters and each chunk's place in the
+ * file, resolved once at open. The filters are a byte shuffle, deflate, or
+ * both in h5py's order, shuffle first. */
 struct era5_chunks {
   long shape[4];          /* a chunk's [t, c, h, w] */
   long grid[4];           /* chunks along each dimension */
@@ -51,7 +52,7 @@ struct era5_chunks {
   size_t max_stored;      /* the largest chunk as stored, in bytes */
   long long *offset;      /* per chunk, row-major over grid: its byte offset */
   uint32_t *stored;       /* its bytes as stored */
-  unsigned char *skipped; /* its filter mask: bit i set, filter i was not applied (HDF5 skips optional ones that fail) */
+  unsigned char *skipped; /* its filter mask: bit i set means filter i was not applied, an optional one that failed */
 };
 
 static void chunks_free(era5_chunks *k)
@@ -99,8 +100,8 @@ static int list_files(era5_data *d, const char *dir, dlpar_error *err)
   return DLPAR_OK;
 }
 
-/* Opens file i's `fields` (kept open for the reads to come), and the file
- * for pread, its size noted (a file that shrinks later is named). */
+/* Opens file i's `fields`, kept open for the reads to come, and the file
+ * for pread. Its size is noted, so that a file that shrinks later is named. */
 static int open_fields(era5_data *d, int i, dlpar_error *err)
 {
   const char *path = d->files[i];
@@ -185,15 +186,17 @@ out:
 
 /* ------------------------------------------------------------ where a dataset's bytes are */
 
-/* Every number below comes from the file: each is checked, overflow-safe,
- * against the dataset's shape and the file's size before it sizes a buffer
- * or a read, whichever way the file is then read (pread here or HDF5). */
+/* Every number below comes from the file. Each is checked, safe from
+ * overflow, against the dataset's shape and the file's size before it
+ * sizes a buffer or a read, whichever way the file is then read, by pread
+ * here or by HDF5. */
 
 /* HDF5 keeps a chunk under 4 GiB, and a chunk's dimension in 32 bits. */
 #define H5_CHUNK_MAX UINT32_MAX
-/* Bytes a filter's output may add to a chunk (fletcher32's 4, scaleoffset's
- * and szip's headers, an incompressible deflate stream's blocks): a chunk's
- * stored size is at most its bytes, 1/64 of them and this. */
+/* Bytes a filter's output may add to a chunk, such as fletcher32's 4,
+ * scaleoffset's and szip's headers, or an incompressible deflate stream's
+ * blocks. A chunk's stored size is at most its bytes, 1/64 of them and
+ * this. */
 enum { FILTER_SLACK = 1024 };
 
 /* What check_storage found of a dataset's bytes. */
@@ -234,8 +237,8 @@ static void chunk_start(const storage *s, long n, hsize_t at[4])
   }
 }
 
-/* The dataset's dimensions (4) and their maxima; the unfiltered bytes of
- * its elements of `element` bytes, overflow-checked. */
+/* The dataset's 4 dimensions and their maxima, and the unfiltered bytes of
+ * its elements of `element` bytes, checked for overflow. */
 static int storage_shape(const char *path, hid_t dset, size_t element, hsize_t dims[4], hsize_t maxdims[4],
                          storage *s, dlpar_error *err)
 {
@@ -262,10 +265,11 @@ out:
   return rc;
 }
 
-/* A chunk's shape against the dataset's (HDF5's rule: each chunk dimension
- * at least 1, at most the dimension's maximum where that is fixed, in 32
- * bits; a chunk under 4 GiB), the chunks along each dimension, and their
- * number, which cannot exceed the file's bytes where all are written. */
+/* A chunk's shape is checked against the dataset's by HDF5's rule. Each
+ * chunk dimension is at least 1, at most the dimension's maximum where
+ * that is fixed, and fits in 32 bits, and a chunk is under 4 GiB. This
+ * also gives the chunks along each dimension and their number, which
+ * cannot exceed the file's bytes where all are written. */
 static int chunk_shape(const char *path, hid_t plist, size_t element, const hsize_t dims[4],
                        const hsize_t maxdims[4], long long file_bytes, storage *s, dlpar_error *err)
 {
@@ -301,9 +305,9 @@ static int chunk_shape(const char *path, hid_t plist, size_t element, const hsiz
   return DLPAR_OK;
 }
 
-/* Every filter of the pipeline one this HDF5 can undo; a shuffle's element
- * size the dataset's (HDF5 sets it so; another unshuffles into other
- * data). */
+/* Every filter of the pipeline must be one this HDF5 can undo. A shuffle's
+ * element size must be the dataset's, as HDF5 sets it, since another size
+ * unshuffles into other data. */
 static int check_filters(const char *path, hid_t plist, size_t element, storage *s, dlpar_error *err)
 {
   s->nfilters = H5Pget_nfilters(plist);
@@ -327,12 +331,13 @@ static int check_filters(const char *path, hid_t plist, size_t element, storage 
   return DLPAR_OK;
 }
 
-/* The bytes chunk n of stored size `size` may take, by its filter mask:
- * exactly the chunk's, and 4 a fletcher32 applied, where no other filter
- * than a shuffle was; else at least a byte more than the checksums' and at
- * most what any filter's output can be (FILTER_SLACK). libhdf5 1.10.8
- * reads past a chunk shorter than these (its fletcher32 check, its copy of
- * an unfiltered chunk). */
+/* The bytes chunk n of stored size `size` may take, by its filter mask.
+ * Where no filter other than a shuffle was applied, it takes exactly the
+ * chunk's bytes, plus 4 for a fletcher32 that was applied. Otherwise it
+ * takes at least a byte more than the checksums and at most what any
+ * filter's output can be, FILTER_SLACK included. libhdf5 1.10.8 reads past
+ * a chunk shorter than these, in its fletcher32 check and its copy of an
+ * unfiltered chunk. */
 static bool chunk_size_fits(const storage *s, hid_t plist, unsigned mask, hsize_t size)
 {
   bool resized = false;
@@ -359,8 +364,8 @@ static int compare_places(const void *a, const void *b)
   return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-/* No two chunks sharing bytes (HDF5 never writes them so): the chunks'
- * places sorted, each ending before the next begins. */
+/* No two chunks may share bytes, since HDF5 never writes them so. The
+ * chunks' places are sorted, and each must end before the next begins. */
 static int check_overlaps(const char *path, const storage *s, dlpar_error *err)
 {
   long long *place = malloc(2 * sizeof(long long) * (size_t)s->count);
@@ -382,10 +387,11 @@ static int check_overlaps(const char *path, const storage *s, dlpar_error *err)
 }
 
 /* What to add to H5Dget_chunk_info's addresses to count them from the
- * file's start: the bytes before the HDF5 data of dset's file (its user
- * block) up to HDF5 1.14.3, which gives chunk addresses from there where
- * H5Dget_offset gives them from the file's start; nothing from 1.14.4 on,
- * which adds the user block itself (HDF5 pull request 4236, issue 3003). */
+ * file's start. Up to HDF5 1.14.3 that is the user block, the bytes before
+ * the HDF5 data of dset's file, because those versions give chunk
+ * addresses from there while H5Dget_offset counts from the file's start.
+ * From 1.14.4 on it is nothing, because HDF5 adds the user block itself,
+ * after HDF5 pull request 4236 for issue 3003. */
 static int user_block(const char *path, hid_t dset, hsize_t *bytes, dlpar_error *err)
 {
   hid_t file = -1, fcpl = -1;
@@ -463,9 +469,10 @@ static int check_contiguous(const char *path, hid_t dset, long long file_bytes, 
   return DLPAR_OK;
 }
 
-/* An external file's path as HDF5 1.10 finds it: as given where absolute,
- * else after HDF5_EXTFILE_PREFIX or the access list's prefix ("${ORIGIN}":
- * the HDF5 file's directory), else from the working directory. */
+/* An external file's path as HDF5 1.10 finds it. It is taken as given where
+ * absolute, else after HDF5_EXTFILE_PREFIX or the access list's prefix,
+ * where "${ORIGIN}" stands for the HDF5 file's directory, else from the
+ * working directory. */
 static void external_path(const char *path, hid_t dset, const char *name, char *out, size_t len)
 {
   const char *env = getenv("HDF5_EXTFILE_PREFIX");
@@ -488,9 +495,9 @@ static void external_path(const char *path, hid_t dset, const char *name, char *
     snprintf(out, len, "%s/%s", prefix, name);
 }
 
-/* External storage (raw files beside the HDF5 file): each file there and
- * long enough for its part of the dataset (HDF5 reads zeros past an
- * external file's end). */
+/* External storage is raw files beside the HDF5 file. Each must be there
+ * and long enough for its part of the dataset, because HDF5 reads zeros
+ * past an external file's end. */
 static int check_external(const char *path, hid_t dset, hid_t plist, int files, const storage *s, dlpar_error *err)
 {
   uint64_t left = s->data_bytes;
@@ -525,9 +532,10 @@ static int check_external(const char *path, hid_t dset, hid_t plist, int files, 
 
 static int check_virtual(const char *path, hid_t plist, hsize_t npoints, dlpar_error *err);
 
-/* The bytes of dataset dset (of file `path`, file_bytes long) checked for
- * what its layout needs (above); s holds what was found. Virtual datasets
- * only where `virtual_ok` (their sources may not be virtual). */
+/* The bytes of dataset dset, in file `path` of file_bytes bytes, checked
+ * for what its layout needs, as above. s holds what was found. A virtual
+ * dataset is accepted only where `virtual_ok`, which a virtual dataset's
+ * sources are checked without, since they may not be virtual. */
 static int check_storage(const char *path, hid_t dset, long long file_bytes, bool virtual_ok, storage *s,
                          dlpar_error *err)
 {
@@ -590,9 +598,9 @@ static void virtual_source_path(const char *path, const char *name, char *out, s
     snprintf(out, len, "%s", name);
 }
 
-/* One source of a virtual dataset: its file there, its dataset in it, and
- * that dataset's bytes checked as any (HDF5 gives the fill value for a
- * missing source). */
+/* One source of a virtual dataset must have its file there and its dataset
+ * in it, and that dataset's bytes are checked as any. HDF5 would give the
+ * fill value for a missing source. */
 static int check_source(const char *path, hid_t plist, size_t k, dlpar_error *err)
 {
   char file_name[PATH_MAX], dset_name[PATH_MAX], where[2 * PATH_MAX + 2];
@@ -691,8 +699,8 @@ static herr_t object_fileno(hid_t id, unsigned long *fileno)
   return rc;
 }
 
-/* Whether file i's fields lies in the opened file (an external link leads
- * to another), and the size of the file it lies in. */
+/* Whether file i's fields lies in the opened file, rather than in another
+ * through an external link, and the size of the file it lies in. */
 static int dataset_file(const era5_data *d, int i, bool *in_file, long long *bytes, dlpar_error *err)
 {
   const char *path = d->files[i];
@@ -719,8 +727,8 @@ out:
   return rc;
 }
 
-/* Whether this file undoes the dataset's HDF5 filters itself: none, or a
- * 4-byte shuffle and/or deflate, in that order (h5py's). */
+/* Whether this file undoes the dataset's HDF5 filters itself. It does so
+ * for no filter, or a 4-byte shuffle, deflate or both in h5py's order. */
 static bool known_filters(hid_t plist, bool *shuffle, bool *deflate)
 {
   const int n = H5Pget_nfilters(plist);
@@ -750,8 +758,9 @@ static bool chunk_deflated(const era5_chunks *k, long n)
 }
 
 /* The byte offset of every time step of file i, where each lies whole in
- * one place: contiguous from s->addr, or unfiltered chunks of whole steps
- * (s's, checked: all written, each whole, within the file). */
+ * one place. The data is then contiguous from s->addr, or in s's
+ * unfiltered chunks of whole steps, checked to be all written, each whole
+ * and within the file. */
 static int resolve_steps(era5_data *d, int i, const storage *s, dlpar_error *err)
 {
   const long long step_bytes = (long long)sizeof(float) * d->file_channels * d->file_height * d->file_width;
@@ -768,9 +777,9 @@ static int resolve_steps(era5_data *d, int i, const storage *s, dlpar_error *err
   return DLPAR_OK;
 }
 
-/* Each chunk's place for pread, from s (checked); deflate streams no longer
- * than any stream of the chunk (zlib's bound), so the buffers they size are
- * the chunk's. */
+/* Each chunk's place for pread, from s, which was checked. Deflate streams
+ * are no longer than any stream of the chunk can be, by zlib's bound, so
+ * the buffers they size are the chunk's. */
 static int resolve_chunks(era5_data *d, int i, const storage *s, bool shuffle, bool deflate, dlpar_error *err)
 {
   const char *path = d->files[i];
@@ -808,12 +817,13 @@ out:
   return rc;
 }
 
-/* How file i is read (data.h), once its storage is checked (check_storage,
- * whichever way it is read): native floats in the opened file itself (not
- * linked from another, not external), filtered at most by shuffle and
- * deflate: by steps where each lies whole in one place, unfiltered; else by
- * chunks up to CHUNK_LIMIT; else (other types and filters, compact or
- * virtual layouts, files linked) through HDF5. */
+/* How file i is read, as data.h describes, once check_storage has checked
+ * its storage, whichever way it is read. Native floats in the opened file
+ * itself, neither linked from another nor external, and filtered at most
+ * by shuffle and deflate, are read by steps where each lies whole in one
+ * place, unfiltered. Else they are read by chunks up to CHUNK_LIMIT. Other
+ * types and filters, compact or virtual layouts and linked files are read
+ * through HDF5. */
 static int resolve_layout(era5_data *d, int i, dlpar_error *err)
 {
   const char *path = d->files[i];
@@ -847,10 +857,11 @@ out:
   return rc;
 }
 
-/* Floats of era5_read's staging buffer file i needs: a piece; for chunks, a
- * chunk's slice of one step, the whole chunk and a float more where
- * inflated (a stream running past the chunk is caught there), and the
- * chunk as stored where filtered (at most zlib's bound: resolve_chunks). */
+/* The floats of era5_read's staging buffer that file i needs. That is a
+ * piece, or for chunks, a chunk's slice of one step, then the whole chunk
+ * and a float more where it is inflated, so that a stream running past the
+ * chunk is caught there. Where filtered, the chunk as stored follows, at
+ * most zlib's bound as resolve_chunks checks. */
 static size_t stage_need(const era5_data *d, int i)
 {
   const era5_chunks *k = d->chunks[i];
@@ -964,12 +975,12 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
   return rc;
 }
 
-/* out = (x - mean) / std for n floats of channel c from row h, column w of
- * the crop on (within the row, or whole rows from w = 0), of step t (the
- * tutorial's numpy arithmetic, bit for bit). One pass, vectorised (omp
- * simd: GCC's -O2 vectorises no loop of unknown length, and the scalar
- * divide runs at a quarter of memory speed): finiteness is a flag, searched
- * only when it trips. */
+/* out = (x - mean) / std, the tutorial's numpy arithmetic bit for bit, for
+ * n floats of channel c of step t, from row h and column w of the crop on.
+ * The floats lie within the row, or are whole rows from w = 0. It is one
+ * pass, vectorised with omp simd, because GCC's -O2 vectorises no loop of
+ * unknown length and the scalar divide runs at a quarter of memory speed.
+ * Finiteness is a flag, searched only when it trips. */
 static int normalise_run(const era5_data *d, int year, long t, int c, long h, long w, size_t n, const float *restrict x,
                          float *restrict out, dlpar_error *err)
 {
@@ -991,10 +1002,10 @@ static int normalise_run(const era5_data *d, int year, long t, int c, long h, lo
   return DLPAR_OK;
 }
 
-/* File `year` as long as it was opened, or an error naming it and the
- * sample: checked before each step is read (a file truncated under the run
- * reads short, or through HDF5 as zeros past its end), and after it through
- * HDF5 or where a read fails. */
+/* File `year` must be as long as it was opened, or the error names it and
+ * the sample. This is checked before each step is read, and after it where
+ * it was read through HDF5 or a read failed. A file truncated under the run
+ * reads short, or reads as zeros past its end through HDF5. */
 static int check_intact(const era5_data *d, int year, long idx, long t, dlpar_error *err)
 {
   struct stat st;
@@ -1006,8 +1017,8 @@ static int check_intact(const era5_data *d, int year, long idx, long t, dlpar_er
                          d->file_bytes[year]);
 }
 
-/* The first `channels` channels of one time step of file `year` through
- * HDF5, whole (caller holds the HDF5 lock). */
+/* The first `channels` channels of one time step of file `year`, read
+ * whole through HDF5. The caller holds the HDF5 lock. */
 static int hdf5_read_step(era5_data *d, int year, long idx, long t, int channels, float *out, dlpar_error *err)
 {
   const hsize_t start[4] = {(hsize_t)t, 0, 0, 0};
@@ -1027,8 +1038,8 @@ out:
   return rc;
 }
 
-/* bytes at offset of file `year`, whole (retrying short reads); a failure
- * named with the sample and step it was for. */
+/* Reads bytes at offset of file `year` whole, retrying short reads. A
+ * failure is named with the sample and step it was for. */
 static int pread_whole(const era5_data *d, int year, long idx, long t, void *buf, size_t bytes, long long offset,
                        dlpar_error *err)
 {
@@ -1067,11 +1078,12 @@ static int pread_rows(const era5_data *d, int year, long idx, long t, int c, int
   return rc;
 }
 
-/* A zlib stream (HDF5's deflate) inflated whole into dst: exactly `bytes`
- * bytes (the chunk's) to the stream's end, its checksum checked; dst holds
- * a byte more, so a stream running past the chunk is caught, not cut. zlib
- * where there is no libdeflate, which inflates about twice as fast.
- * DLPAR_ERR_INPUT for a damaged, short or long stream. */
+/* A zlib stream, HDF5's deflate, inflated whole into dst. It must give
+ * exactly `bytes` bytes, the chunk's, up to the stream's end, and its
+ * checksum is checked. dst holds a byte more, so a stream running past the
+ * chunk is caught, not cut. zlib serves where there is no libdeflate, which
+ * inflates about twice as fast. A damaged, short or long stream gives
+ * DLPAR_ERR_INPUT. */
 static int inflate_chunk(const unsigned char *src, size_t src_bytes, unsigned char *dst, size_t bytes)
 {
 #ifdef HAVE_LIBDEFLATE
@@ -1099,8 +1111,8 @@ static int inflate_chunk(const unsigned char *src, size_t src_bytes, unsigned ch
 #endif
 }
 
-/* Floats [from, from + n) of a byte-shuffled chunk of `elements` floats
- * (HDF5's shuffle: byte 0 of every element, then byte 1, ...). */
+/* Floats [from, from + n) of a byte-shuffled chunk of `elements` floats.
+ * HDF5's shuffle stores byte 0 of every element, then byte 1, and so on. */
 static void unshuffle(const unsigned char *restrict src, size_t elements, size_t from, size_t n, float *restrict out)
 {
   const unsigned char *restrict b0 = src + from, *restrict b1 = b0 + elements, *restrict b2 = b1 + elements,
@@ -1111,10 +1123,11 @@ static void unshuffle(const unsigned char *restrict src, size_t elements, size_t
   }
 }
 
-/* Chunk n of file `year`'s part in step t (its slice t % shape[0], the first
- * `channels` channels of it) into *x: by pread of that alone where stored
- * unfiltered, else the chunk read whole into stage, inflated and
- * unshuffled there (stage_need's layout: slice, whole chunk, stored). */
+/* Chunk n of file `year`'s part in step t into *x. That part is its slice
+ * t % shape[0], the first `channels` channels of it. Where the chunk is
+ * stored unfiltered, that alone is read by pread. Otherwise the chunk is
+ * read whole into stage, inflated and unshuffled there, in stage_need's
+ * layout of slice, whole chunk and stored chunk. */
 static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, int channels, float *stage,
                        const float **x, dlpar_error *err)
 {
@@ -1150,8 +1163,8 @@ static int fetch_chunk(const era5_data *d, int year, long idx, long t, long n, i
   return DLPAR_OK;
 }
 
-/* The first `channels` channels of step t of file `year` from its chunks
- * (the cropped part of each), each normalised into out as it is fetched. */
+/* The first `channels` channels of step t of file `year`, from the cropped
+ * part of each of its chunks, each normalised into out as it is fetched. */
 static int read_chunked_step(era5_data *d, int year, long idx, long t, int channels, float *stage, float *out,
                              era5_seconds *seconds, dlpar_error *err)
 {
@@ -1188,13 +1201,14 @@ static int read_chunked_step(era5_data *d, int year, long idx, long t, int chann
   return rc;
 }
 
-/* The first `channels` channels of step t of file `year` (sample idx's),
- * normalised into out, the file checked intact first: from its chunks where
- * it has them (above), else
- * piece by piece through stage: by pread where the step offsets are known
- * (the kernel told first that the whole step is wanted: cold files are then
- * read ahead of the pieces, not piece by piece), else the whole step through HDF5 into out first (under the lock), each
- * piece then copied to stage and normalised back. */
+/* The first `channels` channels of step t of file `year`, for sample idx,
+ * normalised into out after the file is checked intact. A file with chunks
+ * is read from them, as above. Otherwise it is read piece by piece through
+ * stage. Where the step offsets are known, each piece is read by pread,
+ * and the kernel is told first that the whole step is wanted, so that cold
+ * files are read ahead of the pieces rather than piece by piece. Else the
+ * whole step is read through HDF5 into out first, under the lock, and each
+ * piece is then copied to stage and normalised back. */
 static int read_step(era5_data *d, int year, long idx, long t, int channels, float *stage, float *out,
                      era5_seconds *seconds, dlpar_error *err)
 {
@@ -1204,7 +1218,7 @@ static int read_step(era5_data *d, int year, long idx, long t, int channels, flo
   int rc = check_intact(d, year, idx, t, err);
   if (rc != DLPAR_OK || d->chunks[year])
     return rc != DLPAR_OK ? rc : read_chunked_step(d, year, idx, t, channels, stage, out, seconds, err);
-  if (by_pread) /* the whole step at once: the kernel reads ahead of the pieces below (a no-op where cached) */
+  if (by_pread) /* the whole step at once, so the kernel reads ahead of the pieces; a no-op where cached */
     posix_fadvise(d->fds[year], (off_t)d->step_offset[year][t],
                   (off_t)(sizeof(float) * (size_t)channels * (size_t)d->file_height * (size_t)d->file_width),
                   POSIX_FADV_WILLNEED);
@@ -1326,15 +1340,15 @@ int era5_load_stats(const char *path, int channels, float **values, dlpar_error 
 
 /* ------------------------------------------------------------ loader */
 
-/* A reader thread and its staging buffer (era5_read's). */
+/* A reader thread and its staging buffer for era5_read. */
 typedef struct {
   struct loader *l;
   float *stage;
   pthread_t thread;
 } reader;
 
-/* One time step to read: item 2j + part of the batch (sample j's input or
- * target), batch `batch` since loader_start of `generation`. */
+/* One time step to read. It is item 2j + part of the batch, sample j's
+ * input or target, in batch `batch` since loader_start of `generation`. */
 typedef struct {
   long generation, batch, idx;
   int slot, item;
@@ -1372,7 +1386,7 @@ static void *default_alloc(size_t bytes)
   return malloc(bytes);
 }
 
-/* The next item, if its batch is wanted and its slot free (lock held). */
+/* The next item, if its batch is wanted and its slot free. The lock is held. */
 static bool claim(loader *l, work *w)
 {
   const long batch = l->claimed / l->items, step = l->first_step + batch;
@@ -1400,8 +1414,9 @@ static bool claim(loader *l, work *w)
   return true;
 }
 
-/* An item read (lock held): the slot's count, its first error (a serial
- * read's), and its readiness, unless loader_start has moved on. */
+/* An item was read, with the lock held. This updates the slot's count, its
+ * first error, which is a serial read's, and its readiness, unless
+ * loader_start has moved on. */
 static void finish(loader *l, const work *w, int rc, const dlpar_error *error)
 {
   l->in_flight--;
@@ -1420,7 +1435,7 @@ static void *reader_main(void *arg)
   reader *r = arg;
   loader *l = r->l;
   dlpar_error error = {0};
-  h5_quiet(); /* this thread's HDF5 error stack (a thread-safe HDF5 keeps one a thread): errors come back in one line */
+  h5_quiet(); /* this thread's HDF5 error stack, one a thread in a thread-safe HDF5: errors come back in one line */
   pthread_mutex_lock(&l->lock);
   while (!l->stop) {
     const double idle = dlpar_now();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/data/h5util.h: HDF5 helpers: opening input files, the library's own
- * error string for messages (HDF5's automatic stack printing is turned
- * off), and the CHECK macro every HDF5 call goes through. */
+/* trainer/data/h5util.h: HDF5 helpers for opening input files, the library's
+ * own error string for messages, with HDF5's automatic stack printing
+ * turned off, and the CHECK macro every HDF5 call goes through. */
 #ifndef DLPAR_H5UTIL_H
 #define DLPAR_H5UTIL_H
 
@@ -11,24 +11,24 @@
 #include "common/status.h"
 #include "common/text.h"
 
-/* Turns off HDF5's own error printing (once, at start-up). */
+/* Turns off HDF5's own error printing, once, at start-up. */
 void h5_quiet(void);
-/* Closes an HDF5 object of any kind (file, group, dataset, dataspace,
- * datatype, attribute, property list); ids < 0 (never opened) are ignored.
+/* Closes an HDF5 object of any kind: file, group, dataset, dataspace,
+ * datatype, attribute or property list. Ids < 0, never opened, are ignored.
  * A file being written closes with H5Fclose, whose result matters. */
 void h5_close(hid_t id);
-/* H5Fopen read-only of a regular file only (a FIFO named *.h5 would hang
- * HDF5): status, with "PATH: CANNOT_OPEN", "PATH: not a regular file (...)"
- * or "PATH: HDF5's error" in err. */
+/* H5Fopen read-only of a regular file only, because a FIFO named *.h5
+ * would hang HDF5. Returns the status, with "PATH: CANNOT_OPEN",
+ * "PATH: not a regular file (...)" or "PATH: HDF5's error" in err. */
 int h5_open_read(const char *path, const char *cannot_open, hid_t *file, dlpar_error *err);
-/* The innermost description on HDF5's error stack, e.g. "unable to open file",
- * shown escaped (HDF5 quotes the names it was given). */
+/* The innermost description on HDF5's error stack, such as "unable to open
+ * file", shown escaped, because HDF5 quotes the names it was given. */
 const char *h5_error_string(char *buf, size_t len);
 
-/* For a call returning a negative value on failure: records
- * DLPAR_ERR_SYSTEM and "context: HDF5's error (file:line: call)" in err
- * (a dlpar_error *), the context (a path, a dataset name) shown escaped,
- * keeps the status in rc and goes to label. */
+/* For a call returning a negative value on failure, records
+ * DLPAR_ERR_SYSTEM and "context: HDF5's error (file:line: call)" in err, a
+ * dlpar_error *, keeps the status in rc and goes to label. The context, a
+ * path or a dataset name, is shown escaped. */
 #define H5_TRY_GOTO(call, context, err, rc, label)                                                    \
   do {                                                                                                \
     if ((call) < 0) {                                                                                 \

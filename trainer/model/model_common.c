@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/model/model_common.c: what both model implementations share: the
- * model's sizes (vit_dims, filled once here), error recording,
+ * model's sizes in vit_dims, filled once here, error recording,
  * data-parallel gradient buckets, and collectives on host values for the
- * models whose backend wants host buffers (see model.h). */
+ * models whose backend wants host buffers, as model.h describes. */
 #include "config.h"
 
 #include <stdio.h>

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/model/model_cpu.c: the CPU reference model (see model.h): fp32, the ops
- * of kernels/cpu, tensor-parallel allreduces and data-parallel gradient
- * buckets through libdlpar (MPI). Every activation backward needs is kept;
- * attention keeps only its output and row log-sum-exp (O(N), not O(N^2)). */
+/* trainer/model/model_cpu.c: the CPU reference model that model.h describes.
+ * It runs in fp32 with the ops of kernels/cpu, and its tensor-parallel
+ * allreduces and data-parallel gradient buckets go through libdlpar over
+ * MPI. Every activation backward needs is kept, but attention keeps only
+ * its output and row log-sum-exp, memory linear in N rather than
+ * quadratic. */
 #include "config.h"
 
 #include <math.h>
@@ -27,7 +29,7 @@ typedef struct {
   grad_buckets buckets;
   model_metrics metrics;            /* local sums of the open window */
   model_metrics posted;             /* the last posted window, over dp */
-  const float *last_inp, *last_tgt; /* for forward_backward(NULL, NULL) */
+  const float *last_inp, *last_tgt; /* for forward_backward with NULL input and target */
   size_t bytes;
 } model_cpu;
 
@@ -43,8 +45,8 @@ static float *grad(model_cpu *m, int i)
   return m->grads + m->base.table.p[i].offset;
 }
 
-/* Sums a partial activation over the tensor-parallel group (row-parallel
- * layers in forward, "copy to parallel region" in backward). */
+/* Sums a partial activation over the tensor-parallel group, as row-parallel
+ * layers do in forward and "copy to parallel region" does in backward. */
 static int tp_sum(model_cpu *m, float *buf, size_t n)
 {
   if (m->base.table.tp == 1)
@@ -203,8 +205,8 @@ static int cpu_forward_backward(model *base, const float *inp, const float *tgt)
   return backward(m, tgt);
 }
 
-/* Whether any rank of the tp group holds a non-finite gradient (dp ranks
- * hold the same averaged ones). */
+/* Whether any rank of the tp group holds a non-finite gradient. The dp
+ * ranks hold the same averaged ones. */
 static int grads_nonfinite(model_cpu *m, double *found)
 {
   *found = 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/model/params.c: the parameter table (see params.h). */
+/* trainer/model/params.c: the parameter table that params.h describes. */
 #include "config.h"
 
 #include "trainer/model/params.h"
@@ -50,11 +50,11 @@ static int add_matrix(param_table *t, const char *name, long rows, long cols, pa
   return add(t, name, 2, shape, split, INIT_TRUNC_NORMAL, 0);
 }
 
-/* A block's q, k and v side by side: one [3 D x D] matrix (each rank: its
- * [3 D/tp x D]) and one [3 D] bias in the flat buffer, so one GEMM makes
- * all three. Their initial values come from the streams of the PyTorch
- * state_dict's order (q.weight, q.bias, k.weight, ...): at step 0 the
- * model of separate q, k and v projections. */
+/* A block's q, k and v sit side by side as one [3 D x D] matrix and one
+ * [3 D] bias in the flat buffer, so one GEMM makes all three. Each rank
+ * holds its [3 D/tp x D]. Their initial values come from the streams in
+ * the PyTorch state_dict's order, q.weight, q.bias, k.weight and so on, so
+ * at step 0 this is the model of separate q, k and v projections. */
 static void add_block(param_table *t, int i, long D)
 {
   block_params *b = &t->blocks[i];
@@ -117,9 +117,10 @@ void params_free(param_table *t)
   memset(t, 0, sizeof(*t));
 }
 
-/* The full tensor's initial values: trunc_normal(std 0.02, cut at +-2) for
- * linear weights and pos_embed, PyTorch's conv defaults for the patch
- * embedding (kaiming_uniform(a=sqrt 5): U(+-1/sqrt(fan_in)), bias the same). */
+/* The full tensor's initial values. Linear weights and pos_embed take
+ * trunc_normal with std 0.02, cut at +-2. The patch embedding takes
+ * PyTorch's conv defaults, kaiming_uniform with a = sqrt 5, which is
+ * U(+-1/sqrt fan_in), and its bias the same. */
 static void init_full(const param_info *p, long seed, float *full)
 {
   const long n = params_full_count(p);

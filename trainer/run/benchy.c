@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/run/benchy.c: dlpar-train --benchy, the SC22 tutorial's benchmark:
- * the loader alone (IO), compute on one batch kept where the model
- * computes (SYNTHETIC), and both (FULL), each in samples/s of the global
- * batch, with the training loop's own steps (step.h); then where the
- * loader's time went (its readers' stages in GB/s, host-to-device on a
- * GPU) beside what this node does alone: pread, memcpy. */
+/* trainer/run/benchy.c: dlpar-train --benchy, the SC22 tutorial's benchmark.
+ * IO runs the loader alone, SYNTHETIC computes on one batch kept where the
+ * model computes, and FULL runs both. Each is given in samples/s of the
+ * global batch, and runs the training loop's own steps from step.h. Then
+ * it shows where the loader's time went, its readers' stages in GB/s and
+ * host-to-device on a GPU, beside what this node does alone with pread
+ * and memcpy. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -26,11 +27,11 @@
 
 enum { ANCHOR_FILE_BYTES = 1 << 30 }; /* the pread anchor reads at most this much of the file */
 
-/* What the node does alone, at start-up, each from one thread, in GB/s:
- * pread of the first training file (up to 1 GiB, in the readers' piece
- * size, into one buffer as they do: from the page cache if warm), memcpy
- * of a batch-sized buffer, and host-to-device of one batch from pinned
- * memory (0 without a GPU). */
+/* What the node does alone at start-up, each from one thread, in GB/s.
+ * pread reads up to 1 GiB of the first training file in the readers'
+ * piece size into one buffer, as they do, and from the page cache if it is
+ * warm. memcpy copies a batch-sized buffer. Host-to-device copies one
+ * batch from pinned memory, and is 0 without a GPU. */
 typedef struct {
   double pread, memcpy, h2d;
 } node_rates;
@@ -93,8 +94,8 @@ out:
 }
 
 #ifdef HAVE_CUDA
-/* Host-to-device of one batch from pinned memory (the loader's slots'
- * kind, model_cuda_host_alloc), mean of 3 after one. */
+/* Host-to-device of one batch from pinned memory of the loader's slots'
+ * kind, from model_cuda_host_alloc. It is the mean of 3 after one warm-up. */
 static int h2d_rate(size_t bytes, double *rate, dlpar_error *err)
 {
   void *host = model_cuda_host_alloc(bytes), *dev = NULL;
@@ -133,9 +134,9 @@ static int measure_node(const trainer *t, node_rates *r, dlpar_error *err)
   return DLPAR_OK;
 }
 
-/* The second line: this rank's readers over its IO phase (`steps`
- * batches in io_seconds; stats before and after it) beside the node's own
- * rates. */
+/* The second line shows this rank's readers over its IO phase beside the
+ * node's own rates. The phase read `steps` batches in io_seconds, and the
+ * stats are taken before and after it. */
 static void say_loader(const trainer *t, const loader_stats *before, const loader_stats *after, long steps,
                        double io_seconds, const node_rates *node)
 {
@@ -159,8 +160,8 @@ static void say_loader(const trainer *t, const loader_stats *before, const loade
       node->memcpy);
 }
 
-/* Waits for this rank's device (a host allreduce waits for it), then for
- * every rank; returns the mean of `seconds`. */
+/* Waits for this rank's device, as a host allreduce does, then for every
+ * rank, and returns the mean of `seconds`. */
 static double synchronize(trainer *t, double seconds)
 {
   if (dlpar_allreduce_host(t->comm, DLPAR_WORLD, &seconds, 1, DLPAR_FLOAT64, DLPAR_AVG) != 0)

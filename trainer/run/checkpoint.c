@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/run/checkpoint.c: HDF5 checkpoints of full tensors (see checkpoint.h). */
+/* trainer/run/checkpoint.c: HDF5 checkpoints of full tensors, as checkpoint.h describes. */
 #include "config.h"
 
 #include "trainer/run/checkpoint.h"
@@ -90,10 +90,10 @@ out:
   return rc;
 }
 
-/* One group (params, adam_m or adam_v). Every rank takes part in every
+/* One group, params, adam_m or adam_v. Every rank takes part in every
  * gather whatever happens to the file, so a write error on rank 0 cannot
- * leave the others waiting; rank 0 writes (file < 0 elsewhere, or once a
- * write failed: *write_rc then holds the first error). */
+ * leave the others waiting. Rank 0 writes. file is < 0 on other ranks,
+ * and also once a write failed, when *write_rc holds the first error. */
 static int save_group(model *m, int which, hid_t file, buffers *b, int *write_rc, dlpar_error *err)
 {
   const param_table *t = &m->table;
@@ -160,7 +160,7 @@ static int write_header(hid_t file, const model *m, const checkpoint_position *p
   return write_text(file, "config", config_yaml, err);
 }
 
-/* Returns the gathers' status; *write_rc the file's (rank 0). */
+/* Returns the gathers' status, and *write_rc the file's on rank 0. */
 static int write_file(model *m, const checkpoint_position *pos, const char *config_yaml, atomic_file *af,
                       buffers *b, bool writer, int *write_rc, dlpar_error *err)
 {
@@ -189,7 +189,7 @@ static int write_file(model *m, const checkpoint_position *pos, const char *conf
   return rc;
 }
 
-/* Every rank learns whether any rank failed (a collective, so all agree). */
+/* Every rank learns whether any rank failed, through a collective, so all agree. */
 static int agree(model *m, int rc, dlpar_error *err)
 {
   double failed = rc != DLPAR_OK;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/run/metrics.c: metrics.jsonl and TensorBoard event files (see
- * metrics.h). The event file is a sequence of TFRecords: uint64 length,
- * uint32 masked CRC32C of the length, the bytes, uint32 masked CRC32C of
- * the bytes; each record an Event protobuf written by a small encoder:
+/* trainer/run/metrics.c: metrics.jsonl and TensorBoard event files, as
+ * metrics.h describes. The event file is a sequence of TFRecords: uint64
+ * length, uint32 masked CRC32C of the length, the bytes, uint32 masked
+ * CRC32C of the bytes. Each record is an Event protobuf written by a small
+ * encoder:
  *   Event   { double wall_time = 1; int64 step = 2; string file_version = 3; Summary summary = 5; }
  *   Summary { repeated Value value = 1; }   Value { string tag = 1; float simple_value = 2; } */
 #include "config.h"

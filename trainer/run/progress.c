@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/run/progress.c: the progress line of a training epoch (see progress.h):
- * when to write it, what it says, and how (in place or as plain lines). */
+/* trainer/run/progress.c: the progress line of a training epoch that
+ * progress.h describes: when to write it, what it says, and whether it is
+ * rewritten in place or written as plain lines. */
 #include "config.h"
 
 #include "trainer/run/progress.h"

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/run/progress.h: the progress line of a training epoch (rank 0):
- * step of steps, samples/s, the epoch's loss so far and the time left in
- * the epoch. On a terminal one line rewritten in place (\r) every couple of
- * seconds; in a log file a plain line every half minute. The caller passes
+/* trainer/run/progress.h: the progress line of a training epoch on rank 0.
+ * It gives step of steps, samples/s, the epoch's loss so far and the time
+ * left in the epoch. On a terminal it is one line rewritten in place with
+ * \r every couple of seconds, and in a log file a plain line every half
+ * minute. The caller passes
  * the clock, so the module holds no time of its own and tests drive it. */
 #ifndef DLPAR_TRAINER_PROGRESS_H
 #define DLPAR_TRAINER_PROGRESS_H
@@ -32,14 +33,16 @@ typedef struct {
  * interval, else the interval. DLPAR_OK or DLPAR_ERR_INPUT with one line in err. */
 int progress_parse(const char *text, double *seconds, dlpar_error *err);
 
-/* A progress line on stream (a terminal or not), a line at most every
- * seconds (0: the default for the kind of stream). *out is NULL when
- * seconds < 0: every function below takes NULL as "no progress line". */
+/* A progress line on stream, a terminal or not, written at most every
+ * `seconds`, where 0 means the default for the kind of stream. *out is
+ * NULL when seconds < 0, and every function below takes NULL as "no
+ * progress line". */
 int progress_create(progress **out, FILE *stream, bool terminal, double seconds, dlpar_error *err);
 
-/* After each step, at time now (seconds, any monotonic origin). Writes a
- * line when the interval has passed since the last one (on a terminal also
- * at the epoch's last step). Output errors are ignored: the line is advice. */
+/* Called after each step, at time now in seconds from any monotonic origin.
+ * Writes a line when the interval has passed since the last one, and on a
+ * terminal also at the epoch's last step. Output errors are ignored,
+ * because the line is advice. */
 void progress_step(progress *p, double now, const progress_point *at);
 
 /* Before other output: ends a line left open on a terminal. */

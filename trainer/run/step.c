@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/run/step.c: one optimizer step of dlpar-train and its bookkeeping,
- * what the training loop (train.c) and --benchy (benchy.c) both run: the
- * batch, forward/backward, Adam at the cosine schedule's rate, the loss
- * windows and their lines, the step-time skew, stop requests,
- * checkpoints; and how the run ends or speaks (train_die, train_say). */
+ * which the training loop in train.c and --benchy in benchy.c both run.
+ * That is the batch, forward/backward, Adam at the cosine schedule's rate,
+ * the loss windows and their lines, the step-time skew, stop requests and
+ * checkpoints. train_die and train_say say how the run ends or speaks. */
 #include "config.h"
 
 #include <math.h>
@@ -57,7 +57,7 @@ void train_say(const trainer *t, const char *fmt, ...)
 
 /* ------------------------------------------------------------ set-up */
 
-/* The tutorial's schedule: the rate of step i (0-based) over schedule_steps. */
+/* The tutorial's schedule: the rate of step i, counted from 0, over schedule_steps. */
 double train_learning_rate(const trainer *t, long i)
 {
   const train_config *c = &t->config.cfg;
@@ -100,10 +100,11 @@ static void post_window(trainer *t, epoch_progress *e)
   e->posted_step = t->pos.step;
 }
 
-/* A window with a non-finite loss or skipped updates (the same on every
- * rank: its sums are over dp, the loss is the tp group's, the skips agreed
- * over tp): within max_skipped_steps a line, else the end of the run, with
- * the last checkpoint left as it is (nothing is saved after this window). */
+/* A window with a non-finite loss or skipped updates. Every rank sees the
+ * same, because its sums are over dp, the loss is the tp group's, and the
+ * skips are agreed over tp. Within max_skipped_steps it gives a line, else
+ * the end of the run, with the last checkpoint left as it is. Nothing is
+ * saved after this window. */
 static bool nonfinite_window(trainer *t, const epoch_progress *e, const model_metrics *m)
 {
   const train_config *c = &t->config.cfg;
@@ -133,8 +134,8 @@ static bool nonfinite_window(trainer *t, const epoch_progress *e, const model_me
             "warmup; max_skipped_steps=N skips up to N such steps)", isnan(loss) ? NAN : loss, steps_text, last_good);
 }
 
-/* The posted window, if any: into the epoch's sums, and its step line
- * (loss averaged over the window's steps and over dp). */
+/* The posted window, if any, goes into the epoch's sums and gets its step
+ * line, with the loss averaged over the window's steps and over dp. */
 static void log_window(trainer *t, epoch_progress *e)
 {
   model_metrics m;

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* trainer/run/train.c: dlpar-train, the training loop.
  *   srun --dl-parallel=MxD dlpar-train --config=NAME FILE.yaml [--key=value ...] [--resume]
- * config -> grid checks -> data (HDF5, prefetch) -> model -> [resume] ->
- * steps: batch -> forward/backward (tp + dp collectives through libdlpar)
- * -> Adam at the cosine schedule's rate -> metrics, stop requests,
- * checkpoints; validation and the tutorial's epoch lines each epoch.
- * The step itself is step.c's (step.h), which --benchy (benchy.c) runs
- * too. */
+ * It runs the config, the grid checks, the data from HDF5 with prefetch,
+ * the model, an optional resume, and then the steps. Each step takes a
+ * batch, runs forward/backward with tp and dp collectives through
+ * libdlpar, Adam at the cosine schedule's rate, and then metrics, stop
+ * requests and checkpoints. Each epoch adds validation and the tutorial's
+ * epoch lines. The step itself is step.c's, declared in step.h, which
+ * --benchy in benchy.c runs too. */
 #include "config.h"
 
 #include <dirent.h>
@@ -37,9 +38,10 @@
 #include "trainer/run/train.h"
 #include "trainer/config/train_config.h"
 
-/* OpenMP threads: OMP_NUM_THREADS (a whole number: the kernels' one level
- * of threads; OpenBLAS runs one thread inside them, kernels/cpu sees to
- * it), or this rank's CPUs shared with the other ranks of the node. */
+/* OpenMP threads are OMP_NUM_THREADS, a whole number, or else this rank's
+ * CPUs shared with the other ranks of the node. They are the kernels' one
+ * level of threads; OpenBLAS runs one thread inside them, as kernels/cpu
+ * sees to. */
 static int choose_threads(trainer *t)
 {
   const dlpar_info *info = t->info;
@@ -76,8 +78,8 @@ static int make_dirs(const char *path)
   return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* The config: loaded, checked against the grid, and kept as YAML (for the
- * checkpoints). */
+/* The config is loaded, checked against the grid, and kept as YAML for the
+ * checkpoints. */
 static int load_config(trainer *t, const train_args *a, dlpar_error *err)
 {
   DLPAR_TRY(config_load(&t->config, a->config_file, a->config_name, a->overrides, a->noverrides, err));
@@ -119,7 +121,7 @@ static int load_stats(trainer *t, int channels, dlpar_error *err)
 }
 
 /* The training and validation data, each with its loader of B samples a
- * rank (the training batches in memory's kind). */
+ * rank. The training batches are allocated as `memory` says. */
 static int open_data(trainer *t, int B, const loader_memory *memory, dlpar_error *err)
 {
   const train_config *c = &t->config.cfg;
@@ -218,10 +220,11 @@ static void end_epoch(trainer *t, epoch_progress *e, long steps_done)
     train_die(t, false, "%s: cannot write the metrics (disk full?)", dlpar_show(t->run_dir).text);
 }
 
-/* The tutorial's training length: whole epochs, --num_epochs (SC22) or
- * num_iters // steps per epoch (SC23/SC24: train.py's num_epochs); the
- * cosine schedule runs over num_epochs x steps per epoch (SC22's tot_steps)
- * or num_iters (SC23/SC24's T_max). The PyTorch-only keys get their line. */
+/* The tutorial's training length is whole epochs. SC22 gives them as
+ * --num_epochs, and SC23 and SC24 as num_iters // steps per epoch, which is
+ * train.py's num_epochs. The cosine schedule runs over num_epochs x steps
+ * per epoch, SC22's tot_steps, or over num_iters, SC23's and SC24's T_max.
+ * The PyTorch-only keys get their line. */
 static void plan_epochs(trainer *t)
 {
   const train_config *c = &t->config.cfg;
@@ -240,8 +243,8 @@ static void plan_epochs(trainer *t)
     train_say(t, "dlpar-train: %s\n", notes[i]);
 }
 
-/* --enable_manual_profiling as in the tutorial: rank 0 opens the CUDA
- * profiler range over the fourth epoch (epoch index 3), with NVTX ranges
+/* --enable_manual_profiling works as in the tutorial: rank 0 opens the CUDA
+ * profiler range over the fourth epoch, epoch index 3, with NVTX ranges
  * around each step's phases, for `nsys profile -c cudaProfilerApi`. A
  * launcher --dl-profile request takes precedence. */
 static void manual_profiling(trainer *t)
@@ -262,7 +265,7 @@ static void manual_profiling(trainer *t)
 }
 
 /* The tutorial's step-0 losses: the model before training on the first
- * training batch and the first validation batch (averaged over dp). */
+ * training batch and the first validation batch, averaged over dp. */
 static void initial_losses(trainer *t)
 {
   const float *inp, *tgt;
@@ -332,7 +335,7 @@ static void resume(trainer *t, const char *path)
 }
 
 /* The run's newest checkpoint at this tensor-parallel size and any
- * data-parallel size, into PATH (empty when there is none). */
+ * data-parallel size, into PATH, which is empty when there is none. */
 static void newest_checkpoint(const trainer *t, const char *run, char *path, size_t len)
 {
   char dir[PATH_MAX], candidate[2 * PATH_MAX];
@@ -361,13 +364,13 @@ static void newest_checkpoint(const trainer *t, const char *run, char *path, siz
   closedir(grids);
 }
 
-/* The checkpoint that a step dlpar-restart started again (DLPAR_RESTART 1
- * or more) resumes from, into PATH: the run's newest at this
- * tensor-parallel size and any data-parallel size (without a spare node,
- * dlpar-restart shrinks D; the global batch, and so each step's samples,
- * stay). Each rank looks for itself: the checkpoint was written by the
- * attempt before, which ended before this one began. False when there is
- * none. */
+/* The checkpoint that a step dlpar-restart started again resumes from, into
+ * PATH. Such a step has DLPAR_RESTART 1 or more. It is the run's newest
+ * checkpoint at this tensor-parallel size and any data-parallel size,
+ * because without a spare node dlpar-restart shrinks D. The global batch,
+ * and so each step's samples, stay. Each rank looks for itself, since the
+ * attempt before wrote the checkpoint and ended before this one began.
+ * False when there is none. */
 static bool restart_checkpoint(const trainer *t, const char *run, char *path, size_t len)
 {
   const char *attempt = getenv("DLPAR_RESTART");

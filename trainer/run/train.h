@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/run/train.h: dlpar-train's state, which the training loop
- * (train.c), the step (step.h) and --benchy (benchy.c) share. */
+/* trainer/run/train.h: dlpar-train's state, which the training loop in
+ * train.c, the step in step.h and --benchy in benchy.c share. */
 #ifndef DLPAR_TRAIN_H
 #define DLPAR_TRAIN_H
 
@@ -49,7 +49,7 @@ typedef struct {
   step_skew skew;
 } trainer;
 
-/* Train-loss bookkeeping of the current epoch (sums over dp). Every
+/* Train-loss bookkeeping of the current epoch, summed over dp. Every
  * log_every steps the model posts the window since the last one; its line
  * is written a step later, so on a GPU its sums travel while the next step
  * runs and the host never waits for the device it has to keep fed. */

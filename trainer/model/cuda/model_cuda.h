@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* trainer/model/cuda/model_cuda.h: the model on one GPU per rank (see
- * model.h), the CUDA twin of model_cpu.c with the same data flow. What
- * its files share: the model's state, MODEL_TRY and the mc_ functions
- * (what one file calls of another). The files, in the order a run takes
- * them:
+/* trainer/model/cuda/model_cuda.h: the model on one GPU per rank, as model.h
+ * describes it, the CUDA twin of model_cpu.c with the same data flow. This
+ * is what its files share: the model's state, MODEL_TRY and the mc_
+ * functions that one file calls of another. The files, in the order a run
+ * takes them:
  *   model.cu      the model_ops table; creation, tensors in and out
  *   arena.cu      where every tensor lives; the first weights
  *   step.cu       a batch onto the device; forward, loss, backward
@@ -13,47 +13,48 @@
  *   optimizer.cu  Adam, fp16's loss scale
  *   metrics.cu    the loss sums, posted over dp
  * The design:
- *  - precision (the tutorial's amp_mode): none = fp32 (TF32 if tf32: true),
- *    bf16 / fp16 = activations and GEMM inputs in 16 bits, fp32
- *    accumulation, fp32 master weights, gradients and Adam state, and,
- *    as PyTorch's autocast keeps them, an fp32 residual stream (the
- *    embedding's output, each block's input and middle), its gradient,
- *    LayerNorm's input-gradient sums and the q/k/v input gradient's sum
- *    over its three GEMMs; fp16 with
- *    dynamic loss scaling (2^16, x2 after 2000 clean steps, /2 and skip on
- *    inf/NaN);
- *  - memory: one arena allocated at creation; nothing is allocated in a step
- *    (model_cuda_arena_bytes gives its size for a config, without a GPU).
- *    One batch slot, refilled once read (the input after the patch
- *    embedding, the target after the loss's backward); block l's backward
- *    scratch lives in block l's own activations that are dead by then
- *    (dfc1 in GELU's output, datt in ln2, dq/dk/dv in fc1, the q/k/v input
- *    gradient's fp32 sum in x_mid); the head's gradient in the head's
- *    output, the prediction's in the prediction; with recompute: gelu (the
- *    default) GELU's output is one buffer for all blocks, recomputed from
- *    fc1 before fc2's backward;
- *  - streams: compute (forward, backward, tensor-parallel allreduces, Adam),
- *    copy (host->device batches from pinned memory, and Adam's lr and step
- *    once the previous Adam is done), and dp
- *    (data-parallel gradient buckets, each started by an event recorded
- *    when backward finishes its tensors, overlapping the rest of backward);
- *    no host synchronisation inside a step;
- *  - ONE COLLECTIVE ORDER on every rank, whatever the streams do: the
+ *  - Precision follows the tutorial's amp_mode. none is fp32, or TF32 with
+ *    `tf32: true`. bf16 and fp16 keep activations and GEMM inputs in 16
+ *    bits, with fp32 accumulation and fp32 master weights, gradients and
+ *    Adam state. As PyTorch's autocast does, they keep in fp32 the residual
+ *    stream, which is the embedding's output and each block's input and
+ *    middle, its gradient, LayerNorm's input-gradient sums and the q/k/v
+ *    input gradient's sum over its three GEMMs. fp16 adds dynamic loss
+ *    scaling: the scale starts at 2^16, doubles after 2000 clean steps, and
+ *    halves and skips the step on inf or NaN.
+ *  - Memory is one arena allocated at creation, and nothing is allocated in
+ *    a step. model_cuda_arena_bytes gives its size for a config, without a
+ *    GPU. There is one batch slot, refilled once read: the input after the
+ *    patch embedding, the target after the loss's backward. Block l's
+ *    backward scratch lives in block l's own activations that are dead by
+ *    then. dfc1 lives in GELU's output, datt in ln2, dq/dk/dv in fc1, and
+ *    the q/k/v input gradient's fp32 sum in x_mid. The head's gradient
+ *    lives in the head's output, and the prediction's in the prediction.
+ *    With `recompute: gelu`, the default, GELU's output is one buffer for
+ *    all blocks, recomputed from fc1 before fc2's backward.
+ *  - There are three streams. compute runs forward, backward, the
+ *    tensor-parallel allreduces and Adam. copy runs the host-to-device
+ *    batches from pinned memory, and Adam's lr and step once the previous
+ *    Adam is done. dp runs the data-parallel gradient buckets, each started
+ *    by an event recorded when backward finishes its tensors, overlapping
+ *    the rest of backward. There is no host synchronisation inside a step.
+ *  - ONE COLLECTIVE ORDER holds on every rank, whatever the streams do: the
  *    collectives run on the GPU in the order the host enqueues them. tp
- *    allreduces (compute) and dp buckets (dp) are on two streams, so each
- *    tp allreduce first waits for the dp buckets enqueued before it (the
- *    event dp_enqueued); buckets overlap the compute between them and the
- *    next tp allreduce (all of backward when tp = 1). The metrics', stop and
- *    host collectives follow on compute, after backward joined dp. Without
- *    this, two ranks could run a tp and a dp collective in opposite orders
- *    and wait for each other for ever;
- *  - optionally each step's forward/backward and Adam captured as CUDA
- *    graphs and replayed (cuda_graph: true): each runs eagerly once first
- *    (warm-up: algorithm choice, lazy loading, the kernels' stack), then is
- *    captured; the events the copy stream waits on inside a step (input
- *    read, target read) are external event nodes, recorded by every replay;
- *    the others (Adam done) are recorded outside the graphs; libdlpar times
- *    the captured collectives from each launch (dlpar_graph_launched).
+ *    allreduces on compute and dp buckets on dp are on two streams, so each
+ *    tp allreduce first waits, through the event dp_enqueued, for the dp
+ *    buckets enqueued before it. Buckets overlap the compute between them
+ *    and the next tp allreduce, which is all of backward when tp = 1. The
+ *    metrics', stop and host collectives follow on compute, after backward
+ *    joined dp. Without this, two ranks could run a tp and a dp collective
+ *    in opposite orders and wait for each other for ever.
+ *  - With `cuda_graph: true`, each step's forward/backward and Adam are
+ *    captured as CUDA graphs and replayed. Each runs eagerly once first, as
+ *    a warm-up for algorithm choice, lazy loading and the kernels' stack,
+ *    and is then captured. The events the copy stream waits on inside a
+ *    step, input read and target read, are external event nodes, recorded
+ *    by every replay. The others, such as Adam done, are recorded outside
+ *    the graphs. libdlpar times the captured collectives from each launch
+ *    through dlpar_graph_launched.
  * Every CUDA/cuBLAS/NCCL failure names the call, file:line and the
  * library's own error string. */
 #ifndef DLPAR_TRAINER_MODEL_CUDA_H
@@ -82,11 +83,11 @@ extern "C" {
                         dlpar_last_error((m)->base.comm));                                               \
   } while (0)
 
-/* x_in, x_mid: the residual stream, fp32 in every precision (as PyTorch's
- * autocast keeps it); the rest in the activations' type. gelu: the block's
- * own, or (recompute: gelu) the buffer all blocks share. The backward's
- * scratch of the block, in its buffers that are dead by then: dfc1 in
- * gelu, datt in ln2, dq/dk/dv in fc1, dqkv_sum in x_mid. */
+/* x_in and x_mid are the residual stream, fp32 in every precision as
+ * PyTorch's autocast keeps it, and the rest is in the activations' type.
+ * gelu is the block's own, or with `recompute: gelu` the buffer all blocks
+ * share. The block's backward scratch lives in its buffers that are dead
+ * by then: dfc1 in gelu, datt in ln2, dq/dk/dv in fc1, dqkv_sum in x_mid. */
 typedef struct {
   float *x_in, *x_mid;
   void *ln1, *q, *k, *v, *att, *ln2, *fc1, *gelu;
@@ -106,41 +107,42 @@ typedef struct {
   size_t act_bytes;
   cudaStream_t compute, copy, dp;
   dl_blas *blas;
-  int gelu_fused; /* the MLP's GELU in the GEMMs' epilogues (dl_gelu_epilogue) */
+  int gelu_fused; /* whether dl_gelu_epilogue puts the MLP's GELU in the GEMMs' epilogues */
   bool recompute_gelu; /* recompute: gelu */
-  attention_choice attention; /* which attention kernels (attention_resolve) */
-  dl_sdpa *sdpa; /* cuDNN's attention (ATTENTION_CUDNN); NULL: dlpar's kernels */
+  attention_choice attention; /* which attention kernels attention_resolve chose */
+  dl_sdpa *sdpa; /* cuDNN's attention for ATTENTION_CUDNN, or NULL for dlpar's kernels */
   void *sdpa_ws;
   size_t sdpa_ws_bytes;
-  void *tc_scratch; /* the tensor-core attention's backward scratch (ATTENTION_TENSOR_CORES) */
+  void *tc_scratch; /* the tensor-core attention's backward scratch, for ATTENTION_TENSOR_CORES */
   char *arena;
   size_t arena_bytes, arena_used;
-  /* parameters, gradients, Adam (fp32 flat) and the act copy of the weights */
+  /* parameters, gradients and Adam state in fp32 flat buffers, and the act copy of the weights */
   float *params, *grads, *adam_m, *adam_v;
   void *params_act;
-  /* scalars on the device; metric_sums: the open window's sums (SUM_*);
-   * rmse_per_sample: B floats of the RMSE's scratch, apart from the sums */
+  /* Scalars on the device. metric_sums holds the open window's SUM_* sums.
+   * rmse_per_sample is B floats of the RMSE's scratch, apart from the sums. */
   float *lr_t, *loss_scale, *metric_sums, *rmse_per_sample, *loss_sums;
   int *found_inf, *clean_steps;
   float *host_scalars; /* pinned: lr, t */
-  /* the posted window: sums over dp in pinned memory once metrics_posted
-   * has fired, and its step and sample counts (host counted) */
+  /* The posted window: sums over dp in pinned memory once metrics_posted
+   * has fired, and its step and sample counts, counted on the host. */
   float *posted_sums;
   cudaEvent_t metrics_posted;
   bool metrics_pending;
   long posted_train_steps, posted_val_samples;
-  /* the batch: one device slot, filled on the copy stream once the step
-   * before has read it (inp_read, tgt_read: external events of the graphs) */
+  /* The batch is one device slot, filled on the copy stream once the step
+   * before has read it, as the graphs' external events inp_read and
+   * tgt_read say. */
   float *inp, *tgt;
   cudaEvent_t copied, inp_read, tgt_read, scalars_copied, adam_done;
   /* activations */
   void *patches, *lnf, *head;
   float *x_final, *lnf_mean, *lnf_rstd, *pred, *lat_w;
   block_acts *blocks;
-  /* backward: dx, the residual stream's gradient, fp32; dx_act its copy in
-   * the activations' type for the GEMMs (dx itself in fp32); dln: a GEMM's
-   * [BT, D] output (also the forward's); dhead in head, dpred in pred
-   * (each dead once read); the blocks' scratch in block_acts */
+  /* Backward: dx is the residual stream's gradient in fp32, and dx_act its
+   * copy in the activations' type for the GEMMs. dln is a GEMM's [BT, D]
+   * output, the forward's too. dhead lives in head and dpred in pred, each
+   * dead once read. The blocks' scratch lives in block_acts. */
   float *dx;
   void *dx_act, *dln, *dhead;
   float *dpred, *delta;
@@ -156,34 +158,34 @@ typedef struct {
 
 enum { SUM_TRAIN_LOSS = 0, SUM_VAL_LOSS, SUM_VAL_RMSE, SUM_SKIPPED, SUM_OVERFLOW, N_SUMS };
 
-/* Parameter i of the table (param_table) in the arena: its fp32 master. */
+/* Parameter i of param_table in the arena, its fp32 master. */
 static inline float *mc_param(model_cuda *m, int i)
 {
   return m->params + m->base.table.p[i].offset;
 }
 
-/* The weight as GEMMs read it: the act copy (the fp32 master in fp32 mode). */
+/* The weight as GEMMs read it: the act copy, or the fp32 master in fp32 mode. */
 static inline void *mc_weight(model_cuda *m, int i)
 {
   return (char *)m->params_act + m->base.table.p[i].offset * m->act_bytes;
 }
 
-/* Its gradient (fp32). */
+/* Its gradient, in fp32. */
 static inline float *mc_grad(model_cuda *m, int i)
 {
   return m->grads + m->base.table.p[i].offset;
 }
 
-/* step.cu, optimizer.cu, metrics.cu: the model_ops defined there (model.cu
- * has the table) */
+/* step.cu, optimizer.cu, metrics.cu: the model_ops defined there. model.cu
+ * has the table. */
 int cuda_forward_backward(model *base, const float *inp, const float *tgt);
 int cuda_evaluate(model *base, const float *inp, const float *tgt);
 int cuda_optimizer_step(model *base, double lr, long t);
 int cuda_post_metrics(model *base);
 int cuda_take_metrics(model *base, model_metrics *out);
 
-/* arena.cu: the layout's inputs from the config, then the layout (a pass
- * without an arena measures it); a synchronous upload; the first weights */
+/* arena.cu: the layout's inputs from the config, then the layout, which a
+ * pass without an arena measures; a synchronous upload; the first weights */
 int mc_prepare_layout(model_cuda *m, const train_config *cfg, int tp_rank);
 void mc_layout(model_cuda *m);
 int mc_upload(model_cuda *m, void *device, const void *host, size_t bytes);
