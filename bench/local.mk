@@ -24,4 +24,4 @@ endif
 EXTRA_DIST += bench/README.md bench/RESULTS.md bench/rendezvous bench/torch-startup bench/torch_rendezvous.py \
 	bench/cpu-vs-torch bench/gpu-vs-torch bench/attention-vs-torch bench/gpu-round bench/torch_train.py bench/torch_attention.py bench/plugin-overhead bench/nccl-groups \
 	bench/startup-scaling bench/loader-vs-torch bench/torch_loader.py bench/restart-vs-requeue \
-	bench/torch-stop bench/torch_stop.py
+	bench/torch-stop bench/torch_stop.py bench/interruptions
