@@ -69,7 +69,7 @@ for i in $(seq 100); do grep -q '"step": 3,' "$TEST_TMP/runs/test/2x2/term/metri
 kill -TERM $pid
 wait $pid
 expect_rc "SIGTERM: stopped early, more to do" $? 85
-expect_contains "SIGTERM" "$(cat "$TEST_TMP/term.out")" "stop requested (SIGTERM): checkpointing at step"
+expect_contains "SIGTERM" "$(cat "$TEST_TMP/term.out")" "stop agreed (a rank got SIGTERM, SIGUSR1 or SIGINT): checkpointing at step"
 expect_contains "SIGTERM: the last line says so" "$(cat "$TEST_TMP/term.out")" "dlpar-train: stopped at step $(ckpt_step term), more to do (exit 85)"
 TEST_CHECKS=$((TEST_CHECKS + 1))
 [ "$(ckpt_step term)" -ge 3 ] 2>/dev/null || fail "SIGTERM: no checkpoint (step $(ckpt_step term))"

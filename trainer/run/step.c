@@ -252,7 +252,8 @@ int train_step(trainer *t, epoch_progress *e)
     train_die(t, true, "stop agreement: %s", dlpar_last_error(t->comm));
   if (stop) {
     t->stopped_by_signal = true;
-    train_say(t, "dlpar-train: stop requested (SIGTERM): checkpointing at step %ld\n", t->pos.step);
+    train_say(t, "dlpar-train: stop agreed (a rank got SIGTERM, SIGUSR1 or SIGINT): checkpointing at step %ld\n",
+              t->pos.step);
   }
   if (c->stop_after_iters > 0 && t->steps_this_run >= c->stop_after_iters)
     stop = 1;
