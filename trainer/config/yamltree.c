@@ -371,10 +371,9 @@ static int read_document(const char *path, char **text, dlpar_error *err)
 {
   off_t size;
   ssize_t got = 0;
-  int fd, rc = input_file_open(path, "cannot open the config file (check the path)", &fd, &size, err);
+  int fd, rc;
   *text = NULL;
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(input_file_open(path, "cannot open the config file (check the path)", &fd, &size, err));
   rc = DLPAR_ERR_INPUT;
   if (size > YTREE_MAX_BYTES)
     dlpar_error_set(err, rc, "%s: %lld bytes, more than the %d a config may have (check the path)",

@@ -72,10 +72,9 @@ void h5_close(hid_t id)
 
 int h5_open_read(const char *path, const char *cannot_open, hid_t *file, dlpar_error *err)
 {
-  int rc = input_file_check(path, cannot_open, err);
+  int rc = DLPAR_OK;
   *file = -1;
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(input_file_check(path, cannot_open, err));
   H5_TRY_GOTO(*file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT), path, err, rc, out);
 out:
   return rc;

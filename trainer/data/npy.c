@@ -108,10 +108,9 @@ int npy_read(const char *path, npy_array *a, dlpar_error *err)
 {
   off_t size;
   FILE *f = NULL;
-  int fd, rc = input_file_open(path, "cannot open (check the stats path in the config)", &fd, &size, err);
+  int fd, rc;
   memset(a, 0, sizeof(*a));
-  if (rc != DLPAR_OK)
-    return rc;
+  DLPAR_TRY(input_file_open(path, "cannot open (check the stats path in the config)", &fd, &size, err));
   if (!(f = fdopen(fd, "rb"))) {
     close(fd);
     return dlpar_error_set(err, DLPAR_ERR_SYSTEM, "%s: cannot open (check the stats path in the config)",
