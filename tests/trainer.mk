@@ -51,6 +51,7 @@ INTEGRATION_TESTS += \
 	tests/integration/train_torch.sh \
 	tests/integration/train_grids.sh \
 	tests/integration/train_resume.sh tests/integration/restart.sh tests/integration/timelimit.sh \
+	tests/integration/train_stop_bed.sh \
 	tests/integration/train_diverge.sh \
 	tests/integration/train_inputs.sh \
 	tests/integration/train_metrics.sh \

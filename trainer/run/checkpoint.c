@@ -4,6 +4,7 @@
 
 #include "trainer/run/checkpoint.h"
 
+#include <errno.h>
 #include <glob.h>
 #include <hdf5.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "trainer/data/atomic_file.h"
@@ -126,14 +128,27 @@ static int save_group(model *m, int which, hid_t file, buffers *b, int *write_rc
   return DLPAR_OK;
 }
 
-/* A test hook: DLPAR_FAULT=checkpoint-write kills rank 0 in the middle of a
- * checkpoint, to show the previous one stays loadable. */
+/* How long DLPAR_FAULT=checkpoint-slow holds rank 0 in the middle of a
+ * checkpoint's write, long enough for a test to signal the step then. */
+#define SLOW_CHECKPOINT_SECONDS 4
+
+/* Test hooks on rank 0, in the middle of a checkpoint's write.
+ * DLPAR_FAULT=checkpoint-write kills it, to show the previous checkpoint
+ * stays loadable. DLPAR_FAULT=checkpoint-slow pauses it, so a test can send
+ * stop signals while the temporary file is half written. */
 static void maybe_fault(void)
 {
   const char *fault = getenv("DLPAR_FAULT");
+  struct timespec pause = {.tv_sec = SLOW_CHECKPOINT_SECONDS, .tv_nsec = 0};
   if (fault && strcmp(fault, "checkpoint-write") == 0) {
     fprintf(stderr, "dlpar-train: DLPAR_FAULT=checkpoint-write: killing myself in the middle of a checkpoint\n");
     raise(SIGKILL);
+  }
+  if (fault && strcmp(fault, "checkpoint-slow") == 0) {
+    fprintf(stderr, "dlpar-train: DLPAR_FAULT=checkpoint-slow: pausing %d s in the middle of a checkpoint\n",
+            SLOW_CHECKPOINT_SECONDS);
+    while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
+      continue;
   }
 }
 

@@ -1,0 +1,171 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# tests/integration/train_stop_bed.sh: dlpar-train (CPU) under srun
+# --dl-parallel=2x2 on the shared 2-node bed, stopped by Slurm's own
+# signals (scancel --signal=USR1 to the job's tasks) in the three cases
+# that train_resume.sh and timelimit.sh leave out:
+#  - a signal twice: two scancels back to back, the stop's checkpoint held
+#    by DLPAR_FAULT=checkpoint-slow so that the second surely comes before
+#    the run ends: every rank ends at once (exit 128 + SIGUSR1 = 138, each
+#    rank's "second ... exiting now" line), the checkpoint is the last
+#    complete one, byte for byte, and the run resumed from it (--resume)
+#    starts at its step + 1 with the uninterrupted run's losses bit for bit;
+#  - a signal during start-up, as soon as the step's four tasks exist:
+#    libdlpar takes the signals first thing in dlpar_init, so a task that
+#    already catches SIGUSR1 stops at the first agreement, step 2 (posted
+#    after step 1, read after step 2): exit 85, the checkpoint of step 2, no
+#    temporary file; a task that did not yet catch it dies of it (138), with
+#    no checkpoint and no temporary file. The test says which it saw; the
+#    rerun starts cleanly from what is there, the losses bit for bit;
+#  - a signal while a checkpoint is written (DLPAR_FAULT=checkpoint-slow:
+#    rank 0 pauses 4 s halfway through the temporary file): once, the
+#    write completes, the stop is agreed two steps later, exit 85, the
+#    resumed run bit for bit; twice, every rank exits 138 at once, rank 0
+#    in the middle of the write: the previous checkpoint stays byte for
+#    byte, the half-written checkpoint.h5.tmp.PID stays beside it, never
+#    read: the resumed run starts from the complete one and its next
+#    checkpoint removes the temporary file.
+. "$DLPAR_SRCDIR/tests/lib/common.sh"
+use_bed
+make_data
+export OMP_NUM_THREADS=1
+run_dir=$TEST_TMP/runs/test/2x2
+
+# train NAME [ARGS...]: dlpar-train on the bed, run NAME, the whole output in
+# TEST_TMP/NAME.out (appended to), in the background: train_pid is srun's
+train() {
+  local name=$1
+  shift
+  srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --job-name="stop-$name-$$" "$B/trainer/dlpar-train" \
+    --config=test "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=100000 --run="$name" "$@" \
+    >>"$TEST_TMP/$name.out" 2>&1 &
+  train_pid=$!
+}
+# ended: srun's exit status, in rc, within 120 s (then the step is cancelled)
+ended() {
+  local i
+  for i in $(seq 1200); do kill -0 "$train_pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$train_pid" 2>/dev/null && { fail "srun still running after 120 s: a hang"; scancel --name="stop-$1-$$"; }
+  wait "$train_pid"
+  rc=$?
+}
+signal() { scancel --signal=USR1 --name="stop-$1-$$"; }
+# wait_text NAME TEXT [COUNT]: until NAME's output has TEXT on COUNT lines (60 s at most)
+wait_text() {
+  local i
+  for i in $(seq 600); do [ "$(grep -c -- "$2" "$TEST_TMP/$1.out" 2>/dev/null)" -ge "${3:-1}" ] 2>/dev/null && return 0; sleep 0.1; done
+  fail "$1: no '$2' in its output in 60 s: $(tail -n 3 "$TEST_TMP/$1.out")"
+}
+# losses NAME [LINES]: "step loss" of the run's metrics.jsonl, after its first LINES lines
+losses() { step_losses <(tail -n +$((${2:-0} + 1)) "$run_dir/$1/metrics.jsonl") | sort -n | uniq; }
+ckpt_step() { h5dump -a step "$run_dir/$1/checkpoint.h5" 2>/dev/null | sed -n 's/^ *(0): \([0-9]*\)/\1/p'; }
+temps() { ls -A "$run_dir/$1" 2>/dev/null | grep -c '\.tmp\.'; }
+# resumed NAME FROM STEPS: the run resumed at FROM, its steps FROM+1.. FROM+STEPS the uninterrupted run's
+resumed() {
+  local name=$1 from=$2 steps=$3 before
+  before=$(wc -l <"$run_dir/$name/metrics.jsonl")
+  : >"$TEST_TMP/$name.out"
+  train "$name" --resume --stop_after_iters="$steps"
+  ended "$name"
+  expect_rc "$name: resumed" $rc 0
+  expect_contains "$name: resumed from step $from" "$(cat "$TEST_TMP/$name.out")" \
+    "dlpar-train: resumed from $run_dir/$name/checkpoint.h5 at step $from "
+  expect_eq "$name: steps $((from + 1)) to $((from + steps)), the uninterrupted run's losses bit for bit" \
+    "$(losses "$name" "$before")" "$(losses whole | awk -v k="$from" -v n="$steps" '$1 > k && $1 <= k + n')"
+  expect_eq "$name: no temporary file left after the resumed run's checkpoint" "$(temps "$name")" 0
+}
+# every_rank NAME TEXT: the ranks that logged "dlpar: rank R: TEXT", as "0 1 2 3"
+every_rank() { sed -n "s/^dlpar: rank \([0-3]\): $2.*/\1/p" "$TEST_TMP/$1.out" | sort -u | paste -sd ' '; }
+
+# The uninterrupted run, the losses of steps 1 to 14
+train whole --stop_after_iters=14
+ended whole
+expect_rc "the uninterrupted run" $rc 0
+
+# (1) A signal twice: the checkpoint of step 3, then a run resumed from it
+# gets two scancels back to back at step 5 or later
+train twice --stop_after_iters=3
+ended twice
+expect_rc "twice: the first 3 steps" $rc 0
+cp "$run_dir/twice/checkpoint.h5" "$TEST_TMP/twice.h5"
+DLPAR_FAULT=checkpoint-slow train twice --resume
+for _ in $(seq 600); do grep -q '"step": 5,' "$run_dir/twice/metrics.jsonl" && break; sleep 0.1; done
+signal twice
+signal twice
+ended twice
+expect_rc "twice: every rank ended at once (128 + SIGUSR1)" $rc 138
+expect_eq "twice: each rank's second signal line" "$(every_rank twice "second User defined signal 1: exiting now")" "0 1 2 3"
+TEST_CHECKS=$((TEST_CHECKS + 1))
+if cmp -s "$run_dir/twice/checkpoint.h5" "$TEST_TMP/twice.h5"; then
+  pass "twice: the checkpoint is the last complete one, byte for byte"
+else
+  fail "twice: the checkpoint changed (step $(ckpt_step twice)), though rank 0 was paused in the stop's write"
+fi
+resumed twice 3 5
+
+# (2) A signal during start-up, as soon as the four tasks exist
+train startup
+pids=
+for _ in $(seq 1000); do
+  pids=$(pgrep -f "^[^ ]*/dlpar-train .*--run=startup( |\$)")
+  [ "$(wc -w <<<"$pids")" = 4 ] && break
+  sleep 0.01
+done
+caught=0
+for pid in $pids; do
+  (( 0x$(sed -n 's/^SigCgt:\t//p' "/proc/$pid/status" 2>/dev/null || echo 0) >> 9 & 1 )) && caught=$((caught + 1))
+done
+early=$(grep -c '"step": [1-9]' "$run_dir/startup/metrics.jsonl" 2>/dev/null)
+signal startup
+ended startup
+expect_eq "start-up: the signal came before the first step" "${early:-0}" 0
+echo "start-up: $(wc -w <<<"$pids") tasks seen, $caught catching SIGUSR1 (libdlpar's handler) before the signal, exit $rc"
+if [ "$rc" = 85 ]; then
+  expect_contains "start-up: stopped at the first agreement, step 2" "$(cat "$TEST_TMP/startup.out")" \
+    "dlpar-train: stopped at step 2, more to do (exit 85)"
+  expect_eq "start-up: each rank's stop request" "$(every_rank startup "User defined signal 1 received")" "0 1 2 3"
+  expect_eq "start-up: the checkpoint of step 2" "$(ckpt_step startup)" 2
+  expect_eq "start-up: no temporary file" "$(temps startup)" 0
+  resumed startup 2 4
+else
+  expect_eq "start-up: a task without libdlpar's handler yet, so SIGUSR1's default: exit" "$rc $caught" "138 0"
+  expect_eq "start-up: no checkpoint, no temporary file" "$(ls -A "$run_dir/startup" 2>/dev/null | grep -c -e checkpoint)" 0
+  : >"$TEST_TMP/startup.out"
+  train startup --stop_after_iters=4
+  ended startup
+  expect_rc "start-up: the rerun" $rc 0
+  expect_eq "start-up: the rerun's steps 1 to 4, the uninterrupted run's losses bit for bit" "$(losses startup)" \
+    "$(losses whole | head -n 4)"
+fi
+
+# (3) A signal while a checkpoint is written: once, then twice
+DLPAR_FAULT=checkpoint-slow train slow --checkpoint_every=4
+wait_text slow "DLPAR_FAULT=checkpoint-slow: pausing"
+signal slow
+ended slow
+expect_rc "once in a checkpoint: stopped early" $rc 85
+expect_contains "once in a checkpoint: the write of step 4 completed" "$(cat "$TEST_TMP/slow.out")" "Saved checkpoint at step 4:"
+expect_contains "once in a checkpoint: stopped two steps later (step 5 posts it, step 6 agrees)" \
+  "$(cat "$TEST_TMP/slow.out")" "dlpar-train: stopped at step 6, more to do (exit 85)"
+expect_eq "once in a checkpoint: the checkpoint of step 6" "$(ckpt_step slow)" 6
+expect_eq "once in a checkpoint: no temporary file" "$(temps slow)" 0
+resumed slow 6 3
+
+cp "$run_dir/slow/checkpoint.h5" "$TEST_TMP/slow.h5"
+: >"$TEST_TMP/slow.out"
+DLPAR_FAULT=checkpoint-slow train slow --resume --checkpoint_every=4
+wait_text slow "DLPAR_FAULT=checkpoint-slow: pausing"
+signal slow
+wait_text slow "User defined signal 1 received" 4
+signal slow
+ended slow
+expect_rc "twice in a checkpoint: every rank ended at once" $rc 138
+expect_eq "twice in a checkpoint: each rank's second signal line" \
+  "$(every_rank slow "second User defined signal 1: exiting now")" "0 1 2 3"
+expect_eq "twice in a checkpoint: the write of step 12 never completed" "$(grep -c 'Saved checkpoint at step 12' "$TEST_TMP/slow.out")" 0
+TEST_CHECKS=$((TEST_CHECKS + 1))
+cmp -s "$run_dir/slow/checkpoint.h5" "$TEST_TMP/slow.h5" && pass "twice in a checkpoint: the last complete checkpoint, byte for byte" ||
+  fail "twice in a checkpoint: the checkpoint changed (step $(ckpt_step slow))"
+expect_eq "twice in a checkpoint: the half-written temporary file beside it" "$(temps slow)" 1
+resumed slow 9 3
+finish
