@@ -17,6 +17,10 @@
 #    temporary file; a task that did not yet catch it dies of it (138), with
 #    no checkpoint and no temporary file. The test says which it saw; the
 #    rerun starts cleanly from what is there, the losses bit for bit;
+#    and that default made certain, rank 3 keeping its signals
+#    (DLPAR_SIGNALS=keep) as a task still being loaded would: it dies of
+#    the signal, Slurm's PMIx plugin ends the step at once (138, no hang),
+#    nothing is written;
 #  - a signal while a checkpoint is written (DLPAR_FAULT=checkpoint-slow:
 #    rank 0 pauses 4 s halfway through the temporary file): once, the
 #    write completes, the stop is agreed two steps later, exit 85, the
@@ -31,12 +35,13 @@ make_data
 export OMP_NUM_THREADS=1
 run_dir=$TEST_TMP/runs/test/2x2
 
-# train NAME [ARGS...]: dlpar-train on the bed, run NAME, the whole output in
-# TEST_TMP/NAME.out (appended to), in the background: train_pid is srun's
+# train NAME [ARGS...]: dlpar-train (or $program) on the bed, run NAME, the
+# whole output in TEST_TMP/NAME.out (appended to), in the background:
+# train_pid is srun's
 train() {
   local name=$1
   shift
-  srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --job-name="stop-$name-$$" "$B/trainer/dlpar-train" \
+  srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --job-name="stop-$name-$$" "${program:-$B/trainer/dlpar-train}" \
     --config=test "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=100000 --run="$name" "$@" \
     >>"$TEST_TMP/$name.out" 2>&1 &
   train_pid=$!
@@ -50,6 +55,16 @@ ended() {
   rc=$?
 }
 signal() { scancel --signal=USR1 --name="stop-$1-$$"; }
+# tasks NAME: the pids of run NAME's four dlpar-train processes, once all exist (10 s at most)
+tasks() {
+  local pids
+  for _ in $(seq 1000); do
+    pids=$(pgrep -f "^[^ ]*/dlpar-train .*--run=$1( |\$)")
+    [ "$(wc -w <<<"$pids")" = 4 ] && break
+    sleep 0.01
+  done
+  echo $pids
+}
 # wait_text NAME TEXT [COUNT]: until NAME's output has TEXT on COUNT lines (60 s at most)
 wait_text() {
   local i
@@ -94,6 +109,8 @@ signal twice
 signal twice
 ended twice
 expect_rc "twice: every rank ended at once (128 + SIGUSR1)" $rc 138
+echo "twice: the second signal came $(grep -q 'checkpoint-slow: pausing' "$TEST_TMP/twice.out" &&
+  echo "during the stop's checkpoint" || echo "before the stop was agreed")"
 expect_eq "twice: each rank's second signal line" "$(every_rank twice "second User defined signal 1: exiting now")" "0 1 2 3"
 TEST_CHECKS=$((TEST_CHECKS + 1))
 if cmp -s "$run_dir/twice/checkpoint.h5" "$TEST_TMP/twice.h5"; then
@@ -103,14 +120,20 @@ else
 fi
 resumed twice 3 5
 
+# startup_rerun: after a start-up killed by the signal, the run from scratch is clean
+startup_rerun() {
+  expect_eq "start-up: no checkpoint, no temporary file" "$(ls -A "$run_dir/startup" 2>/dev/null | grep -c checkpoint)" 0
+  : >"$TEST_TMP/startup.out"
+  train startup --stop_after_iters=4
+  ended startup
+  expect_rc "start-up: the rerun" $rc 0
+  expect_eq "start-up: the rerun's steps 1 to 4, the uninterrupted run's losses bit for bit" "$(losses startup)" \
+    "$(losses whole | head -n 4)"
+}
+
 # (2) A signal during start-up, as soon as the four tasks exist
 train startup
-pids=
-for _ in $(seq 1000); do
-  pids=$(pgrep -f "^[^ ]*/dlpar-train .*--run=startup( |\$)")
-  [ "$(wc -w <<<"$pids")" = 4 ] && break
-  sleep 0.01
-done
+pids=$(tasks startup)
 caught=0
 for pid in $pids; do
   (( 0x$(sed -n 's/^SigCgt:\t//p' "/proc/$pid/status" 2>/dev/null || echo 0) >> 9 & 1 )) && caught=$((caught + 1))
@@ -128,15 +151,31 @@ if [ "$rc" = 85 ]; then
   expect_eq "start-up: no temporary file" "$(temps startup)" 0
   resumed startup 2 4
 else
-  expect_eq "start-up: a task without libdlpar's handler yet, so SIGUSR1's default: exit" "$rc $caught" "138 0"
-  expect_eq "start-up: no checkpoint, no temporary file" "$(ls -A "$run_dir/startup" 2>/dev/null | grep -c -e checkpoint)" 0
-  : >"$TEST_TMP/startup.out"
-  train startup --stop_after_iters=4
-  ended startup
-  expect_rc "start-up: the rerun" $rc 0
-  expect_eq "start-up: the rerun's steps 1 to 4, the uninterrupted run's losses bit for bit" "$(losses startup)" \
-    "$(losses whole | head -n 4)"
+  expect_rc "start-up: killed by SIGUSR1's default action (a task without libdlpar's handler yet)" $rc 138
+  TEST_CHECKS=$((TEST_CHECKS + 1))
+  [ "$caught" -lt 4 ] && pass "start-up: not every task caught SIGUSR1 yet when it was sent" ||
+    fail "start-up: every task caught SIGUSR1 before it was sent, yet exit $rc"
+  startup_rerun
 fi
+
+# (2') The default action, made certain: rank 3 keeps its signals
+# (DLPAR_SIGNALS=keep), as a task still being loaded would. It dies of the
+# signal during start-up; Slurm's PMIx plugin then ends the step.
+cat >"$TEST_TMP/keep3" <<SH
+#!/bin/bash
+[ "\$SLURM_PROCID" = 3 ] && export DLPAR_SIGNALS=keep
+exec "$B/trainer/dlpar-train" "\$@"
+SH
+chmod +x "$TEST_TMP/keep3"
+program=$TEST_TMP/keep3 train keep3
+tasks keep3 >/dev/null
+signal keep3
+ended keep3
+expect_rc "start-up, rank 3 without the handler: the step ended by SIGUSR1's default action" $rc 138
+expect_contains "start-up, rank 3 without the handler: srun names it" "$(cat "$TEST_TMP/keep3.out")" \
+  "task 3: User defined signal 1"
+expect_eq "start-up, rank 3 without the handler: no checkpoint, no temporary file" \
+  "$(ls -A "$run_dir/keep3" 2>/dev/null | grep -c checkpoint)" 0
 
 # (3) A signal while a checkpoint is written: once, then twice
 DLPAR_FAULT=checkpoint-slow train slow --checkpoint_every=4
