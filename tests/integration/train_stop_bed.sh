@@ -11,7 +11,7 @@
 #    complete one, byte for byte, and the run resumed from it (--resume)
 #    starts at its step + 1 with the uninterrupted run's losses bit for bit;
 #  - a signal during start-up, as soon as the step's four tasks exist:
-#    libdlpar takes the signals first thing in dlpar_init, so a task that
+#    libdlpar takes the signals early in dlpar_init, so a task that
 #    already catches SIGUSR1 stops at the first agreement, step 2 (posted
 #    after step 1, read after step 2): exit 85, the checkpoint of step 2, no
 #    temporary file; a task that did not yet catch it dies of it (138), with
