@@ -53,7 +53,7 @@ TEST_EXTENSIONS = .sh
 # line naming it, so one hang costs CI at most that long and says where it
 # was. The slowest test here, restart.sh, takes about 4 minutes on the
 # Debian 12 bed; make check DLPAR_TEST_BOUND=N changes the default.
-DLPAR_TEST_BOUND = 900
+DLPAR_TEST_BOUND = 600
 TEST_BOUNDS = default=$(DLPAR_TEST_BOUND)
 LOG_COMPILER = bash $(srcdir)/tests/lib/bounded $(TEST_BOUNDS) --
 SH_LOG_COMPILER = $(LOG_COMPILER) bash
