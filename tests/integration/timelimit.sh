@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # tests/integration/timelimit.sh: a dlpar-train job that outlives its time
-# limit (contrib/dlpar-restart, exit 85), on a 2-node bed
+# limit or is preempted (contrib/dlpar-restart, exit 85), on a 2-node bed
 # of this test's own with preemption (dlpar-bed --preempt: partition debug,
 # GraceTime=30, preempted by partition high). Each job is a batch script
 # whose last line is `exec dlpar-restart srun ... dlpar-train` (exec: the
@@ -11,18 +11,23 @@
 #      --signal=B:USR1@50: dlpar-restart passes it on, every task exits 85
 #      at the step k of the checkpoint, the job requeues itself; and the
 #      plain --signal=USR1@50, to the tasks by Slurm, the same way;
-#  (b) preemption is left out for now: on Slurm 22.05 a preempted job
-#      stopped within its grace time, was requeued by dlpar-restart and
-#      resumed at k+1, but on Slurm 24.11 the resumed run was requeued once
-#      more and ran again (issue 48), also when dlpar-restart left the
-#      requeue to Slurm;
+#  (b) preemption by a job of partition high: Slurm's SIGTERM to the
+#      tasks, every task exits 85 at step k within the grace time, and the
+#      job is requeued once: by dlpar-restart on Slurm 22.05 (which ends a
+#      job whose script ends in its grace time), by Slurm itself as the
+#      script ends on Slurm 24.05 and later, where dlpar-restart leaves it
+#      to Slurm (a requeue of its own there left Slurm's grace-time mark
+#      on the job, and the resumed run was requeued again when it ended:
+#      issue 48);
 #  (c) scancel -b -s USR1 (the batch shell only): as (a);
 #  (d) a run that ends before the warning: exit 0, not requeued.
-# In (a) and (c) the requeued job's tasks (DLPAR_RESTART=1) resume from the
-# checkpoint of step k, run steps k+1 to k+5, and the losses are an
-# uninterrupted run's bit for bit. Slurm holds a requeued job back for two
-# minutes: the test lifts the hold (scontrol update StartTime=now) and
-# gives the requeued run a 5-minute limit, so that no warning comes again.
+# In (a) to (c) the requeued job's tasks (DLPAR_RESTART=1) resume from the
+# checkpoint of step k, run steps k+1 to k+5, the job ends COMPLETED
+# after that one requeue, and the losses are an uninterrupted run's bit for
+# bit. Slurm holds a requeued job back for two minutes: the test lifts the
+# hold (scontrol update StartTime=now; in (b) once the high job has run)
+# and gives the requeued run a 5-minute limit, so that no warning comes
+# again.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed preempt
 restart=$DLPAR_SRCDIR/contrib/dlpar-restart
@@ -73,7 +78,14 @@ requeued_and_resumed() {
     [ "$state" = "${states##*, }" ] || states+=", $state"
     # (3 s after the requeue: a run started in the second of the requeue
     # has its credential revoked with the last run's, and Slurm ends it)
-    [ "$state" = "PENDING BeginTime" ] && { sleep 3; scontrol update JobId="$job" StartTime=now TimeLimit=5; break; }
+    # (a preempted job: once the preempting job has run, which it does
+    # first, so that it does not preempt the resumed run)
+    if [ "$state" = "PENDING BeginTime" ]; then
+      [ "$name" != preempt ] || wait_text high "high ran"
+      sleep 3
+      scontrol update JobId="$job" StartTime=now TimeLimit=5
+      break
+    fi
     case $state in COMPLETED* | FAILED* | CANCELLED* | gone) break ;; esac
     sleep 0.1
   done
@@ -85,6 +97,8 @@ requeued_and_resumed() {
     sleep 0.1
   done
   echo "$name: the job's states: ${states#, }"
+  expect_eq "$name: the job's end, after one requeue" "$state $(scontrol show job "$job" 2>/dev/null | grep -o 'Restarts=[0-9]*')" \
+    "COMPLETED None Restarts=1"
   out=$(cat "$TEST_TMP/$name.out")
   k=$(sed -n 's/^dlpar-train: stopped at step \([0-9]*\), more to do (exit 85)$/\1/p' <<<"$out")
   stopped_at=$k
@@ -94,14 +108,28 @@ requeued_and_resumed() {
     "srun: error: n1: tasks 0-1: Exited with exit code 85 srun: error: n2: tasks 2-3: Exited with exit code 85"
   expect_eq "$name: every rank logged the stop request" \
     "$(sed -n 's/^dlpar: rank \([0-3]\): .* received: stopping at the next step boundary.*/\1/p' <<<"$out" | sort -u | paste -sd ' ')" "0 1 2 3"
-  expect_contains "$name: dlpar-restart requeued the job" "$out" \
-    "dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): requeued job $job, its nodes as they were (DLPAR_RESTART=1 once Slurm starts it again, about two minutes)"
-  expect_contains "$name: the requeued run" "$out" "run 1 of job $job"
+  if [ "$name" = preempt ] && slurm_requeues_preempted; then
+    expect_contains "$name: dlpar-restart left the requeue to Slurm $slurm_version" "$out" \
+      "dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): job $job is being preempted, and Slurm requeues it itself as this script ends (Slurm $slurm_version, PreemptMode=REQUEUE), its nodes as they were (DLPAR_RESTART=1 once Slurm starts it again, about two minutes)"
+  else
+    expect_contains "$name: dlpar-restart requeued the job" "$out" \
+      "dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): requeued job $job, its nodes as they were (DLPAR_RESTART=1 once Slurm starts it again, about two minutes)"
+  fi
+  expect_eq "$name: the job's runs, the requeued one once" "$(grep '^run [0-9]* of job' <<<"$out" | paste -sd ' ')" \
+    "run 0 of job $job run 1 of job $job"
   expect_contains "$name: resumed from the checkpoint of step k" "$out" \
     "dlpar-train: resumed from $TEST_TMP/runs/test/2x2/$name/checkpoint.h5 at step ${k:-none} "
   expect_eq "$name: the resumed run's steps k+1 to k+5" "$(losses "$name" | awk -v k="${k:-0}" '$1 > k { print $1 }' | paste -sd ' ')" \
     "$((k + 1)) $((k + 2)) $((k + 3)) $((k + 4)) $((k + 5))"
   expect_eq "$name: the checkpoint's step at the end" "$(ckpt_step "$name")" "$((k + 5))"
+}
+
+# slurm_requeues_preempted: true where slurmctld (slurm_version) requeues
+# a preempted job itself as its batch script ends (24.05 and later; the
+# bed's PreemptMode is REQUEUE)
+slurm_version=$(scontrol show config | sed -n 's/^SLURM_VERSION *= *//p')
+slurm_requeues_preempted() {
+  [[ $slurm_version =~ ^([0-9]+)\.([0-9]+) ]] && ((10#${BASH_REMATCH[1]} * 100 + 10#${BASH_REMATCH[2]} >= 2405))
 }
 
 # (a) the time limit's warning to the batch shell
@@ -120,6 +148,23 @@ requeued_and_resumed plain
 k_plain=$stopped_at
 expect_eq "plain: nothing passed on by dlpar-restart" "$(grep -c '^dlpar-restart: SIGUSR1' "$TEST_TMP/plain.out")" 0
 
+# (b) preemption: a job of partition high on both nodes, once the job has
+# run 3 steps
+submit preempt
+for _ in $(seq 600); do grep -q '"step": 3,' "$TEST_TMP/runs/test/2x2/preempt/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+preempted_at=$(date +%s)
+high=$(sbatch --parsable -p high --exclusive -N2 -o "$TEST_TMP/high.out" --wrap 'echo high ran')
+wait_text preempt "dlpar-restart: the step stopped early"
+took=$(($(date +%s) - preempted_at))
+TEST_CHECKS=$((TEST_CHECKS + 1))
+if [ "$took" -lt 30 ]; then pass "preempt: stopped within the grace time ($took s of 30)"
+else fail "preempt: stopped after $took s, past the grace time (30 s)"; fi
+requeued_and_resumed preempt
+k_preempt=$stopped_at
+echo "preempt: high job $high"
+expect_eq "preempt: every rank's stop request was Slurm's SIGTERM" \
+  "$(sed -n 's/^dlpar: rank \([0-3]\): Terminated received: stopping at the next step boundary.*/\1/p' "$TEST_TMP/preempt.out" | sort -u | paste -sd ' ')" "0 1 2 3"
+
 # (c) scancel -b -s USR1: the batch shell only
 submit user
 for _ in $(seq 600); do grep -q '"step": 3,' "$TEST_TMP/runs/test/2x2/user/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
@@ -130,10 +175,10 @@ expect_contains "user: dlpar-restart passed SIGUSR1 on" "$(cat "$TEST_TMP/user.o
   "dlpar-restart: SIGUSR1 received: passed on to the step (srun forwards it to every task)"
 
 # the uninterrupted run, as far as the longest of them, and each one's losses against it
-most=$(printf '%s\n' "${k_limit:-0}" "${k_plain:-0}" "${k_user:-0}" | sort -n | tail -n 1)
+most=$(printf '%s\n' "${k_limit:-0}" "${k_plain:-0}" "${k_preempt:-0}" "${k_user:-0}" | sort -n | tail -n 1)
 out=$(timeout 600 srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/train" --run=whole --stop_after_iters=$((most + 5)) 2>&1)
 expect_rc "the uninterrupted run of $((most + 5)) steps" $? 0
-for name in limit plain user; do
+for name in limit plain preempt user; do
   expect_eq "$name: the losses of steps 1 to k+5, the uninterrupted run's bit for bit" \
     "$(losses "$name")" "$(losses whole | head -n "$(losses "$name" | wc -l)")"
 done

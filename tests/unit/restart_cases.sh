@@ -69,7 +69,8 @@ SH
 cat >"$SI/bin/scontrol" <<SH
 #!/bin/bash
 # STAND-IN for scontrol (tests/unit/restart_cases.sh): host lists through
-# the real scontrol's parser; show job from \$SI/job; requeuehold, update
+# the real scontrol's parser; show job, config and partition from
+# \$SI/job, \$SI/config and \$SI/partition; requeuehold, update
 # and release recorded, each failing with the text of \$SI/VERB.fail where
 # the test wrote one.
 case "\$1 \${2:-}" in
@@ -77,12 +78,23 @@ case "\$1 \${2:-}" in
 esac
 echo "\$*" >>"\$SI/scontrol.calls"
 case \$1 in
-  show) cat "\$SI/job" ;;
+  show)
+    case \$2 in
+      job) cat "\$SI/job" ;;
+      *) cat "\$SI/\$2" 2>/dev/null || { echo "scontrol (stand-in): show \$2 not planned" >&2; exit 1; } ;;
+    esac ;;
   requeuehold | update | release | requeue)
     [ -e "\$SI/\$1.fail" ] && { cat "\$SI/\$1.fail" >&2; exit 1; }
     exit 0 ;;
   *) echo "scontrol (stand-in): \$1 not planned" >&2; exit 1 ;;
 esac
+SH
+cat >"$SI/bin/sacctmgr" <<'SH'
+#!/bin/bash
+# STAND-IN for sacctmgr (tests/unit/restart_cases.sh): records its call,
+# prints $SI/qos (a QOS's PreemptMode, as sacctmgr -nP prints it).
+echo "$*" >>"$SI/sacctmgr.calls"
+cat "$SI/qos"
 SH
 chmod +x "$SI"/bin/*
 # the scripts' own files in the working directory, for what a shell glob would take
@@ -90,7 +102,7 @@ touch "$TEST_TMP/cwd/notes.txt" "$TEST_TMP/cwd/train.py"
 
 # fresh_case: no calls recorded, no steps, every node allocated, a batch job that may be requeued
 fresh_case() {
-  rm -f "$SI"/srun.* "$SI"/*.calls "$SI"/*.fail "$SI"/squeue.fail.* "$SI/steps" "$SI/sinfo"
+  rm -f "$SI"/srun.* "$SI"/*.calls "$SI"/*.fail "$SI"/squeue.fail.* "$SI/steps" "$SI/sinfo" "$SI/config" "$SI/partition" "$SI/qos"
   echo "JobId=77 JobName=train BatchFlag=1 Requeue=1 Restarts=0 ExcNodeList=(null)" >"$SI/job"
 }
 # run NODES ARGS...: dlpar-restart ARGS in job 77 on NODES (a host list);
@@ -334,6 +346,56 @@ register 'n[1-2]'; sleep 2; unregister; echo "done"; exit 0
 SH
 run 'n[1-3]' srun -N 2 prog
 expect_eq "exit 0: done, never requeued" "$rc: $out: $(cat "$SI/scontrol.calls" 2>/dev/null)" "0: done: "
+
+# 11b. exit 85 in a job being preempted (PreemptTime set): Slurm 24.05 and
+# later requeue it themselves as the script ends where its preemption mode
+# is REQUEUE (a requeue of ours as well runs the next run twice), so it is
+# left to Slurm; Slurm 22.05 ends it, and a mode of CANCEL too: there the
+# job is requeued here
+# preempted_case VERSION TYPE CLUSTER-MODE: a fresh case of job 77 in
+# partition debug, QOS normal, preempted, on slurmctld VERSION
+preempted_case() {
+  fresh_case
+  echo "JobId=77 JobName=train BatchFlag=1 Requeue=1 Restarts=0 ExcNodeList=(null) Partition=debug QOS=normal PreemptTime=2026-12-07T01:02:03" >"$SI/job"
+  printf 'Configuration data as of 2026-12-07T01:00:00\nPreemptMode             = %s\nPreemptType             = %s\nSLURM_VERSION           = %s\n' \
+    "$3" "$2" "$1" >"$SI/config"
+  stopped_plan
+}
+left_to_slurm="dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): job 77 is being preempted, and Slurm requeues it itself as this script ends"
+requeued_here="dlpar-restart: the step stopped early at a step its ranks agreed on (exit 85: more to do): requeued job 77, its nodes as they were (DLPAR_RESTART=1 once Slurm starts it again, about two minutes)"
+preempted_case 24.11.5 preempt/partition_prio REQUEUE
+echo "PartitionName=debug" >"$SI/partition"
+echo "   PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO PreemptMode=REQUEUE" >>"$SI/partition"
+run 'n[1-3]' srun -N 2 prog
+expect_eq "preempted on Slurm 24.11, PreemptMode=REQUEUE: left to Slurm, exit 75" "$rc: $(tail -n 1 <<<"$out")" \
+  "75: $left_to_slurm (Slurm 24.11.5, PreemptMode=REQUEUE), its nodes as they were (DLPAR_RESTART=1 once Slurm starts it again, about two minutes)"
+expect_eq "preempted on Slurm 24.11: no requeue of ours" "$(cat "$SI/scontrol.calls")" "show job 77
+show config
+show partition debug"
+preempted_case 22.05.8 preempt/partition_prio REQUEUE
+run 'n[1-3]' srun -N 2 prog
+expect_eq "preempted on Slurm 22.05: requeued here (Slurm would end the job), exit 75" "$rc: $(tail -n 1 <<<"$out")" "75: $requeued_here"
+expect_eq "preempted on Slurm 22.05: the calls" "$(cat "$SI/scontrol.calls")" "show job 77
+show config
+requeue 77"
+preempted_case 24.11.5 preempt/partition_prio REQUEUE
+echo "PartitionName=debug PreemptMode=CANCEL" >"$SI/partition"
+run 'n[1-3]' srun -N 2 prog
+expect_eq "preempted on Slurm 24.11, the partition's PreemptMode=CANCEL: requeued here, exit 75" "$rc: $(tail -n 1 <<<"$out")" "75: $requeued_here"
+preempted_case 25.05.1 preempt/qos REQUEUE
+echo "cluster" >"$SI/qos"
+run 'n[1-3]' srun -N 2 prog
+expect_eq "preempted on Slurm 25.05 by QOS, the QOS's mode the cluster's REQUEUE: left to Slurm" "$rc: $(tail -n 1 <<<"$out")" \
+  "75: $left_to_slurm (Slurm 25.05.1, PreemptMode=REQUEUE), its nodes as they were (DLPAR_RESTART=1 once Slurm starts it again, about two minutes)"
+expect_eq "preempted by QOS: the QOS asked" "$(cat "$SI/sacctmgr.calls")" "-nP show qos normal format=PreemptMode"
+preempted_case 25.05.1 preempt/qos REQUEUE
+echo "cancel" >"$SI/qos"
+run 'n[1-3]' srun -N 2 prog
+expect_eq "preempted on Slurm 25.05, the QOS's mode cancel: requeued here" "$rc: $(tail -n 1 <<<"$out")" "75: $requeued_here"
+preempted_case 24.11.5 preempt/partition_prio REQUEUE
+rm "$SI/config"
+run 'n[1-3]' srun -N 2 prog
+expect_eq "preempted, scontrol show config failing: requeued here" "$rc: $(tail -n 1 <<<"$out")" "75: $requeued_here"
 
 # 12. SIGUSR1 to dlpar-restart (the batch shell that exec'd it:
 # --signal=B:USR1@S, scancel -b -s USR1), once its step is listed: passed
