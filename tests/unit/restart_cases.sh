@@ -274,6 +274,26 @@ for opts in "--exclud=n3" "-kxn3" "-kx n3" "--exclude=n4 -x n3" "-x $TEST_TMP/ex
   expect_eq "$opts: the restart's srun excludes n2 and n3" "$(srun_args 1 | grep -o -e '--exclude=[^ ]*' -e ' -x[^ ]*' | paste -sd ' ')" "--exclude=n[2-3]"
 done
 
+# 8b. the user's --nodelist naming the failed node: the restart keeps the
+# rest of it (srun refuses a node both required and excluded) and its node
+# count (-N, which srun would otherwise take from the shorter list)
+printf 'n1\nn2\n' >"$TEST_TMP/nodelist_file"
+while IFS='|' read -r opts want; do
+  fresh_case
+  # shellcheck disable=SC2086
+  run 'n[1-4]' srun $opts prog
+  expect_eq "$opts: restarted" "$rc: $(tail -n 1 <<<"$out")" \
+    "0: dlpar-restart: excluding n2 (--dl-check failed there): restart 1 of 2 on n1,n3,n4 (DLPAR_RESTART=1)"
+  expect_eq "$opts: the restart's nodes" "$(srun_args 1 | grep -o -e '--nodelist=[^ ]*' -e '--nodes=[^ ]*' -e '--exclude=[^ ]*' | paste -sd ' ')" "$want"
+done <<EOF2
+-w n[1-2]|--exclude=n2 --nodes=2 --nodelist=n1
+--nodelist=n2 -N 2|--nodes=2 --exclude=n2
+-N 2 -w $TEST_TMP/nodelist_file|--nodes=2 --exclude=n2 --nodelist=n1
+EOF2
+run 'n[1-4]' srun -w 'n[1-' -N 2 prog
+expect_eq "a --nodelist that is not a host list: refused" "$rc: $out" \
+  "2: dlpar-restart: --nodelist=n[1-: not a host list that scontrol show hostnames reads"
+
 run 'n[1-4]' srun -x "$TEST_TMP/no_such_file" -N 2 prog
 expect_eq "an --exclude file that cannot be read: refused" "$rc: $out" \
   "2: dlpar-restart: --exclude=$TEST_TMP/no_such_file: cannot read that file of host names"
