@@ -9,6 +9,7 @@ INTEGRATION_TESTS += \
 	tests/integration/bed_pmix.sh \
 	tests/integration/torch_env.sh \
 	tests/integration/torch_stop_bed.sh \
+	tests/integration/torch_requeue.sh \
 	tests/integration/spank_profile.sh \
 	tests/integration/spank_admin.sh \
 	tests/integration/launcher_groups.sh \

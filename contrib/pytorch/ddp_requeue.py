@@ -7,8 +7,11 @@ stops at the same step, rank 0 writes the checkpoint atomically and every
 rank exits 85 ("stopped early, more to do"); a restart (dlpar-restart's
 DLPAR_CHECKPOINT) resumes at the next step. In a batch script:
 
-    #SBATCH --signal=USR1@120
-    dlpar-restart --checkpoint=$PWD/last.pt srun --dl-parallel=2x2 python3 ddp_requeue.py --checkpoint=$PWD/last.pt
+    #SBATCH --signal=B:USR1@120 --requeue
+    exec dlpar-restart --checkpoint=$PWD/last.pt srun --dl-parallel=2x2 python3 ddp_requeue.py --checkpoint=$PWD/last.pt
+
+(tests/integration/torch_requeue.sh runs it so, stopped by the warning, a
+preemption and scancel -b -s USR1.)
 
 The lines beyond ddp_example.py are marked "# stop". Each step's batch is
 a function of the step number, so a resumed run sees the batches the

@@ -9,7 +9,8 @@
 #    uninterrupted run's losses to fp32 tolerance;
 #  - the time limit's warning, srun -t 1 --signal=USR1@50: every rank at
 #    one step, exit 85, long before the limit (no SIGKILL).
-# tests/integration/torch_stop.sh has the rest under dlpar-run: a signal to
+# tests/integration/torch_requeue.sh runs it in a batch job through
+# dlpar-restart, requeued; tests/integration/torch_stop.sh has the rest under dlpar-run: a signal to
 # one rank, twice, during start-up, during the checkpoint's write.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
