@@ -7,10 +7,12 @@
 # whose last line is `exec dlpar-restart srun ... dlpar-train` (exec: the
 # batch shell is then dlpar-restart, so the signals Slurm sends the batch
 # shell reach it), submitted with --requeue:
-#  (a) the time limit's warning to the batch shell, -t 1
-#      --signal=B:USR1@50: dlpar-restart passes it on, every task exits 85
+#  (a) the time limit's warning to the batch shell, -t 2
+#      --signal=B:USR1@110 (slurmctld sends it at its periodic check,
+#      every 30 s or later under load, so a 2-minute limit leaves it
+#      three checks or more to come within): dlpar-restart passes it on, every task exits 85
 #      at the step k of the checkpoint, the job requeues itself; and the
-#      plain --signal=USR1@50, to the tasks by Slurm, the same way;
+#      plain --signal=USR1@110, to the tasks by Slurm, the same way;
 #  (b) preemption by a job of partition high: Slurm's SIGTERM to the
 #      tasks, every task exits 85 at step k within the grace time, and the
 #      job is requeued once: by dlpar-restart on Slurm 22.05 (which ends a
@@ -134,16 +136,16 @@ slurm_requeues_preempted() {
 
 # (a) the time limit's warning to the batch shell
 start=$(date +%s)
-submit limit -t 1 --signal=B:USR1@50
+submit limit -t 2 --signal=B:USR1@110
 requeued_and_resumed limit
 k_limit=$stopped_at
 expect_contains "limit: dlpar-restart passed SIGUSR1 on" "$(cat "$TEST_TMP/limit.out")" \
   "dlpar-restart: SIGUSR1 received: passed on to the step (srun forwards it to every task)"
 echo "limit: $(($(date +%s) - start)) s in all"
 
-# (a') the plain form, --signal=USR1@50: Slurm signals the tasks itself,
+# (a') the plain form, --signal=USR1@110: Slurm signals the tasks itself,
 # and dlpar-restart nothing
-submit plain -t 1 --signal=USR1@50
+submit plain -t 2 --signal=USR1@110
 requeued_and_resumed plain
 k_plain=$stopped_at
 expect_eq "plain: nothing passed on by dlpar-restart" "$(grep -c '^dlpar-restart: SIGUSR1' "$TEST_TMP/plain.out")" 0

@@ -7,7 +7,8 @@
 # preempted by partition high), a batch script whose last line is
 # `exec dlpar-restart --checkpoint=PATH srun ... ddp_requeue.py`, submitted
 # with --requeue, stopped by
-#  (a) the time limit's warning to the batch shell, -t 1 --signal=B:USR1@50;
+#  (a) the time limit's warning to the batch shell, -t 2 --signal=B:USR1@110
+#      (a 2-minute limit: slurmctld sends the warning at a periodic check);
 #  (b) preemption by a job of partition high (Slurm's SIGTERM to the tasks);
 #  (c) scancel -b -s USR1 (the batch shell only).
 # In each, every rank logs the same stop step k, every task exits 85, the
@@ -156,7 +157,7 @@ requeued_and_resumed() {
 
 # (a) the time limit's warning to the batch shell
 start=$(date +%s)
-submit limit -t 1 --signal=B:USR1@50
+submit limit -t 2 --signal=B:USR1@110
 requeued_and_resumed limit
 expect_contains "limit: dlpar-restart passed SIGUSR1 on" "$(cat "$TEST_TMP/limit.out")" \
   "dlpar-restart: SIGUSR1 received: passed on to the step (srun forwards it to every task)"
