@@ -35,10 +35,18 @@ def say_line(text):
     sys.stdout.flush()
 
 
+def save(step, model, opt, path):  # stop
+    """Rank 0's checkpoint after `step`, atomically: a restart resumes at the next step."""  # stop
+    dlpar.torch.save_checkpoint({"step": step + 1, "model": model.module.state_dict(),  # stop
+                                 "optimizer": opt.state_dict()}, path)  # stop
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--checkpoint", default="checkpoint.pt", help="where rank 0 writes the checkpoint")
+    parser.add_argument("--checkpoint-every", type=int, default=0,
+                        help="rank 0 also writes it every N steps (default 0: only when stopped early)")
     args = parser.parse_args()
     grid = dlpar.torch.init_process_group()
     rank, dp_group = grid.rank, grid.dp_group
@@ -63,9 +71,10 @@ def main():
             say_line(f"ddp_requeue: step {step} loss {loss.item():.9g}")
         if stop.now(step):  # stop: the same answer on every rank
             if rank == 0:  # stop
-                dlpar.torch.save_checkpoint({"step": step + 1, "model": model.module.state_dict(),  # stop
-                                             "optimizer": opt.state_dict()}, args.checkpoint)  # stop
+                save(step, model, opt, args.checkpoint)  # stop
             stop.exit()  # stop: barrier, teardown, exit 85
+        if rank == 0 and args.checkpoint_every and (step + 1) % args.checkpoint_every == 0:  # stop
+            save(step, model, opt, args.checkpoint)  # stop
     if rank == 0:
         say_line(f"ddp_requeue: done on {dist.get_world_size()} ranks")
     dist.barrier()

@@ -21,6 +21,7 @@ write_atomic() and the DLPAR_CHECKPOINT / DLPAR_RESTART readers are here.
 import os
 import signal
 import sys
+import time
 
 __all__ = ["EXIT_STOPPED", "SIGNALS", "install", "requested", "write_atomic", "checkpoint", "restart"]
 
@@ -102,12 +103,22 @@ def restart():
     return int(text)
 
 
-def _fault(where):
-    """A test hook: DLPAR_FAULT=checkpoint-write kills this process (SIGKILL)
-    in the middle of write_atomic, half of the data written."""
-    if os.environ.get("DLPAR_FAULT") == where:
-        _say(f"dlpar: DLPAR_FAULT={where}: killing myself in the middle of a checkpoint")
+SLOW_CHECKPOINT_SECONDS = 4  # how long DLPAR_FAULT=checkpoint-slow holds the writer: time for a test to signal
+
+
+def _fault():
+    """Test hooks, in the middle of write_atomic with half of the data
+    written. DLPAR_FAULT=checkpoint-write kills this process (SIGKILL), to
+    show the previous checkpoint stays; DLPAR_FAULT=checkpoint-slow pauses
+    it, so that a test can send stop signals while the temporary file is
+    half written (trainer/run/checkpoint.c has the same two)."""
+    fault = os.environ.get("DLPAR_FAULT")
+    if fault == "checkpoint-write":
+        _say(f"dlpar: DLPAR_FAULT={fault}: killing myself in the middle of a checkpoint")
         os.kill(os.getpid(), signal.SIGKILL)
+    elif fault == "checkpoint-slow":
+        _say(f"dlpar: DLPAR_FAULT={fault}: pausing {SLOW_CHECKPOINT_SECONDS} s in the middle of a checkpoint")
+        time.sleep(SLOW_CHECKPOINT_SECONDS)  # a handled signal resumes the sleep; a default one ends it here
 
 
 def _fsync_directory(directory):
@@ -141,8 +152,8 @@ def write_atomic(path, write):
 
 
 class _HalfwayFault:
-    """The file, for the DLPAR_FAULT hook: its second write is killed
-    after the first one reached the disk."""
+    """The file, for the DLPAR_FAULT hooks: they run at its second write,
+    once the first one reached the disk."""
 
     def __init__(self, f):
         self._f = f
@@ -153,7 +164,7 @@ class _HalfwayFault:
         if self._writes == 2:
             self._f.flush()
             os.fsync(self._f.fileno())
-            _fault("checkpoint-write")
+            _fault()
         return self._f.write(data)
 
     def __getattr__(self, name):
