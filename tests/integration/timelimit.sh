@@ -32,6 +32,7 @@
 # again.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed preempt
+. "$DLPAR_SRCDIR/tests/lib/requeue.sh"
 restart=$DLPAR_SRCDIR/contrib/dlpar-restart
 make_data
 export OMP_NUM_THREADS=1 DLPAR_RENDEZVOUS_TIMEOUT=60
@@ -58,16 +59,6 @@ SH
   job=$(cd "$TEST_TMP" && sbatch --parsable -N2 --ntasks-per-node=2 --requeue --open-mode=append -o "$TEST_TMP/$name.out" \
         "$@" "$TEST_TMP/$name.sbatch")
 }
-# wait_text NAME TEXT: until NAME's output has TEXT (240 s at most)
-wait_text() {
-  for _ in $(seq 2400); do grep -q -- "$2" "$TEST_TMP/$1.out" 2>/dev/null && return 0; sleep 0.1; done
-  fail "$1: no '$2' in its output in 240 s: $(tail -n 5 "$TEST_TMP/$1.out" 2>/dev/null)"
-  return 1
-}
-# job_state: the job's "STATE REASON" (Slurm's record), gone once Slurm has forgotten it
-job_state() {
-  scontrol show job "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\) Reason=\([^ ]*\).*/\1 \2/p' | grep . || echo gone
-}
 # requeued_and_resumed NAME: once the job is requeued, its hold lifted; it
 # ends; the stop at step k by every task, k+1 to k+5 after it, the losses
 # (k in stopped_at)
@@ -76,8 +67,7 @@ requeued_and_resumed() {
   wait_text "$name" "run 0 of job" || return
   states=
   for _ in $(seq 2400); do
-    state=$(job_state)
-    [ "$state" = "${states##*, }" ] || states+=", $state"
+    note_state
     # (3 s after the requeue: a run started in the second of the requeue
     # has its credential revoked with the last run's, and Slurm ends it)
     # (a preempted job: once the preempting job has run, which it does
@@ -91,16 +81,7 @@ requeued_and_resumed() {
     case $state in COMPLETED* | FAILED* | CANCELLED* | gone) break ;; esac
     sleep 0.1
   done
-  wait_text "$name" "run 1 of job"
-  for _ in $(seq 2400); do
-    state=$(job_state)
-    [ "$state" = "${states##*, }" ] || states+=", $state"
-    case $state in COMPLETED* | FAILED* | CANCELLED* | gone) break ;; esac
-    sleep 0.1
-  done
-  echo "$name: the job's states: ${states#, }"
-  expect_eq "$name: the job's end, after one requeue" "$state $(scontrol show job "$job" 2>/dev/null | grep -o 'Restarts=[0-9]*')" \
-    "COMPLETED None Restarts=1"
+  ended_after_one_requeue "$name"
   out=$(cat "$TEST_TMP/$name.out")
   k=$(sed -n 's/^dlpar-train: stopped at step \([0-9]*\), more to do (exit 85)$/\1/p' <<<"$out")
   stopped_at=$k
@@ -126,13 +107,6 @@ requeued_and_resumed() {
   expect_eq "$name: the checkpoint's step at the end" "$(ckpt_step "$name")" "$((k + 5))"
 }
 
-# slurm_requeues_preempted: true where slurmctld (slurm_version) requeues
-# a preempted job itself as its batch script ends (24.05 and later; the
-# bed's PreemptMode is REQUEUE)
-slurm_version=$(scontrol show config | sed -n 's/^SLURM_VERSION *= *//p')
-slurm_requeues_preempted() {
-  [[ $slurm_version =~ ^([0-9]+)\.([0-9]+) ]] && ((10#${BASH_REMATCH[1]} * 100 + 10#${BASH_REMATCH[2]} >= 2405))
-}
 
 # (a) the time limit's warning to the batch shell
 start=$(date +%s)

@@ -26,6 +26,7 @@
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null ||
   skip "no PyTorch for /usr/bin/python3 (apt-get install python3-torch)"
 use_bed preempt
+. "$DLPAR_SRCDIR/tests/lib/requeue.sh"
 restart=$DLPAR_SRCDIR/contrib/dlpar-restart
 example=$DLPAR_SRCDIR/contrib/pytorch/ddp_requeue.py
 export PYTHONPATH=$DLPAR_SRCDIR/python DLPAR_LIBRARY=$B/libdlpar/.libs/libdlpar.so OMP_NUM_THREADS=1 \
@@ -72,23 +73,6 @@ SH
   job=$(cd "$TEST_TMP" && sbatch --parsable -N2 --ntasks-per-node=2 --requeue --open-mode=append -o "$TEST_TMP/$name.out" \
         "$@" "$TEST_TMP/$name.sbatch")
 }
-# wait_text NAME TEXT: until NAME's output has TEXT (240 s at most)
-wait_text() {
-  for _ in $(seq 2400); do grep -q -- "$2" "$TEST_TMP/$1.out" 2>/dev/null && return 0; sleep 0.1; done
-  fail "$1: no '$2' in its output in 240 s: $(tail -n 5 "$TEST_TMP/$1.out" 2>/dev/null)"
-  return 1
-}
-# job_state: the job's "STATE REASON" (Slurm's record), gone once Slurm has forgotten it
-job_state() {
-  scontrol show job "$job" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\) Reason=\([^ ]*\).*/\1 \2/p' | grep . || echo gone
-}
-# slurm_requeues_preempted: true where slurmctld (slurm_version) requeues
-# a preempted job itself as its batch script ends (24.05 and later; the
-# bed's PreemptMode is REQUEUE)
-slurm_version=$(scontrol show config | sed -n 's/^SLURM_VERSION *= *//p')
-slurm_requeues_preempted() {
-  [[ $slurm_version =~ ^([0-9]+)\.([0-9]+) ]] && ((10#${BASH_REMATCH[1]} * 100 + 10#${BASH_REMATCH[2]} >= 2405))
-}
 
 # requeued_and_resumed NAME: once the job is requeued, the stop step k (in
 # stopped_k[NAME]) read and the requeued run's steps set to end at k+5, its hold
@@ -99,8 +83,7 @@ requeued_and_resumed() {
   wait_text "$name" "run 0 of job" || return
   states=
   for _ in $(seq 2400); do
-    state=$(job_state)
-    [ "$state" = "${states##*, }" ] || states+=", $state"
+    note_state
     # (3 s after the requeue: a run started in the second of the requeue
     # has its credential revoked with the last run's, and Slurm ends it)
     # (a preempted job: once the preempting job has run, which it does
@@ -119,16 +102,7 @@ requeued_and_resumed() {
     esac
     sleep 0.1
   done
-  wait_text "$name" "run 1 of job"
-  for _ in $(seq 2400); do
-    state=$(job_state)
-    [ "$state" = "${states##*, }" ] || states+=", $state"
-    case $state in COMPLETED* | FAILED* | CANCELLED* | gone) break ;; esac
-    sleep 0.1
-  done
-  echo "$name: the job's states: ${states#, }"
-  expect_eq "$name: the job's end, after one requeue" "$state $(scontrol show job "$job" 2>/dev/null | grep -o 'Restarts=[0-9]*')" \
-    "COMPLETED None Restarts=1"
+  ended_after_one_requeue "$name"
   out=$(cat "$TEST_TMP/$name.out")
   stopped_k[$name]=$k
   echo "$name: stopped at step ${k:-none}"
