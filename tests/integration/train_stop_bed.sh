@@ -145,13 +145,14 @@ resumed twice 3 5
 # died_of_signal NAME WHAT: run NAME ended because tasks died of SIGUSR1,
 # and nothing hung: srun exits 138, or 143 (srun -K's SIGTERM to the others
 # counted last), or 1 (Slurm 24.11's srun where several tasks died; or the
-# ranks left ending at the rendezvous timeout), and the
+# ranks left ending at the rendezvous timeout), or 14 (Slurm 24.11's srun
+# once, where rank 3 died of the signal and -K ended the others), and the
 # output names the tasks killed by the signal (srun's "task 3" or "tasks
 # 2-3") or the ranks that did not arrive
 died_of_signal() {
   TEST_CHECKS=$((TEST_CHECKS + 1))
-  if [ "$rc" != 138 ] && [ "$rc" != 143 ] && [ "$rc" != 1 ]; then
-    fail "$2: exit $rc, expected 138, 143 or 1"
+  if [ "$rc" != 138 ] && [ "$rc" != 143 ] && [ "$rc" != 1 ] && [ "$rc" != 14 ]; then
+    fail "$2: exit $rc, expected 138, 143, 1 or 14"
   elif grep -qE 'tasks? [0-9][0-9,-]*: User defined signal 1|rendezvous timed out after .* did not arrive' "$TEST_TMP/$1.out"; then
     pass "$2: exit $rc, the tasks killed by it named"
   else
