@@ -32,7 +32,8 @@ TESTS += tests/unit/gpu_round_plan.sh
 # The trainer's modules, one program each (tests/unit/NAME.c, automake's
 # default source) against libdlpar_trainer (test_checkpoint, with HDF5, below).
 TRAINER_UNIT_TESTS = tests/unit/test_progress tests/unit/test_metrics tests/unit/test_train_args \
-	tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_params tests/unit/test_quoting
+	tests/unit/test_yamltree tests/unit/test_npy tests/unit/test_params tests/unit/test_quoting \
+	tests/unit/test_normalise
 check_PROGRAMS += $(TRAINER_UNIT_TESTS)
 TESTS += $(TRAINER_UNIT_TESTS)
 tests_unit_test_progress_LDADD = $(TRAINER_LIBS)
@@ -40,6 +41,7 @@ tests_unit_test_metrics_LDADD = $(TRAINER_LIBS)
 tests_unit_test_train_args_LDADD = $(TRAINER_LIBS)
 tests_unit_test_yamltree_LDADD = $(TRAINER_LIBS)
 tests_unit_test_npy_LDADD = $(TRAINER_LIBS)
+tests_unit_test_normalise_LDADD = $(TRAINER_LIBS)
 tests_unit_test_params_LDADD = $(TRAINER_LIBS)
 # every site that quotes input, the plugin's plugstack.conf and dlpar-run's flags included
 tests_unit_test_quoting_SOURCES = tests/unit/test_quoting.c spank/admin.c spank/hostlist.c tools/run_args.c

@@ -335,13 +335,16 @@ static void supervise(launcher *l)
       fds[nfds++] = (struct pollfd){.fd = l->ranks[r].err_fd, .events = POLLIN};
     }
     poll(fds, (nfds_t)nfds, 200);
-    if (fds[0].revents)
-      on_signal(l);
+    /* An abort first: PMIx_Abort returns to the rank only after the server
+     * wrote the pipe, so its exit can be in the same round, and the abort
+     * is the one line that says why the job ends. */
     if (fds[1].revents) {
       int code = 1;
       if (read(l->abort_pipe[0], &code, sizeof(code)) == (ssize_t)sizeof(code))
         fail_job(l, code);
     }
+    if (fds[0].revents)
+      on_signal(l);
     for (int r = 0; r < n; r++) {
       if (fds[2 + 2 * r].revents)
         read_output(&l->ranks[r], r, 0);

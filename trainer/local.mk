@@ -5,7 +5,8 @@ noinst_LTLIBRARIES += trainer/libdlpar_trainer.la
 trainer_libdlpar_trainer_la_SOURCES = \
 	trainer/config/args.c trainer/config/args.h trainer/config/train_config.c trainer/config/train_config.h \
 	trainer/config/yamltree.c trainer/config/yamltree.h trainer/config/input_file.c trainer/config/input_file.h \
-	trainer/data/data.c trainer/data/data.h trainer/data/h5util.c trainer/data/h5util.h \
+	trainer/data/data.c trainer/data/data.h trainer/data/normalise.c trainer/data/normalise.h \
+	trainer/data/h5util.c trainer/data/h5util.h \
 	trainer/data/npy.c trainer/data/npy.h trainer/data/rng.c trainer/data/rng.h \
 	trainer/data/atomic_file.c trainer/data/atomic_file.h \
 	trainer/model/model.h trainer/model/model_common.c trainer/model/model_cpu.c \

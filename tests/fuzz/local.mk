@@ -42,7 +42,7 @@ LIBFUZZER_READERS = $(top_srcdir)/trainer/config/yamltree.c $(top_srcdir)/traine
 	$(top_srcdir)/trainer/data/atomic_file.c $(top_srcdir)/trainer/data/h5util.c $(top_srcdir)/trainer/data/rng.c \
 	$(top_srcdir)/trainer/model/params.c $(top_srcdir)/trainer/model/model_common.c \
 	$(top_srcdir)/trainer/run/checkpoint.c $(top_srcdir)/tests/fuzz/fuzz_common.c $(top_srcdir)/tests/fuzz/checkpoint_edits.c \
-	$(top_srcdir)/trainer/data/data.c
+	$(top_srcdir)/trainer/data/data.c $(top_srcdir)/trainer/data/normalise.c
 LIBFUZZER_TARGETS = tests/fuzz/libfuzzer/fuzz_yaml tests/fuzz/libfuzzer/fuzz_config tests/fuzz/libfuzzer/fuzz_npy \
 	tests/fuzz/libfuzzer/fuzz_checkpoint tests/fuzz/libfuzzer/fuzz_loader
 $(LIBFUZZER_TARGETS): $(LIBFUZZER_READERS) $(top_srcdir)/tests/fuzz/fuzz.h $(top_srcdir)/tests/fuzz/checkpoint_edits.h \

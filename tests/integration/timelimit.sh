@@ -128,13 +128,7 @@ expect_eq "plain: nothing passed on by dlpar-restart" "$(grep -c '^dlpar-restart
 # run 3 steps
 submit preempt
 for _ in $(seq 600); do grep -q '"step": 3,' "$TEST_TMP/runs/test/2x2/preempt/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
-preempted_at=$(date +%s)
-high=$(sbatch --parsable -p high --exclusive -N2 -o "$TEST_TMP/high.out" --wrap 'echo high ran')
-wait_text preempt "dlpar-restart: the step stopped early"
-took=$(($(date +%s) - preempted_at))
-TEST_CHECKS=$((TEST_CHECKS + 1))
-if [ "$took" -lt 30 ]; then pass "preempt: stopped within the grace time ($took s of 30)"
-else fail "preempt: stopped after $took s, past the grace time (30 s)"; fi
+preempt_both preempt
 requeued_and_resumed preempt
 k_preempt=$stopped_at
 echo "preempt: high job $high"

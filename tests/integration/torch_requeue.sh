@@ -141,13 +141,7 @@ echo "limit: $(($(date +%s) - start)) s in all"
 start=$(date +%s)
 submit preempt
 wait_text preempt "ddp_requeue: step 20 loss"
-preempted_at=$(date +%s)
-high=$(sbatch --parsable -p high --exclusive -N2 -o "$TEST_TMP/high.out" --wrap 'echo high ran')
-wait_text preempt "dlpar-restart: the step stopped early"
-took=$(($(date +%s) - preempted_at))
-TEST_CHECKS=$((TEST_CHECKS + 1))
-if [ "$took" -lt 30 ]; then pass "preempt: stopped within the grace time ($took s of 30)"
-else fail "preempt: stopped after $took s, past the grace time (30 s)"; fi
+preempt_both preempt
 requeued_and_resumed preempt
 echo "preempt: high job $high"
 expect_eq "preempt: every rank's stop request was Slurm's SIGTERM" \

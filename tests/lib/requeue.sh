@@ -41,3 +41,16 @@ slurm_version=$(scontrol show config | sed -n 's/^SLURM_VERSION *= *//p')
 slurm_requeues_preempted() {
   [[ $slurm_version =~ ^([0-9]+)\.([0-9]+) ]] && ((10#${BASH_REMATCH[1]} * 100 + 10#${BASH_REMATCH[2]} >= 2405))
 }
+# preempt_both NAME: a job of partition high on both nodes, submitted now,
+# preempts job NAME, whose dlpar-restart must say the step stopped within
+# the 30-s grace time; high is the high job's id
+preempt_both() {
+  local preempted_at took
+  preempted_at=$(date +%s)
+  high=$(sbatch --parsable -p high --exclusive -N2 -o "$TEST_TMP/high.out" --wrap 'echo high ran')
+  wait_text "$1" "dlpar-restart: the step stopped early"
+  took=$(($(date +%s) - preempted_at))
+  TEST_CHECKS=$((TEST_CHECKS + 1))
+  if [ "$took" -lt 30 ]; then pass "$1: stopped within the grace time ($took s of 30)"
+  else fail "$1: stopped after $took s, past the grace time (30 s)"; fi
+}

@@ -30,14 +30,17 @@
 #include "common/status.h"
 #include "common/text.h"
 #include "trainer/data/h5util.h"
+#include "trainer/data/normalise.h"
 #include "trainer/data/npy.h"
 #include "trainer/data/rng.h"
 
 /* ------------------------------------------------------------ files */
 
 /* A piece of a time step is whole rows of one channel, small enough to stay
- * in the CPU's cache between its read and its normalisation. */
-enum { STAGE_BYTES = 1 << 20 };
+ * in the core's L2 cache between its read and its normalisation: 128 KiB
+ * read 0.8 of dd's bandwidth where 1 MiB pieces read 0.7 (bench/RESULTS.md,
+ * 2026-12-07). */
+enum { STAGE_BYTES = 1 << 17 };
 /* Larger chunks, counted unpacked, stay with HDF5, because each reader holds up to two. */
 enum { CHUNK_LIMIT = 64 << 20 };
 
@@ -975,22 +978,14 @@ int era5_open(era5_data *d, const char *dir, const train_config *cfg, long limit
   return rc;
 }
 
-/* out = (x - mean) / std, the tutorial's numpy arithmetic bit for bit, for
- * n floats of channel c of step t, from row h and column w of the crop on.
- * The floats lie within the row, or are whole rows from w = 0. It is one
- * pass, vectorised with omp simd, because GCC's -O2 vectorises no loop of
- * unknown length and the scalar divide runs at a quarter of memory speed.
- * Finiteness is a flag, searched only when it trips. */
+/* out = (x - mean) / std for n floats of channel c of step t, from row h
+ * and column w of the crop on (normalise.c). The floats lie within the row,
+ * or are whole rows from w = 0. A float that is not finite is searched for
+ * only where the pass said there is one, and named. */
 static int normalise_run(const era5_data *d, int year, long t, int c, long h, long w, size_t n, const float *restrict x,
                          float *restrict out, dlpar_error *err)
 {
-  const float mean = d->means[c], std = d->stds[c];
-  int bad = 0;
-#pragma omp simd reduction(| : bad)
-  for (size_t i = 0; i < n; i++) {
-    bad |= !(fabsf(x[i]) <= FLT_MAX);
-    out[i] = (x[i] - mean) / std;
-  }
+  const bool bad = !normalise_floats(x, n, d->means[c], d->stds[c], out);
   for (size_t i = 0; bad && i < n; i++) {
     if (!isfinite(x[i])) {
       const size_t at = (size_t)w + i;

@@ -14,10 +14,11 @@
  *    whole in one place, the byte offset of every step is kept. That is a
  *    contiguous layout, or chunks of whole steps as dlpar-gen-data writes
  *    by default. A step is read with pread() in pieces of whole rows of one
- *    channel, about 1 MiB, as era5_data.stage_floats says. Each piece goes
- *    into the caller's staging buffer, which stays in the CPU's cache, and
+ *    channel, about 128 KiB, as era5_data.stage_floats says. Each piece goes
+ *    into the caller's staging buffer, which stays in the core's cache, and
  *    is normalised from there into the batch as (x - mean) / std, the
- *    tutorial's numpy arithmetic bit for bit. So a batch is written once,
+ *    tutorial's numpy arithmetic bit for bit, stored past the caches where
+ *    the CPU can (normalise.c). So a batch is written once,
  *    with one read a piece, or one a row where the width is cropped.
  *  - Other chunkings, such as h5py's chunks=True with parts of several
  *    steps in a chunk, are read by chunk. The chunks may be unfiltered or
@@ -84,7 +85,7 @@ typedef struct {
   era5_chunks **chunks;    /* Per file, its chunks for pread, or NULL. With neither, HDF5 reads it. */
   int *fds;                /* per file: descriptor for pread, or -1 */
   long long *file_bytes;   /* per file: its size at open */
-  size_t stage_floats;     /* a piece: whole rows of one channel, about 1 MiB */
+  size_t stage_floats;     /* a piece: whole rows of one channel, about 128 KiB */
   size_t scratch_floats;   /* era5_read's staging buffer: a piece, or a chunk's slice, the chunk and it stored */
 } era5_data;
 
