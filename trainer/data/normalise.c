@@ -5,8 +5,9 @@
  * host-to-device copy or by the model a batch later, long after they have
  * left the caches. Ordinary stores first read each output line from memory
  * and then write it back; non-temporal stores only write it. On the CPU
- * machine that took the loader from 0.7 to 0.9 of dd's page-cache
- * bandwidth (bench/RESULTS.md, 2026-12-07). Both forms divide, as numpy
+ * machine that, with the loader's pieces made small enough to stay in L2,
+ * took it from 0.78 to 0.96 of dd's page-cache bandwidth (bench/RESULTS.md,
+ * 2026-12-07). Both forms divide, as numpy
  * does, so they agree bit for bit (tests/unit/test_normalise). */
 #include "config.h"
 
