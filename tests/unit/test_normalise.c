@@ -9,7 +9,6 @@
 
 #include <float.h>
 #include <math.h>
-#include <stdint.h>
 #include <time.h>
 
 #include "tests/unit/check.h"

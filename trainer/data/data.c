@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <float.h>
 #include <glob.h>
 #include <sched.h>
 #include <hdf5.h>
