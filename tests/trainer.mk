@@ -52,7 +52,8 @@ tests_unit_test_quoting_LDADD = $(TRAINER_LIBS) $(HDF5_LIBS) -lslurm
 INTEGRATION_TESTS += \
 	tests/integration/train_torch.sh \
 	tests/integration/train_grids.sh \
-	tests/integration/train_resume.sh tests/integration/restart.sh tests/integration/timelimit.sh \
+	tests/integration/train_resume.sh tests/integration/restart.sh tests/integration/restart_killed.sh \
+	tests/integration/timelimit.sh \
 	tests/integration/train_stop_bed.sh \
 	tests/integration/train_diverge.sh \
 	tests/integration/train_inputs.sh \

@@ -169,12 +169,13 @@ static void exec_rank(const launcher *l, const dlpar_task_env *env, char **pmix_
    * memory initialization: open(2) ENOENT", as open-mpi/ompi#8510 reports.
    * Open MPI 5 has no such variable. */
   setenv("OMPI_MCA_orte_tmpdir_base", dlpar_run_server_tmpdir(l->server), 0);
-  /* Open MPI 5's modex runs as a fence, not on demand, which libdlpar asks
-   * for unless this is set. When every rank is local, PMIx's server holds
-   * a Get for a rank of its node that has not committed for only 2 s, in
-   * pmix_server_get.c of 4.2 and 5.0. So a node-mate starting later than
-   * that failed MPI_Init. The fence waits for it, as srun's server does,
-   * and libdlpar bounds that wait by the rendezvous timeout. */
+  /* Open MPI 5's modex runs as a fence, not on demand, whatever a site's
+   * MCA file says (libdlpar asks for the same). When every rank is local,
+   * PMIx's server holds a Get for a rank of its node that has not
+   * committed for only 2 s, in pmix_server_get.c of 4.2 and 5.0. So, on
+   * demand, a node-mate starting later than that failed MPI_Init. The
+   * fence waits for it, as srun's server does, and libdlpar bounds that
+   * wait by the rendezvous timeout. */
   setenv("OMPI_MCA_pmix_base_async_modex", "0", 0);
   if (l->args.ntasks > sysconf(_SC_NPROCESSORS_ONLN)) /* oversubscribed: yield, as mpirun does */
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);

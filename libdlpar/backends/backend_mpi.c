@@ -110,10 +110,13 @@ static int mpi_start(dlpar_ctx *ctx)
 /* Open MPI 5's MPI_Init calls PMIx_Init only when PMIx is not initialised
  * yet, and otherwise never learns its own process name: it aborts ("An
  * error occurred in MPI_Init_thread on a NULL communicator", 5.0.7 on the
- * Debian 13 bed). There MPI starts before libdlpar's PMIx_Init, with the
- * modex on demand (unless the user chose otherwise). Its MPI_Init still
- * waits without a limit for every rank (its closing barrier) and for its
- * node's ranks' keys: the guard (mpi_init_guard.c) bounds it by the rendezvous
+ * Debian 13 bed). There MPI starts before libdlpar's PMIx_Init, and its
+ * modex is a fence that collects every rank's data (unless the user chose
+ * otherwise), so no rank asks another node's server for a peer's address
+ * later. Slurm 24.11's mpi/pmix_v5 cannot answer such a request on a step
+ * that runs on nodes other than the allocation's first ones, and the rank
+ * that asked waited without a limit. MPI_Init waits for every rank in
+ * that fence: the guard (mpi_init_guard.c) bounds it by the rendezvous
  * timeout and names the ranks that never came, as the rendezvous would.
  * Open MPI 4.1 takes either order and keeps the older one (MPI once the
  * backend is chosen). */
@@ -121,8 +124,8 @@ int dlpar_mpi_start_early(dlpar_ctx *ctx)
 {
 #if OMPI_MAJOR_VERSION >= 5
   int rc;
-  if (setenv("OMPI_MCA_pmix_base_async_modex", "1", 0) != 0 ||
-      setenv("OMPI_MCA_pmix_base_collect_data", "0", 0) != 0)
+  if (setenv("OMPI_MCA_pmix_base_async_modex", "0", 0) != 0 ||
+      setenv("OMPI_MCA_pmix_base_collect_data", "1", 0) != 0)
     return dlpar_fail(ctx, DLPAR_ERR_SYSTEM, "setenv OMPI_MCA_pmix_base_*: out of memory");
   dlpar_init_guard *guard;
   DLPAR_TRY(dlpar_pmix_guard_start(ctx, &guard));

@@ -8,12 +8,6 @@
 #    step again on n1 and n3 with DLPAR_RESTART=1, dlpar-train resumes from
 #    the last checkpoint, and the losses are the uninterrupted run's, bit
 #    for bit;
-#  - a rank killed on n2 (SIGKILL): n2 named, the step run again, the same
-#    losses;
-#  - no spare left: the data-parallel size shrinks (2x2 to 2x1 on n1) and
-#    dlpar-train resumes the 2x2 run's checkpoint, same global batch, the
-#    same losses to fp32 tolerance; with --no-shrink, or where the grid
-#    cannot shrink, the cases below;
 #  - --dl-check failing a rank on n2: n2 excluded at the first attempt; the
 #    restart's tasks get DLPAR_CHECKPOINT, the path given to --checkpoint;
 #  - a failure that names no node (the program's own): not restarted, its
@@ -30,10 +24,14 @@ use_bed nodes=3 slurmd_timeout=15
 restart=$DLPAR_SRCDIR/contrib/dlpar-restart
 # A restart is a step of the allocation on other nodes than its first ones.
 # Each bed node has its own spool (dlpar-bed), so on Slurm 22.05 every case
-# runs. Slurm 24.11's mpi/pmix_v5 fails any PMIx step on nodes other than
-# the allocation's first ones ("Cannot send message to .../stepd.slurm.pmix.J.S
-# ... hostlist: (null)", as openpmix issue 3559 reports on a real 24.11
-# cluster): that Slurm's own failure, seen by this probe, is a SKIP.
+# runs. Slurm 24.11's mpi/pmix_v5 cannot answer a rank's request for
+# another node's rank's data on such a step ("Cannot send message to
+# .../stepd.slurm.pmix.J.S ... hostlist: (null)", as openpmix issue 3559
+# reports on a real 24.11 cluster). libdlpar makes Open MPI 5's modex a
+# fence, so no such request is made, and the step runs. Where the probe
+# still fails, as with a user's own OMPI_MCA_pmix_base_* settings, that
+# Slurm's failure is a SKIP. A rank killed by SIGKILL is
+# restart_killed.sh's.
 probe=$B/tests/integration/rank_probe
 out=$(DLPAR_RENDEZVOUS_TIMEOUT=20 timeout 120 salloc -N3 --ntasks-per-node=1 \
       bash -c "srun -N2 -n2 -w n1,n2 $probe && srun -N2 -n2 -w n1,n3 $probe" 2>&1)
@@ -113,34 +111,6 @@ expect_contains "no spare in a batch job: requeued without n2" "$out" \
 expect_eq "the requeued job's step on n1 and n3, DLPAR_RESTART=1" "$(grep -c '^attempt 1 on n[13]: checkpoint none$' <<<"$out")" 2
 expect_eq "the requeued job: Slurm's count and exclusion" "$(scontrol show job "$job" | grep -o -e 'JobState=[A-Z]*' -e 'Restarts=[0-9]*' -e 'ExcNodeList=[^ ]*' | paste -sd ' ')" \
   "JobState=COMPLETED Restarts=1 ExcNodeList=n2"
-
-# a rank of n2 killed (SIGKILL, as the OOM killer does) once the first checkpoint is written
-sed 's/kill -STOP/kill -KILL/; s/SLURM_LOCALID" = 0/SLURM_LOCALID" = 1/' "$TEST_TMP/stop_on_n2" >"$TEST_TMP/kill_on_n2"
-chmod +x "$TEST_TMP/kill_on_n2"
-out=$(CKPT=$TEST_TMP/runs/test/2x2/killed/checkpoint.h5 timeout 400 salloc -N3 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
-      srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/kill_on_n2" "${train[@]}" --run=killed 2>&1)
-expect_rc "a rank killed on n2: the job ends well" $? 0
-expect_contains "a rank killed on n2: the line" "$out" \
-  "dlpar-restart: excluding n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)): restart 1 of 1 on n1,n3 (DLPAR_RESTART=1)"
-expect_eq "a rank killed on n2: losses bit for bit" "$(losses killed)" "$(losses whole)"
-
-# no spare: the data-parallel size shrinks (2x2 on 2 nodes to 2x1 on n1,
-# after a rank of n2 is killed), dlpar-train resumes from the 2x2 run's
-# checkpoint with the same global batch: the uninterrupted run's losses to
-# fp32 tolerance (the gradients' sums in another order)
-out=$(CKPT=$TEST_TMP/runs/test/2x2/shrunk/checkpoint.h5 timeout 400 salloc -N2 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
-      srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/kill_on_n2" "${train[@]}" --run=shrunk 2>&1)
-expect_rc "no spare, 2x2: the job ends well" $? 0
-expect_contains "no spare, 2x2: shrunk" "$out" \
-  "dlpar-restart: excluding n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)): 1 node(s) left, the step needs 2: the data-parallel size shrinks, grid 2x1 on n1 (the program keeps the global batch), restart 1 of 1 (DLPAR_RESTART=1)"
-expect_contains "no spare, 2x2: resumed from the 2x2 run's checkpoint" "$out" \
-  "dlpar-train: resumed from $TEST_TMP/runs/test/2x2/shrunk/checkpoint.h5"
-expect_contains "no spare, 2x2: the grid 2x1 with the same global batch" "$out" \
-  "dlpar-train: grid 2x1 (tensor x data parallel) on 1 node, backend mpi, global batch 4 (4 per rank)"
-shrunk=$(step_losses "$TEST_TMP/runs/test/2x1/shrunk/metrics.jsonl")
-read -r rel count <<<"$(max_rel "$shrunk" "$(losses whole)")"
-expect_eq "no spare, 2x2: the restart's losses, the uninterrupted run's to 1e-5 ($count steps, largest $rel)" \
-  "$(awk -v r="$rel" -v n="$count" 'BEGIN { print (n >= 8 && r == r + 0 && r < 1e-5) ? "yes" : "no" }')" yes
 
 # n2 dies mid-run: its ranks frozen once the first checkpoint is written
 # (the run would otherwise end before the node's death), then every process
