@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/fuzz/fuzz_loader.c: the ERA5 loader's open and read
- * (trainer/data/data.c: era5_open, then era5_read of every sample's input
- * and target) on files edited where the loader reads them. The input picks
- * one of eight valid years of fields[6, 2, 4, 8] written here with HDF5
- * (contiguous, compact, chunks of whole steps, of parts, gzip'ed, shuffled
- * and gzip'ed, fletcher32, big-endian gzip'ed), then lists edits of 12
- * bytes (kind, which, two unused, a 64-bit value) to its bytes: a chunk's
- * size, filter mask or address in the B-tree, a chunk dimension in the
- * layout message, a contiguous address or size, a dimension of the
- * dataspace, any byte of a chunk's or the contiguous data (deflate streams
- * among them), the file's length. The bytes of the HDF5 format elsewhere
- * are libhdf5's to parse and are not fuzzed here (on raw bytes, libhdf5
- * 1.10.8's own parser aborts within seconds: a fortify abort in
- * H5S_select_deserialize under H5Dopen2 of a virtual dataset). Every refusal
- * one line; every value read touched, so the sanitizers see a buffer
- * shorter than what was written into it. The corpus of hostile files itself
- * is tests/unit/test_loader_corpus's. DLPAR_FUZZ_SHOW=1 prints each
- * input's outcome (what the seeds reach). */
+/* tests/fuzz/fuzz_loader.c: the ERA5 loader's open and read in
+ * trainer/data/data.c, that is era5_open, then era5_read of every sample's
+ * input and target, on files edited where the loader reads them. The input
+ * picks one of eight valid years of fields[6, 2, 4, 8] written here with HDF5:
+ * contiguous, compact, chunks of whole steps, of parts, gzip'ed, shuffled and
+ * gzip'ed, fletcher32, big-endian gzip'ed. Then it lists edits of 12 bytes to
+ * the year's bytes: kind, which, two unused, and a 64-bit value. An edit hits a
+ * chunk's size, filter mask or address in the B-tree, a chunk dimension in the
+ * layout message, a contiguous address or size, a dimension of the dataspace,
+ * any byte of a chunk's or the contiguous data, deflate streams among them, or
+ * the file's length. The bytes of the HDF5 format elsewhere are libhdf5's to
+ * parse and are not fuzzed here. On raw bytes, libhdf5 1.10.8's own parser
+ * aborts within seconds, with a fortify abort in H5S_select_deserialize under
+ * H5Dopen2 of a virtual dataset. Every refusal must be one line. Every value
+ * read is touched, so the sanitizers see a buffer shorter than what was
+ * written into it. The corpus of hostile files itself is
+ * tests/unit/test_loader_corpus's. DLPAR_FUZZ_SHOW=1 prints each input's
+ * outcome, to show what the seeds reach. */
 #include "config.h"
 
 #include <hdf5.h>
@@ -31,22 +31,22 @@
 enum { T = 6, C = 2, H = 4, W = 8, DT = 1, BASES = 8, MAX_CHUNKS = 64, EDIT_BYTES = 12 };
 enum { CHUNK_SIZE, CHUNK_MASK, CHUNK_ADDR, CHUNK_DIM, CONTIGUOUS_ADDR, CONTIGUOUS_SIZE, SPACE_DIM, DATA_BYTE, CUT, KINDS };
 
-/* A base year's bytes and where in them the loader's numbers are (-1: none). */
+/* A base year's bytes and where in them the loader's numbers are; -1 for none. */
 typedef struct {
   unsigned char *bytes;
   size_t size;
   int chunks;
-  long key[MAX_CHUNKS];  /* each chunk's B-tree key: size (4), mask (4), offsets (5 x 8); its address after */
+  long key[MAX_CHUNKS];  /* each chunk's B-tree key: size 4, mask 4, offsets 5 x 8 bytes; its address after */
   long data[MAX_CHUNKS]; /* each chunk's data, and its stored size */
   unsigned data_size[MAX_CHUNKS];
-  long chunk_dims;       /* the layout message's chunk dimensions (5 x 4, the last the element's size) */
-  long contiguous;       /* a contiguous layout's address (8) and size (8) */
-  long space;            /* the dataspace's dimensions (4 x 8) */
+  long chunk_dims;       /* the layout message's chunk dimensions, 5 x 4 bytes, the last the element's size */
+  long contiguous;       /* a contiguous layout's address and size, 8 bytes each */
+  long space;            /* the dataspace's dimensions, 4 x 8 bytes */
 } base;
 
 /* libhdf5 1.10.8 leaks what it allocated for a dataset it then refuses to
- * open, which no caller can free; the loader's own memory stays under
- * LeakSanitizer (tests/unit/test_loader_corpus counts its HDF5 objects). */
+ * open, which no caller can free. The loader's own memory stays under
+ * LeakSanitizer, and tests/unit/test_loader_corpus counts its HDF5 objects. */
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void)
 {
@@ -162,7 +162,7 @@ static void put(unsigned char *bytes, size_t size, long at, const void *value, s
     memcpy(bytes + at, value, len);
 }
 
-/* One edit to the year's bytes (its length in *size). */
+/* One edit to the year's bytes, whose length is in *size. */
 static void edit(const base *b, unsigned char *bytes, size_t *size, const uint8_t *e)
 {
   const int kind = e[0] % KINDS, which = e[1];

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/gpu/test_attention_gpu.c: the cuDNN attention (dl_sdpa_*) against
- * the reference kernels (dl_attention_*) and the CPU (kernels/cpu) at the
- * ViT's sizes: 4050 tokens, head 48 (base) and 128 (mp), bf16 and fp16, and
- * odd token counts; forward (output, lse) and backward (dq, dk, dv), outputs
- * poisoned with NaN bytes first, relative error < 2e-2, NaN fails. Also:
- * plans are cached (same workspace on a second request), and a head size
- * cuDNN cannot plan is reported as unsupported (the model's fallback).
- * The fp32 attention on tensor cores (dl_attention_tc_*) at the same
- * shapes: 3xTF32 within 1e-5 of the CPU, TF32 within 3e-3; forward and
- * backward bit-identical on a second run and in a CUDA graph (these run
- * even where cuDNN cannot start, which fails the test). cuDNN's
- * deterministic plans (deterministic: true) at the base shape in bf16:
- * within 2e-2 of the CPU and bit-identical on a second run; whether the
+/* tests/gpu/test_attention_gpu.c: the cuDNN attention, dl_sdpa_*, against
+ * the reference kernels, dl_attention_*, and the CPU in kernels/cpu, at the
+ * ViT's sizes: 4050 tokens, head 48 for base and 128 for mp, bf16 and fp16,
+ * and odd token counts. The forward gives output and lse, the backward dq, dk
+ * and dv. Outputs are poisoned with NaN bytes first; the relative error must
+ * be < 2e-2, and NaN fails. Plans must be cached, giving the same workspace
+ * on a second request. A head size cuDNN cannot plan must be reported as
+ * unsupported, so that the model falls back.
+ * The fp32 attention on tensor cores, dl_attention_tc_*, runs at the same
+ * shapes: 3xTF32 within 1e-5 of the CPU, TF32 within 3e-3. Its forward and
+ * backward must be bit-identical on a second run and in a CUDA graph. These
+ * run even where cuDNN cannot start, which fails the test. cuDNN's
+ * deterministic plans, set by deterministic: true, run at the base shape in
+ * bf16: within 2e-2 of the CPU and bit-identical on a second run. Whether the
  * default plans repeat their bits is printed, not asserted.
  * Built with cuDNN only; skips without a GPU. */
 #include "config.h"
@@ -67,9 +68,9 @@ static bool same_bits(const attn_result *a, const attn_result *b, size_t n, size
          memcmp(a->dq, b->dq, n * 4) == 0 && memcmp(a->dk, b->dk, n * 4) == 0 && memcmp(a->dv, b->dv, n * 4) == 0;
 }
 
-/* dl_attention_tc_* (fp32): 3xTF32 and TF32 against the CPU; the 3xTF32
- * forward and backward again on the stream and captured in a CUDA graph,
- * outputs poisoned first: the same bits. */
+/* dl_attention_tc_* in fp32: 3xTF32 and TF32 against the CPU. The 3xTF32
+ * forward and backward run again on the stream and captured in a CUDA graph,
+ * outputs poisoned first, and must give the same bits. */
 static void test_tc(const float *q, const float *k, const float *v, const float *dout, const attn_result *cpu, int B,
                     int N, int NH, int HD, float scale)
 {
@@ -128,9 +129,9 @@ static void test_tc(const float *q, const float *k, const float *v, const float 
   cudaFree(d_dv), cudaFree(d_lse), cudaFree(d_delta), cudaFree(scratch);
 }
 
-/* cuDNN's forward and backward of the inputs (device, type t), outputs
- * poisoned first; the plan asked for twice (the second from the cache: the
- * same workspace). */
+/* cuDNN's forward and backward of the inputs, on the device in type t, with
+ * outputs poisoned first. The plan is asked for twice; the second comes from
+ * the cache, with the same workspace. */
 static attn_result run_cudnn(dl_sdpa *sdpa, dl_dtype t, const void *d_q, const void *d_k, const void *d_v,
                              const void *d_dout, int B, int N, int NH, int HD, float scale)
 {
@@ -154,10 +155,11 @@ static attn_result run_cudnn(dl_sdpa *sdpa, dl_dtype t, const void *d_q, const v
   return r;
 }
 
-/* The tensor-core kernels (fp32) and, in bf16 and fp16, cuDNN's attention
- * and the reference kernels against the CPU; deterministic (a handle of
- * dl_sdpa_set_deterministic, NULL: skipped): bf16 against the CPU and two
- * runs the same bits (the default plans' two runs are only reported). */
+/* The tensor-core kernels in fp32 and, in bf16 and fp16, cuDNN's attention
+ * and the reference kernels, against the CPU. deterministic is a handle of
+ * dl_sdpa_set_deterministic, or NULL to skip: it runs bf16 against the CPU,
+ * and two runs must give the same bits. The default plans' two runs are only
+ * reported. */
 static void test_shape(dl_sdpa *sdpa, dl_sdpa *deterministic, int N, int HD)
 {
   static const dl_dtype types[] = {DL_BF16, DL_F16};
@@ -205,8 +207,8 @@ static void test_shape(dl_sdpa *sdpa, dl_sdpa *deterministic, int N, int HD)
   free(q), free(k), free(v), free(dout);
 }
 
-/* A handle of cuDNN's attention (deterministic plans or not); NULL and a
- * failed check where cuDNN cannot start (the fp32 checks still run). */
+/* A handle of cuDNN's attention, with deterministic plans or not. Where cuDNN
+ * cannot start, NULL and a failed check; the fp32 checks still run. */
 static dl_sdpa *sdpa_handle(int deterministic)
 {
   dl_sdpa *sdpa = NULL;
@@ -221,8 +223,8 @@ static dl_sdpa *sdpa_handle(int deterministic)
   return sdpa;
 }
 
-/* --small: two small shapes, no deterministic plans (under
- * compute-sanitizer, which runs kernels tens of times slower). */
+/* --small: two small shapes, no deterministic plans. This is for runs under
+ * compute-sanitizer, which runs kernels tens of times slower. */
 int main(int argc, char **argv)
 {
   const bool small = argc > 1 && strcmp(argv[1], "--small") == 0;

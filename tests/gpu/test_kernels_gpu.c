@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/gpu/test_kernels_gpu.c: every CUDA kernel (kernels/cuda) against its
- * CPU reference (kernels/cpu) on fresh random inputs, in fp32, bf16 and fp16,
- * outputs poisoned with NaN bytes before each run: relative error under
- * 1e-5 (fp32) or 2e-2 (bf16, fp16); NaN fails. GEMM operands also at
- * offsets that are not 256-byte aligned. The column reductions also at the
- * tutorial's sizes (64800 rows), run twice for the same bits, with their
- * bandwidth printed. Skips without a GPU. */
+/* tests/gpu/test_kernels_gpu.c: every CUDA kernel in kernels/cuda against its
+ * CPU reference in kernels/cpu, on fresh random inputs, in fp32, bf16 and fp16.
+ * Outputs are poisoned with NaN bytes before each run. The relative error must
+ * be under 1e-5 in fp32 and under 2e-2 in bf16 and fp16; a NaN fails. GEMM
+ * operands are also tested at offsets that are not 256-byte aligned. The column
+ * reductions also run at the tutorial's sizes of 64800 rows, twice for the same
+ * bits, with their bandwidth printed. Skips without a GPU. */
 #include "config.h"
 
 #include <stdbool.h>
@@ -16,12 +16,13 @@
 #include "kernels/cpu/ops.h"
 #include "tests/gpu/gpu_check.h"
 
-/* `planes` GEMMs of one shape (1: dl_matmul_fwd/bwd; more: the strided
- * batch of dl_matmul_*_planes, a block's fused q, k, v), through `blas`
- * (its epilogues refused or not: the names say which), operands at
- * `offset` bytes past 256-byte alignment (the weights' offset by a few
- * elements more); the bias gradient poisoned first: it is overwritten,
- * fused or not. The reference: plane by plane, dinp summed over planes. */
+/* `planes` GEMMs of one shape, through `blas`. One plane is
+ * dl_matmul_fwd/bwd; more planes are the strided batch of dl_matmul_*_planes,
+ * as for a block's fused q, k, v. The epilogues of `blas` are refused or not,
+ * and the names say which. The operands sit `offset` bytes past 256-byte
+ * alignment, and the weights a few elements more. The bias gradient is
+ * poisoned first, since it is overwritten, fused or not. The reference runs
+ * plane by plane, with dinp summed over planes. */
 static void test_matmul(dl_blas *blas, const char *which, dl_dtype t, size_t offset, int planes, int BT, int C, int OC)
 {
   const size_t w_offset = offset ? offset + 4 * dl_dtype_bytes(t) : 0, nw = (size_t)planes * OC * C;
@@ -30,7 +31,7 @@ static void test_matmul(dl_blas *blas, const char *which, dl_dtype t, size_t off
   char what[4][128];
   float *inp = host_random((size_t)BT * C, 1), *w = host_random(nw, 0.5f), *bias = host_random((size_t)planes * OC, 0.5f);
   float *dout = host_random(nout, 1), *out = malloc(sizeof(float) * nout);
-  /* several planes add to a given dinp (accumulate), summed in fp32 */
+  /* several planes accumulate into a given dinp, summed in fp32 */
   float *dinp = planes > 1 ? host_random((size_t)BT * C, 1) : host_zeros((size_t)BT * C), *dw = host_zeros(nw);
   float *db = host_zeros((size_t)planes * OC);
   void *d_inp = device_at(inp, (size_t)BT * C, t, offset), *d_w = device_at(w, nw, t, w_offset);
@@ -62,11 +63,11 @@ static void test_matmul(dl_blas *blas, const char *which, dl_dtype t, size_t off
   CHECK_CLOSE(what[3], t, host_from(d_db, (size_t)planes * OC, DL_F32), db, (size_t)planes * OC);
 }
 
-/* recompute: gelu's backward: GELU's output recomputed from the forward's
- * pre-activation as the forward made it (fused: the epilogue's tanh
- * approximation), then the backward with dpre written over that output
- * (dl_matmul_bwd_gelu reads it first): dpre and the weight's gradient as
- * the CPU's. */
+/* recompute: gelu's backward. GELU's output is recomputed from the forward's
+ * pre-activation as the forward made it; when fused, that is the epilogue's
+ * tanh approximation. Then the backward runs with dpre written over that
+ * output, which dl_matmul_bwd_gelu reads first. dpre and the weight's
+ * gradient must match the CPU's. */
 static void test_gelu_recompute(dl_blas *blas, int fused, dl_dtype t, const void *d_pre, const void *d_out,
                                 const void *d_w2, const void *d_dout, const float *dpre, const float *dw2, int BT,
                                 int OC, int C2)
@@ -95,11 +96,12 @@ static void test_gelu_recompute(dl_blas *blas, int fused, dl_dtype t, const void
 
 /* The MLP's GELU: the layer [BT,C] -> [BT,OC] that feeds it and the
  * backward of the layer [BT,OC] -> [BT,C2] after it, against the exact
- * GELU of the CPU; with the epilogues where dl_gelu_epilogue says so (it
- * must for 16-bit at these shapes on an H100: else the notice, and the
- * speed, of separate kernels) and with the separate kernels. refused: a
- * dl_blas whose epilogues are refused: dl_gelu_epilogue must say so, and
- * the fused calls are made anyway (the run-time refusal's fallback). */
+ * GELU of the CPU. It runs with the epilogues where dl_gelu_epilogue says so,
+ * and with the separate kernels. dl_gelu_epilogue must say so for 16-bit at
+ * these shapes on an H100; otherwise we get the notice, and the speed, of
+ * separate kernels. With refused set, the dl_blas has its epilogues refused:
+ * dl_gelu_epilogue must say so, and the fused calls are made anyway to test
+ * the fallback for a refusal at run time. */
 static void test_mlp_gelu(dl_blas *blas, int refused, dl_dtype t, int BT, int C, int OC, int C2)
 {
   const size_t nh = (size_t)BT * OC;
@@ -141,12 +143,12 @@ static void test_mlp_gelu(dl_blas *blas, int refused, dl_dtype t, int BT, int C,
 }
 
 /* The forward reads rows 4 values a lane at a time where C is a multiple
- * of 4 (else one). The backward: the fused kernel (rows and parameter
- * partials in one pass) for C a multiple of 4 up to 1024, e.g. 96 (lanes
- * masked), 384 (base), 1024 (mp), BT = 300 leaving a partial second chunk
- * of 256 rows; the rows kernel and the column reduction for C = 98 (one
- * value a load) and 1536 (4 a load). dw and db are added to non-zero
- * values. */
+ * of 4, and one value otherwise. The backward uses the fused kernel, which
+ * does rows and parameter partials in one pass, for C a multiple of 4 up to
+ * 1024. The cases are 96 with lanes masked, 384 for base and 1024 for mp, with
+ * BT = 300 leaving a partial second chunk of 256 rows. The rows kernel and the
+ * column reduction are used for C = 98, one value a load, and 1536, 4 values a
+ * load. dw and db are added to non-zero values. */
 static void test_layernorm(dl_dtype t, int BT, int C)
 {
   const size_t n = (size_t)BT * C;
@@ -156,7 +158,7 @@ static void test_layernorm(dl_dtype t, int BT, int C)
   float *dinp = host_random(n, 1), *dw = host_random(C, 1);
   float *db = host_random(C, 1), *d_x = device_from(x, n, DL_F32), *d_sum = device_from(NULL, n, DL_F32);
   float *d_dinp = device_from(dinp, n, DL_F32); /* the stream's gradient so far: the backward adds to it */
-  float *d_dinp_alone = device_from(dinp, n, DL_F32); /* the same, backward without the act copy (fp32 runs) */
+  float *d_dinp_alone = device_from(dinp, n, DL_F32); /* the same, backward without the act copy, for fp32 runs */
   float *d_dw_alone = device_from(dw, C, DL_F32), *d_db_alone = device_from(db, C, DL_F32);
   void *d_y = device_from(y, n, t), *d_out = device_from(NULL, n, t), *d_dout = device_from(dout, n, t);
   void *d_dinp_act = device_from(NULL, n, t);
@@ -327,10 +329,10 @@ static void test_layout_ops(dl_dtype t)
 }
 
 /* ---- the reductions at the tutorial's sizes: rows = batch x tokens =
- * 16 x 4050, references in double over the inputs as the GPU reads them
- * (rounded to the act type); two runs must give the same bits; the time of
- * a call and its bandwidth (every byte the call must move, read or
- * written, / time) are printed, not asserted. */
+ * 16 x 4050. The references are computed in double over the inputs as the GPU
+ * reads them, rounded to the act type. Two runs must give the same bits. The
+ * time of a call and its bandwidth are printed, not asserted. The bandwidth is
+ * every byte the call must move, read or written, divided by the time. */
 enum { BIG_ROWS = 16 * 4050, TIMED_CALLS = 5 };
 
 static const char *type_name(dl_dtype t)
@@ -339,7 +341,7 @@ static const char *type_name(dl_dtype t)
 }
 
 /* This device's name and its memory's peak in bytes/s: memory clock x bus
- * width x 2 (double data rate), 0 where the runtime does not say. */
+ * width x 2 for double data rate, or 0 where the runtime does not say. */
 static double device_peak(const char **name)
 {
   static char text[256];
@@ -359,8 +361,8 @@ static double device_peak(const char **name)
   return peak;
 }
 
-/* The time of a call (TIMED_CALLS between start and stop) and `bytes`,
- * every byte it must move (read or written), over that time. */
+/* Reports the time of a call, from TIMED_CALLS calls between start and stop,
+ * and `bytes`, every byte it must move, read or written, over that time. */
 static void report_bandwidth(const char *what, dl_dtype t, double bytes, cudaEvent_t start, cudaEvent_t stop)
 {
   const char *device;
@@ -420,7 +422,7 @@ static void test_column_sum_large(dl_dtype t, int cols)
   for (int i = 0; i < TIMED_CALLS; i++)
     GPU_OR_EXIT(dl_column_sum(d_again, 0, d_x, rows, cols, d_partials, t, 0));
   GPU_OR_EXIT(cudaEventRecord(stop, 0));
-  /* x read; the partials written (stage 1) and read (stage 2); the sums written */
+  /* x read; the partials written in stage 1 and read in stage 2; the sums written */
   report_bandwidth(what, t, (double)n * dl_dtype_bytes(t) + 2.0 * dl_column_partials_bytes(rows, cols) + 4.0 * cols,
                    start, stop);
   cudaEventDestroy(start), cudaEventDestroy(stop);
@@ -428,13 +430,14 @@ static void test_column_sum_large(dl_dtype t, int cols)
   free(x), free(want), free(x_act), free(got), free(again), free(sums);
 }
 
-/* LayerNorm's weight and bias gradients (and its dinp, not checked here:
- * test_layernorm does) from given statistics; then the time of the whole
- * backward as the model calls it (the act copy of dinp in 16 bits) and
- * the bytes it moves: per element, x (fp32), dout (act) and dinp (fp32)
- * read, dinp written and its act copy (bf16: 4 + 2 + 4 + 4 + 2 = 16 bytes;
- * fp32, no copy: 16), plus the statistics, w, the partials written and
- * read and dw, db added to; then the forward's (x read, out written). */
+/* LayerNorm's weight and bias gradients from given statistics. Its dinp is
+ * also computed but not checked here; test_layernorm checks it. Then the time
+ * of the whole backward as the model calls it, with the act copy of dinp in
+ * 16 bits, and the bytes it moves. Per element, it reads x in fp32, dout in
+ * the act type and dinp in fp32, and writes dinp and its act copy. That is
+ * 4 + 2 + 4 + 4 + 2 = 16 bytes for bf16, and 16 for fp32 with no copy. Add the
+ * statistics, w, the partials written and read, and dw, db added to. Then the
+ * forward's time and bytes: x read, out written. */
 static void test_layernorm_params_large(dl_dtype t, int C)
 {
   const int BT = BIG_ROWS;
@@ -499,7 +502,7 @@ static void test_layernorm_params_large(dl_dtype t, int C)
                        2.0 * partial_bytes + 8.0 * BT + 4.0 * C + 16.0 * C,
                    start, stop);
   GPU_OR_EXIT(cudaEventRecord(start, 0));
-  for (int i = 0; i < TIMED_CALLS; i++) /* (overwrites the statistics: last) */
+  for (int i = 0; i < TIMED_CALLS; i++) /* overwrites the statistics, so last */
     GPU_OR_EXIT(dl_layernorm_fwd(d_out, d_mean, d_rstd, d_inp, d_w, d_w, BT, C, 1e-6f, t, 0));
   GPU_OR_EXIT(cudaEventRecord(stop, 0));
   snprintf(what[0], sizeof(what[0]), "layernorm forward %d x %d", BT, C);
@@ -527,7 +530,7 @@ static void test_loss_scale(void)
   GPU_OR_EXIT(cudaMalloc((void **)&d_inf, sizeof(int)));
   GPU_OR_EXIT(cudaMemcpy(d_clean, &zero, sizeof(int), cudaMemcpyHostToDevice));
   GPU_OR_EXIT(cudaMemcpy(d_inf, &one, sizeof(int), cudaMemcpyHostToDevice));
-  for (int step = 0; step < 3; step++) /* 4 -> 2 -> 1 (the floor), then a skip */
+  for (int step = 0; step < 3; step++) /* 4 -> 2 -> 1, the floor, then a skip */
     GPU_OR_EXIT(dl_update_loss_scale(d, d_clean, d_inf, 2, 1.0f, 8.0f, d + 1, d + 2, 0));
   GPU_OR_EXIT(cudaMemcpy(got, d, sizeof(got), cudaMemcpyDeviceToHost));
   CHECK(got[0] == 1.0f && got[1] == 2.0f && got[2] == 1.0f);
@@ -540,8 +543,8 @@ static void test_loss_scale(void)
   cudaFree(d), cudaFree(d_clean), cudaFree(d_inf);
 }
 
-/* The GEMMs through a dl_blas: its own epilogues (refused 0) or the
- * fallbacks of every one (refused 1). */
+/* The GEMMs through a dl_blas: with refused 0 its own epilogues, with
+ * refused 1 the fallbacks of every one. */
 static void test_gemms(dl_blas *blas, int refused, dl_dtype t)
 {
   const char *which = refused ? ", epilogues refused" : "";
@@ -555,10 +558,10 @@ static void test_gemms(dl_blas *blas, int refused, dl_dtype t)
   test_mlp_gelu(blas, refused, t, 4050, 384, 1536, 384); /* base: one sample's tokens */
 }
 
-/* The attention kernels' local memory per thread (frames, spills; their
- * tiles live in registers and shared memory), which the stack reserved
- * before capture covers: asked of the runtime, and within what a thread
- * may have. */
+/* The attention kernels' local memory per thread, which holds frames and
+ * spills; their tiles live in registers and shared memory. The stack reserved
+ * before capture must cover it. The size is asked of the runtime, and must be
+ * within what a thread may have. */
 static void test_attention_stack(void)
 {
   size_t bytes = (size_t)-1;
@@ -567,8 +570,8 @@ static void test_attention_stack(void)
   printf("ok: the attention kernels need %zu bytes of local memory per thread\n", bytes);
 }
 
-/* --small: the small shapes only (under compute-sanitizer, which runs
- * kernels tens of times slower): not the large reductions. */
+/* --small: the small shapes only, not the large reductions. This is for
+ * runs under compute-sanitizer, which runs kernels tens of times slower. */
 int main(int argc, char **argv)
 {
   const dl_dtype types[3] = {DL_F32, DL_BF16, DL_F16};

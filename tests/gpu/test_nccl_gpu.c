@@ -1,27 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/gpu/test_nccl_gpu.c: libdlpar's NCCL backend on one GPU, each group
- * of the 1x1 run (tp, dp, world) with an NCCL communicator of one rank
- * (DLPAR_NCCL_ONE_RANK=comm), so that the paths a multi-GPU job takes run
- * here. Each a named check:
+/* tests/gpu/test_nccl_gpu.c: libdlpar's NCCL backend on one GPU. Each group
+ * of the 1x1 run, that is tp, dp and world, gets an NCCL communicator of one
+ * rank through DLPAR_NCCL_ONE_RANK=comm, so that the paths a multi-GPU job
+ * takes run here. Each item is a named check:
  *  - dlpar_init on NCCL completes within its rendezvous timeout, every
- *    group with an id of its own (pairwise distinct) and its communicator;
- *  - every device collective on every group, fresh random data each time,
- *    through NCCL (its COLL log line, [nranks=1]) and bit for bit the
- *    expected values: allreduce sum/avg/max/min, allgather, reduce_scatter
- *    and broadcast in fp32 and bf16 (the out-of-place outputs poisoned
- *    first); the barrier; the host allreduce and allgather;
- *  - an allreduce then an allgather captured in a CUDA graph on a
- *    non-blocking stream, the graph replayed 3 times (dlpar_graph_launched
- *    after each launch) on fresh data, the gathered output poisoned before
- *    each replay;
- *  - the watchdog: a child (this program, --stuck) whose allreduce waits
- *    behind a kernel that does not end, with DLPAR_COLLECTIVE_TIMEOUT=3,
+ *    group with an id of its own, pairwise distinct, and its communicator;
+ *  - every device collective on every group, with fresh random data each
+ *    time, goes through NCCL, as its COLL log line with [nranks=1] shows, and
+ *    gives bit for bit the expected values: allreduce sum/avg/max/min,
+ *    allgather, reduce_scatter and broadcast in fp32 and bf16, with the
+ *    out-of-place outputs poisoned first; the barrier; the host allreduce
+ *    and allgather;
+ *  - an allreduce then an allgather are captured in a CUDA graph on a
+ *    non-blocking stream, and the graph is replayed 3 times on fresh data,
+ *    with dlpar_graph_launched after each launch and the gathered output
+ *    poisoned before each replay;
+ *  - the watchdog: a child, this program run with --stuck, whose allreduce
+ *    waits behind a kernel that does not end, with DLPAR_COLLECTIVE_TIMEOUT=3,
  *    ends on its own within STUCK_BOUND_S with libdlpar's one line naming
  *    the tp group, and exit 1;
  *  - dlpar_finalize finalizes the communicators.
- * White-box (libdlpar_core): the ids and the start-up phases are read from
- * the context. The stop signals keep their defaults (keep_signals), so a
- * time bound's SIGTERM ends the test. Skips without a GPU. */
+ * The test is white-box, linked with libdlpar_core: the ids and the start-up
+ * phases are read from the context. The stop signals keep their defaults
+ * through keep_signals, so a time bound's SIGTERM ends the test. Skips
+ * without a GPU. */
 #include "config.h"
 
 #include <cuda_runtime_api.h>
@@ -50,8 +52,8 @@ enum { COUNT = 100003, GRAPH_REPLAYS = 3 };
 static const dlpar_group_id groups[] = {DLPAR_TP, DLPAR_DP, DLPAR_WORLD};
 static const char *const group_names[] = {"world", "tp", "dp"}; /* by dlpar_group_id */
 
-/* NCCL's log (NCCL_DEBUG=INFO, subsystem COLL, into a file of this test):
- * one "<Op>: opCount ... [nranks=1]" line per collective enqueued. */
+/* NCCL's log, with NCCL_DEBUG=INFO and subsystem COLL, into a file of this
+ * test: one "<Op>: opCount ... [nranks=1]" line per collective enqueued. */
 typedef struct {
   char path[512];
   FILE *f;
@@ -126,7 +128,7 @@ static void check_collective(dlpar_ctx *ctx, nccl_log *log, const char *what, nc
   passed(rc == DLPAR_OK && through_nccl && memcmp(got, want, bytes) == 0, name, why);
 }
 
-/* n values of dtype (fp32 or bf16, the top half of an fp32) as bytes. */
+/* n values of dtype as bytes: fp32, or bf16, the top half of an fp32. */
 static void *random_values(size_t n, dlpar_dtype dtype)
 {
   float *f = host_random(n, 8.0f);
@@ -159,7 +161,7 @@ static void *device_poisoned(size_t bytes)
   return d;
 }
 
-/* The device's values once `stream` is done (malloc'd). */
+/* The device's values once `stream` is done, in malloc'd memory. */
 static void *host_copy(const void *d, size_t bytes, cudaStream_t stream)
 {
   void *h = malloc(bytes);
@@ -190,7 +192,7 @@ static void check_init(dlpar_ctx *ctx, int rc)
          "the three groups' ids are distinct", "two groups share an id (its bootstrap root serves one communicator)");
 }
 
-/* allreduce (each op), allgather, reduce_scatter, broadcast of one dtype on one group. */
+/* allreduce with each op, allgather, reduce_scatter, broadcast of one dtype on one group. */
 static void check_device_collectives(dlpar_ctx *ctx, nccl_log *log, dlpar_group_id group, dlpar_dtype dtype,
                                      cudaStream_t stream)
 {
@@ -235,7 +237,7 @@ static void check_device_collectives(dlpar_ctx *ctx, nccl_log *log, dlpar_group_
   }
 }
 
-/* The barrier and the host collectives (fp32) of one group. */
+/* The barrier and the host collectives in fp32 of one group. */
 static void check_host_collectives(dlpar_ctx *ctx, nccl_log *log, dlpar_group_id group)
 {
   const size_t bytes = COUNT * sizeof(float);
@@ -307,8 +309,8 @@ static void child_cuda(cudaError_t rc, const char *what)
   }
 }
 
-/* The child (--stuck): an allreduce behind a kernel that does not end; only
- * the watchdog ends this process. */
+/* The child, run with --stuck: an allreduce behind a kernel that does not end;
+ * only the watchdog ends this process. */
 static int stuck_collective(void)
 {
   dlpar_options options = {.backend = DLPAR_BACKEND_NCCL, .keep_signals = 1};

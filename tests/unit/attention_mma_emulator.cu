@@ -1,27 +1,29 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/attention_mma_emulator.cu: a stand-in for the GPU (named so)
- * running the tensor-core attention's own block code
- * (kernels/cuda/attention_mma_tiles.cuh) on the CPU through the tests'
- * one block runner (block_emulator.cuh: a fiber per CUDA thread of a
- * block, switched at every barrier, shuffle and MMA, which complete when
- * the block's threads or the warp's lanes have all arrived). Host code
- * only: nothing here needs a GPU.
- *  - mma.sync m16n8k8 .tf32: the 16 x 8 A, 8 x 8 B and 16 x 8 C matrices
+/* tests/unit/attention_mma_emulator.cu: a stand-in for the GPU, named so,
+ * running the tensor-core attention's own block code from
+ * kernels/cuda/attention_mma_tiles.cuh on the CPU. It goes through the tests'
+ * one block runner in block_emulator.cuh, which runs a fiber per CUDA thread
+ * of a block. The fibers switch at every barrier, shuffle and MMA, and these
+ * complete when the block's threads or the warp's lanes have all arrived.
+ * Host code only: nothing here needs a GPU.
+ *  - mma.sync m16n8k8 .tf32: the 16 x 8 A, 8 x 8 B and 16 x 8 C matrices are
  *    assembled from the 32 lanes' a0..a3, b0..b1, c0..c3 by the PTX ISA's
- *    index maps ("Matrix Fragments for mma.m16n8k8", groupID = lane >> 2,
- *    threadID_in_group = lane % 4), each operand read as the tensor core
- *    reads it (the top 19 bits: the low 13 cut), the products and C
- *    summed exactly and rounded toward zero (the tensor cores truncate;
- *    measured on an H200: o drifted 3e-5 over 4050 keys of MMAs onto one
- *    accumulator, as here), each lane handed its d0..d3.
- *  - cvt.rna.tf32.f32 bit for bit: + 0x1000 to a finite value's bits
- *    (round to nearest, ties away), then the low 13 bits cleared.
- *  - cp.async: the copy (or the zeros) at the issue, or at the issuing
- *    thread's wait (copies_at_wait); checked for alignment and bounds.
- *  - the threads run in lockstep, or warp by warp as far as each gets
- *    (a missing barrier shows); shared memory poisoned with NaN before
- *    each block; blocks in index order; dq's turns checked (a block
- *    finding the wrong count fails).
+ *    index maps, from "Matrix Fragments for mma.m16n8k8", with
+ *    groupID = lane >> 2 and threadID_in_group = lane % 4. Each operand is
+ *    read as the tensor core reads it, keeping the top 19 bits and cutting the
+ *    low 13. The products and C are summed exactly and rounded toward zero,
+ *    because the tensor cores truncate. Measured on an H200, o drifted 3e-5
+ *    over 4050 keys of MMAs onto one accumulator, as it does here. Each lane
+ *    is handed its d0..d3.
+ *  - cvt.rna.tf32.f32 bit for bit: 0x1000 is added to a finite value's bits,
+ *    which rounds to nearest with ties away, then the low 13 bits are cleared.
+ *  - cp.async: the copy, or the zeros, lands at the issue, or at the issuing
+ *    thread's wait when copies_at_wait is set. It is checked for alignment
+ *    and bounds.
+ *  - The threads run in lockstep, or warp by warp as far as each gets, so
+ *    that a missing barrier shows. Shared memory is poisoned with NaN before
+ *    each block. Blocks run in index order. dq's turns are checked: a block
+ *    finding the wrong count fails.
  * The real kernels run in tests/gpu/test_attention_gpu on a GPU. */
 #include "config.h"
 
@@ -69,7 +71,7 @@ static void die(const char *what)
   emu_die("attention_mma_emulator", what);
 }
 
-#ifndef __CUDA_ARCH__ /* (the host pass only: the device bodies below never call these) */
+#ifndef __CUDA_ARCH__ /* the host pass only; the device bodies below never call these */
 static uint32_t bits_of(float x)
 {
   uint32_t u;
@@ -102,19 +104,19 @@ static float tf32_operand(float x)
   return float_of(bits_of(x) & 0xffffe000u);
 }
 
-/* x as a float, rounded toward zero (one step down in magnitude where
- * rounding to nearest went up) */
+/* x as a float, rounded toward zero: one step down in magnitude where
+ * rounding to nearest went up */
 static float toward_zero(double x)
 {
   const float f = (float)x;
   return fabs((double)f) > fabs(x) ? float_of(bits_of(f) - 1) : f;
 }
 
-/* d = c + a b of one m16n8k8 TF32 MMA, from and to the lanes' fragments:
- * the operands as the tensor core reads them, the exact sum of the
- * products and c rounded toward zero (the tensor cores truncate: Fasi et
- * al., "Numerical behavior of NVIDIA tensor cores", 2021; an H200 drifts
- * as this does over a chain of MMAs onto one accumulator) */
+/* d = c + a b of one m16n8k8 TF32 MMA, from and to the lanes' fragments.
+ * The operands are taken as the tensor core reads them, and the exact sum of
+ * the products and c is rounded toward zero. The tensor cores truncate, as
+ * shown by Fasi et al., "Numerical behavior of NVIDIA tensor cores", 2021.
+ * An H200 drifts as this does over a chain of MMAs onto one accumulator. */
 static void complete_mma(emu_warp &w, const char *)
 {
   float A[16][8], B[8][8], C[16][8];
@@ -239,8 +241,8 @@ struct am_runner {
   bool copies_at_wait = false, failed = false;
   const std::vector<am_range> *sources = nullptr;
 
-  /* One block of `threads` with `floats` of shared memory (failed: a turn
-   * found wrong); a thread must have waited for its copies by its end. */
+  /* One block of `threads` with `floats` of shared memory. failed is set when
+   * a turn is found wrong. A thread must have waited for its copies by its end. */
   void run(int threads, int floats, bool check_turns, const emu_runner<am_host_ctx>::body_fn &body)
   {
     am_block_state state = {copies_at_wait, check_turns, false, std::vector<std::vector<am_copy>>(threads), sources};
@@ -292,8 +294,8 @@ template <int HDP, int PASSES> static int emulate_at(const am_emulation *e, cons
     const size_t at = hd.base + (r % e->io.N) * hd.ld;
     delta[r] = at_delta_row(e->io.dout + at, e->io.o + at, e->io.HD);
   }
-  /* dk, dv of the picked key blocks (their dq parts spare: the other key
-   * blocks are not run, their turns not checked) */
+  /* dk, dv of the picked key blocks. Their dq parts go to a spare, since the
+   * other key blocks are not run and their turns are not checked. */
   for (int bh = 0; bh < heads; bh++)
     for (int j : picked)
       runner.run(S::BWD_THREADS, S::BWD, !e->edges, [&](const am_host_ctx &c, float *smem) {
@@ -332,10 +334,11 @@ template <int PASSES> static int emulate(const am_emulation *e, const am_shape &
   }
 }
 
-/* Shared-memory wavefronts of one warp access: lane l reads `bytes` at
- * float offset at[l] (none if < 0); 4-byte accesses go 32 lanes a phase, 8-byte 16,
- * 16-byte 8; a phase takes as many wavefronts as the most distinct words
- * in one bank (the same word is a broadcast). The worst phase's count. */
+/* Shared-memory wavefronts of one warp access. Lane l reads `bytes` at
+ * float offset at[l], or nothing if that is < 0. 4-byte accesses go 32 lanes
+ * a phase, 8-byte 16, and 16-byte 8. A phase takes as many wavefronts as the
+ * most distinct words in one bank; the same word is a broadcast. Returns the
+ * worst phase's count. */
 static int wavefronts(const int (&at)[32], int bytes)
 {
   const int lanes = 128 / bytes > 32 ? 32 : 128 / bytes, words = bytes / 4;
@@ -355,18 +358,18 @@ static int wavefronts(const int (&at)[32], int bytes)
   return worst;
 }
 
-/* The block code's fragment accesses of shared memory at one head size,
- * their offsets from its own helpers (am_chunk_off, am_unit_off, am_ds_at
+/* The block code's fragment accesses of shared memory at one head size.
+ * Their offsets come from its own helpers am_chunk_off, am_unit_off, am_ds_at
  * and the swizzles, as am_scores, am_add_product and the dq step compute
- * them), each warp access over its steps: the most wavefronts any takes
- * (1: conflict-free), by name into `report`. */
+ * them. Each warp access is taken over its steps, and the most wavefronts any
+ * takes goes by name into `report`; 1 is conflict-free. */
 template <int HDP, int PASSES> static int bank_check(char *report, size_t size)
 {
   typedef am_sizes<HDP, PASSES> S;
   constexpr int W = S::W, V = 4 / W;
   int worst[7] = {}, at[32];
   const char *const names[7] = {"pair", "raw A", "element", "dS chunk", "dq A", "dq B", "staging"};
-  for (int ks = 0; ks < S::NT; ks++) /* am_scores: B pairs (and split A rows), raw A rows */
+  for (int ks = 0; ks < S::NT; ks++) /* am_scores: B pairs with split A rows, raw A rows */
     for (int n = 0; n < 8; n++) {
       for (int l = 0; l < 32; l++) {
         const int g = l / 4, t = l % 4;
@@ -379,7 +382,7 @@ template <int HDP, int PASSES> static int bank_check(char *report, size_t size)
       }
       worst[1] = std::max(worst[1], wavefronts(at, 8));
     }
-  for (int kk = 0; kk < 8; kk++) /* am_add_product: B elements; the dS chunks (stores, dk's A) */
+  for (int kk = 0; kk < 8; kk++) /* am_add_product: B elements; the dS chunks, stores and dk's A */
     for (int n = 0; n < S::NT; n++)
       for (int r = 0; r < 2; r++) {
         for (int l = 0; l < 32; l++) {
@@ -411,7 +414,7 @@ template <int HDP, int PASSES> static int bank_check(char *report, size_t size)
         worst[5] = std::max(worst[5], wavefronts(at, 4));
       }
   }
-  /* am_stage's 16-byte copies into the forward's k and v tiles (am_expand's loads alike) */
+  /* am_stage's 16-byte copies into the forward's k and v tiles; am_expand's loads alike */
   for (int w = 0; w < S::FWD_WARPS; w++) {
     typedef am_stage_map<HDP, S::FWD_THREADS, S::KT> M;
     for (int i = 0; i < M::STEPS; i++) {
@@ -426,7 +429,7 @@ template <int HDP, int PASSES> static int bank_check(char *report, size_t size)
   size_t used = 0;
   for (int i = 0; i < 7; i++) {
     used += snprintf(report + used, used < size ? size - used : 0, "%s%s %d", i ? ", " : "", names[i], worst[i]);
-    bad += worst[i] > (i == 6 ? 2 : 1); /* the copies: 2 (16 of each 32 bytes split; 16 dims' padded rows) */
+    bad += worst[i] > (i == 6 ? 2 : 1); /* the copies: 2, for 16 of each 32 bytes split and 16 dims' padded rows */
   }
   return bad;
 }
@@ -445,7 +448,7 @@ extern "C" int am_bank_check(int HD, int passes, char *report, size_t size)
   }
 }
 
-/* A block's bytes (what) 0 or threads (1), forward or backward: am_sizes'. */
+/* A block's bytes for what 0 or threads for what 1, forward or backward, from am_sizes. */
 template <int HDP, int PASSES> static int block_at(int what, int backward)
 {
   typedef am_sizes<HDP, PASSES> S;

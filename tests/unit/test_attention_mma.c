@@ -1,20 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_attention_mma.c: the tensor-core attention's block code
- * (kernels/cuda/attention_mma_tiles.cuh: its MMA fragments, 3xTF32 split,
- * masks, online softmax, shuffles, staging and dq's ordered turns) against
- * the CPU reference (kernels/cpu), run here without a GPU by a stand-in
- * for it, named so (attention_mma_emulator.cu: a fiber per CUDA thread,
- * the PTX ISA's m16n8k8 TF32 fragments). Forward (o, lse) and backward
- * (dq, dk, dv) on fresh random inputs: whole grids at small token counts
- * (partial tiles, several heads, heads padded from 13, 20, 48, 64 and 128
- * dims, both cp.async landings), and the first and last tiles at the ViT's
- * 4050 and 4049 tokens (the rows those blocks own). 3xTF32 within 1e-5 of
- * the fp32 reference, plain TF32 within 3e-3, NaN fails; each error also
- * against the float64 reference, beside the FMA kernels' there
- * (test_attention_tiles' emulation). The emulation also fails a vector
- * shared-memory access off its alignment, and this test each block's
- * shared memory over sm_90's 227 KB or off the blocks an SM it was sized
- * for. The GPU runs the same code in tests/gpu/test_attention_gpu. */
+/* tests/unit/test_attention_mma.c: the tensor-core attention's block code in
+ * kernels/cuda/attention_mma_tiles.cuh against the CPU reference in
+ * kernels/cpu. That code covers its MMA fragments, 3xTF32 split, masks,
+ * online softmax, shuffles, staging and dq's ordered turns. It runs here
+ * without a GPU, in a stand-in for it named so: attention_mma_emulator.cu
+ * runs a fiber per CUDA thread and the PTX ISA's m16n8k8 TF32 fragments.
+ * Forward o, lse and backward dq, dk, dv on fresh random inputs. Whole grids
+ * run at small token counts, with partial tiles, several heads, heads padded
+ * from 13, 20, 48, 64 and 128 dims, and both cp.async landings. The first and
+ * last tiles run at the ViT's 4050 and 4049 tokens, on the rows those blocks
+ * own. 3xTF32 must be within 1e-5 of the fp32 reference and plain TF32 within
+ * 3e-3; NaN fails. Each error is also printed against the float64 reference,
+ * beside the FMA kernels' error there from test_attention_tiles' emulation.
+ * The emulation also fails a vector shared-memory access off its alignment.
+ * This test also fails each block's shared memory over sm_90's 227 KB or off
+ * the blocks an SM it was sized for. The GPU runs the same code in
+ * tests/gpu/test_attention_gpu. */
 #include "config.h"
 
 #include <math.h>
@@ -29,7 +30,7 @@
 
 enum { WHOLE = 0, EDGES = 1 };
 
-/* The references of one input set: fp32 (attn_result) and float64. */
+/* The references of one input set: fp32 in attn_result, and float64. */
 typedef struct {
   int B, N, NH, HD;
   float scale, *q, *k, *v, *dout;
@@ -67,9 +68,10 @@ static void free_case(case_data *c)
   free(c->o), free(c->lse), free(c->dq), free(c->dk), free(c->dv);
 }
 
-/* ||got - ref|| / ||ref|| over the token rows picked (every head; rows: all
- * if NULL) of a (B, N, NH, width) tensor, or of lse (B, NH, N) with
- * width 0; ref fp32 (ref32) or float64; NaN if got has a non-finite value. */
+/* ||got - ref|| / ||ref|| over the token rows picked, every head, of a
+ * [B, N, NH, width] tensor, or of lse [B, NH, N] with width 0. rows NULL picks
+ * all. ref is fp32 when ref32 is set, else float64. NaN if got has a
+ * non-finite value. */
 static double rows_error(const float *got, const float *ref32, const double *ref64, const bool *rows,
                          const case_data *c, int width)
 {
@@ -90,7 +92,7 @@ static double rows_error(const float *got, const float *ref32, const double *ref
   return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* Each output against the fp32 reference (checked: < bound) and float64 (printed). */
+/* Each output against the fp32 reference, checked < bound, and float64, printed. */
 static void compare(const char *label, const attn_result *got, const case_data *c, const bool *o_rows,
                     const bool *dq_rows, const bool *dkv_rows, double bound)
 {
@@ -147,7 +149,7 @@ static void check_mma(const case_data *c, int passes, int mode, bool copies_at_w
   free(o_rows), free(dq_rows), free(dkv_rows);
 }
 
-/* The FMA kernels' block code (test_attention_tiles' emulation) on the same inputs: its errors beside. */
+/* The FMA kernels' block code, via test_attention_tiles' emulation, on the same inputs: its errors beside. */
 static void check_fma(const case_data *c)
 {
   const size_t n = (size_t)c->B * c->N * c->NH * c->HD, rows = (size_t)c->B * c->NH * c->N;
@@ -179,12 +181,12 @@ static void check_tf32_rounding(void)
       {0x3f800fffu, 0x3f800000u}, /* below half an ulp: down */
       {0x3f801000u, 0x3f802000u}, /* a tie: away from zero */
       {0xbf801000u, 0xbf802000u}, /* a negative tie: away from zero */
-      {0x3f803000u, 0x3f804000u}, /* a tie above an odd mantissa: up (nearest-even alike) */
-      {0x3f805000u, 0x3f806000u}, /* a tie above an even one: up (nearest-even: 0x3f804000) */
+      {0x3f803000u, 0x3f804000u}, /* a tie above an odd mantissa: up, as nearest-even */
+      {0x3f805000u, 0x3f806000u}, /* a tie above an even one: up; nearest-even gives 0x3f804000 */
       {0x3fffffffu, 0x40000000u}, /* the carry into the exponent */
       {0x7f7fffffu, 0x7f800000u}, /* the largest float rounds to infinity */
       {0x7f800000u, 0x7f800000u}, /* infinity */
-      {0x7fc00001u, 0x7fc00000u}, /* NaN stays NaN (its low bits cleared) */
+      {0x7fc00001u, 0x7fc00000u}, /* NaN stays NaN, its low bits cleared */
       {0x00001000u, 0x00002000u}, /* subnormals round alike */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -196,9 +198,9 @@ static void check_tf32_rounding(void)
 }
 
 /* Each block's shared memory within sm_90's 227 KB, and the blocks an
- * H100/H200 SM (228 KB, 1 KB reserved a block, 64K registers) holds by it
- * at the ViT's heads: what the layout was sized for (the registers are
- * attention_mma_build.sh's). */
+ * H100/H200 SM holds by it at the ViT's heads, which is what the layout was
+ * sized for. The SM has 228 KB, 1 KB reserved a block, and 64K registers. The
+ * register counts are attention_mma_build.sh's. */
 static void check_shared_memory(void)
 {
   static const struct {
@@ -221,8 +223,8 @@ static void check_shared_memory(void)
   }
 }
 
-/* No bank conflicts in the fragment accesses of shared memory (the
- * swizzles of the split and raw rows), at the heads the kernels pad to. */
+/* No bank conflicts in the fragment accesses of shared memory, through the
+ * swizzles of the split and raw rows, at the heads the kernels pad to. */
 static void check_banks(void)
 {
   static const int heads[][2] = {{16, 3}, {48, 3}, {64, 3}, {128, 3}, {16, 1}, {48, 1}, {128, 1}};
@@ -250,7 +252,7 @@ int main(void)
       {1, 65, 1, 128, 3, WHOLE, true, 0},  /* mp's head: 8 warps a backward block */
       {1, 130, 1, 128, 3, WHOLE, false, 1},
       {1, 64, 2, 64, 1, WHOLE, false, -1}, /* plain TF32; one whole tile */
-      {1, 4050, 1, 48, 3, EDGES, false, 0}, /* base: 4050 tokens (63 tiles and 18 rows) */
+      {1, 4050, 1, 48, 3, EDGES, false, 0}, /* base: 4050 tokens, 63 tiles and 18 rows */
       {1, 4049, 1, 128, 3, EDGES, true, 1}, /* mp, odd */
       {1, 4049, 1, 64, 3, EDGES, false, -1},
       {1, 4050, 1, 128, 1, EDGES, false, 0}, /* plain TF32 at mp */

@@ -21,9 +21,9 @@
 
 /* ------------------------------------------------------------ helpers */
 
-/* Every buffer a test allocates, freed at the end of main: LeakSanitizer
- * (make check-unit in a --enable-sanitizers build) then sees only what the
- * code under test loses. */
+/* Every buffer a test allocates, freed at the end of main. LeakSanitizer,
+ * as in make check-unit in a --enable-sanitizers build, then sees only what
+ * the code under test loses. */
 enum { SCRATCH_MAX = 4096 };
 static void *scratch[SCRATCH_MAX];
 static int nscratch;
@@ -82,7 +82,7 @@ static double dot(const double *a, const double *b, size_t n)
   return s;
 }
 
-/* ||a - ref|| / ||ref|| for a of floats (f32) or doubles, NaN if any value is not finite */
+/* ||a - ref|| / ||ref|| for a of floats when f32 is set, else of doubles, NaN if any value is not finite */
 static double rel_error(const void *a, bool f32, const double *ref, size_t n)
 {
   double num = 0, den = 0;

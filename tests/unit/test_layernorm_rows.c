@@ -1,23 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_layernorm_rows.c: LayerNorm's backward and the column
- * sums as the GPU runs them (kernels/cuda/layernorm_rows.cuh,
- * kernels/cuda/reduce.cuh: the paths and grids dl_layernorm_bwd and
- * dl_column_sum take), run here without a GPU by a stand-in for it, named
- * so (layernorm_emulator.cu: a fiber per CUDA thread), on fresh random
- * inputs:
- *  - the backward at C = 96, 64, 192, 384, 640, 1024 (the fused block:
- *    masked lanes, 1 to 8 column groups a lane) and at C = 98, 1536 and a
- *    dout off 16-byte alignment (the rows kernel and column_reduce, whose
- *    path is checked taken), BT leaving a partial chunk of 256 rows
- *    (300, 513, 257, 100, 40; 2600: 11 chunks): dinp added to a non-zero dinp, dw and db to
- *    non-zero ones, against the CPU reference (layernorm_bwd_f32: its
- *    sums in float64) over the inputs as the kernels read them (dout
- *    rounded to the activations' type): within 1e-5 in every type;
- *    dinp's act copy within 1e-5 (fp32) or 2e-2 (bf16, fp16); NaN fails;
- *  - dl_column_sum (stages 1 and 2, 4 values a load and 1) against a
- *    float64 sum, within 1e-5; 4 values a load giving the same bits as 1;
- *  - each twice, the threads in another order (and the second backward
- *    without the act copy): the same bits.
+ * sums as the GPU runs them, in kernels/cuda/layernorm_rows.cuh and
+ * kernels/cuda/reduce.cuh, along the paths and grids dl_layernorm_bwd and
+ * dl_column_sum take. They run here without a GPU, in a stand-in for it named
+ * so: layernorm_emulator.cu runs a fiber per CUDA thread. Inputs are fresh and
+ * random.
+ *  - The backward at C = 96, 64, 192, 384, 640, 1024 takes the fused block,
+ *    with masked lanes and 1 to 8 column groups a lane. At C = 98, 1536 and
+ *    with a dout off 16-byte alignment it takes the rows kernel and
+ *    column_reduce, and the test checks that path was taken. BT leaves a
+ *    partial chunk of 256 rows: 300, 513, 257, 100, 40, and 2600 for 11 chunks.
+ *    dinp is added to a non-zero dinp, and dw and db to non-zero ones. The
+ *    reference is the CPU's layernorm_bwd_f32, with its sums in float64, over
+ *    the inputs as the kernels read them, that is with dout rounded to the
+ *    activations' type. The outputs must be within 1e-5 in every type, and
+ *    dinp's act copy within 1e-5 in fp32 or 2e-2 in bf16 and fp16; NaN fails.
+ *  - dl_column_sum, stages 1 and 2, at 4 values a load and 1, against a
+ *    float64 sum, within 1e-5; 4 values a load must give the same bits as 1.
+ *  - Each runs twice, the second time with the threads in another order, and
+ *    the second backward without the act copy: the same bits.
  * The GPU runs the same code in tests/gpu/test_kernels_gpu. */
 #include "config.h"
 
@@ -43,7 +44,7 @@ static float *copy_of(const float *x, size_t n)
   return out;
 }
 
-/* ||got - ref|| / ||ref|| < bound (NaN fails), printed either way */
+/* ||got - ref|| / ||ref|| < bound, where NaN fails, printed either way */
 static void check_error(const char *label, const char *what, const float *got, const float *ref, size_t n,
                         double bound)
 {
@@ -67,9 +68,9 @@ static void check_same_bits(const char *label, const char *what, const float *fi
   }
 }
 
-/* One backward: the path taken (groups, vec: ln_emulation's), the outputs
- * against the reference, then again in another thread order without the
- * act copy: the same bits. */
+/* One backward: the path taken, as groups and vec of ln_emulation, and the
+ * outputs against the reference. Then again in another thread order without
+ * the act copy: the same bits. */
 static void check_backward(int BT, int C, dl_dtype act, bool dout_unaligned, int schedule, int want_groups,
                            int want_vec)
 {
@@ -113,9 +114,9 @@ static void check_backward(int BT, int C, dl_dtype act, bool dout_unaligned, int
       free(got[run][i]);
 }
 
-/* dl_column_sum against a float64 sum over x as the kernels read it; 4
- * values a load (where the width allows) and 1 (x unaligned) and another
- * thread order: the same bits. */
+/* dl_column_sum against a float64 sum over x as the kernels read it. It runs
+ * at 4 values a load where the width allows, at 1 with x unaligned, and in
+ * another thread order: the same bits. */
 static void check_column_sum(int rows, int cols, dl_dtype act, int accumulate, int want_vec)
 {
   const size_t n = (size_t)rows * cols;

@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_loader.c: the ERA5 loader (trainer/data/data.c) against the
- * fields it was given, normalised here, bit for bit: every batch in order
- * at 1, 2 and 3 reader threads and 2 and 3 batches ahead, across epochs'
- * ends and a restart while the readers are ahead; in every HDF5 layout,
- * each read the way data.h says (asserted): contiguous, chunks of one and
- * of two whole steps (by steps), chunks of parts of steps, plain, gzip'ed,
- * shuffled, shuffled and gzip'ed, and with chunks HDF5 stored with a filter
- * skipped (by chunks), fletcher32 and big-endian floats (through HDF5);
- * cropped to fewer channels, rows or columns (a read per row), to one chunk's
- * width; planes larger than one staging piece. NaN and inf named by file and
- * element, the first bad time step of a batch as a serial read meets it; a
- * bad DLPAR_DATA_READERS in one line. Files changed under an open loader:
- * one removed and replaced still read as opened; one truncated, by steps,
- * by chunks and through HDF5, and a damaged gzip chunk, each an error naming
- * the file and the sample. */
+/* tests/unit/test_loader.c: the ERA5 loader in trainer/data/data.c against the
+ * fields it was given, normalised here, bit for bit. Every batch comes in order
+ * at 1, 2 and 3 reader threads and 2 and 3 batches ahead, across epochs' ends
+ * and a restart while the readers are ahead. Every HDF5 layout is tested, each
+ * read the way data.h says, which is asserted. Read by steps: contiguous, and
+ * chunks of one and of two whole steps. Read by chunks: chunks of parts of
+ * steps, plain, gzip'ed, shuffled, shuffled and gzip'ed, and with chunks HDF5
+ * stored with a filter skipped. Read through HDF5: fletcher32 and big-endian
+ * floats. Reads are also cropped to fewer channels, rows or columns, with a
+ * read per row, and to one chunk's width, and planes are larger than one
+ * staging piece. NaN and inf are named by file and element, at the first bad
+ * time step of a batch as a serial read meets it. A bad DLPAR_DATA_READERS is
+ * reported in one line. Files changed under an open loader: one removed and
+ * replaced still reads as opened; one truncated, by steps, by chunks and
+ * through HDF5, and a damaged gzip chunk, each give an error naming the file
+ * and the sample. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -30,7 +31,7 @@
 #include "trainer/data/h5util.h"
 #include "trainer/data/rng.h"
 
-/* Two years of fields[T, C, H, W]; a plane (H x W floats) is more than the
+/* Two years of fields[T, C, H, W]. A plane of H x W floats is more than the
  * loader's 1 MiB staging piece, so a channel is read in two pieces. */
 enum { YEARS = 2, T = 5, C = 3, H = 260, W = 1100, DT = 1, BATCH = 2, DP = 2, RANK = 1, SEED = 7 };
 enum {
@@ -58,7 +59,7 @@ static float *at(int year, long t, int c, int h, int w)
   return fields + ((((size_t)year * T + (size_t)t) * C + (size_t)c) * H + (size_t)h) * W + (size_t)w;
 }
 
-/* One chunk of `year` at `start` (a multiple of part_chunk), as HDF5 holds
+/* One chunk of `year` at `start`, a multiple of part_chunk, as HDF5 holds
  * it before its filters: padded with zeros past the edges. */
 static void raw_chunk(int year, const hsize_t start[4], float *chunk)
 {
@@ -73,9 +74,9 @@ static void raw_chunk(int year, const hsize_t start[4], float *chunk)
 }
 
 /* Two chunks of a shuffled and gzip'ed dataset rewritten as HDF5 stores a
- * chunk an optional filter failed on: [0, 0, 0, 0] with both skipped (filter
- * mask 3: stored as it is), [2, 2, 64, 300] shuffle skipped (mask 1:
- * deflated only). HDF5 reads the year back as the fields. */
+ * chunk an optional filter failed on. [0, 0, 0, 0] has both skipped, filter
+ * mask 3, and is stored as it is. [2, 2, 64, 300] has shuffle skipped, mask 1,
+ * and is deflated only. HDF5 reads the year back as the fields. */
 static void skip_filters(hid_t dset, int year)
 {
   const hsize_t first[4] = {0, 0, 0, 0}, inner[4] = {2, 2, 64, 300};
@@ -160,7 +161,7 @@ static void expect_step(const train_config *cfg, int year, long t, int channels,
         *out++ = (*at(year, t, c, h, w) - means[c]) / stds[c];
 }
 
-/* The batch at (epoch, step) of rank RANK of DP, shuffled with SEED. */
+/* The batch at epoch, step of rank RANK of DP, shuffled with SEED. */
 static void expect_batch(const train_config *cfg, long nsamples, long epoch, long step, float *inp, float *tgt)
 {
   const size_t plane = (size_t)cfg->img_size[0] * cfg->img_size[1];
@@ -179,9 +180,9 @@ static void expect_batch(const train_config *cfg, long nsamples, long epoch, lon
   free(perm);
 }
 
-/* loader_start(epoch, step, count), then `take` batches, each copied as soon as it is
- * handed out, then checked; by then the readers have read at least every
- * byte of the batches handed out (a batch handed out early would show). */
+/* loader_start with epoch, step and count, then `take` batches, each copied as soon
+ * as it is handed out, then checked. By then the readers have read at least
+ * every byte of the batches handed out, so a batch handed out early would show. */
 static void check_batches(loader *l, const train_config *cfg, long nsamples, long epoch, long step, long count,
                           long take, const char *what)
 {
@@ -250,9 +251,10 @@ static void check_loader(const char *dir, const train_config *cfg, int readers, 
   era5_close(&data);
 }
 
-/* Each layout at 1 to 3 readers and 2 or 3 batches ahead, and cropped; the
- * gzip'ed ones (slow to read) at 3 readers 3 ahead and in one crop, partial
- * chunks at every edge: inflated, their chunks meet the unfiltered ones' code. */
+/* Each layout at 1 to 3 readers and 2 or 3 batches ahead, and cropped. The
+ * gzip'ed ones are slow to read, so they run at 3 readers 3 ahead and in one crop,
+ * with partial chunks at every edge: inflated, their chunks meet the unfiltered
+ * ones' code. */
 static void test_layouts(void)
 {
   const train_config full = crop(C, C, H, W);
@@ -294,7 +296,7 @@ static void test_not_finite(void)
   *inf_at = kept[1];
   setenv("DLPAR_DATA_READERS", "3", 1);
   CHECK_INT(era5_open(&data, dir, &cfg, -1, means, stds, &hdf5_lock, &err), DLPAR_OK);
-  /* batch 0: samples 0-3 read steps 1, 2 (NaN), 1, 2, 2, 3 (inf), 3, 4 */
+  /* batch 0: samples 0-3 read steps 1, 2, 1, 2, 2, 3, 3, 4; step 2 has a NaN, step 3 an inf */
   CHECK_INT(loader_create(&l, &data, 4, 0, 1, false, SEED, 2, NULL, &err), DLPAR_OK);
   loader_start(l, 0, 0, 2);
   CHECK_INT(loader_next(l, &inp, &tgt, &err), DLPAR_ERR_INPUT);
@@ -302,7 +304,7 @@ static void test_not_finite(void)
   CHECK_STR(err.text, want);
   loader_release(l);
   loader_destroy(l);
-  /* samples 3 on: step 3 (inf) first */
+  /* samples 3 on: step 3, the inf, first */
   CHECK_INT(loader_create(&l, &data, 1, 0, 1, false, SEED, 2, NULL, &err), DLPAR_OK);
   loader_start(l, 0, 3, 1);
   CHECK_INT(loader_next(l, &inp, &tgt, &err), DLPAR_ERR_INPUT);
@@ -319,7 +321,7 @@ static void test_not_finite(void)
   remove_years(dir);
 }
 
-/* Sample idx alone (batch 1, one rank, in order) from an open loader: its
+/* Sample idx alone from an open loader, as batch 1 of one rank in order: its
  * input and target against the fields, or its error in err. */
 static int read_sample(era5_data *data, long idx, const train_config *cfg)
 {
@@ -343,10 +345,10 @@ static int read_sample(era5_data *data, long idx, const train_config *cfg)
   return rc;
 }
 
-/* Files changed under an open loader, in each way of reading: 2017.h5
- * removed and another file put in its place, still read as it was opened;
- * 2016.h5 truncated to 3/4 (where HDF5 alone reads zeros past the end), an
- * error at its next read naming the file, the sample and the step. */
+/* Files changed under an open loader, in each way of reading. 2017.h5 is
+ * removed and another file put in its place; it still reads as it was opened.
+ * 2016.h5 is truncated to 3/4, where HDF5 alone reads zeros past the end; its
+ * next read gives an error naming the file, the sample and the step. */
 static void test_changed_files(void)
 {
   const int layouts[3] = {CONTIGUOUS, GZIP, BIG_ENDIAN_FLOATS};

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tests/unit/test_spank_parsing.c: the plugin's plain modules without Slurm:
- * admin keys from plugstack.conf (spank/admin.c), the user's --dl-* options
- * (spank/request.c, common/profile.c), the env:// contract's rules and
- * refusals (a busy MASTER_PORT, -m arbitrary, a loopback NodeAddr), the
- * quoting of what Slurm's environment holds, Slurm's tasks-per-node text,
- * and plugstack.conf as Slurm reads it (spank/plugstack.c: dlpar-check-config,
- * where a bad line is, what it does in each context) with srun's step mark,
- * and the site's network settings per node class (common/netenv.c). */
+/* tests/unit/test_spank_parsing.c: the plugin's plain modules without Slurm.
+ * It covers admin keys from plugstack.conf in spank/admin.c; the user's --dl-*
+ * options in spank/request.c and common/profile.c; the env:// contract's rules
+ * and refusals, such as a busy MASTER_PORT, -m arbitrary and a loopback
+ * NodeAddr; the quoting of what Slurm's environment holds; Slurm's
+ * tasks-per-node text; plugstack.conf as Slurm reads it, with srun's step
+ * mark; and the site's network settings per node class in common/netenv.c.
+ * For plugstack.conf, spank/plugstack.c gives dlpar-check-config, where a bad
+ * line is, and what it does in each context. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -115,7 +116,7 @@ static void test_tasks_per_node(void)
   CHECK_INT(dlpar_parse_tasks_per_node("", counts, 8), -1);
 }
 
-/* --dl-check: bare (the SPANK callback's NULL optarg), =only, =off, else an error; exported and imported. */
+/* --dl-check: bare, which is the SPANK callback's NULL optarg, =only, =off, else an error; exported and imported. */
 static void test_check(void)
 {
   const char *texts[] = {NULL, "", "on", "only", "off"};
@@ -153,8 +154,8 @@ static void test_check(void)
   CHECK(present && back.options.check == DLPAR_CHECK_ONLY);
 }
 
-/* torch_ports inside this node's ephemeral ports (ip_local_port_range):
- * refused on every srun, as any bad admin value is. */
+/* torch_ports inside this node's ephemeral ports, from ip_local_port_range,
+ * are refused on every srun, as any bad admin value is. */
 static void test_torch_ports_ephemeral(void)
 {
   dlpar_admin_config config;
@@ -169,7 +170,7 @@ static void test_torch_ports_ephemeral(void)
   CHECK(strncmp(err.text, want, strlen(want)) == 0);
 }
 
-/* The env:// contract's rules in slurmstepd (spank/master.c) and srun. */
+/* The env:// contract's rules in slurmstepd, from spank/master.c, and srun. */
 static void test_master_rules(void)
 {
   dlpar_error err = {0};
@@ -215,20 +216,20 @@ static void test_master_rules(void)
   CHECK_INT(dlpar_master_addr_warning("n1", "10.77.0.11", 2, &err), DLPAR_OK);
 }
 
-/* Whether text is one line of valid, printable UTF-8 (no byte left of a
- * character cut in two, nothing dlpar_quote would escape). */
+/* Whether text is one line of valid, printable UTF-8, with no byte left of a
+ * character cut in two and nothing dlpar_quote would escape. */
 static int valid_one_line(const char *text)
 {
   char shown[2 * DLPAR_ERRLEN];
   return strcmp(dlpar_quote(text, shown, sizeof(shown)), text) == 0;
 }
 
-/* The plugin's refusals that name what Slurm's environment holds
- * (SLURM_MPI_TYPE, SLURM_HET_SIZE) quote it with dlpar_show: one line,
- * escaped, cut at a character with "..." (they were "%.32s" and "%.8s",
- * which passed a newline through and cut "1234567\xc3\xa9" to a lone
- * 0xC3). The rest of the quoting test is tests/unit/test_quoting.c, which
- * is built with the trainer; these run in a plugin-only build too. */
+/* The plugin's refusals that name what Slurm's environment holds, such as
+ * SLURM_MPI_TYPE and SLURM_HET_SIZE, quote it with dlpar_show: one line,
+ * escaped, cut at a character with "...". They used to be "%.32s" and "%.8s",
+ * which passed a newline through and cut "1234567\xc3\xa9" to a lone 0xC3.
+ * The rest of the quoting test is tests/unit/test_quoting.c, which is built
+ * with the trainer; these run in a plugin-only build too. */
 static void test_refusals_quoted(void)
 {
   char long_mpi[300];
@@ -267,7 +268,7 @@ static void test_admin_twice(void)
 
 static char plugstack_dir[] = "/tmp/dlpar-plugstack.XXXXXX";
 
-/* dir/name with text; its path in path (PATH_LEN). */
+/* dir/name with text; its path in path, of PATH_LEN bytes. */
 #define PATH_LEN 4200
 static void write_file(const char *name, const char *text, char *path)
 {
@@ -290,10 +291,10 @@ static void expect_check_refusal(const char *stack, const char *text, const char
   CHECK_STR(msg, want);
 }
 
-/* plugstack.conf as Slurm reads it: PlugStackConfig (or the file beside
- * slurm.conf), includes relative to the including file, comments, a
- * missing include; dlpar's line checked as dlpar-check-config does, and
- * the place the plugin's refusal names. */
+/* plugstack.conf as Slurm reads it: PlugStackConfig or else the file beside
+ * slurm.conf, includes relative to the including file, comments, a missing
+ * include. dlpar's line is checked as dlpar-check-config does, with the place
+ * the plugin's refusal names. */
 static void test_plugstack_files(void)
 {
   char slurm_conf[PATH_LEN], stack[PATH_LEN], snippet[PATH_LEN], plugin[PATH_LEN], other[PATH_LEN], text[PATH_LEN];
@@ -401,7 +402,7 @@ static void test_config_refusal(void)
 }
 
 /* A task without the DLPAR_* contract whose srun accepted --dl-* options
- * for this very step (DLPAR_SRUN_STEP): its node ran no plugin. */
+ * for this very step, as DLPAR_SRUN_STEP says: its node ran no plugin. */
 static void test_srun_mark(void)
 {
   dlpar_task_env env;
@@ -417,7 +418,7 @@ static void test_srun_mark(void)
   CHECK_STR(err.text, "srun accepted --dl-* options for step 12.3, but dlpar's plugin did not run on n2: its "
                       "plugstack.conf has no spank_dlpar.so line, and Slurm needs the same plugstack.conf on every "
                       "node (ask the admin)");
-  /* another step's mark (a nested srun inherits it): a plain run */
+  /* another step's mark, which a nested srun inherits: a plain run */
   setenv("SLURM_STEP_ID", "4", 1);
   CHECK_INT(dlpar_task_env_import(&env, &present, &err), DLPAR_OK);
   CHECK(!present);
@@ -429,15 +430,15 @@ static void test_srun_mark(void)
   unsetenv("SLURMD_NODENAME");
 }
 
-/* Whether Slurm's parser puts host in list (false too where it refuses list). */
+/* Whether Slurm's parser puts host in list; false too where it refuses list. */
 static bool slurm_has(const char *list, const char *host)
 {
   bool has = false;
   return dlpar_slurm_hostlist_has(list, host, &has) == DLPAR_OK && has;
 }
 
-/* libslurm's host-list parser leaks a few bytes of a list it refuses
- * ("n[3-1]": Slurm 22.05, _parse_single_range), which no caller can free;
+/* libslurm's host-list parser leaks a few bytes of a list it refuses, such as
+ * "n[3-1]" in Slurm 22.05's _parse_single_range, which no caller can free.
  * dlpar's own memory stays under LeakSanitizer. */
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void)
@@ -445,10 +446,10 @@ const char *__lsan_default_suppressions(void)
   return "leak:libslurm.so\n";
 }
 
-/* plugstack.conf's node classes: Slurm's own parser decides who is in one
- * (it expands "rack[1-2]-n[1-2]" and "x[0-2]y[0-1]", which dlpar's own
- * matcher did not); dlpar_hostlist_syntax refuses what Slurm's takes
- * wrongly ("n[1-3" became the host "n]") or refuses with a log line only. */
+/* plugstack.conf's node classes: Slurm's own parser decides who is in one.
+ * It expands "rack[1-2]-n[1-2]" and "x[0-2]y[0-1]", which dlpar's own matcher
+ * did not. dlpar_hostlist_syntax refuses what Slurm's parser takes wrongly,
+ * as when "n[1-3" became the host "n]", or refuses with a log line only. */
 static void test_hostlists(void)
 {
   dlpar_error err = {0};

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tests/unit/test_topo.c: the rank -> GPU / CPUs / NIC mapping on synthetic
- * hwloc topologies (the XML files in tests/topo), checked exactly, and the environment
- * contract between launchers and the library (export, then import). */
+ * hwloc topologies, the XML files in tests/topo, checked exactly. Also the environment
+ * contract between launchers and the library: export, then import. */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -52,7 +52,7 @@ static void expect_map(const dlpar_topology *topo, const int *step_gpus, int nst
   }
 }
 
-/* 8 GPUs, 2 sockets x 16 cores, 4 HCAs (one per PCI switch of 2 GPUs). */
+/* 8 GPUs, 2 sockets x 16 cores, 4 HCAs, one per PCI switch of 2 GPUs. */
 static void test_dgx_like(void)
 {
   dlpar_topology topo;
@@ -70,7 +70,7 @@ static void test_dgx_like(void)
   CHECK_INT(topo.gpu[5].numa, 1);
   CHECK_STR(topo.all_nics, "mlx5_0,mlx5_1,mlx5_2,mlx5_3");
   expect_map(&topo, NULL, 0, 8, want, "0,1,2,3,4,5,6,7");
-  /* a step given GPUs 4-7 (in any order): devices index the visible list */
+  /* a step given GPUs 4-7 in any order: devices index the visible list */
   expect_map(&topo, second_half, 4, 4, want_half, "4,5,6,7");
 }
 
@@ -86,11 +86,11 @@ static void test_one_socket(void)
   expect_map(&topo, NULL, 0, 4, want, "0,1,2,3");
 }
 
-/* Bus order alternates sockets: consecutive local ranks (a tensor-parallel
- * group) must still get GPUs of the same socket, and CUDA_VISIBLE_DEVICES
- * lists them in that order, so that cuda:LOCAL_RANK (device = local rank)
- * is the GPU whose CPUs and NIC the rank is bound to, not the GPU at that
- * place in bus order. */
+/* Bus order alternates sockets. Consecutive local ranks, a tensor-parallel
+ * group, must still get GPUs of the same socket, and CUDA_VISIBLE_DEVICES
+ * lists them in that order. Then cuda:LOCAL_RANK, the device numbered by the
+ * local rank, is the GPU whose CPUs and NIC the rank is bound to, not the GPU
+ * at that place in bus order. */
 static void test_interleaved(void)
 {
   dlpar_topology topo;
@@ -103,7 +103,7 @@ static void test_interleaved(void)
   expect_map(&topo, NULL, 0, 4, want, "0,2,1,3");
   for (int i = 0; i < 4; i++) /* the GPU at each visible place is on the rank's socket */
     CHECK_INT(topo.gpu[want[i].gpu].package, i / 2);
-  load("bed-interleaved.xml", &topo); /* the same on the bed's node (tests/integration/spank_admin.sh) */
+  load("bed-interleaved.xml", &topo); /* the same on the bed's node of tests/integration/spank_admin.sh */
   CHECK_STR(topo.all_nics, "mlx5_0,mlx5_1");
   expect_map(&topo, NULL, 0, 4, want_bed, "0,2,1,3");
 }
@@ -203,8 +203,8 @@ static void test_env_roundtrip(void)
   CHECK(!present);
 }
 
-/* A listener of family on addr:port (IPv6: IPV6_V6ONLY as v6only), as
- * another process might hold it: dlpar_port_free must say busy. */
+/* A listener of family on addr:port, with IPV6_V6ONLY set as v6only for IPv6,
+ * as another process might hold it: dlpar_port_free must say busy. */
 static void expect_busy(int port, int family, const char *addr, bool v6only)
 {
   struct sockaddr_storage where;
@@ -238,10 +238,11 @@ static bool ipv6_here(void)
 }
 
 /* Derived ports collide as rarely as the range allows, whatever the job
- * ids: two jobs' step 0 meet with probability near 1/span (LO + (job x 64 +
- * step) mod span met at 8/span: gcd(64, 9400) = 8), and a job's later steps
- * meet the next job's step 0 no more often (there, job J's step 64 was
- * always job J+1's step 0). Consecutive ids, as slurmctld hands them out. */
+ * ids. Two jobs' step 0 meet with probability near 1/span. The formula
+ * LO + (job x 64 + step) mod span met at 8/span, since gcd(64, 9400) = 8.
+ * A job's later steps meet the next job's step 0 no more often; with that
+ * formula, job J's step 64 was always job J+1's step 0. The ids are
+ * consecutive, as slurmctld hands them out. */
 static void test_port_collisions(void)
 {
   enum { JOBS = 200000, SPAN = 9400, NEIGHBOURS = 20000, STEPS = 128 };
@@ -266,8 +267,8 @@ static void test_port_collisions(void)
   CHECK(meets > expected_meets / 2 && meets < expected_meets * 2);
 }
 
-/* Who listens on a port (common/torchenv.h dlpar_port_listener): from
- * the kernel's table format, another user's listener over the user's own,
+/* Who listens on a port, as dlpar_port_listener in common/torchenv.h says:
+ * from the kernel's table format, another user's listener over the user's own,
  * only LISTEN rows, IPv6 rows too; then this process's own listener, live. */
 static void test_port_listener(void)
 {
@@ -315,7 +316,7 @@ static void test_port_listener(void)
   CHECK_INT(holder, -1);
 }
 
-/* The env:// contract's ports and interfaces (common/torchenv.h). */
+/* The env:// contract's ports and interfaces in common/torchenv.h. */
 static void test_torch_env(void)
 {
   char ifname[32], addr[64];
@@ -355,7 +356,7 @@ static void test_torch_env(void)
   CHECK_INT(dlpar_ephemeral_ports(&lo, &hi), DLPAR_OK); /* Linux has the file */
   CHECK(lo >= 1 && lo <= hi && hi <= 65535);
   /* a port the kernel picks is free; held by a listener of either family, on
-   * any address, it is not (torch's store binds [::] dual-stack) */
+   * any address, it is not, since torch's store binds [::] dual-stack */
   port = dlpar_port_pick();
   CHECK(port > 0 && dlpar_port_free(port));
   expect_busy(port, AF_INET, "127.0.0.1", false);
@@ -384,10 +385,10 @@ static void test_torch_env(void)
 }
 
 /* The interface towards an address the node holds on its loopback
- * interface (a routed /32 on lo, as unnumbered fabrics do) is no
- * interface for gloo: dlpar_route_interface skips IFF_LOOPBACK interfaces,
- * except for a loopback address. Needs a network namespace of its own
- * (root): there, lo up and 10.254.0.1/32 on it as lo:0. */
+ * interface, a routed /32 on lo as unnumbered fabrics do, is no interface
+ * for gloo: dlpar_route_interface skips IFF_LOOPBACK interfaces, except for a
+ * loopback address. Needs a network namespace of its own, so root. There, lo
+ * is up with 10.254.0.1/32 on it as lo:0. */
 static void test_route_skips_loopback(void)
 {
   struct ifreq ifr;
