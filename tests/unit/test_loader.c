@@ -31,8 +31,8 @@
 #include "trainer/data/h5util.h"
 #include "trainer/data/rng.h"
 
-/* Two years of fields[T, C, H, W]. A plane of H x W floats is more than the
- * loader's 1 MiB staging piece, so a channel is read in two pieces. */
+/* Two years of fields[T, C, H, W]. A plane of H x W floats, 1.1 MB, is more
+ * than the loader's 128 KiB staging piece, so a channel is read in pieces. */
 enum { YEARS = 2, T = 5, C = 3, H = 260, W = 1100, DT = 1, BATCH = 2, DP = 2, RANK = 1, SEED = 7 };
 enum {
   CONTIGUOUS, STEP_CHUNKS, TWO_STEP_CHUNKS, SMALL_CHUNKS, PART_CHUNKS, GZIP, SHUFFLE, SHUFFLE_GZIP, SKIPPED_FILTERS,
