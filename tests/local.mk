@@ -67,6 +67,6 @@ INTEGRATION_TESTS = tests/integration/spank_options.sh tests/integration/spank_e
 	tests/integration/spank_network.sh tests/integration/plugin_install.sh tests/integration/restart_steps.sh
 dist_check_SCRIPTS += $(INTEGRATION_TESTS)
 TESTS += $(INTEGRATION_TESTS)
-EXTRA_DIST += tests/lib/common.sh tests/lib/requeue.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary
+EXTRA_DIST += tests/lib/common.sh tests/lib/requeue.sh tests/lib/restart.sh tests/lib/slow_rank tests/stand-ins/nsys tests/summary
 
 CLEANFILES += tests/.bed tests/.bed.lock  # the test bed record (the bed stops with make check)

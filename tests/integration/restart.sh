@@ -21,7 +21,7 @@
 # The bed's SlurmdTimeout is 15 s (a dead node is seen within a minute).
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed nodes=3 slurmd_timeout=15
-restart=$DLPAR_SRCDIR/contrib/dlpar-restart
+. "$DLPAR_SRCDIR/tests/lib/restart.sh"
 # A restart is a step of the allocation on other nodes than its first ones.
 # Each bed node has its own spool (dlpar-bed), so on Slurm 22.05 every case
 # runs. Slurm 24.11's mpi/pmix_v5 cannot answer a rank's request for
@@ -37,23 +37,11 @@ out=$(DLPAR_RENDEZVOUS_TIMEOUT=20 timeout 120 salloc -N3 --ntasks-per-node=1 \
       bash -c "srun -N2 -n2 -w n1,n2 $probe && srun -N2 -n2 -w n1,n3 $probe" 2>&1)
 pmix_cannot() { skip "a PMIx step on n1 and n3 of a 3-node allocation does not run on this Slurm ($(srun --version)): $(grep -m1 -e 'Cannot send' -e 'timed out' <<<"$out")"; }
 [ "$(grep -c 'allreduce 2' <<<"$out")" = 4 ] || pmix_cannot
-make_data
 export OMP_NUM_THREADS=1 DLPAR_STOPPED_TIMEOUT=2 DLPAR_RENDEZVOUS_TIMEOUT=30
-train=("$B/trainer/dlpar-train" --config=test "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=24 --checkpoint_every=4)
-losses() { step_losses "$TEST_TMP/runs/test/2x2/$1/metrics.jsonl" | sort -n | uniq; }
+train_whole
 
-out=$(timeout 400 salloc -N3 --ntasks-per-node=2 srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "${train[@]}" --run=whole 2>&1)
-expect_rc "uninterrupted run" $? 0
-
-# rank 2's process (n2's first) stops itself once the first checkpoint is written, in the first attempt only
-cat >"$TEST_TMP/stop_on_n2" <<'SH'
-#!/bin/bash
-if [ "$SLURMD_NODENAME" = n2 ] && [ "$SLURM_LOCALID" = 0 ] && [ "$DLPAR_RESTART" = 0 ]; then
-  (while [ ! -e "$CKPT" ]; do sleep 0.01; done; kill -STOP $$) &
-fi
-exec "$@"
-SH
-chmod +x "$TEST_TMP/stop_on_n2"
+# rank 2's process (n2's first) stops itself once the first checkpoint is written
+signal_on_n2 "$TEST_TMP/stop_on_n2" STOP 0
 start=$(date +%s.%N)
 out=$(CKPT=$TEST_TMP/runs/test/2x2/restarted/checkpoint.h5 timeout 400 salloc -N3 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
       srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/stop_on_n2" "${train[@]}" --run=restarted 2>&1)

@@ -17,24 +17,12 @@
 # the test SKIPs, naming it.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed nodes=3
-restart=$DLPAR_SRCDIR/contrib/dlpar-restart
-make_data
+. "$DLPAR_SRCDIR/tests/lib/restart.sh"
 export OMP_NUM_THREADS=1 DLPAR_RENDEZVOUS_TIMEOUT=30
-train=("$B/trainer/dlpar-train" --config=test "$DLPAR_SRCDIR/etc/vit.yaml" $(data_args) --num_iters=24 --checkpoint_every=4)
-losses() { step_losses "$TEST_TMP/runs/test/2x2/$1/metrics.jsonl" | sort -n | uniq; }
+train_whole
 
-out=$(timeout 400 salloc -N3 --ntasks-per-node=2 srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "${train[@]}" --run=whole 2>&1)
-expect_rc "uninterrupted run" $? 0
-
-# rank 3's process (n2's second) kills itself once the first checkpoint is written, in the first attempt only
-cat >"$TEST_TMP/kill_on_n2" <<'SH'
-#!/bin/bash
-if [ "$SLURMD_NODENAME" = n2 ] && [ "$SLURM_LOCALID" = 1 ] && [ "$DLPAR_RESTART" = 0 ]; then
-  (while [ ! -e "$CKPT" ]; do sleep 0.01; done; kill -KILL $$) &
-fi
-exec "$@"
-SH
-chmod +x "$TEST_TMP/kill_on_n2"
+# rank 3's process (n2's second) kills itself once the first checkpoint is written
+signal_on_n2 "$TEST_TMP/kill_on_n2" KILL 1
 out=$(CKPT=$TEST_TMP/runs/test/2x2/killed/checkpoint.h5 timeout 400 salloc -N3 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
       srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/kill_on_n2" "${train[@]}" --run=killed 2>&1)
 rc=$?
