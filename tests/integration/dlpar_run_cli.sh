@@ -79,13 +79,17 @@ done
 # PMIx server's teardown crashed in about 5 of 30 such runs) and leaves no
 # run directory behind (TMPDIR: a directory of this test's own).
 mkdir -p "$TEST_TMP/runs"
+# Each run is waited for by its pid: bash's `wait -n` answered 127 (no
+# job) once when two runs ended together, and that run's status was lost.
 for batch in 1 2 3 4 5 6; do
+  pids=()
   for i in 1 2 3 4 5; do
     TMPDIR=$TEST_TMP/runs DLPAR_RENDEZVOUS_TIMEOUT=1 "$run" -n 4 -- "$B/tests/integration/rank_probe" \
       --sleep-rank=3 --sleep=30 >"$TEST_TMP/timeout.$batch.$i" 2>&1 &
+    pids+=($!)
   done
-  for i in 1 2 3 4 5; do
-    wait -n
+  for pid in "${pids[@]}"; do
+    wait "$pid"
     echo "exit $?" >>"$TEST_TMP/timeout.codes"
   done
 done

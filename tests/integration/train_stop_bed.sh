@@ -4,9 +4,11 @@
 # --dl-parallel=2x2 on the shared 2-node bed, stopped by Slurm's own
 # signals (scancel --signal=USR1 to the job's tasks) in the three cases
 # that train_resume.sh and timelimit.sh leave out:
-#  - a signal twice: two scancels back to back, the stop's checkpoint held
-#    by DLPAR_FAULT=checkpoint-slow so that the second surely comes before
-#    the run ends: the run ends at once by it (srun's 138 on Slurm 22.05,
+#  - a signal twice: two scancels, the second once every rank said it got
+#    the first (two at once can merge into one at a task, as standard
+#    signals do, and then that node's ranks waited for the others at the
+#    agreement), the stop's checkpoint held by DLPAR_FAULT=checkpoint-slow
+#    so that the second surely comes before the run ends: the run ends at once by it (srun's 138 on Slurm 22.05,
 #    14 on 24.11; there one node's ranks once ended with the step instead),
 #    the checkpoint is the last
 #    complete one, byte for byte, and the run resumed from it (--resume)
@@ -121,7 +123,7 @@ ended whole
 expect_rc "the uninterrupted run" $rc 0
 
 # (1) A signal twice: the checkpoint of step 3, then a run resumed from it
-# gets two scancels back to back at step 5 or later
+# gets two scancels at step 5 or later, the second once every rank got the first
 train twice --stop_after_iters=3
 ended twice
 expect_rc "twice: the first 3 steps" $rc 0
@@ -129,6 +131,7 @@ cp "$run_dir/twice/checkpoint.h5" "$TEST_TMP/twice.h5"
 DLPAR_FAULT=checkpoint-slow train twice --resume
 for _ in $(seq 600); do grep -q '"step": 5,' "$run_dir/twice/metrics.jsonl" && break; sleep 0.1; done
 signal twice
+wait_text twice "User defined signal 1 received" 4
 signal twice
 ended twice
 ended_by_second twice "twice"
