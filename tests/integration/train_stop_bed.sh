@@ -8,9 +8,9 @@
 #    the first (two at once can merge into one at a task, as standard
 #    signals do, and then that node's ranks waited for the others at the
 #    agreement), the stop's checkpoint held by DLPAR_FAULT=checkpoint-slow
-#    so that the second surely comes before the run ends: the run ends at once by it (srun's 138 on Slurm 22.05,
-#    14 on 24.11; there one node's ranks once ended with the step instead),
-#    the checkpoint is the last
+#    so that the second surely comes before the run ends: the run ends at
+#    once by it (srun's 138 on Slurm 22.05, 14 on 24.11; there one node's
+#    ranks once ended with the step instead), the checkpoint is the last
 #    complete one, byte for byte, and the run resumed from it (--resume)
 #    starts at its step + 1 with the uninterrupted run's losses bit for bit;
 #  - a signal during start-up, as soon as the step's four tasks exist:
