@@ -28,8 +28,8 @@ typedef enum { DLPAR_LINE_TO_PRINT, DLPAR_LINE_PRINTED } dlpar_line_printed;
  * there is a context. */
 void dlpar_end_step(dlpar_ctx *ctx, int code, const char *line, dlpar_line_printed printed)
     __attribute__((noreturn));
-/* Ends this process alone, because the launcher is ending the step. This
- * serves the second stop signal, and a rank that is ending it already. */
+/* Ends this process alone, because the launcher is ending the step: a
+ * stop signal to a rank that is ending it already. */
 void dlpar_end_process(int code) __attribute__((noreturn));
 /* Runs the backend's abort_comms once per context, on a thread of its own,
  * so that what waits on the communicators returns. It is waited for at

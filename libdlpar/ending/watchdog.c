@@ -79,19 +79,21 @@ int dlpar_watchdog_block_signals(dlpar_ctx *ctx)
   return DLPAR_OK;
 }
 
-/* The one decision on a stop signal: the first asks the program to stop;
- * a second one, or any while this rank is ending the step already, ends
- * this process now. */
+/* The one decision on a stop signal. The first asks the program to stop.
+ * A second one ends the whole step now: a launcher may have merged the two
+ * signals into one at other ranks, which would otherwise wait for this one
+ * at the stop's agreement until the collective timeout. Any signal while
+ * this rank is ending the step already ends this process alone. */
 static void on_stop_signal(dlpar_ctx *ctx, int sig)
 {
-  int exit_code = atomic_load(&ctx->quiet_exit_code);
-  if (!exit_code && atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
-    dlpar_eprintf("dlpar: rank %d: second %s: exiting now\n", ctx->info.rank, strsignal(sig));
-    exit_code = 128 + sig;
-  }
+  const int exit_code = atomic_load(&ctx->quiet_exit_code);
   if (exit_code)
     dlpar_end_process(exit_code);
-  dlpar_eprintf("dlpar: rank %d: %s received: stopping at the next step boundary (again to exit now)\n",
+  if (atomic_fetch_add(&ctx->stop_signals, 1) > 0) {
+    dlpar_eprintf("dlpar: rank %d: second %s: ending the step now\n", ctx->info.rank, strsignal(sig));
+    dlpar_end_step(ctx, 128 + sig, NULL, DLPAR_LINE_PRINTED);
+  }
+  dlpar_eprintf("dlpar: rank %d: %s received: stopping at the next step boundary (again to end the step now)\n",
                 ctx->info.rank, strsignal(sig));
 }
 

@@ -13,7 +13,11 @@
 #  - a rank killed mid-run: the step ends, no hang;
 #  - a tensor-parallel group across two nodes (grid exported by hand):
 #    refused by the library, naming both hosts;
-#  - SIGTERM: every rank sees dlpar_stop_requested in the same iteration.
+#  - SIGTERM: every rank sees dlpar_stop_requested in the same iteration;
+#  - two stop signals at one rank only (a launcher merged them into one
+#    elsewhere): that rank ends the whole step at once, saying so
+#    (train_stop_bed.sh has dlpar-train's case, where the others would
+#    otherwise wait at the stop's agreement).
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
 probe=$B/tests/integration/rank_probe
@@ -136,4 +140,32 @@ wait $pid
 expect_eq "srun: ranks stopping" "$(grep -o 'stopping at iteration' "$TEST_TMP/sstop.out" | wc -l)" 4 ||
   sed 's/^/  srun output: /' "$TEST_TMP/sstop.out" >&2
 expect_eq "srun: same iteration" "$(grep -o 'stopping at iteration [0-9]*' "$TEST_TMP/sstop.out" | awk '{print $NF}' | sort -u | wc -l)" 1
+
+# Two stop signals at rank 1 alone, SIGUSR1 and SIGTERM pending together
+# (sent while it is stopped), under a collective timeout of 100 s: the
+# step ends within 30 s, ended by rank 1's second signal (SIGTERM, 143:
+# signalfd reads pending signals lowest first).
+for launcher in dlpar-run srun; do
+  case $launcher in
+    dlpar-run) cmd=("$run" -n 4 --dl-parallel=2x2 --) ;;
+    srun) cmd=(srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2) ;;
+  esac
+  start=$(date +%s)
+  DLPAR_COLLECTIVE_TIMEOUT=100 timeout 150 "${cmd[@]}" "$probe" --wait-stop >"$TEST_TMP/twice.out" 2>&1 &
+  pid=$!
+  for i in $(seq 300); do [ "$(grep -c waiting "$TEST_TMP/twice.out")" = 4 ] && break; sleep 0.1; done
+  rank1=$(sed -n 's/^rank_probe: rank 1 (pid \([0-9]*\)) waiting.*/\1/p' "$TEST_TMP/twice.out")
+  kill -STOP "$rank1"; kill -USR1 "$rank1"; kill -TERM "$rank1"; kill -CONT "$rank1"
+  wait $pid
+  rc=$?
+  took=$(($(date +%s) - start))
+  TEST_CHECKS=$((TEST_CHECKS + 1))
+  if [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$took" -le 30 ]; then
+    pass "$launcher: two signals at rank 1 alone: the step ended in $took s (exit $rc)"
+  else
+    fail "$launcher: two signals at rank 1 alone: exit $rc after $took s, expected a failure within 30 s: $(cat "$TEST_TMP/twice.out")"
+  fi
+  expect_contains "$launcher: two signals at rank 1 alone: its line" "$(cat "$TEST_TMP/twice.out")" \
+    "dlpar: rank 1: second Terminated: ending the step now"
+done
 finish

@@ -102,7 +102,7 @@ static int wait_for_stop(dlpar_ctx *ctx)
       return 0;
     }
     if (iteration == 0)
-      printf("rank_probe: rank %d waiting for a stop signal\n", ctx->info.rank);
+      printf("rank_probe: rank %d (pid %ld) waiting for a stop signal\n", ctx->info.rank, (long)getpid());
     fflush(stdout);
     usleep(100000);
   }

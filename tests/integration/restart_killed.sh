@@ -28,6 +28,7 @@ out=$(CKPT=$TEST_TMP/runs/test/2x2/killed/checkpoint.h5 timeout 400 salloc -N3 -
 rc=$?
 first=$(grep -m1 -e 'CANCELLED AT' -e '^srun: error: [^ ]*: tasks\? [0-9,-]*: Killed$' <<<"$out")
 if grep -q 'CANCELLED AT' <<<"$first" && grep -q 'named no node' <<<"$out"; then
+  grep -v '^dlpar-train\|^{' <<<"$out" | sed 's/^/  the step: /' >&2
   skip "Slurm ($(srun --version)) printed the step's cancellation before the killed rank's line, and that line with its node-mates' ($(grep -m1 ': Killed$' <<<"$out")), so dlpar-restart cannot name the killed rank's node: on this Slurm such a step ends as the program's own failure, not restarted"
 fi
 expect_rc "a rank killed on n2: the job ends well" $rc 0

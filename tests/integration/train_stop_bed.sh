@@ -4,6 +4,8 @@
 # --dl-parallel=2x2 on the shared 2-node bed, stopped by Slurm's own
 # signals (scancel --signal=USR1 to the job's tasks) in the three cases
 # that train_resume.sh and timelimit.sh leave out:
+#  - two signals at n2's ranks alone (as if merged into one at n1's): they
+#    end the whole step at once, where n1's would wait at the agreement;
 #  - a signal twice: two scancels, the second once every rank said it got
 #    the first (two at once can merge into one at a task, as standard
 #    signals do, and then that node's ranks waited for the others at the
@@ -107,7 +109,7 @@ resumed() {
 ended_by_second() {
   TEST_CHECKS=$((TEST_CHECKS + 1))
   local ranks
-  ranks=$(every_rank "$1" "second User defined signal 1: exiting now")
+  ranks=$(every_rank "$1" "second User defined signal 1: ending the step now")
   if [ "$rc" != 0 ] && [ "$rc" != 85 ] && [ -n "$ranks" ]; then
     pass "$2: ended by the second signal (exit $rc; ranks $ranks exited at it)"
   else
@@ -121,6 +123,23 @@ every_rank() { sed -n "s/^dlpar: rank \([0-3]\): $2.*/\1/p" "$TEST_TMP/$1.out" |
 train whole --stop_after_iters=14
 ended whole
 expect_rc "the uninterrupted run" $rc 0
+
+# (1a) Two signals at n2's ranks alone, as a launcher that merged two into
+# one at n1 leaves it: USR1 and TERM pending together at each of n2's
+# tasks (sent while they are stopped), none at n1's. n2's ranks end the
+# whole step, where n1's would wait for them at the stop's agreement until
+# the collective timeout (300 s): ended within ended's 120 s, by SIGTERM
+# (signalfd reads the pending signals lowest first, USR1 then TERM).
+train alone
+for _ in $(seq 600); do grep -q '"step": 3,' "$run_dir/alone/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
+on_n2=$(for pid in $(tasks alone); do tr '\0' '\n' <"/proc/$pid/environ" | grep -qx SLURM_NODEID=1 && echo "$pid"; done)
+expect_eq "alone: n2's two tasks found" "$(wc -w <<<"$on_n2")" 2
+for pid in $on_n2; do kill -STOP "$pid"; kill -USR1 "$pid"; kill -TERM "$pid"; kill -CONT "$pid"; done
+ended alone
+TEST_CHECKS=$((TEST_CHECKS + 1))
+[ "$rc" != 0 ] && [ "$rc" != 85 ] && pass "alone: the step ended (exit $rc)" || fail "alone: exit $rc, expected a failure"
+expect_contains "alone: a rank of n2 said the second signal ended the step" "$(cat "$TEST_TMP/alone.out")" \
+  ": second Terminated: ending the step now"
 
 # (1) A signal twice: the checkpoint of step 3, then a run resumed from it
 # gets two scancels at step 5 or later, the second once every rank got the first
