@@ -12,7 +12,11 @@ DLPAR_TEST_LEAVE=R: rank R exits before it joins; the others' cleanup
 DLPAR_TEST_THREADS=1: instead, four threads of each rank call
 share_from_root at once, 0.3 s apart (the other ranks 1 s late, so rank
 0's calls queue behind its first), each for its own key: every thread must
-get rank 0's text for its key."""
+get rank 0's text for its key.
+DLPAR_TEST_DUMP_AFTER=S: a rank still running S seconds after its start
+prints every thread's Python stack and exits 1, so a hang names where it
+waits; "rank R: done" is its last line before the interpreter's exit."""
+import faulthandler
 import os
 import sys
 import threading
@@ -23,6 +27,8 @@ import torch.distributed as dist
 
 import dlpar.torch
 
+if os.environ.get("DLPAR_TEST_DUMP_AFTER"):
+    faulthandler.dump_traceback_later(float(os.environ["DLPAR_TEST_DUMP_AFTER"]), exit=True)
 
 def say_line(text):
     """One line in one write: the ranks of dlpar-run share a stdout."""
@@ -86,3 +92,4 @@ for name, group in groups:
              f"{members[name]}")
 dist.barrier()  # every rank done with every group before any tears down (gloo aborts on a peer gone mid-teardown)
 dist.destroy_process_group()
+say_line(f"rank {rank}: done")
