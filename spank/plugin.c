@@ -60,3 +60,10 @@ int slurm_spank_task_init(spank_t sp, int ac UNUSED, char **av UNUSED)
     return 0;
   return dlpar_stepd_task_init(sp);
 }
+
+int slurm_spank_task_exit(spank_t sp, int ac UNUSED, char **av UNUSED)
+{
+  if (!dlpar_spank_requested_in_stepd())
+    return 0;
+  return dlpar_stepd_task_exit(sp);
+}

@@ -53,5 +53,8 @@ int dlpar_master_this_node(spank_t sp, char *node, size_t len, dlpar_error *err)
 int dlpar_stepd_user_init(spank_t sp);
 int dlpar_stepd_task_init_privileged(spank_t sp);
 int dlpar_stepd_task_init(spank_t sp);
+/* After each task of the node ends, in slurmstepd: names the node's first
+ * task to end where a signal ended it. */
+int dlpar_stepd_task_exit(spank_t sp);
 
 #endif

@@ -44,6 +44,7 @@ typedef struct {
   bool master_said;                  /* master_error was said in user_init already (rank 0's node) */
   bool master_wait;                  /* a node without rank 0: its tasks wait for rank 0's node's (spank/master.c) */
   bool master_hold;                  /* rank 0's node of several: its first task waits until the others saw it */
+  bool task_ended;                   /* a task of this node has ended (task_exit, in slurmstepd) */
   /* slurmstepd, user_init: the site's network settings for this node (admin.net) */
   dlpar_net_config node_net;
   dlpar_error net_error;             /* status DLPAR_OK, or a class conflict or missing interface, said once */

@@ -6,14 +6,17 @@
  * request is prepared, and the DLPAR_* contract is exported. Errors are
  * raised from task_init, except a refused rendezvous point on rank 0's
  * node, raised in user_init so that node forks no task (spank/master.c);
- * both reach the user's srun. Nothing the user typed is executed or used
- * as a path here. */
+ * both reach the user's srun. As the tasks end (task_exit, in slurmstepd),
+ * the node's first task that a signal ended is named. Nothing the user
+ * typed is executed or used as a path here. */
 #include "config.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -337,5 +340,38 @@ int dlpar_stepd_task_init(spank_t sp)
       dlpar_spank_error(err.text);
     return -1;
   }
+  return 0;
+}
+
+/* The node's first task to end, where a signal ended it, is named in one
+ * line that reaches srun. A task that Slurm kills as it cancels the step
+ * ends after its node's "CANCELLED AT" line, which slurmstepd writes to the
+ * same stream first. A line with no such line of its node before it is a
+ * task killed from outside the step, as the OOM killer kills, and tells
+ * contrib/dlpar-restart which node to leave out, where srun's own lines may
+ * list that task with those the cancellation killed. Only the first task
+ * of a node is named, so a cancelled step prints one line per node at most. */
+int dlpar_stepd_task_exit(spank_t sp)
+{
+  int status = 0;
+  uint32_t rank = 0;
+  pid_t pid = 0;
+  char node[64], line[DLPAR_ERRLEN];
+  dlpar_error err = {0};
+  if (!is_parallel_step(sp) || dlpar_spank.task_ended)
+    return 0;
+  dlpar_spank.task_ended = true;
+  if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS || !WIFSIGNALED(status) ||
+      spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_TASK_PID, &pid) != ESPANK_SUCCESS ||
+      dlpar_master_this_node(sp, node, sizeof(node), &err) != DLPAR_OK)
+    return 0;
+  if (WTERMSIG(status) == SIGKILL)
+    snprintf(line, sizeof(line), "rank %u (pid %ld) on %s was killed by SIGKILL before any other task of its node "
+             "ended: the OOM killer or kill -9, unless this node's CANCELLED line came first", rank, (long)pid, node);
+  else
+    snprintf(line, sizeof(line), "rank %u (pid %ld) on %s was ended by SIG%s (%s) before any other task of its "
+             "node ended", rank, (long)pid, node, sigabbrev_np(WTERMSIG(status)), strsignal(WTERMSIG(status)));
+  dlpar_spank_error(line);
   return 0;
 }

@@ -9,12 +9,12 @@
 #  - with no spare: the data-parallel size shrinks (2x2 to 2x1 on n1), and
 #    dlpar-train resumes the 2x2 run's checkpoint with the same global
 #    batch, the losses the uninterrupted run's to fp32 tolerance.
-# dlpar-restart names the node of a killed rank from srun's first "Killed"
-# line, which Slurm 22.05 prints before the step's cancellation. Slurm
-# 24.11 prints the cancellation first and reports the killed rank with its
-# node-mates, which the cancellation killed, so nothing in srun's output
-# tells the killed rank's node from the others. Where that order is seen,
-# the test SKIPs, naming it.
+# dlpar-restart names the killed rank's node from the plugin's line
+# (spank/stepd.c: each node's first task ended by a signal), which no
+# CANCELLED line of that node precedes: Slurm 24.11 prints the step's
+# cancellation before the killed rank's own srun line, and lists that rank
+# with its node-mates, which the cancellation killed, so srun's lines alone
+# do not tell its node (Slurm 22.05's first "Killed" line does).
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed nodes=3
 . "$DLPAR_SRCDIR/tests/lib/restart.sh"
@@ -26,11 +26,10 @@ signal_on_n2 "$TEST_TMP/kill_on_n2" KILL 1
 out=$(CKPT=$TEST_TMP/runs/test/2x2/killed/checkpoint.h5 timeout 400 salloc -N3 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
       srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/kill_on_n2" "${train[@]}" --run=killed 2>&1)
 rc=$?
-first=$(grep -m1 -e 'CANCELLED AT' -e '^srun: error: [^ ]*: tasks\? [0-9,-]*: Killed$' <<<"$out")
-if grep -q 'CANCELLED AT' <<<"$first" && grep -q 'named no node' <<<"$out"; then
-  grep -v '^dlpar-train\|^{' <<<"$out" | sed 's/^/  the step: /' >&2
-  skip "Slurm ($(srun --version)) printed the step's cancellation before the killed rank's line, and that line with its node-mates' ($(grep -m1 ': Killed$' <<<"$out")), so dlpar-restart cannot name the killed rank's node: on this Slurm such a step ends as the program's own failure, not restarted"
-fi
+expect_eq "a rank killed on n2: the plugin names it, before any cancellation of n2" \
+  "$(awk '/ ON n2 CANCELLED AT / { exit }
+          /^slurmstepd-n2: error: dlpar: rank 3 \(pid [0-9]*\) on n2 was killed by SIGKILL before any other task of its node ended/ {
+            print "named"; exit }' <<<"$out")" named
 expect_rc "a rank killed on n2: the job ends well" $rc 0
 expect_contains "a rank killed on n2: the line" "$out" \
   "dlpar-restart: excluding n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)): restart 1 of 1 on n1,n3 (DLPAR_RESTART=1)"
