@@ -155,7 +155,7 @@ for launcher in dlpar-run srun; do
   pid=$!
   for i in $(seq 300); do [ "$(grep -c waiting "$TEST_TMP/twice.out")" = 4 ] && break; sleep 0.1; done
   rank1=$(sed -n 's/^rank_probe: rank 1 (pid \([0-9]*\)) waiting.*/\1/p' "$TEST_TMP/twice.out")
-  kill -STOP "$rank1"; kill -USR1 "$rank1"; kill -TERM "$rank1"; kill -CONT "$rank1"
+  merged_stop_signals "$rank1"
   wait $pid
   rc=$?
   took=$(($(date +%s) - start))

@@ -111,7 +111,7 @@ ended_by_second() {
   local ranks
   ranks=$(every_rank "$1" "second User defined signal 1: ending the step now")
   if [ "$rc" != 0 ] && [ "$rc" != 85 ] && [ -n "$ranks" ]; then
-    pass "$2: ended by the second signal (exit $rc; ranks $ranks exited at it)"
+    pass "$2: ended by the second signal (exit $rc; ranks $ranks said it ended them)"
   else
     fail "$2: exit $rc, ranks '$ranks' said the second signal ended them: expected an end by it"
   fi
@@ -134,7 +134,7 @@ train alone
 for _ in $(seq 600); do grep -q '"step": 3,' "$run_dir/alone/metrics.jsonl" 2>/dev/null && break; sleep 0.1; done
 on_n2=$(for pid in $(tasks alone); do tr '\0' '\n' <"/proc/$pid/environ" | grep -qx SLURM_NODEID=1 && echo "$pid"; done)
 expect_eq "alone: n2's two tasks found" "$(wc -w <<<"$on_n2")" 2
-for pid in $on_n2; do kill -STOP "$pid"; kill -USR1 "$pid"; kill -TERM "$pid"; kill -CONT "$pid"; done
+merged_stop_signals $on_n2
 ended alone
 TEST_CHECKS=$((TEST_CHECKS + 1))
 [ "$rc" != 0 ] && [ "$rc" != 85 ] && pass "alone: the step ended (exit $rc)" || fail "alone: exit $rc, expected a failure"

@@ -175,6 +175,14 @@ dp_members() {
 # elapsed_since START (from `date +%s.%N`) in whole seconds, rounded up
 elapsed_since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { d = e - s; printf "%d", (d == int(d)) ? d : int(d) + 1 }'; }
 
+# merged_stop_signals PID...: SIGUSR1 and SIGTERM pending together at each
+# process, as where a launcher merged two stop signals into one delivery:
+# each is stopped, sent both, then continued.
+merged_stop_signals() {
+  local pid
+  for pid in "$@"; do kill -STOP "$pid"; kill -USR1 "$pid"; kill -TERM "$pid"; kill -CONT "$pid"; done
+}
+
 # For pre-flight runs that must pass: they assert the table and the flow,
 # not speed. Four ranks on a 2-core machine beside make -j check can make a
 # healthy rank's GEMM more than 5x slower than the median.
