@@ -344,13 +344,13 @@ int dlpar_stepd_task_init(spank_t sp)
 }
 
 /* The node's first task to end, where a signal ended it, is named in one
- * line that reaches srun. A task that Slurm kills as it cancels the step
- * ends after its node's "CANCELLED AT" line, which slurmstepd writes to the
- * same stream first. A line with no such line of its node before it is a
- * task killed from outside the step, as the OOM killer kills, and tells
- * contrib/dlpar-restart which node to leave out, where srun's own lines may
- * list that task with those the cancellation killed. Only the first task
- * of a node is named, so a cancelled step prints one line per node at most. */
+ * line that reaches srun. Slurm writes a step's cancellation ("CANCELLED
+ * AT", from the step's first node) before it kills the step's tasks, so a
+ * SIGKILL line with no cancellation before it is a task killed from
+ * outside the step, as the OOM killer kills. contrib/dlpar-restart leaves
+ * its node out, where srun's own lines may list that task with those the
+ * cancellation killed (Slurm 24.11). Only the first task of a node is
+ * named, so a cancelled step prints one line per node at most. */
 int dlpar_stepd_task_exit(spank_t sp)
 {
   int status = 0;
@@ -368,7 +368,7 @@ int dlpar_stepd_task_exit(spank_t sp)
     return 0;
   if (WTERMSIG(status) == SIGKILL)
     snprintf(line, sizeof(line), "rank %u (pid %ld) on %s was killed by SIGKILL before any other task of its node "
-             "ended: the OOM killer or kill -9, unless this node's CANCELLED line came first", rank, (long)pid, node);
+             "ended: the OOM killer or kill -9, unless the step's cancellation came first", rank, (long)pid, node);
   else
     snprintf(line, sizeof(line), "rank %u (pid %ld) on %s was ended by SIG%s (%s) before any other task of its "
              "node ended", rank, (long)pid, node, sigabbrev_np(WTERMSIG(status)), strsignal(WTERMSIG(status)));

@@ -10,8 +10,8 @@
 #    dlpar-train resumes the 2x2 run's checkpoint with the same global
 #    batch, the losses the uninterrupted run's to fp32 tolerance.
 # dlpar-restart names the killed rank's node from the plugin's line
-# (spank/stepd.c: each node's first task ended by a signal), which no
-# CANCELLED line of that node precedes: Slurm 24.11 prints the step's
+# (spank/stepd.c: each node's first task ended by a signal), which comes
+# before the step's cancellation: Slurm 24.11 prints the step's
 # cancellation before the killed rank's own srun line, and lists that rank
 # with its node-mates, which the cancellation killed, so srun's lines alone
 # do not tell its node (Slurm 22.05's first "Killed" line does).
@@ -26,8 +26,8 @@ signal_on_n2 "$TEST_TMP/kill_on_n2" KILL 1
 out=$(CKPT=$TEST_TMP/runs/test/2x2/killed/checkpoint.h5 timeout 400 salloc -N3 --ntasks-per-node=2 --no-kill "$restart" --max=1 \
       srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 "$TEST_TMP/kill_on_n2" "${train[@]}" --run=killed 2>&1)
 rc=$?
-expect_eq "a rank killed on n2: the plugin names it, before any cancellation of n2" \
-  "$(awk '/ ON n2 CANCELLED AT / { exit }
+expect_eq "a rank killed on n2: the plugin names it, before the step's cancellation" \
+  "$(awk '/ CANCELLED AT / { exit }
           /^slurmstepd-n2: error: dlpar: rank 3 \(pid [0-9]*\) on n2 was killed by SIGKILL before any other task of its node ended/ {
             print "named"; exit }' <<<"$out")" named
 expect_rc "a rank killed on n2: the job ends well" $rc 0

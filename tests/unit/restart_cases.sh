@@ -464,39 +464,55 @@ srun: error: n2: task 1: Killed
 dlpar-restart: the step failed (exit 9) on n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)) after SIGTERM: not restarted"
 expect_eq "SIGTERM to dlpar-restart: srun run once" "$(srun_calls)" 1
 # 13. a rank killed as Slurm 24.11 reports it: the step's cancellation
-# first, the killed rank listed with its node-mates. The plugin's line
-# (spank/stepd.c, each node's first task ended by a signal) names n2,
-# whose line no CANCELLED line of n2 precedes; n1's comes after n1's.
+# before srun's line of the killed rank, which lists it with its
+# node-mates. The plugin's line (spank/stepd.c, each node's first task
+# ended by a signal), before the cancellation, names n2.
 fresh_case
 cat >"$SI/plan" <<'SH'
 [ "$attempt" = 0 ] || exit 0
 cat >&2 <<'OUT'
+slurmstepd-n2: error: dlpar: rank 3 (pid 21755) on n2 was killed by SIGKILL before any other task of its node ended: the OOM killer or kill -9, unless the step's cancellation came first
 slurmstepd-n1: error: *** STEP 77.0 ON n1 CANCELLED AT 2026-12-08T00:59:16 ***
-slurmstepd-n1: error: dlpar: rank 0 (pid 21740) on n1 was killed by SIGKILL before any other task of its node ended: the OOM killer or kill -9, unless this node's CANCELLED line came first
 srun: error: n2: tasks 2-3: Killed
-slurmstepd-n2: error: dlpar: rank 3 (pid 21755) on n2 was killed by SIGKILL before any other task of its node ended: the OOM killer or kill -9, unless this node's CANCELLED line came first
 srun: error: n1: task 0: Killed
+srun: error: n1: task 1: Exited with exit code 14
 OUT
 exit 9
 SH
 run 'n[1-3]' srun -N 2 prog
-expect_eq "Slurm 24.11's order, the plugin's lines: n2 named" "$rc: $(tail -n 1 <<<"$out")" \
+expect_eq "Slurm 24.11's order, the plugin's line: n2 named" "$rc: $(tail -n 1 <<<"$out")" \
   "0: dlpar-restart: excluding n2 (a rank was killed (SIGKILL: the OOM killer, or kill -9)): restart 1 of 2 on n1,n3 (DLPAR_RESTART=1)"
-# every plugin line after its node's cancellation (scancel, the time
-# limit): the cancellation killed them, no node is named
+# the step cancelled first (here as libdlpar ends a hung step): only the
+# first node writes the cancellation, and n2's first task, killed by it,
+# is not taken for a rank killed from outside
+fresh_case
+cat >"$SI/plan" <<'SH'
+[ "$attempt" = 0 ] || exit 0
+cat >&2 <<'OUT'
+dlpar: stacks: rank 1 (n1) differs from the other 3 (not in a libdlpar collective | main stuck_in_user_code usleep): look there first
+slurmstepd-n1: error: *** STEP 77.0 ON n1 CANCELLED AT 2026-12-08T01:24:52 ***
+slurmstepd-n2: error: dlpar: rank 2 (pid 13593) on n2 was killed by SIGKILL before any other task of its node ended: the OOM killer or kill -9, unless the step's cancellation came first
+srun: error: n1: task 0: Exited with exit code 1
+srun: error: n1: task 1: Killed
+srun: error: n2: tasks 2-3: Killed
+OUT
+exit 1
+SH
+run 'n[1-3]' srun -N 2 prog
+expect_eq "the plugin's line after the step's cancellation: the node named by the stacks, not n2" "$rc: $(tail -n 1 <<<"$out")" \
+  "0: dlpar-restart: excluding n1 (the rank whose stack differs in a hung step): restart 1 of 2 on n2,n3 (DLPAR_RESTART=1)"
 fresh_case
 cat >"$SI/plan" <<'SH'
 cat >&2 <<'OUT'
-slurmstepd-n1: error: *** STEP 77.0 ON n1 CANCELLED AT 2026-12-08T00:59:16 ***
-slurmstepd-n2: error: *** STEP 77.0 ON n2 CANCELLED AT 2026-12-08T00:59:16 ***
-slurmstepd-n2: error: dlpar: rank 3 (pid 21755) on n2 was killed by SIGKILL before any other task of its node ended: the OOM killer or kill -9, unless this node's CANCELLED line came first
-slurmstepd-n1: error: dlpar: rank 0 (pid 21740) on n1 was killed by SIGKILL before any other task of its node ended: the OOM killer or kill -9, unless this node's CANCELLED line came first
+dlpar: rank 0 on n1: --data: no such directory (give the dataset's directory)
+slurmstepd-n1: error: *** STEP 77.0 ON n1 CANCELLED AT 2026-12-08T01:24:52 ***
+slurmstepd-n2: error: dlpar: rank 2 (pid 13593) on n2 was killed by SIGKILL before any other task of its node ended: the OOM killer or kill -9, unless the step's cancellation came first
+srun: error: n1: task 0: Exited with exit code 1
 srun: error: n2: tasks 2-3: Killed
 OUT
-exit 9
+exit 1
 SH
 run 'n[1-3]' srun -N 2 prog
-expect_eq "every plugin line after its node's CANCELLED line: not restarted" "$rc: $(tail -n 1 <<<"$out")" \
-  "9: dlpar-restart: the step failed (exit 9) and named no node: the program's own failure, not restarted"
-
+expect_eq "the program's own failure, n2's tasks killed by the cancellation: not restarted" "$rc: $(tail -n 1 <<<"$out")" \
+  "1: dlpar-restart: the step failed (exit 1) and named no node: the program's own failure, not restarted"
 finish
