@@ -370,8 +370,8 @@ int dlpar_stepd_task_exit(spank_t sp)
     snprintf(line, sizeof(line), "rank %u (pid %ld) on %s was killed by SIGKILL before any other task of its node "
              "ended: the OOM killer or kill -9, unless the step's cancellation came first", rank, (long)pid, node);
   else
-    snprintf(line, sizeof(line), "rank %u (pid %ld) on %s was ended by SIG%s (%s) before any other task of its "
-             "node ended", rank, (long)pid, node, sigabbrev_np(WTERMSIG(status)), strsignal(WTERMSIG(status)));
+    snprintf(line, sizeof(line), "rank %u (pid %ld) on %s was ended by signal %d (%s) before any other task of its "
+             "node ended", rank, (long)pid, node, WTERMSIG(status), strsignal(WTERMSIG(status)));
   dlpar_spank_error(line);
   return 0;
 }

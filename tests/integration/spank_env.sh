@@ -8,8 +8,8 @@
 # with real CPU binding (NCCL_IB_HCA: the node's HCAs, the same list on
 # every rank; UCX_NET_DEVICES: the rank's nearest HCA), --gpus-per-task not narrowing the GPUs, the user's
 # --cpu-bind respected, --dl-verbose, sbatch passing the grid to its steps,
-# the node-side check when srun cannot predict the layout, and no flag: no
-# variables and no binding.
+# the node-side check when srun cannot predict the layout, the line naming
+# a task ended by a signal, and no flag: no variables and no binding.
 . "$DLPAR_SRCDIR/tests/lib/common.sh"
 use_bed
 
@@ -82,4 +82,13 @@ printf 'n1\nn2\nn1\nn2\n' >"$TEST_TMP/hosts"
 out=$(SLURM_HOSTFILE=$TEST_TMP/hosts srun -n4 -m arbitrary --dl-parallel=2x2 --dl-env=none true 2>&1)
 expect_rc "arbitrary layout" $? 1
 expect_contains "arbitrary layout" "$out" "slurmstepd-n1: error: dlpar: --dl-parallel=2x2: tensor-parallel group 0 (ranks 0-1) spans n1 and another node"
+# A task ended by a signal (the others still running): slurmstepd's line names it
+# (spank/stepd.c); a plain srun without --dl-* gets no such line.
+out=$(srun -N2 -n4 --ntasks-per-node=2 --dl-parallel=2x2 --dl-env=none bash -c \
+      '[ "$SLURM_PROCID" = 3 ] && kill -SEGV $$; sleep 1' 2>&1)
+expect_rc "a task ended by SIGSEGV" $? 139
+expect_eq "a task ended by SIGSEGV: the plugin's line" \
+  "$(grep -c '^slurmstepd-n2: error: dlpar: rank 3 (pid [0-9]*) on n2 was ended by signal 11 (Segmentation fault) before any other task of its node ended$' <<<"$out")" 1
+out=$(srun -N2 -n4 --ntasks-per-node=2 bash -c '[ "$SLURM_PROCID" = 3 ] && kill -SEGV $$; sleep 1' 2>&1)
+expect_eq "a task ended by SIGSEGV without --dl-*: no plugin line" "$(grep -c 'dlpar:' <<<"$out")" 0
 finish
