@@ -11,11 +11,11 @@
  * typed is executed or used as a path here. */
 #include "config.h"
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
